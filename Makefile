@@ -1,0 +1,53 @@
+# kstate build entry points. JVM side via sbt (bin/sbt bootstraps it), Python side via .venv.
+SBT ?= bin/sbt
+PY ?= .venv/bin/python
+
+VENV := .venv
+VENV_STAMP := $(VENV)/.stamp
+REQS := python/requirements-dev.txt
+
+SCALA_BIN := 2.13
+VERSION := $(shell sed -n 's/^[[:space:]]*version[[:space:]]*:=[[:space:]]*"\([^"]*\)".*/\1/p' build.sbt)
+JAR_NAME := kstate_$(SCALA_BIN)-$(VERSION).jar
+JAR := jvm/target/scala-$(SCALA_BIN)/$(JAR_NAME)
+PY_JARS := python/kstate/jars
+
+# Spark's Python workers (UDFs) must run the venv's interpreter, not the system python3.
+export PYSPARK_PYTHON ?= $(abspath $(PY))
+
+.PHONY: all venv jar test demo bench clean
+
+all: test
+
+venv: $(VENV_STAMP)
+
+# Reinstalls only when the requirements file changes. Works with an existing .venv
+# (only creates one when there is no interpreter in it yet).
+$(VENV_STAMP): $(REQS)
+	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --disable-pip-version-check -q -r $(REQS)
+	@touch $@
+
+# build.sbt compiles against the jars of the venv's pyspark, so the venv comes first.
+jar: venv
+	$(SBT) package
+	@test -f $(JAR) || { echo "expected jar not found: $(JAR)" >&2; exit 1; }
+	mkdir -p $(PY_JARS)
+	rm -f $(PY_JARS)/kstate_*.jar
+	cp $(JAR) $(PY_JARS)/
+
+test: venv jar
+	$(SBT) test
+	PYTHONPATH=python $(PY) -m pytest python/tests -q
+
+demo: venv jar
+	PYTHONPATH=python $(PY) -m kstate.demo
+
+bench: venv jar
+	PYTHONPATH=python $(PY) bench/run.py
+
+clean:
+	rm -rf jvm/target target project/target project/project
+	rm -f $(PY_JARS)/kstate_*.jar
+	rm -rf spark-warehouse metastore_db derby.log .pytest_cache .hypothesis
+	find python bench -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null || true

@@ -1,0 +1,113 @@
+package io.kstate
+
+import java.time.{Duration => JDuration}
+
+import io.kstate.dedup.DedupMode
+
+import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.kstate.OperatorIdentity
+import org.apache.spark.sql.kstate.plans.KStateDeduplicate
+import org.apache.spark.sql.kstate.shim.{RunningQuery, SparkShim}
+import org.apache.spark.sql.types._
+
+/**
+ * kstate's operations on one DataFrame. Scala: `import io.kstate.implicits._; df.kstate...`;
+ * Python: `df.kstate...`.
+ *
+ * Arguments are checked here, when the DataFrame is built, not when the query runs: unknown
+ * columns, wrong types, non-deterministic expressions and bad durations raise a
+ * [[KStateException]] that names the argument.
+ */
+final class KStateDataFrame(df: DataFrame) {
+
+  /**
+   * KIP-655 `deduplicateByKey`: drops a record when a record with the same key was forwarded
+   * within `interval` (inclusive) of its timestamp. Null keys are always forwarded.
+   * Records meet in the state partition of their key.
+   */
+  def deduplicateByKey(interval: String, key: Column, timestamp: Column): DataFrame =
+    dedup(DedupMode.ByKey, Durations.toMillis("interval", interval), Some(key), None, timestamp, None)
+  def deduplicateByKey(interval: String, key: Column, timestamp: Column, name: String): DataFrame =
+    dedup(DedupMode.ByKey, Durations.toMillis("interval", interval), Some(key), None, timestamp, Option(name))
+  def deduplicateByKey(interval: JDuration, key: Column, timestamp: Column, name: String): DataFrame =
+    dedup(DedupMode.ByKey, Durations.toMillis("interval", interval), Some(key), None, timestamp, Option(name))
+
+  /**
+   * KIP-655 `deduplicateByKeyValue`: duplicates share key and `id`; a null key or null id is
+   * always forwarded. Records meet in the state partition of their key.
+   */
+  def deduplicateByKeyValue(id: Column, interval: String, key: Column, timestamp: Column): DataFrame =
+    dedup(DedupMode.ByKeyValue, Durations.toMillis("interval", interval), Some(key), Some(id), timestamp, None)
+  def deduplicateByKeyValue(
+      id: Column, interval: String, key: Column, timestamp: Column, name: String): DataFrame =
+    dedup(DedupMode.ByKeyValue, Durations.toMillis("interval", interval), Some(key), Some(id), timestamp, Option(name))
+  def deduplicateByKeyValue(
+      id: Column, interval: JDuration, key: Column, timestamp: Column, name: String): DataFrame =
+    dedup(DedupMode.ByKeyValue, Durations.toMillis("interval", interval), Some(key), Some(id), timestamp, Option(name))
+
+  /**
+   * KIP-655 `deduplicate`: duplicates share `id`, across all input partitions (records are
+   * repartitioned by id). A null id is always forwarded.
+   */
+  def deduplicate(id: Column, interval: String, timestamp: Column): DataFrame =
+    dedup(DedupMode.ById, Durations.toMillis("interval", interval), None, Some(id), timestamp, None)
+  def deduplicate(id: Column, interval: String, timestamp: Column, name: String): DataFrame =
+    dedup(DedupMode.ById, Durations.toMillis("interval", interval), None, Some(id), timestamp, Option(name))
+  def deduplicate(id: Column, interval: JDuration, timestamp: Column, name: String): DataFrame =
+    dedup(DedupMode.ById, Durations.toMillis("interval", interval), None, Some(id), timestamp, Option(name))
+
+  private def dedup(
+      mode: DedupMode,
+      intervalMs: Long,
+      key: Option[Column],
+      id: Option[Column],
+      timestamp: Column,
+      name: Option[String]): DataFrame = {
+    name.foreach(OperatorIdentity.validateName)
+    RunningQuery.register(SparkShim.session(df))
+    val keyE = key.map(c => checked("key", c, comparable))
+    val idE = id.map(c => checked("id", c, comparable))
+    val tsE = checked("timestamp", timestamp, eventTime)
+    SparkShim.ofRows(df, KStateDeduplicate(
+      mode, intervalMs, name, keyE, idE, tsE, SparkShim.logicalPlan(df)))
+  }
+
+  private def comparable(role: String, dt: DataType): Unit = {
+    def bad(t: DataType): Boolean = t match {
+      case _: MapType | _: VariantType => true
+      case s: StructType => s.fields.exists(f => bad(f.dataType))
+      case a: ArrayType => bad(a.elementType)
+      case _ => false
+    }
+    if (bad(dt)) throw KStateErrors.unsupportedKeyType(role, dt.sql)
+  }
+
+  private def eventTime(role: String, dt: DataType): Unit = dt match {
+    case TimestampType | TimestampNTZType | LongType | IntegerType | ShortType | ByteType =>
+    case other => throw KStateErrors.wrongTimestampType(role, other.sql)
+  }
+
+  /** Resolves `c` against the DataFrame now, so a bad column fails at construction. */
+  private def checked(role: String, c: Column, typeCheck: (String, DataType) => Unit): Expression = {
+    if (c == null) throw KStateErrors.missingColumn(role, "no column was given")
+    val resolved = try SparkShim.logicalPlan(df.select(c)) catch {
+      case e: AnalysisException => throw KStateErrors.missingColumn(role, e.getMessage)
+    }
+    val expr = resolved.expressions.head
+    if (!expr.deterministic) throw KStateErrors.nonDeterministic(role, expr.sql)
+    typeCheck(role, expr.dataType)
+    SparkShim.expression(df, c)
+  }
+}
+
+object KStateDataFrame {
+  def apply(df: DataFrame): KStateDataFrame = new KStateDataFrame(df)
+}
+
+/** `import io.kstate.implicits._` adds `df.kstate`. */
+object implicits {
+  implicit class KStateSyntax(private val df: DataFrame) extends AnyVal {
+    def kstate: KStateDataFrame = new KStateDataFrame(df)
+  }
+}

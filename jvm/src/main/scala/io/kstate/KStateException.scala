@@ -1,0 +1,82 @@
+package io.kstate
+
+/**
+ * The one error type kstate raises for anything the user can fix: bad arguments, unsupported
+ * plans, configuration changed on restart, a full buffer. Every error has a stable `errorClass`
+ * (`KSTATE_...`) that Python maps to `kstate.KStateError.error_class`, and a message that says
+ * what was wrong and how to fix it.
+ */
+final class KStateException(val errorClass: String, message: String, cause: Throwable = null)
+  extends IllegalArgumentException(s"[$errorClass] $message", cause)
+
+/** The error hub: every named kstate error is constructed here, nowhere else. */
+object KStateErrors {
+  private def err(cls: String, msg: String): KStateException = new KStateException(cls, msg)
+
+  def invalidInterval(what: String, value: String, why: String): KStateException =
+    err("KSTATE_INVALID_DURATION",
+      s"$what '$value' is not a valid duration: $why. Use a non-negative duration such as " +
+        "'10 seconds', '500ms', 'PT1M', a java.time.Duration, or a number of milliseconds.")
+
+  def missingColumn(role: String, detail: String): KStateException =
+    err("KSTATE_MISSING_COLUMN",
+      s"The $role column cannot be resolved: $detail. Pass the name of an existing column or a " +
+        "Column expression over the DataFrame's columns.")
+
+  def wrongTimestampType(role: String, dataType: String): KStateException =
+    err("KSTATE_INVALID_TIMESTAMP_TYPE",
+      s"The $role column has type $dataType; kstate needs TIMESTAMP, TIMESTAMP_NTZ or an " +
+        "integral number of epoch milliseconds (BIGINT/INT). Cast the column, e.g. " +
+        "F.col('ts').cast('timestamp').")
+
+  def unsupportedKeyType(role: String, dataType: String): KStateException =
+    err("KSTATE_INVALID_KEY_TYPE",
+      s"The $role expression has type $dataType, which cannot be compared for equality " +
+        "(MAP or VARIANT values, or structs containing them). Derive a comparable key, e.g. " +
+        "F.to_json(col) or the fields you deduplicate on.")
+
+  def nonDeterministic(role: String, expr: String): KStateException =
+    err("KSTATE_NON_DETERMINISTIC_EXPRESSION",
+      s"The $role expression '$expr' is non-deterministic; a replayed micro-batch would see a " +
+        "different value and deduplicate differently. Use a deterministic expression " +
+        "(e.g. a column of the record instead of rand() or uuid()).")
+
+  def invalidName(name: String): KStateException =
+    err("KSTATE_INVALID_OPERATOR_NAME",
+      s"Operator name '$name' is invalid: use 1 to 100 letters, digits, '_', '-' or '.'.")
+
+  def duplicateOperatorName(name: String): KStateException =
+    err("KSTATE_DUPLICATE_OPERATOR_NAME",
+      s"Two kstate operators in one query resolve to the name '$name'. Give each stateful " +
+        "kstate operator a distinct name= so each keeps its own state.")
+
+  def configChanged(name: String, stored: String, current: String, path: String): KStateException =
+    err("KSTATE_OPERATOR_CONFIG_CHANGED",
+      s"kstate operator '$name' was restarted from a checkpoint written with a different " +
+        s"configuration.\n  checkpoint: $stored\n  this query: $current\n  (recorded in $path)\n" +
+        "Restore the original configuration to continue from this checkpoint, or start the " +
+        "query from a new checkpoint location to begin with fresh state.")
+
+  def unsupportedOutputMode(op: String, mode: String): KStateException =
+    err("KSTATE_UNSUPPORTED_OUTPUT_MODE",
+      s"kstate operator '$op' emits each input record at most once and never retracts; it " +
+        s"cannot run in $mode output mode. Use outputMode('append') or outputMode('update').")
+
+  def unsupportedCheckpointFormat(version: Int): KStateException =
+    err("KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT",
+      s"spark.sql.streaming.stateStore.checkpointFormatVersion=$version is not supported by " +
+        "kstate operators yet. Set it to 1 (the default).")
+
+  def providerWithoutColumnFamilies(provider: String): KStateException =
+    err("KSTATE_UNSUPPORTED_STATE_PROVIDER",
+      s"State store provider $provider cannot back kstate operators: they need column " +
+        s"families and range scans. Set ${KStateConf.StateStoreProvider.key} to " +
+        s"${KStateConf.StateStoreProvider.default}.")
+
+  def notInRunningQuery(op: String): KStateException =
+    err("KSTATE_NO_STREAMING_QUERY",
+      s"kstate operator '$op' is on a streaming DataFrame but is being executed outside a " +
+        "running streaming query. Start it with writeStream...start().")
+
+  def internal(msg: String): KStateException = err("KSTATE_INTERNAL_ERROR", msg)
+}

@@ -1,0 +1,20 @@
+package io.kstate
+
+import org.apache.spark.sql.SparkSessionExtensions
+import org.apache.spark.sql.kstate.KStateStrategy
+
+/**
+ * kstate's entry point: `spark.sql.extensions=io.kstate.KStateExtensions`.
+ *
+ * What it injects, and why:
+ *  - [[KStateStrategy]]: plans kstate's logical operators into kstate execs, assigning their
+ *    state info from the running query (Spark's planner knows only its own stateful classes).
+ *
+ * kstate operators themselves enter a plan through the DataFrame API ([[KStateDataFrame]]),
+ * not through SQL syntax, so no parser or analyzer rule is needed.
+ */
+class KStateExtensions extends (SparkSessionExtensions => Unit) {
+  override def apply(ext: SparkSessionExtensions): Unit = {
+    ext.injectPlannerStrategy(KStateStrategy)
+  }
+}

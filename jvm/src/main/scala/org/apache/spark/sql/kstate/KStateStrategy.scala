@@ -1,0 +1,54 @@
+package org.apache.spark.sql.kstate
+
+import io.kstate.{KStateConf, KStateErrors}
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.streaming.InternalOutputModes
+import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateDeduplicateExec}
+import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateStatefulNode}
+import org.apache.spark.sql.kstate.shim.RunningQuery
+
+/**
+ * Plans kstate logical operators. For a streaming plan inside a running query it also assigns
+ * the operator's state info (Spark's IncrementalExecution does this only for its own classes)
+ * and enforces kstate's plan rules, which Spark's unsupported-operation checker cannot see.
+ */
+case class KStateStrategy(session: SparkSession) extends SparkStrategy {
+  override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
+    case d: KStateDeduplicate =>
+      val (name, stateInfo) = streamingIdentity(d)
+      KStateDeduplicateExec(
+        d.mode, d.intervalMs, name, d.fingerprint, d.identity, d.timestamp, d.partitionBy,
+        d.output, KStateConf.StateStoreProvider.get(session.sessionState.conf),
+        KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
+        stateInfo, InputPositionExec(planLater(d.child))) :: Nil
+    case _ => Nil
+  }
+
+  private def streamingIdentity(node: KStateStatefulNode) = {
+    val query = if (node.isStreaming) RunningQuery.current(session) else None
+    query match {
+      case Some(q) =>
+        checkPlanRules(node, q)
+        val name = OperatorIdentity.nameOf(node, q.optimizedPlan)
+        (name, Some(q.stateInfo(OperatorIdentity.operatorId(name))))
+      case None =>
+        (node.operatorName.getOrElse(node.kind), None)
+    }
+  }
+
+  private def checkPlanRules(node: KStateStatefulNode, q: RunningQuery): Unit = {
+    if (q.outputMode == InternalOutputModes.Complete) {
+      throw KStateErrors.unsupportedOutputMode(node.kind, "complete")
+    }
+    val format = session.sessionState.conf.getConf(SQLConf.STATE_STORE_CHECKPOINT_FORMAT_VERSION)
+    if (format >= 2) throw KStateErrors.unsupportedCheckpointFormat(format)
+    val provider = KStateConf.StateStoreProvider.get(session.sessionState.conf)
+    if (provider.endsWith("HDFSBackedStateStoreProvider")) {
+      throw KStateErrors.providerWithoutColumnFamilies(provider)
+    }
+  }
+}

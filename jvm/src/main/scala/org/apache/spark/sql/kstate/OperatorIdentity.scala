@@ -1,0 +1,86 @@
+package org.apache.spark.sql.kstate
+
+import java.nio.charset.StandardCharsets
+import java.util.Properties
+
+import scala.jdk.CollectionConverters._
+import scala.util.hashing.MurmurHash3
+
+import io.kstate.KStateErrors
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+import org.apache.spark.sql.kstate.plans.KStateStatefulNode
+
+/**
+ * A kstate operator's stable identity in a checkpoint.
+ *
+ * Name: the user's `name=`, or `<kind>-<n>` where n counts kstate stateful operators in the
+ * query plan in pre-order (so an unnamed operator keeps its identity as long as the kstate
+ * operators before it stay). Operator id: derived from the name alone, in a range Spark's own
+ * operators (numbered 0, 1, 2, ...) never reach, so kstate and Spark operators share the
+ * query's `state/` directory without colliding and Spark's metadata checks see both.
+ */
+object OperatorIdentity {
+  val IdBase: Long = 1000000000L
+  private val ValidName = "[A-Za-z0-9_.\\-]{1,100}".r
+
+  def validateName(name: String): String = name match {
+    case ValidName() => name
+    case _ => throw KStateErrors.invalidName(name)
+  }
+
+  def operatorId(name: String): Long =
+    IdBase + (MurmurHash3.stringHash(name, 0x6b737461) & 0x7fffffffL) % IdBase
+
+  /** Names of all kstate stateful operators in `plan`, in pre-order; must be distinct. */
+  def namesIn(plan: LogicalPlan): Seq[(KStateStatefulNode, String)] = {
+    val nodes = plan.collect { case n: KStateStatefulNode => n }
+    val named = nodes.zipWithIndex.map { case (n, i) =>
+      n -> n.operatorName.getOrElse(s"${n.kind}-$i")
+    }
+    named.groupBy(_._2).collectFirst { case (name, xs) if xs.size > 1 => name }
+      .foreach(n => throw KStateErrors.duplicateOperatorName(n))
+    named
+  }
+
+  def nameOf(node: KStateStatefulNode, plan: LogicalPlan): String =
+    namesIn(plan).collectFirst { case (n, name) if n == node => name }
+      .orElse(node.operatorName)
+      .getOrElse(throw KStateErrors.internal(s"kstate node not found in its query plan: $node"))
+
+  /**
+   * Records the operator's configuration next to its state on first run and checks it on every
+   * restart: changing a kstate operator's configuration on an existing checkpoint fails here,
+   * before any state is read.
+   */
+  def checkOrRecordConfig(
+      stateDir: Path, name: String, fingerprint: Map[String, String], conf: Configuration): Unit = {
+    val file = new Path(new Path(stateDir, "_kstate"), "operator.properties")
+    val fm = CheckpointFileManager.create(file.getParent, conf)
+    val current = fingerprint + ("name" -> name)
+    if (fm.exists(file)) {
+      val props = new Properties()
+      val in = fm.open(file)
+      try props.load(new java.io.InputStreamReader(in, StandardCharsets.UTF_8)) finally in.close()
+      val stored = props.asScala.toMap
+      if (stored != current) {
+        def show(m: Map[String, String]) = m.toSeq.sorted.map { case (k, v) => s"$k=$v" }.mkString(", ")
+        throw KStateErrors.configChanged(name, show(stored), show(current), file.toString)
+      }
+    } else {
+      fm.mkdirs(file.getParent)
+      val props = new Properties()
+      current.foreach { case (k, v) => props.setProperty(k, v) }
+      val out = fm.createAtomic(file, true)
+      try {
+        val w = new java.io.OutputStreamWriter(out, StandardCharsets.UTF_8)
+        props.store(w, "kstate operator configuration; do not edit")
+        w.flush()
+        out.close()
+      } catch { case e: Throwable => out.cancel(); throw e }
+    }
+  }
+}

@@ -1,0 +1,37 @@
+package org.apache.spark.sql.kstate.shim
+
+import java.util.UUID
+
+import org.apache.spark.sql.{Column, DataFrame}
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.classic.{Dataset => ClassicDataset, SparkSession => ClassicSession}
+
+/**
+ * The thin layer of Spark-version-specific calls used to build kstate DataFrames. Everything
+ * else in kstate goes through here (or [[RunningQuery]]) for Spark's `private[sql]` API, so a
+ * new Spark version changes these two files, not the operators.
+ */
+object SparkShim {
+  /** Spark minor version this build was compiled against (checked by the Python package). */
+  val SparkMinor: String = "4.3"
+
+  def classic(df: DataFrame): ClassicDataset[_] = df match {
+    case c: ClassicDataset[_] => c
+    case other => throw new UnsupportedOperationException(
+      s"kstate needs a classic (non-Connect) DataFrame, got ${other.getClass.getName}")
+  }
+
+  def logicalPlan(df: DataFrame): LogicalPlan = classic(df).logicalPlan
+
+  /** The (unresolved) Catalyst expression of `c`, as `df`'s session converts it. */
+  def expression(df: DataFrame, c: Column): Expression = session(df).expression(c)
+
+  /** A DataFrame over `plan` in `df`'s session; analyses eagerly (errors surface here). */
+  def ofRows(df: DataFrame, plan: LogicalPlan): DataFrame =
+    ClassicDataset.ofRows(classic(df).sparkSession, plan)
+
+  def session(df: DataFrame): ClassicSession = classic(df).sparkSession
+
+  def newQueryId(): UUID = UUID.randomUUID()
+}

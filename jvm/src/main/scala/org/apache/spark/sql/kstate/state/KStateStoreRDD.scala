@@ -1,0 +1,57 @@
+package org.apache.spark.sql.kstate.state
+
+import scala.reflect.ClassTag
+
+import org.apache.spark.{Partition, TaskContext}
+import org.apache.spark.broadcast.Broadcast
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.util.SerializableConfiguration
+
+/**
+ * Runs `f` on each partition of `prev` with that partition's writable [[StateStore]].
+ *
+ * Spark's own StateStoreRDD takes the provider class from the session's SQLConf; kstate picks
+ * its provider itself (`storeConf` is built with kstate's provider class), so kstate operators
+ * and Spark's operators in one query may use different providers.
+ *
+ * Life cycle per task: the store is opened at `stateInfo.storeVersion`; `f` must commit it
+ * before its iterator is exhausted; a task that ends without a commit aborts the store, so a
+ * failed batch leaves the previous version as the latest.
+ */
+final class KStateStoreRDD[U: ClassTag](
+    prev: RDD[org.apache.spark.sql.catalyst.InternalRow],
+    stateInfo: StatefulOperatorStateInfo,
+    keySchema: StructType,
+    valueSchema: StructType,
+    keySpec: KeyStateEncoderSpec,
+    useColumnFamilies: Boolean,
+    storeConf: StateStoreConf,
+    hadoopConf: Broadcast[SerializableConfiguration],
+    @transient private val coordinator: Option[StateStoreCoordinatorRef],
+    f: (StateStore, Iterator[org.apache.spark.sql.catalyst.InternalRow]) => Iterator[U])
+  extends RDD[U](prev) {
+
+  override protected def getPartitions: Array[Partition] = prev.partitions
+
+  private def providerId(partition: Int): StateStoreProviderId =
+    StateStoreProviderId(
+      StateStoreId(stateInfo.checkpointLocation, stateInfo.operatorId, partition),
+      stateInfo.queryRunId)
+
+  override def getPreferredLocations(split: Partition): Seq[String] =
+    coordinator.flatMap(_.getLocation(providerId(split.index))).toSeq
+
+  override def compute(split: Partition, context: TaskContext): Iterator[U] = {
+    val store = StateStore.get(
+      providerId(split.index), keySchema, valueSchema, keySpec, stateInfo.storeVersion,
+      stateInfo.getStateStoreCkptId(split.index).map(_.head), None, useColumnFamilies,
+      storeConf, hadoopConf.value.value, false)
+    context.addTaskCompletionListener[Unit] { _ =>
+      if (!store.hasCommitted) store.abort()
+    }
+    f(store, prev.iterator(split, context))
+  }
+}

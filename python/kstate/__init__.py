@@ -1,0 +1,41 @@
+"""kstate: Kafka Streams' stateful operators for Spark Structured Streaming.
+
+``import kstate`` adds the ``df.kstate`` accessor to PySpark DataFrames::
+
+    import kstate
+    from pyspark.sql import SparkSession
+
+    spark = kstate.configure(SparkSession.builder.master("local[2]")).getOrCreate()
+    deduped = events.kstate.deduplicate_by_key("10 minutes", key="user", timestamp="ts")
+"""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame as _DataFrame
+
+from ._durations import to_millis
+from ._jvm import EXTENSION, SPARK_MINOR, __version__, jar_path
+from .dataframe import KStateDataFrame
+from .errors import KStateError
+from .session import configure
+
+__all__ = [
+    "KStateDataFrame", "KStateError", "configure", "jar_path", "to_millis",
+    "EXTENSION", "SPARK_MINOR", "__version__",
+]
+
+
+def _accessor(self: _DataFrame) -> KStateDataFrame:
+    return KStateDataFrame(self)
+
+
+def _install() -> None:
+    _DataFrame.kstate = property(_accessor)  # type: ignore[attr-defined]
+    try:  # Spark Connect DataFrames get the accessor too, so they fail with a clear error
+        from pyspark.sql.connect.dataframe import DataFrame as _ConnectDataFrame
+
+        _ConnectDataFrame.kstate = property(_accessor)  # type: ignore[attr-defined]
+    except Exception:  # connect extras not installed
+        pass
+
+
+_install()

@@ -1,0 +1,73 @@
+"""Duration arguments: strings, ``timedelta`` or integer milliseconds -> milliseconds."""
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from typing import Union
+
+from .errors import KStateError
+
+DurationLike = Union[str, _dt.timedelta, int]
+
+_UNITS = {
+    "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
+    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
+    "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
+    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
+    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
+    "w": 604_800_000, "week": 604_800_000, "weeks": 604_800_000,
+}
+_PART = re.compile(r"(\d+)\s*([a-z]+)")
+_ISO = re.compile(r"^p(?:(\d+)d)?(?:t(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d{1,3})?)s)?)?$")
+
+
+def _bad(what: str, value: object, why: str) -> KStateError:
+    return KStateError(
+        "KSTATE_INVALID_DURATION",
+        f"{what} '{value}' is not a valid duration: {why}. Use a non-negative duration such as "
+        "'10 seconds', '500ms', 'PT1M', a datetime.timedelta, or a number of milliseconds.",
+    )
+
+
+def to_millis(value: DurationLike, what: str = "interval") -> int:
+    """Converts a duration argument to milliseconds, raising ``KStateError`` if it is invalid.
+
+    >>> to_millis("10 seconds"), to_millis("PT1M"), to_millis(_dt.timedelta(milliseconds=5)), to_millis(7)
+    (10000, 60000, 5, 7)
+    """
+    if isinstance(value, bool) or value is None:
+        raise _bad(what, value, "expected a string, timedelta or int")
+    if isinstance(value, int):
+        if value < 0:
+            raise _bad(what, value, "it is negative")
+        return value
+    if isinstance(value, _dt.timedelta):
+        if value < _dt.timedelta(0):
+            raise _bad(what, value, "it is negative")
+        return value // _dt.timedelta(milliseconds=1)
+    if not isinstance(value, str):
+        raise _bad(what, value, f"expected a string, timedelta or int, got {type(value).__name__}")
+    s = value.strip().lower()
+    if not s:
+        raise _bad(what, value, "it is empty")
+    if s.startswith("-"):
+        raise _bad(what, value, "it is negative")
+    if s.isdigit():
+        return int(s)
+    if s.startswith("p"):
+        m = _ISO.match(s)
+        if not m or s in ("p", "pt"):
+            raise _bad(what, value, "it is not an ISO-8601 duration")
+        d, h, mi, sec = m.groups()
+        return (int(d or 0) * 86_400_000 + int(h or 0) * 3_600_000 + int(mi or 0) * 60_000
+                + round(float(sec or 0) * 1000))
+    compact = s[len("interval"):].strip() if s.startswith("interval") else s
+    parts = _PART.findall(compact)
+    if not parts or "".join(n + u for n, u in parts) != re.sub(r"\s+", "", compact):
+        raise _bad(what, value, "expected <number> <unit> pairs with units ms, s, m, h, d or w")
+    total = 0
+    for n, u in parts:
+        if u not in _UNITS:
+            raise _bad(what, value, f"unknown unit '{u}'")
+        total += int(n) * _UNITS[u]
+    return total

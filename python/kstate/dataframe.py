@@ -1,0 +1,149 @@
+"""``df.kstate``: kstate's operations as DataFrame methods (thin wrappers over the JVM)."""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ._durations import DurationLike, to_millis
+from ._jvm import check_jvm, translate_errors
+from .errors import KStateError
+
+__all__ = ["KStateDataFrame", "ColumnOrName"]
+
+ColumnOrName = Union[Column, str]
+
+
+def _col(value: Union[ColumnOrName, Sequence[ColumnOrName]], role: str) -> Column:
+    """A Column from a name, a Column, or a list of them (combined into a struct)."""
+    if isinstance(value, Column):
+        return value
+    if isinstance(value, str):
+        return F.col(value)
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, (str, Column)) for v in value):
+        return F.struct(*[F.col(v) if isinstance(v, str) else v for v in value])
+    raise KStateError(
+        "KSTATE_MISSING_COLUMN",
+        f"The {role} column cannot be resolved: expected a column name, a Column or a list of "
+        f"them, got {type(value).__name__}.",
+    )
+
+
+def _name(name: Optional[str]) -> Optional[str]:
+    if name is not None and not isinstance(name, str):
+        raise KStateError("KSTATE_INVALID_OPERATOR_NAME", f"name must be a string, got {name!r}.")
+    return name
+
+
+class KStateDataFrame:
+    """kstate's operations on one DataFrame, reached as ``df.kstate``.
+
+    Arguments are validated when the DataFrame is built: an unknown column, a wrong type, a
+    non-deterministic expression or a bad duration raises :class:`kstate.KStateError` at once.
+    """
+
+    def __init__(self, df: DataFrame):
+        self._df = df
+
+    def _jkstate(self):
+        jvm = check_jvm(self._df.sparkSession)
+        return jvm.io.kstate.KStateDataFrame.apply(self._df._jdf)
+
+    def _wrap(self, jdf) -> DataFrame:
+        return DataFrame(jdf, self._df.sparkSession)
+
+    def _duration(self, interval: DurationLike):
+        jvm = self._df.sparkSession.sparkContext._jvm
+        return jvm.java.time.Duration.ofMillis(to_millis(interval, "interval"))
+
+    @translate_errors
+    def deduplicate_by_key(
+        self,
+        interval: DurationLike,
+        key: Union[ColumnOrName, Sequence[ColumnOrName]],
+        timestamp: ColumnOrName,
+        name: Optional[str] = None,
+    ) -> DataFrame:
+        """Drops records whose key was already forwarded within ``interval`` (KIP-655).
+
+        A record is a duplicate when a record with the same key was forwarded and its timestamp
+        is within ``interval`` of this one (both ends inclusive); the first record wins and
+        duplicates do not refresh it. Records with a null key are always forwarded. A record
+        older than stream time − interval is forwarded if no duplicate is stored, and not stored.
+
+        Parameters
+        ----------
+        interval : str, datetime.timedelta or int
+            Deduplication interval: ``"10 seconds"``, ``"PT10S"``, ``timedelta(seconds=10)`` or
+            milliseconds.
+        key : str, Column or list of them
+            The record key; records meet in the state partition of their key. A list becomes a
+            struct key (null only if the struct is null).
+        timestamp : str or Column
+            Event time: TIMESTAMP, TIMESTAMP_NTZ, or epoch milliseconds (integral).
+        name : str, optional
+            Stable operator name in the checkpoint (letters, digits, ``_ - .``).
+
+        Returns
+        -------
+        DataFrame
+            The input rows that are not duplicates, unchanged.
+
+        Examples
+        --------
+        >>> deduped = events.kstate.deduplicate_by_key("10 minutes", key="user", timestamp="ts")
+        """
+        return self._wrap(self._jkstate().deduplicateByKey(
+            self._duration(interval), _col(key, "key")._jc, _col(timestamp, "timestamp")._jc,
+            _name(name)))
+
+    @translate_errors
+    def deduplicate_by_key_value(
+        self,
+        id: ColumnOrName,
+        interval: DurationLike,
+        key: Union[ColumnOrName, Sequence[ColumnOrName]],
+        timestamp: ColumnOrName,
+        name: Optional[str] = None,
+    ) -> DataFrame:
+        """Like :meth:`deduplicate_by_key`, but duplicates must share key *and* ``id`` (KIP-655).
+
+        Records with a null key or a null id are always forwarded.
+
+        Parameters
+        ----------
+        id : str or Column
+            Deduplication id, a deterministic expression over the record (Kafka's idSelector).
+        interval, key, timestamp, name
+            As for :meth:`deduplicate_by_key`.
+
+        Examples
+        --------
+        >>> deduped = events.kstate.deduplicate_by_key_value(
+        ...     F.col("payload.event_id"), "1 hour", key="device", timestamp="ts")
+        """
+        return self._wrap(self._jkstate().deduplicateByKeyValue(
+            _col(id, "id")._jc, self._duration(interval), _col(key, "key")._jc,
+            _col(timestamp, "timestamp")._jc, _name(name)))
+
+    @translate_errors
+    def deduplicate(
+        self,
+        id: ColumnOrName,
+        interval: DurationLike,
+        timestamp: ColumnOrName,
+        name: Optional[str] = None,
+    ) -> DataFrame:
+        """Drops records whose ``id`` was already forwarded within ``interval``, across all
+        input partitions: records are repartitioned by ``id`` (KIP-655 ``deduplicate``).
+
+        Records with a null id are always forwarded.
+
+        Examples
+        --------
+        >>> deduped = events.kstate.deduplicate("event_id", "1 hour", timestamp="ts")
+        """
+        return self._wrap(self._jkstate().deduplicate(
+            _col(id, "id")._jc, self._duration(interval), _col(timestamp, "timestamp")._jc,
+            _name(name)))
