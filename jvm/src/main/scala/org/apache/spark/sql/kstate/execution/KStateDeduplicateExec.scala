@@ -163,7 +163,7 @@ case class KStateDeduplicateExec(
     val start = System.nanoTime()
     watermark.foreach(processor.advanceStreamTime)
     val out = mutable.ArrayBuffer.empty[InternalRow]
-    TaskOrder(rows, n - 2, n - 1, tsOf).foreach { row =>
+    TaskOrder(rows, n - 2, n - 1, tsOf, mergeByTimestamp = stateInfo.isDefined).foreach { row =>
       val t = tsProj(row)
       val tsNull = t.isNullAt(0)
       val ts = if (tsNull) 0L else toMs(t)

@@ -8,10 +8,17 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 
 /**
- * Restores the order in which a Kafka task processes records: each input partition's records
- * in offset order, merged across input partitions by taking, at each step, the partition whose
- * next record has the smallest timestamp (ties: lower partition index). Null timestamps sort
- * first at their partition's head. Within one micro-batch; rows are copied and held in memory.
+ * The order in which a kstate operator processes the rows one state partition receives.
+ *
+ * Streaming ([[TaskOrder.apply]] with `mergeByTimestamp`): the order of a Kafka task — each
+ * input partition's records in offset order, merged across input partitions by taking, at each
+ * step, the partition whose next record has the smallest timestamp (ties: lower partition
+ * index; null timestamps count as smallest). Applied within each micro-batch.
+ *
+ * Batch DataFrames (`mergeByTimestamp = false`): DataFrame order — input partition index, then
+ * offset — so a static DataFrame is processed exactly in the order its rows are listed.
+ *
+ * Rows are copied and held in memory for the partition's batch.
  */
 object TaskOrder {
   private final class Queue(val partition: Int) {
@@ -44,7 +51,8 @@ object TaskOrder {
       rows: Iterator[InternalRow],
       partitionOrdinal: Int,
       offsetOrdinal: Int,
-      timestampOf: InternalRow => Long): Iterator[UnsafeRow] = {
+      timestampOf: InternalRow => Long,
+      mergeByTimestamp: Boolean): Iterator[UnsafeRow] = {
     val queues = mutable.LinkedHashMap.empty[Int, Queue]
     rows.foreach { r =>
       val p = r.getInt(partitionOrdinal)
@@ -53,10 +61,10 @@ object TaskOrder {
       q.timestamps += timestampOf(r)
       q.rows += r.asInstanceOf[UnsafeRow].copy()
     }
-    if (queues.size == 1) {
-      val q = queues.head._2
-      q.sortIfNeeded()
-      return q.rows.iterator
+    if (!mergeByTimestamp || queues.size == 1) {
+      val ordered = queues.values.toSeq.sortBy(_.partition)
+      ordered.foreach(_.sortIfNeeded())
+      return ordered.iterator.flatMap(_.rows)
     }
     val heap = new PriorityQueue[Queue]((a: Queue, b: Queue) => {
       val c = java.lang.Long.compare(a.headTs, b.headTs)
