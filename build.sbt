@@ -12,8 +12,7 @@ val sparkJarsDir: File = {
     sys.error("pyspark's jars not found: run `make venv` first or set KSTATE_SPARK_JARS"))
 }
 // The Scala toolchain comes from sbt; pyspark's copies of these would clash with it.
-val scalaToolchainJars = Set("scala-library", "scala-reflect", "scala-compiler", "scala-xml",
-  "scala-parser-combinators")
+val scalaToolchainJars = Set("scala-library", "scala-reflect", "scala-compiler", "scala-xml")
 def isToolchainJar(f: File): Boolean =
   scalaToolchainJars.exists(n => f.getName.startsWith(n + "_2.13-") || f.getName.startsWith(n + "-2.13."))
 

@@ -1,39 +1,246 @@
 package io.kstate
 
+import scala.jdk.CollectionConverters._
+
 import io.kstate.implicits._
 import io.kstate.testing.KStateSparkSuite
 
-import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.{DataFrame, Encoders, Row, SQLContext}
 import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
-import org.apache.spark.sql.functions.col
-import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
+import org.apache.spark.sql.functions.{col, count, struct}
+import org.apache.spark.sql.streaming.{OutputMode, StatefulProcessor, StreamingQuery, StreamingQueryException, TimeMode, TimerValues, TTLConfig, ValueState}
 
+/** Wiring of the dedup operator into micro-batch queries: state, restart, metrics, plan rules. */
 class DeduplicateStreamingSuite extends KStateSparkSuite {
+  type Rec = (String, Long, Int) // key, ts (ms), seq
 
-  private def run(
-      batches: Seq[Seq[(String, Long, Int)]],
-      checkpoint: String,
-      build: DataFrame => DataFrame): (Seq[Row], StreamingQuery) = {
-    val s = spark
-    import s.implicits._
-    implicit val sqlCtx: org.apache.spark.sql.SQLContext = s.sqlContext
-    val input = MemoryStream[(String, Long, Int)]
-    val df = build(input.toDF().toDF("k", "ts", "seq"))
-    val q = df.writeStream.format("memory").queryName("out_" + System.nanoTime())
-      .option("checkpointLocation", checkpoint).outputMode("append").start()
-    batches.foreach { b => input.addData(b); q.processAllAvailable() }
-    val rows = spark.table(q.name).collect().toSeq
-    (rows, q)
+  private def input(): MemoryStream[Rec] = {
+    implicit val ctx: SQLContext = spark.sqlContext
+    val session = spark; import session.implicits._
+    MemoryStream[Rec]
   }
 
+  private def frame(in: MemoryStream[Rec]): DataFrame = in.toDF().toDF("k", "ts", "seq")
+
+  private def byKey(interval: String)(df: DataFrame): DataFrame =
+    df.kstate.deduplicateByKey(interval, col("k"), col("ts"))
+
+  /** Starts `df` into [[CollectSink]] (idempotent per batch id, so restarts are fine). */
+  private def start(df: DataFrame, checkpoint: String, mode: String = "append"): StreamingQuery =
+    CollectSink.start(df, checkpoint, mode)
+
+  private def seqs(q: StreamingQuery): Seq[Int] =
+    CollectSink.rows(q).map(_.getAs[Int]("seq")).sorted
+
+  /** Runs `batches` (one MemoryStream add each) through `build`; returns the forwarded seqs. */
+  private def runAll(batches: Seq[Seq[Rec]], build: DataFrame => DataFrame): (Seq[Int], StreamingQuery) = {
+    val in = input()
+    val q = start(build(frame(in)), tempDir("ckpt"))
+    try {
+      batches.foreach { b => in.addData(b); q.processAllAvailable() }
+      (seqs(q), q)
+    } finally q.stop()
+  }
+
+  private val example1 = Seq(Seq(("k", 20000L, 1)), Seq(("k", 25000L, 2)), Seq(("k", 11000L, 3)),
+    Seq(("k", 9000L, 4)))
+
   test("KIP-655 Example 1 across micro-batches: late record forwarded only without duplicate") {
-    val (rows, q) = run(
-      Seq(Seq(("k", 20000L, 1)), Seq(("k", 25000L, 2)), Seq(("k", 11000L, 3)), Seq(("k", 9000L, 4))),
-      tempDir("ckpt"),
-      _.kstate.deduplicateByKey("10 seconds", col("k"), col("ts")))
+    val (out, q) = runAll(example1, byKey("10 seconds"))
+    assert(out === Seq(1, 4))
+    val op = q.recentProgress.filter(_.stateOperators.nonEmpty).last.stateOperators.head
+    assert(op.operatorName === "kstate_deduplicate_by_key")
+  }
+
+  test("KIP-655 Example 3: another key advancing stream time purges the entry") {
+    // Example 3 needs k1 and k2 in one state partition (one Kafka task).
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    try {
+      val (out, _) = runAll(
+        Seq(Seq(("k1", 10000L, 1)), Seq(("k2", 21000L, 2)), Seq(("k1", 9000L, 3))),
+        byKey("10 seconds"))
+      assert(out === Seq(1, 2, 3))
+      // Example 2: with k2 at 20 s, k1@10 s is still stored, so k1@9 s is a duplicate.
+      val (out2, _) = runAll(
+        Seq(Seq(("k1", 10000L, 1)), Seq(("k2", 20000L, 2)), Seq(("k1", 9000L, 3))),
+        byKey("10 seconds"))
+      assert(out2 === Seq(1, 2))
+    } finally spark.conf.set("spark.sql.shuffle.partitions", "3")
+  }
+
+  test("stream time is per state partition and persists across micro-batches and restarts") {
+    val batches = Seq(Seq(("a", 100000L, 1)), Seq(("a", 105000L, 2)), Seq(("a", 80000L, 3)),
+      Seq(("a", 116000L, 4)), Seq(("a", 95000L, 5)), Seq(("a", 126000L, 6)))
+    val (uninterrupted, _) = runAll(batches, byKey("10 seconds"))
+    // a@126 is exactly 10 s after the stored a@116: a duplicate (inclusive bound).
+    assert(uninterrupted === Seq(1, 3, 4, 5))
+    // Stop and restart from the checkpoint between every pair of batches.
+    val ckpt = tempDir("ckpt")
+    val in = input()
+    val sink = scala.collection.mutable.ArrayBuffer.empty[Int]
+    batches.foreach { b =>
+      val q = start(byKey("10 seconds")(frame(in)), ckpt)
+      in.addData(b)
+      q.processAllAvailable()
+      sink ++= seqs(q)
+      q.stop()
+    }
+    assert(sink.sorted.toSeq === uninterrupted)
+  }
+
+  test("a changed interval on restart fails with a named error; the original config resumes") {
+    val ckpt = tempDir("ckpt")
+    val in = input()
+    val q1 = start(byKey("10 seconds")(frame(in)), ckpt)
+    in.addData(("k", 1000L, 1)); q1.processAllAvailable(); q1.stop()
+
+    val q2 = start(byKey("20 seconds")(frame(in)), ckpt)
+    in.addData(("k", 2000L, 2))
+    val e = intercept[StreamingQueryException](q2.processAllAvailable())
+    assert(e.getMessage.contains("KSTATE_OPERATOR_CONFIG_CHANGED"), e.getMessage)
+    assert(e.getMessage.contains("intervalMs=10000") && e.getMessage.contains("intervalMs=20000"))
+    q2.stop()
+
+    val q3 = start(byKey("10 seconds")(frame(in)), ckpt)
+    q3.processAllAvailable()
+    assert(seqs(q3) === Seq.empty) // k@2000 is a duplicate of k@1000: state survived
+    q3.stop()
+  }
+
+  test("complete output mode is rejected with a named error") {
+    val in = input()
+    val agg = byKey("1 second")(frame(in)).groupBy("k").count()
+    val q = agg.writeStream.format("memory").queryName("c" + System.nanoTime())
+      .option("checkpointLocation", tempDir("ckpt")).outputMode("complete").start()
+    in.addData(("k", 1L, 1))
+    val e = intercept[StreamingQueryException](q.processAllAvailable())
+    assert(e.getMessage.contains("KSTATE_UNSUPPORTED_OUTPUT_MODE"), e.getMessage)
     q.stop()
-    assert(rows.map(_.getInt(2)).sorted === Seq(1, 4))
-    val progress = q.recentProgress.filter(_.stateOperators.nonEmpty).last.stateOperators.head
-    assert(progress.operatorName === "kstate_deduplicate_by_key")
+  }
+
+  test("metrics: duplicates, late records, null keys, stored entries in progress customMetrics") {
+    val in = input()
+    val q = start(byKey("10 seconds")(frame(in)), tempDir("ckpt"))
+    in.addData(("k", 20000L, 1), ("k", 25000L, 2), ("k", 11000L, 3), ("k", 9000L, 4),
+      (null, 30000L, 5), ("j", 30000L, 6))
+    q.processAllAvailable()
+    val op = q.lastProgress.stateOperators.head
+    val m = op.customMetrics.asScala.map { case (k, v) => k -> v.longValue() }
+    assert(m("duplicatesDropped") === 2L)
+    assert(m("lateRecordsForwarded") === 1L)
+    assert(m("nullKeysForwarded") === 1L)
+    // At stream time 30000 the bound is 20000 (inclusive): k@20000 and j@30000 stay stored.
+    assert(m("storedEntries") === 2L)
+    assert(op.numRowsTotal === 2L)
+    q.stop()
+  }
+
+  test("modes: by key and value, and by id across partitions; struct keys") {
+    val in = input()
+    val df = frame(in).withColumn("id", col("seq") % 2)
+    val byKv = df.kstate.deduplicateByKeyValue(col("id"), "10 seconds", struct(col("k")), col("ts"))
+    val q = start(byKv, tempDir("ckpt"))
+    in.addData(("k", 1000L, 1), ("k", 2000L, 2), ("k", 3000L, 3), ("j", 3000L, 5))
+    q.processAllAvailable()
+    assert(seqs(q) === Seq(1, 2, 5))
+    q.stop()
+
+    val in2 = input()
+    val byId = frame(in2).kstate.deduplicate(col("k"), "10 seconds", col("ts"))
+    val q2 = start(byId, tempDir("ckpt"))
+    in2.addData(("x", 1000L, 1), ("y", 1000L, 2))
+    in2.addData(("x", 5000L, 3), ("y", 12000L, 4))
+    q2.processAllAvailable()
+    assert(seqs(q2) === Seq(1, 2, 4))
+    q2.stop()
+  }
+
+  test("kstate and Spark's own stateful operators in one query, with a different query-wide provider") {
+    val provider = "spark.sql.streaming.stateStore.providerClass"
+    val old = spark.conf.getOption(provider)
+    spark.conf.set(provider,
+      "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider")
+    try {
+      val in = input()
+      val counted = byKey("10 seconds")(frame(in)).groupBy("k").agg(count("*").as("n"))
+      val q = CollectSink.start(counted, tempDir("ckpt"), "update")
+      in.addData(("a", 1000L, 1), ("a", 2000L, 2), ("b", 1000L, 3))
+      q.processAllAvailable()
+      in.addData(("a", 20000L, 4))
+      q.processAllAvailable()
+      val latest = CollectSink.rows(q).groupBy(_.getString(0)).map {
+        case (k, rows) => k -> rows.map(_.getLong(1)).max
+      }
+      assert(latest === Map("a" -> 2L, "b" -> 1L))
+      assert(q.lastProgress.stateOperators.map(_.operatorName).toSet ===
+        Set("kstate_deduplicate_by_key", "stateStoreSave"))
+      q.stop()
+    } finally old match {
+      case Some(v) => spark.conf.set(provider, v)
+      case None => spark.conf.unset(provider)
+    }
+  }
+
+  test("kstate dedup upstream of transformWithState in one query") {
+    val provider = "spark.sql.streaming.stateStore.providerClass"
+    spark.conf.set(provider,
+      "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+    try {
+      val session = spark; import session.implicits._
+      val in = input()
+      val deduped = byKey("10 seconds")(frame(in)).select($"k", $"seq").as[(String, Int)]
+      val tws = deduped.groupByKey(_._1)
+        .transformWithState(new CountingProcessor, TimeMode.None(), OutputMode.Update())
+      val q = CollectSink.start(tws.toDF(), tempDir("ckpt"), "update")
+      in.addData(("a", 1000L, 1), ("a", 2000L, 2), ("b", 1000L, 3))
+      q.processAllAvailable()
+      // b@5000 before a@30000: b is a duplicate of b@1000 before a's stream time expires it.
+      in.addData(("b", 5000L, 5), ("a", 30000L, 4))
+      q.processAllAvailable()
+      val counts = CollectSink.rows(q).map(r => r.getString(0) -> r.getLong(1)).groupBy(_._1)
+        .map { case (k, v) => k -> v.map(_._2).max }
+      assert(counts === Map("a" -> 2L, "b" -> 1L))
+      q.stop()
+    } finally spark.conf.unset(provider)
+  }
+
+  test("a batch DataFrame is one batch in DataFrame order, no state kept") {
+    val session = spark; import session.implicits._
+    val df = example1.flatten.toDF("k", "ts", "seq").repartition(3).sortWithinPartitions("seq")
+      .coalesce(1)
+    assert(byKey("10 seconds")(df).collect().map(_.getAs[Int]("seq")).sorted.toSeq === Seq(1, 4))
+    // Run twice: nothing carried over from the first run.
+    assert(byKey("10 seconds")(df).count() === 2)
+  }
+}
+
+/** A foreachBatch sink keeping each query's rows per batch id in memory (replays overwrite). */
+object CollectSink {
+  private val batches =
+    new java.util.concurrent.ConcurrentHashMap[String, java.util.concurrent.ConcurrentHashMap[Long, Seq[Row]]]()
+
+  def start(df: DataFrame, checkpoint: String, mode: String): StreamingQuery = {
+    val id = "q" + System.nanoTime()
+    batches.put(id, new java.util.concurrent.ConcurrentHashMap[Long, Seq[Row]]())
+    df.writeStream.queryName(id).option("checkpointLocation", checkpoint).outputMode(mode)
+      .foreachBatch { (b: DataFrame, batchId: Long) =>
+        batches.get(id).put(batchId, b.collect().toSeq); ()
+      }.start()
+  }
+
+  def rows(q: StreamingQuery): Seq[Row] =
+    batches.get(q.name).asScala.toSeq.sortBy(_._1).flatMap(_._2)
+}
+
+/** Counts records per key in a ValueState. */
+class CountingProcessor extends StatefulProcessor[String, (String, Int), (String, Long)] {
+  @transient private var seen: ValueState[Long] = _
+  override def init(outputMode: OutputMode, timeMode: TimeMode): Unit =
+    seen = getHandle.getValueState[Long]("seen", Encoders.scalaLong, TTLConfig.NONE)
+  override def handleInputRows(key: String, rows: Iterator[(String, Int)], timerValues: TimerValues)
+    : Iterator[(String, Long)] = {
+    val n = (if (seen.exists()) seen.get() else 0L) + rows.size
+    seen.update(n)
+    Iterator((key, n))
   }
 }
