@@ -1,0 +1,214 @@
+package org.apache.spark.sql.kstate.execution
+
+import java.util.concurrent.TimeUnit.NANOSECONDS
+
+import scala.collection.mutable
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Distribution, Partitioning}
+import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.execution.streaming.operators.stateful._
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.kstate.OperatorIdentity
+import org.apache.spark.sql.kstate.shim.RunningQuery
+import org.apache.spark.sql.kstate.state.KStateStoreRDD
+import org.apache.spark.sql.types.{DataType, StructType}
+import org.apache.spark.util.SerializableConfiguration
+
+/**
+ * The work of one kstate operator on one state partition for one micro-batch (or for the whole
+ * input of a batch query). Created per task; not thread-safe.
+ *
+ * Life cycle: `advanceStreamTime` at most once (watermark option), then `process` for every
+ * row in task order, then `finish` once; `metrics` after `finish`.
+ */
+trait KStateTask {
+  def advanceStreamTime(t: Long): Unit
+  /** Processes one input row (child output incl. position columns); emits output via `emit`. */
+  def process(row: InternalRow, emit: InternalRow => Unit): Unit
+  /** Ends the batch: purges expired state and persists stream time. */
+  def finish(): Unit
+  /** Custom metrics (names from `customMetricDescriptions`) plus state row counts. */
+  def metrics: KStateTask.Metrics
+}
+
+object KStateTask {
+  final case class Metrics(custom: Map[String, Long], totalStateRows: Long, updatedStateRows: Long,
+      removedStateRows: Long)
+}
+
+/**
+ * Shared machinery of kstate's stateful physical operators.
+ *
+ * Streaming (`stateInfo` set at planning from the running query): per state partition, opens
+ * the kstate-chosen state store (independent of the session's provider), restores Kafka task
+ * order ([[TaskOrder]]), runs the operator's [[KStateTask]], commits, and returns the output in
+ * processing order. Mixes in [[StateStoreWriter]] so Spark's operator metadata, schema files,
+ * watermark propagation, progress reporting and restart checks treat it like a built-in
+ * stateful operator.
+ *
+ * Batch (`stateInfo` None): the whole input is one batch in DataFrame order; state lives on the
+ * task's heap and is discarded.
+ *
+ * The child is an [[InputPositionExec]]; its last two columns give each row's input position.
+ */
+trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
+  def operatorName: String
+  def fingerprint: Map[String, String]
+  def partitionBy: Seq[Expression]
+  def timestamp: Expression
+  def providerClass: String
+  def followWatermark: Boolean
+
+  /** Schema of the state store's default column family (recorded for Spark's schema checks). */
+  protected def stateKeySchema: StructType
+  protected def stateValueSchema: StructType
+  /** Operator-specific metrics: name -> description. */
+  protected def customMetricDescriptions: Seq[(String, String)]
+  /** A task over `store` (streaming) or over heap state (`None`, batch). */
+  protected def newTask(store: Option[StateStore]): KStateTask
+
+  override def outputPartitioning: Partitioning = child.outputPartitioning
+
+  override def requiredChildDistribution: Seq[Distribution] = stateInfo match {
+    case Some(info) =>
+      StatefulOperatorPartitioning.getCompatibleDistribution(partitionBy, info, conf) :: Nil
+    case None => ClusteredDistribution(partitionBy) :: Nil
+  }
+
+  override def validateAndMaybeEvolveStateSchema(
+      hadoopConf: Configuration, batchId: Long, stateSchemaVersion: Int)
+    : List[StateSchemaValidationResult] = {
+    val info = getStateInfo
+    OperatorIdentity.checkOrRecordConfig(
+      new Path(info.checkpointLocation, info.operatorId.toString), operatorName, fingerprint,
+      hadoopConf)
+    val schema = List(StateStoreColFamilySchema(StateStore.DEFAULT_COL_FAMILY_NAME, 0,
+      stateKeySchema, 0, stateValueSchema))
+    List(StateSchemaCompatibilityChecker.validateAndMaybeEvolveStateSchema(
+      info, hadoopConf, schema, session.sessionState, stateSchemaVersion))
+  }
+
+  override protected def customStatefulOperatorMetrics: Seq[StatefulOperatorCustomMetric] =
+    customMetricDescriptions.map { case (n, d) => StatefulOperatorCustomSumMetric(n, d) }
+
+  /** Spark's trait builds store metrics from the session's provider; add kstate's provider's. */
+  override lazy val metrics: Map[String, SQLMetric] = {
+    import SQLMetrics._
+    val providers = Seq(providerClass, conf.stateStoreProviderClass).distinct
+    val storeCustom = providers.flatMap(p => StateStoreProvider.create(p).supportedCustomMetrics)
+      .map(m => m.name -> m.createSQLMetric(sparkContext)).toMap
+    storeCustom ++ customMetricDescriptions.map { case (n, d) =>
+      n -> createMetric(sparkContext, d) }.toMap ++ Map(
+      "numOutputRows" -> createMetric(sparkContext, "number of output rows"),
+      "numRowsDroppedByWatermark" -> createMetric(sparkContext, "number of rows dropped by watermark"),
+      "numTotalStateRows" -> createMetric(sparkContext, "number of total state rows"),
+      "numUpdatedStateRows" -> createMetric(sparkContext, "number of updated state rows"),
+      "allUpdatesTimeMs" -> createTimingMetric(sparkContext, "time to update"),
+      "numRemovedStateRows" -> createMetric(sparkContext, "number of removed state rows"),
+      "allRemovalsTimeMs" -> createTimingMetric(sparkContext, "time to remove"),
+      "commitTimeMs" -> createTimingMetric(sparkContext, "time to commit changes"),
+      "stateMemory" -> createSizeMetric(sparkContext, "memory used by state"),
+      "numStateStoreInstances" -> createMetric(sparkContext, "number of state store instances"))
+  }
+
+  override protected def doExecute(): RDD[InternalRow] = {
+    metrics // initialise on the driver
+    stateInfo match {
+      case Some(info) => executeStreaming(info)
+      case None => child.execute().mapPartitionsInternal { rows =>
+        val task = newTask(None)
+        val out = run(task, rows, None, mergeByTimestamp = false)
+        recordTaskMetrics(task.metrics)
+        out
+      }
+    }
+  }
+
+  private def executeStreaming(info: StatefulOperatorStateInfo): RDD[InternalRow] = {
+    val watermark = if (followWatermark) {
+      RunningQuery.current(session).map(_.inputWatermarkForEviction(info.operatorId))
+    } else None
+    val storeSqlConf = conf.clone()
+    storeSqlConf.setConfString(SQLConf.STATE_STORE_PROVIDER_CLASS.key, providerClass)
+    val storeConf = new StateStoreConf(storeSqlConf, Map.empty)
+    val hadoopConf = sparkContext.broadcast(
+      new SerializableConfiguration(session.sessionState.newHadoopConf()))
+    val (keySchema, valueSchema) = (stateKeySchema, stateValueSchema)
+    new KStateStoreRDD[InternalRow](
+      child.execute(), info, keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
+      useColumnFamilies = true, storeConf, hadoopConf,
+      Some(session.streams.stateStoreCoordinator), { (store, rows) =>
+        val task = newTask(Some(store))
+        val out = run(task, rows, watermark, mergeByTimestamp = true)
+        longMetric("commitTimeMs") += timeTakenMs { store.commit() }
+        val storeMetrics = store.metrics
+        longMetric("stateMemory") += storeMetrics.memoryUsedBytes
+        storeMetrics.customMetrics.foreach { case (m, v) => metrics.get(m.name).foreach(_ += v) }
+        setOperatorMetrics()
+        recordTaskMetrics(task.metrics)
+        out
+      })
+  }
+
+  /** Runs every row of the partition through `task` in task order; returns the output. */
+  private def run(
+      task: KStateTask,
+      rows: Iterator[InternalRow],
+      watermark: Option[Long],
+      mergeByTimestamp: Boolean): Iterator[InternalRow] = {
+    val n = child.output.length
+    val tsOf = KStateStatefulExec.eventTimeOf(timestamp, child.output)
+    val start = System.nanoTime()
+    watermark.foreach(task.advanceStreamTime)
+    val out = mutable.ArrayBuffer.empty[InternalRow]
+    val emit: InternalRow => Unit = r => out += r
+    TaskOrder(rows, n - 2, n - 1, r => tsOf(r).getOrElse(Long.MinValue), mergeByTimestamp)
+      .foreach(task.process(_, emit))
+    longMetric("allUpdatesTimeMs") += NANOSECONDS.toMillis(System.nanoTime() - start)
+    longMetric("allRemovalsTimeMs") += timeTakenMs { task.finish() }
+    longMetric("numOutputRows") += out.length
+    out.iterator
+  }
+
+  private def recordTaskMetrics(m: KStateTask.Metrics): Unit = {
+    m.custom.foreach { case (k, v) => longMetric(k) += v }
+    longMetric("numTotalStateRows") += m.totalStateRows
+    longMetric("numUpdatedStateRows") += m.updatedStateRows
+    longMetric("numRemovedStateRows") += m.removedStateRows
+  }
+}
+
+object KStateStatefulExec {
+  /**
+   * Event time in ms of a row, None when null: TIMESTAMP / TIMESTAMP_NTZ (micros, floored to
+   * ms) or integral epoch milliseconds. Not thread-safe (reuses a projection).
+   */
+  def eventTimeOf(timestamp: Expression, input: Seq[Attribute]): InternalRow => Option[Long] = {
+    val proj = UnsafeProjection.create(Seq(timestamp), input)
+    val toMs = millisOf(timestamp.dataType)
+    r => {
+      val t = proj(r)
+      if (t.isNullAt(0)) None else Some(toMs(t))
+    }
+  }
+
+  def millisOf(dt: DataType): UnsafeRow => Long = {
+    import org.apache.spark.sql.types._
+    dt match {
+      case TimestampType | TimestampNTZType => r => Math.floorDiv(r.getLong(0), 1000L)
+      case LongType => _.getLong(0)
+      case IntegerType => _.getInt(0).toLong
+      case ShortType => _.getShort(0).toLong
+      case ByteType => _.getByte(0).toLong
+      case other => throw io.kstate.KStateErrors.wrongTimestampType("timestamp", other.sql)
+    }
+  }
+}
