@@ -3,11 +3,12 @@ package io.kstate
 import java.time.{Duration => JDuration}
 
 import io.kstate.dedup.DedupMode
+import io.kstate.windows.{TimeWindows, Windows}
 
 import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
-import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression}
 import org.apache.spark.sql.kstate.OperatorIdentity
-import org.apache.spark.sql.kstate.plans.KStateDeduplicate
+import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateWindowedDistinct}
 import org.apache.spark.sql.kstate.shim.{RunningQuery, SparkShim}
 import org.apache.spark.sql.types._
 
@@ -57,6 +58,16 @@ final class KStateDataFrame(df: DataFrame) {
   def deduplicate(id: Column, interval: JDuration, timestamp: Column, name: String): DataFrame =
     dedup(DedupMode.ById, Durations.toMillis("interval", interval), None, Some(id), timestamp, Option(name))
 
+  /**
+   * Groups records by `key` into `windows` by event time, for windowed operations such as
+   * [[KStateWindowedStream.distinct]].
+   */
+  def windowedBy(windows: Windows, key: Column, timestamp: Column): KStateWindowedStream = {
+    RunningQuery.register(SparkShim.session(df))
+    new KStateWindowedStream(df, windows, checked("key", key, comparable),
+      checked("timestamp", timestamp, eventTime))
+  }
+
   private def dedup(
       mode: DedupMode,
       intervalMs: Long,
@@ -73,7 +84,7 @@ final class KStateDataFrame(df: DataFrame) {
       mode, intervalMs, name, keyE, idE, tsE, SparkShim.logicalPlan(df)))
   }
 
-  private def comparable(role: String, dt: DataType): Unit = {
+  private[kstate] def comparable(role: String, dt: DataType): Unit = {
     def bad(t: DataType): Boolean = t match {
       case _: MapType | _: VariantType => true
       case s: StructType => s.fields.exists(f => bad(f.dataType))
@@ -98,6 +109,39 @@ final class KStateDataFrame(df: DataFrame) {
     if (!expr.deterministic) throw KStateErrors.nonDeterministic(role, expr.sql)
     typeCheck(role, expr.dataType)
     SparkShim.expression(df, c)
+  }
+}
+
+/**
+ * A keyed stream grouped into windows (Kafka's TimeWindowedKStream / SessionWindowedKStream);
+ * created by [[KStateDataFrame.windowedBy]].
+ */
+final class KStateWindowedStream private[kstate] (
+    df: DataFrame, windows: Windows, key: Expression, timestamp: Expression) {
+
+  /**
+   * KIP-655's windowed `distinct()`: per key, only the first record of each window is emitted,
+   * with two added columns `window_start` and `window_end` (TIMESTAMP for timestamp columns,
+   * epoch milliseconds otherwise). Tumbling or session windows only: hopping windows overlap.
+   * Records for a window that has closed (end + grace <= stream time) are dropped as late.
+   */
+  def distinct(): DataFrame = distinct(null)
+  def distinct(name: String): DataFrame = {
+    Option(name).foreach(OperatorIdentity.validateName)
+    windows match {
+      case t: TimeWindows if !t.isTumbling => throw KStateErrors.unsupportedWindowsForDistinct(t.describe)
+      case _ =>
+    }
+    val resolvedTs = SparkShim.logicalPlan(df.select(SparkShim.column(timestamp))).expressions.head
+    val boundType = resolvedTs.dataType match {
+      case t @ (TimestampType | TimestampNTZType) => t
+      case _ => LongType
+    }
+    SparkShim.ofRows(df, KStateWindowedDistinct(
+      windows, Option(name), key, timestamp,
+      AttributeReference("window_start", boundType, nullable = false)(),
+      AttributeReference("window_end", boundType, nullable = false)(),
+      SparkShim.logicalPlan(df)))
   }
 }
 

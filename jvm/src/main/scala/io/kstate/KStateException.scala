@@ -41,6 +41,14 @@ object KStateErrors {
         "different value and deduplicate differently. Use a deterministic expression " +
         "(e.g. a column of the record instead of rand() or uuid()).")
 
+  def invalidWindow(why: String): KStateException =
+    err("KSTATE_INVALID_WINDOW", s"Invalid window specification: $why.")
+
+  def unsupportedWindowsForDistinct(windows: String): KStateException =
+    err("KSTATE_UNSUPPORTED_WINDOWS",
+      s"distinct() needs tumbling TimeWindows or SessionWindows, got $windows: hopping windows " +
+        "overlap, so one record would be emitted once per window (KIP-655). Drop advance_by().")
+
   def invalidName(name: String): KStateException =
     err("KSTATE_INVALID_OPERATOR_NAME",
       s"Operator name '$name' is invalid: use 1 to 100 letters, digits, '_', '-' or '.'.")

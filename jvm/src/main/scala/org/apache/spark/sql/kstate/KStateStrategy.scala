@@ -7,8 +7,8 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.streaming.InternalOutputModes
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateDeduplicateExec}
-import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateStatefulNode}
+import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateDeduplicateExec, KStateWindowedDistinctExec}
+import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateStatefulNode, KStateWindowedDistinct}
 import org.apache.spark.sql.kstate.shim.RunningQuery
 
 /**
@@ -23,6 +23,13 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
       KStateDeduplicateExec(
         d.mode, d.intervalMs, name, d.fingerprint, d.identity, d.timestamp, d.partitionBy,
         d.output, KStateConf.StateStoreProvider.get(session.sessionState.conf),
+        KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
+        stateInfo, InputPositionExec(planLater(d.child))) :: Nil
+    case d: KStateWindowedDistinct =>
+      val (name, stateInfo) = streamingIdentity(d)
+      KStateWindowedDistinctExec(
+        d.windows, name, d.fingerprint, d.key, d.timestamp, d.output,
+        KStateConf.StateStoreProvider.get(session.sessionState.conf),
         KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
         stateInfo, InputPositionExec(planLater(d.child))) :: Nil
     case _ => Nil
