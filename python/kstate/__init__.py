@@ -14,12 +14,13 @@ from pyspark.sql import DataFrame as _DataFrame
 
 from ._durations import to_millis
 from ._jvm import EXTENSION, SPARK_MINOR, __version__, jar_path
-from .dataframe import KStateDataFrame
+from .dataframe import KStateDataFrame, KStateWindowedStream
 from .errors import KStateError
 from .session import configure
+from .windows import SessionWindows, TimeWindows
 
 __all__ = [
-    "KStateDataFrame", "KStateError", "configure", "jar_path", "to_millis",
+    "KStateDataFrame", "KStateWindowedStream", "KStateError", "TimeWindows", "SessionWindows", "configure", "jar_path", "to_millis",
     "EXTENSION", "SPARK_MINOR", "__version__",
 ]
 

@@ -9,8 +9,9 @@ from pyspark.sql import functions as F
 from ._durations import DurationLike, to_millis
 from ._jvm import check_jvm, translate_errors
 from .errors import KStateError
+from .windows import SessionWindows, TimeWindows
 
-__all__ = ["KStateDataFrame", "ColumnOrName"]
+__all__ = ["KStateDataFrame", "KStateWindowedStream", "ColumnOrName"]
 
 ColumnOrName = Union[Column, str]
 
@@ -147,3 +148,57 @@ class KStateDataFrame:
         return self._wrap(self._jkstate().deduplicate(
             _col(id, "id")._jc, self._duration(interval), _col(timestamp, "timestamp")._jc,
             _name(name)))
+
+    @translate_errors
+    def windowed_by(
+        self,
+        windows: Union[TimeWindows, SessionWindows],
+        key: Union[ColumnOrName, Sequence[ColumnOrName]],
+        timestamp: ColumnOrName,
+    ) -> "KStateWindowedStream":
+        """Groups records by ``key`` into ``windows`` by event time (Kafka's ``windowedBy``).
+
+        Parameters
+        ----------
+        windows : TimeWindows or SessionWindows
+        key : str, Column or list of them
+        timestamp : str or Column
+            Event time: TIMESTAMP, TIMESTAMP_NTZ, or epoch milliseconds (integral).
+
+        Examples
+        --------
+        >>> firsts = events.kstate.windowed_by(
+        ...     TimeWindows.of_size("1 hour"), key="user", timestamp="ts").distinct()
+        """
+        if not isinstance(windows, (TimeWindows, SessionWindows)):
+            raise KStateError(
+                "KSTATE_INVALID_WINDOW",
+                f"Invalid window specification: expected TimeWindows or SessionWindows, got {type(windows).__name__}.")
+        jvm = check_jvm(self._df.sparkSession)
+        jstream = self._jkstate().windowedBy(
+            windows._to_jvm(jvm), _col(key, "key")._jc, _col(timestamp, "timestamp")._jc)
+        return KStateWindowedStream(jstream, self._df)
+
+
+class KStateWindowedStream:
+    """A keyed stream grouped into windows; see :meth:`KStateDataFrame.windowed_by`."""
+
+    def __init__(self, jstream, df: DataFrame):
+        self._jstream = jstream
+        self._df = df
+
+    @translate_errors
+    def distinct(self, name: Optional[str] = None) -> DataFrame:
+        """KIP-655's windowed ``distinct()``: per key, only the first record of each window.
+
+        Adds columns ``window_start`` and ``window_end`` (TIMESTAMP for timestamp columns,
+        epoch milliseconds otherwise); session windows report ``[ts, ts]``, the session as it
+        was when the record opened it. Tumbling or session windows only. Records for a window
+        that has closed (window end + grace <= stream time) are dropped as late.
+
+        Examples
+        --------
+        >>> events.kstate.windowed_by(SessionWindows.with_inactivity_gap("10s"),
+        ...                           key="k", timestamp="ts").distinct()
+        """
+        return DataFrame(self._jstream.distinct(_name(name)), self._df.sparkSession)
