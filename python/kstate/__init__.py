@@ -31,11 +31,18 @@ def _accessor(self: _DataFrame) -> KStateDataFrame:
 
 def _install() -> None:
     _DataFrame.kstate = property(_accessor)  # type: ignore[attr-defined]
-    try:  # Spark Connect DataFrames get the accessor too, so they fail with a clear error
+    # Spark Connect DataFrames get the accessor too, so using kstate there fails with a clear
+    # KSTATE_SPARK_CONNECT_UNSUPPORTED. Connect needs grpc; without it there is nothing to patch
+    # (and importing pyspark.sql.connect without it can end the interpreter).
+    import importlib.util
+
+    if importlib.util.find_spec("grpc") is None:
+        return
+    try:
         from pyspark.sql.connect.dataframe import DataFrame as _ConnectDataFrame
 
         _ConnectDataFrame.kstate = property(_accessor)  # type: ignore[attr-defined]
-    except Exception:  # connect extras not installed
+    except ImportError:  # other Connect extras missing
         pass
 
 

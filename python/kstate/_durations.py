@@ -29,9 +29,19 @@ def _bad(what: str, value: object, why: str) -> KStateError:
     )
 
 
-def to_millis(value: DurationLike, what: str = "interval") -> int:
-    """Converts a duration argument to milliseconds, raising ``KStateError`` if it is invalid.
+_MAX_MS = 2**63 - 1
 
+
+def to_millis(value: DurationLike, what: str = "interval") -> int:
+    """Converts a duration argument to milliseconds, raising ``KStateError`` if it is invalid."""
+    ms = _to_millis(value, what)
+    if ms > _MAX_MS:
+        raise _bad(what, value, "too large")
+    return ms
+
+
+def _to_millis(value: DurationLike, what: str) -> int:
+    """
     >>> to_millis("10 seconds"), to_millis("PT1M"), to_millis(_dt.timedelta(milliseconds=5)), to_millis(7)
     (10000, 60000, 5, 7)
     """

@@ -41,7 +41,10 @@ object Durations {
       return toMillis(what, Try(JDuration.parse(s.toUpperCase(Locale.ROOT))).getOrElse(
         throw KStateErrors.invalidInterval(what, text, "it is not an ISO-8601 duration")))
     }
-    if (s.forall(_.isDigit)) return toMillis(what, s.toLong)
+    if (s.forall(_.isDigit)) {
+      return toMillis(what, s.toLongOption.getOrElse(
+        throw KStateErrors.invalidInterval(what, text, "too large")))
+    }
     val compact = s.stripPrefix("interval").trim
     val parts = part.findAllMatchIn(compact).toList
     val rebuilt = parts.map(m => m.group(1) + m.group(2)).mkString

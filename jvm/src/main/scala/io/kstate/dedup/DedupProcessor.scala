@@ -6,7 +6,7 @@ package io.kstate.dedup
  * For each record, in processing order:
  *  1. null timestamp: forwarded, not stored, stream time unchanged (kstate's rule; Kafka drops
  *     records with invalid timestamps before they reach a processor, a Spark user would rather
- *     see them);
+ *     see them); counted as a null key if the identity is null too;
  *  2. stream time := max(stream time, ts) — every timestamped record advances it, also those
  *     with a null identity;
  *  3. null identity (null key / null id): forwarded, never stored or deduplicated;
@@ -35,7 +35,7 @@ final class DedupProcessor[K](intervalMs: Long, state: DedupState[K], counters: 
    */
   def process(identity: K, identityIsNull: Boolean, ts: Long, tsIsNull: Boolean): Boolean = {
     if (tsIsNull) {
-      counters.nullTimestampsForwarded += 1
+      if (identityIsNull) counters.nullKeysForwarded += 1 else counters.nullTimestampsForwarded += 1
       counters.forwarded += 1
       return true
     }

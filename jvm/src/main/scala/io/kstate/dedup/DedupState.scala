@@ -28,6 +28,7 @@ trait DedupState[K] {
 }
 
 object DedupState {
+  /** "No entry". Callers never pass `Long.MinValue` as a timestamp: it counts as null. */
   val NoEntry: Long = Long.MinValue
   /** Stream time before any record was seen. */
   val NoStreamTime: Long = Long.MinValue

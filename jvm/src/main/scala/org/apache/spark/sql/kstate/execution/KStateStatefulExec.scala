@@ -189,14 +189,18 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
 object KStateStatefulExec {
   /**
    * Event time in ms of a row, None when null: TIMESTAMP / TIMESTAMP_NTZ (micros, floored to
-   * ms) or integral epoch milliseconds. Not thread-safe (reuses a projection).
+   * ms) or integral epoch milliseconds. `Long.MinValue` ms is kstate's "no entry / no time"
+   * value and counts as a null timestamp. Not thread-safe (reuses a projection).
    */
   def eventTimeOf(timestamp: Expression, input: Seq[Attribute]): InternalRow => Option[Long] = {
     val proj = UnsafeProjection.create(Seq(timestamp), input)
     val toMs = millisOf(timestamp.dataType)
     r => {
       val t = proj(r)
-      if (t.isNullAt(0)) None else Some(toMs(t))
+      if (t.isNullAt(0)) None else {
+        val ms = toMs(t)
+        if (ms == Long.MinValue) None else Some(ms)
+      }
     }
   }
 
