@@ -204,6 +204,15 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
     } finally spark.conf.unset(provider)
   }
 
+  test("floating point keys: -0.0 equals 0.0 and NaN equals NaN, as in Spark's grouping") {
+    val s = spark; import s.implicits._
+    val df = Seq((0.0d, 1000L, 1), (-0.0d, 2000L, 2), (Double.NaN, 1000L, 3),
+      (java.lang.Double.longBitsToDouble(0x7ff8000000000001L), 2000L, 4)).toDF("k", "ts", "seq")
+      .coalesce(1)
+    val out = df.kstate.deduplicateByKey("10 seconds", col("k"), col("ts"))
+    assert(out.collect().map(_.getAs[Int]("seq")).sorted.toSeq === Seq(1, 3))
+  }
+
   test("a batch DataFrame is one batch in DataFrame order, no state kept") {
     val session = spark; import session.implicits._
     val df = example1.flatten.toDF("k", "ts", "seq").repartition(3).sortWithinPartitions("seq")

@@ -3,6 +3,8 @@ package org.apache.spark.sql.kstate
 import io.kstate.{KStateConf, KStateErrors}
 
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.streaming.InternalOutputModes
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
@@ -21,19 +23,26 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
     case d: KStateDeduplicate =>
       val (name, stateInfo) = streamingIdentity(d)
       KStateDeduplicateExec(
-        d.mode, d.intervalMs, name, d.fingerprint, d.identity, d.timestamp, d.partitionBy,
+        d.mode, d.intervalMs, name, d.fingerprint, d.identity.map(normalized),
+        d.timestamp, d.partitionBy.map(normalized),
         d.output, KStateConf.StateStoreProvider.get(session.sessionState.conf),
         KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
         stateInfo, InputPositionExec(planLater(d.child))) :: Nil
     case d: KStateWindowedDistinct =>
       val (name, stateInfo) = streamingIdentity(d)
       KStateWindowedDistinctExec(
-        d.windows, name, d.fingerprint, d.key, d.timestamp, d.output,
+        d.windows, name, d.fingerprint, normalized(d.key), d.timestamp, d.output,
         KStateConf.StateStoreProvider.get(session.sessionState.conf),
         KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
         stateInfo, InputPositionExec(planLater(d.child))) :: Nil
     case _ => Nil
   }
+
+  /**
+   * Keys compare by their binary row form; normalise floating point values (-0.0 / 0.0, NaNs)
+   * first, as Spark does for grouping keys, so equal values are equal keys.
+   */
+  private def normalized(e: Expression): Expression = NormalizeFloatingNumbers.normalize(e)
 
   private def streamingIdentity(node: KStateStatefulNode) = {
     val query = if (node.isStreaming) RunningQuery.current(session) else None
