@@ -204,6 +204,62 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
     } finally spark.conf.unset(provider)
   }
 
+  /** Two keys that land in different state partitions (Spark's hash partitioning). */
+  private def keysInDifferentPartitions(n: Int): (String, String) = {
+    val s = spark; import s.implicits._
+    val parts = Seq("a", "b", "c", "d", "e", "f").toDF("k")
+      .selectExpr("k", s"pmod(hash(k), $n) AS p").collect().map(r => r.getString(0) -> r.getInt(1))
+    val (k1, p1) = parts.head
+    (k1, parts.find(_._2 != p1).get._1)
+  }
+
+  private def withWatermarkOption(follow: Boolean): Seq[Int] = {
+    val (a, b) = keysInDifferentPartitions(3)
+    spark.conf.set(KStateConf.StreamTimeFollowsWatermark.key, follow.toString)
+    try {
+      val in = input()
+      val df = frame(in).withColumn("event_time", (col("ts") / 1000).cast("timestamp"))
+        .withWatermark("event_time", "0 seconds")
+      val q = start(byKey("10 seconds")(df), tempDir("ckpt"))
+      in.addData((a, 1000L, 1), (b, 100000L, 2)) // b's partition sets the watermark to 100 s
+      q.processAllAvailable()
+      in.addData((a, 5000L, 3)) // a's partition has seen only 1 s
+      q.processAllAvailable()
+      q.stop()
+      seqs(q)
+    } finally spark.conf.unset(KStateConf.StreamTimeFollowsWatermark.key)
+  }
+
+  test("stream time is per partition by default; followWatermark raises it to the watermark") {
+    // Default: a's partition is idle at stream time 1 s, so a@5 s is a duplicate of a@1 s.
+    assert(withWatermarkOption(follow = false) === Seq(1, 2))
+    // Option on: stream time jumps to the 100 s watermark, a@1 s expires, a@5 s is a late
+    // non-duplicate and is forwarded.
+    assert(withWatermarkOption(follow = true) === Seq(1, 2, 3))
+  }
+
+  test("operators are identified by name; two operators with one name are an error") {
+    val in = input()
+    val twice = byKey("10 seconds")(frame(in)).kstate
+      .deduplicateByKey("10 seconds", col("k"), col("ts"), "same")
+      .kstate.deduplicateByKey("5 seconds", col("k"), col("ts"), "same")
+    val q = start(twice, tempDir("ckpt"))
+    in.addData(("k", 1L, 1))
+    val e = intercept[StreamingQueryException](q.processAllAvailable())
+    assert(e.getMessage.contains("KSTATE_DUPLICATE_OPERATOR_NAME"), e.getMessage)
+    q.stop()
+
+    val ckpt = tempDir("ckpt")
+    val in2 = input()
+    val q2 = start(frame(in2).kstate.deduplicateByKey("10 seconds", col("k"), col("ts"), "clicks"), ckpt)
+    in2.addData(("k", 1L, 1)); q2.processAllAvailable(); q2.stop()
+    val stateDirs = new java.io.File(ckpt, "state").list().toSet
+    assert(stateDirs === Set(org.apache.spark.sql.kstate.OperatorIdentity.operatorId("clicks").toString))
+    val recorded = scala.io.Source.fromFile(
+      new java.io.File(ckpt, s"state/${stateDirs.head}/_kstate/operator.properties")).mkString
+    assert(recorded.contains("name=clicks") && recorded.contains("intervalMs=10000"))
+  }
+
   test("floating point keys: -0.0 equals 0.0 and NaN equals NaN, as in Spark's grouping") {
     val s = spark; import s.implicits._
     val df = Seq((0.0d, 1000L, 1), (-0.0d, 2000L, 2), (Double.NaN, 1000L, 3),
