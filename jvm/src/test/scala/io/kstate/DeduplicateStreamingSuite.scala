@@ -135,6 +135,23 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
     q.stop()
   }
 
+  test("purging keeps stored entries bounded: expired entries linger at most one interval") {
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    try {
+      val in = input()
+      val q = start(byKey("10 seconds")(frame(in)), tempDir("ckpt"))
+      // A new key every 2 s of event time: 6 keys are live (ts >= stream time - 10 s) at a time.
+      val stored = (0 until 30).map { i =>
+        in.addData((s"k$i", i * 2000L, i)); q.processAllAvailable()
+        q.lastProgress.stateOperators.head.customMetrics.get("storedEntries").longValue()
+      }
+      q.stop()
+      assert(seqs(q) === (0 until 30))
+      assert(stored.max <= 12L, stored) // live (6) + at most one interval of expired ones (5)
+      assert(stored.last >= 6L)
+    } finally spark.conf.set("spark.sql.shuffle.partitions", "3")
+  }
+
   test("modes: by key and value, and by id across partitions; struct keys") {
     val in = input()
     val df = frame(in).withColumn("id", col("seq") % 2)

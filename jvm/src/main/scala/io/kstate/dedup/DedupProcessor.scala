@@ -56,7 +56,7 @@ final class DedupProcessor[K](intervalMs: Long, state: DedupState[K], counters: 
       counters.forwarded += 1
       true
     } else {
-      state.put(identity, ts)
+      state.put(identity, ts, replaces = stored != DedupState.NoEntry)
       counters.entriesStored += 1
       counters.forwarded += 1
       true

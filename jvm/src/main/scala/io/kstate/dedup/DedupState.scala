@@ -9,8 +9,11 @@ package io.kstate.dedup
  *    identity is already expired (see KIP-655 analysis in docs/deduplication.md).
  *  - `get` may return an entry that has expired but not been purged yet; the processor treats
  *    expired entries as absent, so purging is an optimisation of space, never of semantics.
- *  - `put` may overwrite such an expired entry.
- *  - `purgeOlderThan(bound)` removes every entry whose timestamp is `< bound`.
+ *  - `put(identity, ts, replaces)` may overwrite such an expired entry; `replaces` says whether
+ *    `get` just returned an entry for this identity (so implementations need not look again).
+ *  - `purgeOlderThan(bound)` removes every entry whose timestamp is `< bound`, now or, if the
+ *    implementation amortises purging, by a later call (expired entries behave as absent
+ *    either way); it returns how many entries it removed in this call.
  *  - Identity keys passed in may be reused by the caller after the call returns; an
  *    implementation that keeps them must copy them.
  *  - `streamTime` is read once at the start of a batch and written once at the end.
@@ -18,7 +21,7 @@ package io.kstate.dedup
 trait DedupState[K] {
   /** Stored timestamp for `identity`, or [[DedupState.NoEntry]]. */
   def get(identity: K): Long
-  def put(identity: K, ts: Long): Unit
+  def put(identity: K, ts: Long, replaces: Boolean): Unit
   /** Removes entries with timestamp `< bound`; returns how many it removed. */
   def purgeOlderThan(bound: Long): Long
   /** Number of stored entries (including expired ones not purged yet). */

@@ -17,7 +17,7 @@ final class InMemoryDedupState[K](copyKey: K => K) extends DedupState[K] {
 
   override def get(identity: K): Long = entries.getOrElse(identity, DedupState.NoEntry)
 
-  override def put(identity: K, ts: Long): Unit = {
+  override def put(identity: K, ts: Long, replaces: Boolean): Unit = {
     val k = copyKey(identity)
     entries.update(k, ts)
     byTime.add(InMemoryDedupState.Expiry(ts, k))

@@ -42,7 +42,7 @@ final class TumblingDistinctProcessor[K](
         counters.duplicatesDropped += 1
         false
       } else {
-        state.put(id, end)
+        state.put(id, end, replaces = false)
         counters.windowsStored += 1
         counters.emitted += 1
         true

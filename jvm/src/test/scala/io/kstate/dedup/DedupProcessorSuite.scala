@@ -465,9 +465,9 @@ class DedupProcessorSuite extends AnyFunSuite {
   test("InMemoryDedupState: purgeOlderThan is strict, counts only current entries; put copies keys") {
     var copies = 0
     val st = new InMemoryDedupState[String](k => { copies += 1; new String(k) })
-    st.put("a", 5L)
-    st.put("b", 10L)
-    st.put("a", 30L) // overwrites a@5: its stale index entry must not be counted
+    st.put("a", 5L, replaces = false)
+    st.put("b", 10L, replaces = false)
+    st.put("a", 30L, replaces = true) // overwrites a@5: its stale index entry must not be counted
     assert(copies === 3)
     assert(st.numEntries === 2)
     assert(st.purgeOlderThan(10L) === 0)

@@ -36,7 +36,7 @@ case class KStateDeduplicateExec(
 
   override protected def newTask(store: Option[StateStore]): KStateTask = {
     val state = store match {
-      case Some(s) => new StateStoreDedupState(s, stateKeySchema)
+      case Some(s) => new StateStoreDedupState(s, stateKeySchema, sweepStepMs = intervalMs)
       case None => new InMemoryDedupState[UnsafeRow](_.copy())
     }
     new DedupTask(state)

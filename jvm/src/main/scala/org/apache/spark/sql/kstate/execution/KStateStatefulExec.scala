@@ -138,6 +138,9 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     } else None
     val storeSqlConf = conf.clone()
     storeSqlConf.setConfString(SQLConf.STATE_STORE_PROVIDER_CLASS.key, providerClass)
+    KStateStatefulExec.StoreDefaults.foreach { case (k, v) =>
+      if (!conf.contains(k)) storeSqlConf.setConfString(k, v)
+    }
     val storeConf = new StateStoreConf(storeSqlConf, Map.empty)
     val hadoopConf = sparkContext.broadcast(
       new SerializableConfiguration(session.sessionState.newHadoopConf()))
@@ -187,6 +190,16 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
 }
 
 object KStateStatefulExec {
+  /**
+   * How kstate configures its own stores unless the user set these keys: changelog
+   * checkpointing (commit writes a changelog, snapshots are taken in the background: kstate's
+   * snapshots + changelog design), and no row counting by the store (kstate counts its entries
+   * itself; counting makes RocksDB look up every key before each put and remove).
+   */
+  val StoreDefaults: Map[String, String] = Map(
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled" -> "true",
+    "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows" -> "false")
+
   /**
    * Event time in ms of a row, None when null: TIMESTAMP / TIMESTAMP_NTZ (micros, floored to
    * ms) or integral epoch milliseconds. `Long.MinValue` ms is kstate's "no entry / no time"

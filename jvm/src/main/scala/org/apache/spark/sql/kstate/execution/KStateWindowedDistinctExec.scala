@@ -49,7 +49,7 @@ case class KStateWindowedDistinctExec(
   override protected def newTask(store: Option[StateStore]): KStateTask = windows match {
     case w: TimeWindows =>
       val state = store match {
-        case Some(s) => new StateStoreDedupState(s, stateKeySchema)
+        case Some(s) => new StateStoreDedupState(s, stateKeySchema, sweepStepMs = w.sizeMs)
         case None => new InMemoryDedupState[UnsafeRow](_.copy())
       }
       new TumblingTask(w, state)

@@ -34,6 +34,7 @@ object StateMeta {
   val Cf = "kstate_meta"
   val StreamTime = 0
   val Entries = 1
+  val LastPurgeBound = 2
   private val KeySchema = StructType(Seq(StructField("slot", IntegerType, nullable = false)))
   private val ValueSchema = StructType(Seq(StructField("value", LongType, nullable = false)))
 }

@@ -1,5 +1,7 @@
 package org.apache.spark.sql.kstate.state
 
+import scala.collection.mutable
+
 import io.kstate.dedup.DedupState
 
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
@@ -8,17 +10,24 @@ import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.types.{LongType, StructField, StructType}
 
 /**
- * [[DedupState]] on a Spark [[StateStore]] with column families: default = identity -> (ts);
- * an [[ExpiryIndex]] on ts for purging; [[StateMeta]] for stream time and the entry count.
+ * [[DedupState]] on a Spark [[StateStore]]: the default column family maps identity -> (ts);
+ * [[StateMeta]] keeps stream time, the entry count and the last purge bound.
+ *
+ * Purging is an amortised sweep: a scan of the entries, run only once the purge bound has moved
+ * `sweepStepMs` past the previous sweep's bound. Every entry lives at least one interval, so with
+ * the step set to the interval each entry is read about once per interval of stream time and an
+ * expired entry lingers at most one step. This costs one sequential read per entry and interval,
+ * where a time index costs an index write, an index delete and a lookup per entry: cheaper for
+ * deduplication's one-entry-per-identity state. Expired entries behave as absent meanwhile.
  */
-final class StateStoreDedupState(store: StateStore, identitySchema: StructType)
+final class StateStoreDedupState(store: StateStore, identitySchema: StructType, sweepStepMs: Long)
   extends DedupState[UnsafeRow] {
 
   private val meta = new StateMeta(store)
-  private val index = new ExpiryIndex(store, identitySchema)
   private val tsWriter = new UnsafeRowWriter(1)
   private var entries: Long = meta.get(StateMeta.Entries, 0L)
   private var streamTimeVar: Long = meta.get(StateMeta.StreamTime, DedupState.NoStreamTime)
+  private var lastSweep: Long = meta.get(StateMeta.LastPurgeBound, Long.MinValue)
 
   private def tsRow(ts: Long): UnsafeRow = {
     tsWriter.reset(); tsWriter.zeroOutNullBytes(); tsWriter.write(0, ts); tsWriter.getRow
@@ -29,6 +38,7 @@ final class StateStoreDedupState(store: StateStore, identitySchema: StructType)
     streamTimeVar = t
     meta.put(StateMeta.StreamTime, t)
     meta.put(StateMeta.Entries, entries)
+    meta.put(StateMeta.LastPurgeBound, lastSweep)
   }
 
   override def get(identity: UnsafeRow): Long = {
@@ -36,22 +46,29 @@ final class StateStoreDedupState(store: StateStore, identitySchema: StructType)
     if (v == null) DedupState.NoEntry else v.getLong(0)
   }
 
-  override def put(identity: UnsafeRow, ts: Long): Unit = {
-    if (get(identity) == DedupState.NoEntry) entries += 1
+  override def put(identity: UnsafeRow, ts: Long, replaces: Boolean): Unit = {
+    if (!replaces) entries += 1
     store.put(identity, tsRow(ts))
-    index.add(ts, identity)
   }
 
+  private def sweepDue(bound: Long): Boolean =
+    lastSweep == Long.MinValue || bound < lastSweep ||
+      bound >= (if (lastSweep > Long.MaxValue - sweepStepMs) Long.MaxValue else lastSweep + sweepStepMs)
+
   override def purgeOlderThan(bound: Long): Long = {
-    var removed = 0L
-    index.drainBefore(bound) { (ts, identity) =>
-      if (get(identity) == ts) {
-        store.remove(identity)
-        removed += 1
+    if (bound == Long.MinValue || !sweepDue(bound)) return 0L
+    lastSweep = bound
+    val expired = mutable.ArrayBuffer.empty[UnsafeRow]
+    val it = store.iterator()
+    try {
+      while (it.hasNext) {
+        val pair = it.next()
+        if (pair.value.getLong(0) < bound) expired += pair.key.copy()
       }
-    }
-    entries -= removed
-    removed
+    } finally it.close()
+    expired.foreach(k => store.remove(k))
+    entries -= expired.length
+    expired.length.toLong
   }
 
   override def numEntries: Long = entries
