@@ -18,7 +18,8 @@ _UNITS = {
     "w": 604_800_000, "week": 604_800_000, "weeks": 604_800_000,
 }
 _PART = re.compile(r"(\d+)\s*([a-z]+)")
-_ISO = re.compile(r"^p(?:(\d+)d)?(?:t(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d{1,3})?)s)?)?$")
+# java.time.Duration.parse's grammar (unsigned): PnDTnHnMn.nS, 'T' followed by a field.
+_ISO = re.compile(r"^p(?:([0-9]+)d)?(?:t(?=[0-9])(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)(?:[.,]([0-9]{0,9}))?s)?)?$")
 
 
 def _bad(what: str, value: object, why: str) -> KStateError:
@@ -62,15 +63,18 @@ def _to_millis(value: DurationLike, what: str) -> int:
         raise _bad(what, value, "it is empty")
     if s.startswith("-"):
         raise _bad(what, value, "it is negative")
+    if not s.isascii():
+        raise _bad(what, value, "it contains non-ASCII characters")
     if s.isdigit():
         return int(s)
     if s.startswith("p"):
         m = _ISO.match(s)
-        if not m or s in ("p", "pt"):
+        if not m or s == "p":
             raise _bad(what, value, "it is not an ISO-8601 duration")
-        d, h, mi, sec = m.groups()
+        d, h, mi, sec, frac = m.groups()
+        # Like java.time.Duration.toMillis: fractions of a millisecond are truncated.
         return (int(d or 0) * 86_400_000 + int(h or 0) * 3_600_000 + int(mi or 0) * 60_000
-                + round(float(sec or 0) * 1000))
+                + int(sec or 0) * 1000 + int(((frac or "") + "000")[:3]))
     compact = s[len("interval"):].strip() if s.startswith("interval") else s
     parts = _PART.findall(compact)
     if not parts or "".join(n + u for n, u in parts) != re.sub(r"\s+", "", compact):

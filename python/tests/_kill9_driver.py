@@ -1,0 +1,66 @@
+"""Driver process for the kill -9 test (run as ``python _kill9_driver.py CONFIG.json``).
+
+Runs ONE streaming query: JSON-lines files in ``src`` (one file per micro-batch, files are
+ordered by modification time) -> kstate deduplication -> an idempotent sink: foreachBatch
+writes each batch's rows to ``out/batch=<id>.json`` (atomically, overwriting), so a replayed
+batch rewrites the same file. Processes every available file, stops and exits 0.
+
+If ``pause_batch`` >= 0, the foreachBatch call of that batch writes ``marker`` and then sleeps
+(until the test kills this process group with SIGKILL) at ``pause_phase``:
+  before_collect  before the batch DataFrame runs (no state written for the batch)
+  after_collect   after it ran (state store version committed) but before the sink write
+  after_write     after the sink file was written, before the batch is committed
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))  # the kstate package (python/)
+
+
+def main(config_path: str) -> int:
+    with open(config_path) as f:
+        cfg = json.load(f)
+
+    import kstate  # noqa: F401  (adds df.kstate)
+    from _streaming import SCHEMA, dedup, session_builder
+
+    spark = session_builder().getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    os.makedirs(cfg["out"], exist_ok=True)
+
+    def pause(phase: str, batch_id: int) -> None:
+        if batch_id == cfg["pause_batch"] and phase == cfg["pause_phase"]:
+            with open(cfg["marker"] + ".tmp", "w") as f:
+                f.write(f"{os.getpid()} {batch_id} {phase}\n")
+            os.rename(cfg["marker"] + ".tmp", cfg["marker"])
+            time.sleep(3600)  # the test kills us here
+
+    def sink(df, batch_id: int) -> None:
+        pause("before_collect", batch_id)
+        rows = [r.asDict() for r in df.collect()]
+        pause("after_collect", batch_id)
+        path = os.path.join(cfg["out"], f"batch={batch_id}.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump(rows, f)
+        os.replace(path + ".tmp", path)
+        pause("after_write", batch_id)
+
+    source = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(cfg["src"])
+    out = dedup(source, cfg["mode"], cfg["interval"])
+    q = (out.writeStream.foreachBatch(sink).outputMode("append")
+         .option("checkpointLocation", cfg["checkpoint"]).start())
+    q.processAllAvailable()
+    q.stop()
+    spark.stop()
+    print("DRIVER DONE", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
