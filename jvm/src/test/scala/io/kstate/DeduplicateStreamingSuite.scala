@@ -132,6 +132,8 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
     // At stream time 30000 the bound is 20000 (inclusive): k@20000 and j@30000 stay stored.
     assert(m("storedEntries") === 2L)
     assert(op.numRowsTotal === 2L)
+    // kstate reports its own provider's metrics, whatever the session's provider is.
+    assert(m.contains("rocksdbPutCount") && m("rocksdbPutCount") > 0L, m.keySet)
     q.stop()
   }
 
@@ -149,6 +151,9 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
       assert(seqs(q) === (0 until 30))
       assert(stored.max <= 12L, stored) // live (6) + at most one interval of expired ones (5)
       assert(stored.last >= 6L)
+      // Row counts add up: every stored entry is still stored or was removed.
+      val ops = q.recentProgress.flatMap(_.stateOperators)
+      assert(ops.map(_.numRowsUpdated).sum - ops.map(_.numRowsRemoved).sum === stored.last)
     } finally spark.conf.set("spark.sql.shuffle.partitions", "3")
   }
 

@@ -7,6 +7,7 @@ final class DedupCounters {
   var lateForwarded: Long = 0L
   var nullKeysForwarded: Long = 0L
   var nullTimestampsForwarded: Long = 0L
+  /** Expired entries removed: by a purge, or replaced by a new entry for their identity. */
   var entriesPurged: Long = 0L
   var entriesStored: Long = 0L
 }

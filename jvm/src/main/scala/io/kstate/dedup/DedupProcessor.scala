@@ -56,7 +56,9 @@ final class DedupProcessor[K](intervalMs: Long, state: DedupState[K], counters: 
       counters.forwarded += 1
       true
     } else {
-      state.put(identity, ts, replaces = stored != DedupState.NoEntry)
+      val replaces = stored != DedupState.NoEntry
+      if (replaces) counters.entriesPurged += 1 // an expired entry not swept yet: replaced
+      state.put(identity, ts, replaces)
       counters.entriesStored += 1
       counters.forwarded += 1
       true

@@ -17,7 +17,8 @@ import org.apache.spark.sql.execution.streaming.operators.stateful._
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.kstate.OperatorIdentity
-import org.apache.spark.sql.kstate.shim.RunningQuery
+import org.apache.spark.sql.kstate.shim.{ProgressShim, RunningQuery}
+import org.apache.spark.sql.streaming.StateOperatorProgress
 import org.apache.spark.sql.kstate.state.KStateStoreRDD
 import org.apache.spark.sql.types.{DataType, StructType}
 import org.apache.spark.util.SerializableConfiguration
@@ -117,6 +118,18 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
       "commitTimeMs" -> createTimingMetric(sparkContext, "time to commit changes"),
       "stateMemory" -> createSizeMetric(sparkContext, "memory used by state"),
       "numStateStoreInstances" -> createMetric(sparkContext, "number of state store instances"))
+  }
+
+  /**
+   * Spark's progress reports the session provider's custom metrics; a kstate operator reports
+   * its own metrics and those of the provider kstate chose for it.
+   */
+  override def getProgress(): StateOperatorProgress = {
+    val custom = new java.util.HashMap[String, java.lang.Long]()
+    val names = customMetricDescriptions.map(_._1) ++
+      StateStoreProvider.create(providerClass).supportedCustomMetrics.map(_.name)
+    names.foreach(n => custom.put(n, java.lang.Long.valueOf(longMetric(n).value)))
+    ProgressShim.withCustomMetrics(super.getProgress(), custom)
   }
 
   override protected def doExecute(): RDD[InternalRow] = {
