@@ -446,9 +446,10 @@ class DedupProcessorSuite extends AnyFunSuite {
     import org.apache.spark.sql.types.LongType
     val ts = BoundReference(0, LongType, nullable = true)
     val eventTime = KStateStatefulExec.eventTimeOf(ts, Seq.empty)
-    assert(eventTime(new GenericInternalRow(Array[Any](Long.MinValue))) === None)
-    assert(eventTime(new GenericInternalRow(Array[Any](Long.MinValue + 1))) === Some(Long.MinValue + 1))
-    assert(eventTime(new GenericInternalRow(Array[Any](null))) === None)
+    val Null = KStateStatefulExec.NullTime
+    assert(eventTime(new GenericInternalRow(Array[Any](Long.MinValue))) === Null)
+    assert(eventTime(new GenericInternalRow(Array[Any](Long.MinValue + 1))) === Long.MinValue + 1)
+    assert(eventTime(new GenericInternalRow(Array[Any](null))) === Null)
     // So the processor never sees it; the smallest real timestamp still deduplicates.
     val h = new Harness(0L)
     assert(h.run(R("a", Long.MinValue + 1), R("a", Long.MinValue + 1)) === Seq(true, false))

@@ -47,19 +47,18 @@ case class KStateDeduplicateExec(
     private val processor = new DedupProcessor(intervalMs, state, counters)
     private val in = child.output
     private val identityProj = UnsafeProjection.create(identity, in)
-    private val tsOf = KStateStatefulExec.eventTimeOf(timestamp, in)
     private val outProj = UnsafeProjection.create(output, in)
     private val nIdentity = identity.length
 
     override def advanceStreamTime(t: Long): Unit = processor.advanceStreamTime(t)
 
-    override def process(row: InternalRow, emit: InternalRow => Unit): Unit = {
-      val ts = tsOf(row)
+    override def process(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit = {
       val id = identityProj(row)
       var idNull = false
       var i = 0
       while (!idNull && i < nIdentity) { idNull = id.isNullAt(i); i += 1 }
-      if (processor.process(id, idNull, ts.getOrElse(0L), ts.isEmpty)) emit(outProj(row).copy())
+      val tsNull = ts == KStateStatefulExec.NullTime
+      if (processor.process(id, idNull, ts, tsNull)) emit(outProj(row))
     }
 
     override def finish(): Unit = processor.finish()

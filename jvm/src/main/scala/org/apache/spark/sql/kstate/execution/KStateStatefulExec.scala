@@ -2,8 +2,6 @@ package org.apache.spark.sql.kstate.execution
 
 import java.util.concurrent.TimeUnit.NANOSECONDS
 
-import scala.collection.mutable
-
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
@@ -32,8 +30,12 @@ import org.apache.spark.util.SerializableConfiguration
  */
 trait KStateTask {
   def advanceStreamTime(t: Long): Unit
-  /** Processes one input row (child output incl. position columns); emits output via `emit`. */
-  def process(row: InternalRow, emit: InternalRow => Unit): Unit
+  /**
+   * Processes one input row (child output incl. position columns) with its event time in ms
+   * (`Long.MinValue` = null). Output goes to `emit`; an emitted row may be reused after the
+   * next `process` call, so an operator emitting several rows from one call copies them.
+   */
+  def process(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit
   /** Ends the batch: purges expired state and persists stream time. */
   def finish(): Unit
   /** Custom metrics (names from `customMetricDescriptions`) plus state row counts. */
@@ -138,9 +140,7 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
       case Some(info) => executeStreaming(info)
       case None => child.execute().mapPartitionsInternal { rows =>
         val task = newTask(None)
-        val out = run(task, rows, None, mergeByTimestamp = false)
-        recordTaskMetrics(task.metrics)
-        out
+        run(task, rows, None, mergeByTimestamp = false, () => recordTaskMetrics(task.metrics))
       }
     }
   }
@@ -163,35 +163,61 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
       useColumnFamilies = true, storeConf, hadoopConf,
       Some(session.streams.stateStoreCoordinator), { (store, rows) =>
         val task = newTask(Some(store))
-        val out = run(task, rows, watermark, mergeByTimestamp = true)
-        longMetric("commitTimeMs") += timeTakenMs { store.commit() }
-        val storeMetrics = store.metrics
-        longMetric("stateMemory") += storeMetrics.memoryUsedBytes
-        storeMetrics.customMetrics.foreach { case (m, v) => metrics.get(m.name).foreach(_ += v) }
-        setOperatorMetrics()
-        recordTaskMetrics(task.metrics)
-        out
+        run(task, rows, watermark, mergeByTimestamp = true, () => {
+          longMetric("commitTimeMs") += timeTakenMs { store.commit() }
+          val storeMetrics = store.metrics
+          longMetric("stateMemory") += storeMetrics.memoryUsedBytes
+          storeMetrics.customMetrics.foreach { case (m, v) => metrics.get(m.name).foreach(_ += v) }
+          setOperatorMetrics()
+          recordTaskMetrics(task.metrics)
+        })
       })
   }
 
-  /** Runs every row of the partition through `task` in task order; returns the output. */
+  /**
+   * Runs the partition's rows through `task` in task order, lazily: output rows are produced as
+   * the consumer pulls them (no copies), and when the input is exhausted the task finishes and
+   * `onDone` runs (commit, metrics) before the iterator reports its end.
+   */
   private def run(
       task: KStateTask,
       rows: Iterator[InternalRow],
       watermark: Option[Long],
-      mergeByTimestamp: Boolean): Iterator[InternalRow] = {
+      mergeByTimestamp: Boolean,
+      onDone: () => Unit): Iterator[InternalRow] = {
     val n = child.output.length
     val tsOf = KStateStatefulExec.eventTimeOf(timestamp, child.output)
-    val start = System.nanoTime()
+    val numOutput = longMetric("numOutputRows")
+    val updatesTime = longMetric("allUpdatesTimeMs")
     watermark.foreach(task.advanceStreamTime)
-    val out = mutable.ArrayBuffer.empty[InternalRow]
-    val emit: InternalRow => Unit = r => out += r
-    TaskOrder(rows, n - 2, n - 1, r => tsOf(r).getOrElse(Long.MinValue), mergeByTimestamp)
-      .foreach(task.process(_, emit))
-    longMetric("allUpdatesTimeMs") += NANOSECONDS.toMillis(System.nanoTime() - start)
-    longMetric("allRemovalsTimeMs") += timeTakenMs { task.finish() }
-    longMetric("numOutputRows") += out.length
-    out.iterator
+    val start = System.nanoTime()
+    val ordered = TaskOrder(rows, n - 2, n - 1, tsOf, mergeByTimestamp)
+    new Iterator[InternalRow] {
+      private var pending: InternalRow = _
+      private var done = false
+      private val emit: InternalRow => Unit = r => pending = r
+      override def hasNext: Boolean = {
+        while (pending == null && !done) {
+          if (ordered.hasNext) {
+            ordered.advance()
+            task.process(ordered.row, ordered.ts, emit)
+          } else {
+            updatesTime += NANOSECONDS.toMillis(System.nanoTime() - start)
+            longMetric("allRemovalsTimeMs") += timeTakenMs { task.finish() }
+            onDone()
+            done = true
+          }
+        }
+        pending != null
+      }
+      override def next(): InternalRow = {
+        if (!hasNext) throw new NoSuchElementException
+        val r = pending
+        pending = null
+        numOutput += 1
+        r
+      }
+    }
   }
 
   private def recordTaskMetrics(m: KStateTask.Metrics): Unit = {
@@ -214,21 +240,21 @@ object KStateStatefulExec {
     "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows" -> "false")
 
   /**
-   * Event time in ms of a row, None when null: TIMESTAMP / TIMESTAMP_NTZ (micros, floored to
-   * ms) or integral epoch milliseconds. `Long.MinValue` ms is kstate's "no entry / no time"
-   * value and counts as a null timestamp. Not thread-safe (reuses a projection).
+   * Event time in ms of a row, [[NullTime]] when null: TIMESTAMP / TIMESTAMP_NTZ (micros,
+   * floored to ms) or integral epoch milliseconds; a BIGINT `Long.MinValue` therefore counts as
+   * null. Not thread-safe (reuses a projection).
    */
-  def eventTimeOf(timestamp: Expression, input: Seq[Attribute]): InternalRow => Option[Long] = {
+  def eventTimeOf(timestamp: Expression, input: Seq[Attribute]): InternalRow => Long = {
     val proj = UnsafeProjection.create(Seq(timestamp), input)
     val toMs = millisOf(timestamp.dataType)
     r => {
       val t = proj(r)
-      if (t.isNullAt(0)) None else {
-        val ms = toMs(t)
-        if (ms == Long.MinValue) None else Some(ms)
-      }
+      if (t.isNullAt(0)) NullTime else toMs(t)
     }
   }
+
+  /** A null event time (also what a BIGINT timestamp of `Long.MinValue` means). */
+  val NullTime: Long = Long.MinValue
 
   def millisOf(dt: DataType): UnsafeRow => Long = {
     import org.apache.spark.sql.types._

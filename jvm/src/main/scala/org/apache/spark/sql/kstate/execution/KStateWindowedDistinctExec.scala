@@ -66,7 +66,6 @@ case class KStateWindowedDistinctExec(
     protected val counters = new DistinctCounters
     private val in = child.output
     private val keyProj = UnsafeProjection.create(Seq(key), in)
-    private val tsOf = KStateStatefulExec.eventTimeOf(timestamp, in)
     private val windowAttrs = output.takeRight(2)
     private val outProj = UnsafeProjection.create(output, in ++ windowAttrs)
     private val windowWriter = new UnsafeRowWriter(2)
@@ -80,13 +79,12 @@ case class KStateWindowedDistinctExec(
     protected def decide(key: UnsafeRow, keyIsNull: Boolean, ts: Long, tsIsNull: Boolean): Option[(Long, Long)]
     protected def storedWindows: Long
 
-    override def process(row: InternalRow, emit: InternalRow => Unit): Unit = {
+    override def process(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit = {
       val k = keyProj(row)
-      val ts = tsOf(row)
-      decide(k, k.isNullAt(0), ts.getOrElse(0L), ts.isEmpty).foreach { case (start, end) =>
+      decide(k, k.isNullAt(0), ts, ts == KStateStatefulExec.NullTime).foreach { case (start, end) =>
         windowWriter.reset(); windowWriter.zeroOutNullBytes()
         windowWriter.write(0, toOutputTime(start)); windowWriter.write(1, toOutputTime(end))
-        emit(outProj(joined(row, windowWriter.getRow)).copy())
+        emit(outProj(joined(row, windowWriter.getRow)))
       }
     }
 

@@ -43,16 +43,25 @@ object TaskOrder {
     }
   }
 
+  /** A cursor over rows in task order with each row's event time, computed once. */
+  abstract class Cursor {
+    def hasNext: Boolean
+    /** Moves to the next row; then `row` and `ts` describe it. */
+    def advance(): Unit
+    def row: UnsafeRow
+    def ts: Long
+  }
+
   /**
    * @param timestampOf event time of a row in ms, `Long.MinValue` when null
-   * @return the rows (copies) in task order
+   * @return a cursor over the rows (copies) in task order
    */
   def apply(
       rows: Iterator[InternalRow],
       partitionOrdinal: Int,
       offsetOrdinal: Int,
       timestampOf: InternalRow => Long,
-      mergeByTimestamp: Boolean): Iterator[UnsafeRow] = {
+      mergeByTimestamp: Boolean): Cursor = {
     val queues = mutable.LinkedHashMap.empty[Int, Queue]
     rows.foreach { r =>
       val p = r.getInt(partitionOrdinal)
@@ -61,26 +70,46 @@ object TaskOrder {
       q.timestamps += timestampOf(r)
       q.rows += r.asInstanceOf[UnsafeRow].copy()
     }
-    if (!mergeByTimestamp || queues.size == 1) {
-      val ordered = queues.values.toSeq.sortBy(_.partition)
-      ordered.foreach(_.sortIfNeeded())
-      return ordered.iterator.flatMap(_.rows)
+    queues.valuesIterator.foreach(_.sortIfNeeded())
+    if (!mergeByTimestamp || queues.size == 1) new Concatenated(queues.values.toSeq.sortBy(_.partition))
+    else new Merged(queues.values.toSeq)
+  }
+
+  /** Queue after queue (DataFrame order). */
+  private final class Concatenated(queues: Seq[Queue]) extends Cursor {
+    private var i = 0
+    private var current: Queue = _
+    private var at = -1
+    private def skipEmpty(): Unit = while (i < queues.length && queues(i).head >= queues(i).rows.length) i += 1
+    skipEmpty()
+    override def hasNext: Boolean = i < queues.length
+    override def advance(): Unit = {
+      current = queues(i)
+      at = current.head
+      current.head += 1
+      skipEmpty()
     }
-    val heap = new PriorityQueue[Queue]((a: Queue, b: Queue) => {
+    override def row: UnsafeRow = current.rows(at)
+    override def ts: Long = current.timestamps(at)
+  }
+
+  /** Smallest head timestamp first (a Kafka task's choice among its input partitions). */
+  private final class Merged(queues: Seq[Queue]) extends Cursor {
+    private val heap = new PriorityQueue[Queue]((a: Queue, b: Queue) => {
       val c = java.lang.Long.compare(a.headTs, b.headTs)
       if (c != 0) c else Integer.compare(a.partition, b.partition)
     })
-    queues.valuesIterator.foreach { q => q.sortIfNeeded(); heap.add(q) }
-    new Iterator[UnsafeRow] {
-      override def hasNext: Boolean = !heap.isEmpty
-      override def next(): UnsafeRow = {
-        val q = heap.poll()
-        val row = q.rows(q.head)
-        q.rows(q.head) = null
-        q.head += 1
-        if (q.head < q.rows.length) heap.add(q)
-        row
-      }
+    queues.foreach(heap.add)
+    private var current: Queue = _
+    private var at = -1
+    override def hasNext: Boolean = !heap.isEmpty
+    override def advance(): Unit = {
+      current = heap.poll()
+      at = current.head
+      current.head += 1
+      if (current.head < current.rows.length) heap.add(current)
     }
+    override def row: UnsafeRow = current.rows(at)
+    override def ts: Long = current.timestamps(at)
   }
 }

@@ -29,9 +29,17 @@ class TaskOrderSuite extends AnyFunSuite {
 
   private def tsOf(r: InternalRow): Long = if (r.isNullAt(2)) Long.MinValue else r.getLong(2)
 
-  private def order(in: Seq[In], merge: Boolean): Seq[(Int, Long, Int)] =
-    TaskOrder(rows(in), 0, 1, tsOf, mergeByTimestamp = merge).toList
-      .map((r: UnsafeRow) => (r.getInt(0), r.getLong(1), r.getInt(3)))
+  private def order(in: Seq[In], merge: Boolean): Seq[(Int, Long, Int)] = {
+    val cursor = TaskOrder(rows(in), 0, 1, tsOf, mergeByTimestamp = merge)
+    val out = Seq.newBuilder[(Int, Long, Int)]
+    while (cursor.hasNext) {
+      cursor.advance()
+      val r = cursor.row
+      assert(cursor.ts === tsOf(r), "the cursor's event time is the row's")
+      out += ((r.getInt(0), r.getLong(1), r.getInt(3)))
+    }
+    out.result()
+  }
 
   private def pos(out: Seq[(Int, Long, Int)]): Seq[(Int, Long)] = out.map(x => (x._1, x._2))
 
