@@ -134,6 +134,14 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
     assert(op.numRowsTotal === 2L)
     // kstate reports its own provider's metrics, whatever the session's provider is.
     assert(m.contains("rocksdbPutCount") && m("rocksdbPutCount") > 0L, m.keySet)
+    // The same figures are SQL metrics of the exec: what the Spark UI's SQL tab shows.
+    val exec = q.asInstanceOf[org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper]
+      .streamingQuery.lastExecution.executedPlan.collectFirst {
+        case e: org.apache.spark.sql.kstate.execution.KStateDeduplicateExec => e
+      }.get
+    assert(exec.metrics("duplicatesDropped").value === 2L)
+    assert(exec.metrics("numOutputRows").value === 4L)
+    assert(exec.metrics("duplicatesDropped").metricType === "sum")
     q.stop()
   }
 
