@@ -107,6 +107,22 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
     q3.stop()
   }
 
+  test("a different kstate state store provider on restart fails with a named error") {
+    val ckpt = tempDir("ckpt")
+    val in = input()
+    val q1 = start(byKey("10 seconds")(frame(in)), ckpt)
+    in.addData(("k", 1000L, 1)); q1.processAllAvailable(); q1.stop()
+    spark.conf.set(KStateConf.StateStoreProvider.key, classOf[org.apache.spark.sql.kstate.OtherRocksDBProvider].getName)
+    try {
+      val q2 = start(byKey("10 seconds")(frame(in)), ckpt)
+      in.addData(("k", 2000L, 2))
+      val e = intercept[StreamingQueryException](q2.processAllAvailable())
+      assert(e.getMessage.contains("KSTATE_OPERATOR_CONFIG_CHANGED"), e.getMessage)
+      assert(e.getMessage.contains("stateStoreProvider=" + classOf[org.apache.spark.sql.kstate.OtherRocksDBProvider].getName))
+      q2.stop()
+    } finally spark.conf.unset(KStateConf.StateStoreProvider.key)
+  }
+
   test("complete output mode is rejected with a named error") {
     val in = input()
     val agg = byKey("1 second")(frame(in)).groupBy("k").count()

@@ -90,9 +90,11 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
       hadoopConf: Configuration, batchId: Long, stateSchemaVersion: Int)
     : List[StateSchemaValidationResult] = {
     val info = getStateInfo
+    // The provider is part of the recorded configuration: state written by one provider cannot
+    // be read by another, so changing it on an existing checkpoint is a named error.
     OperatorIdentity.checkOrRecordConfig(
-      new Path(info.checkpointLocation, info.operatorId.toString), operatorName, fingerprint,
-      hadoopConf)
+      new Path(info.checkpointLocation, info.operatorId.toString), operatorName,
+      fingerprint + ("stateStoreProvider" -> providerClass), hadoopConf)
     val schema = List(StateStoreColFamilySchema(StateStore.DEFAULT_COL_FAMILY_NAME, 0,
       stateKeySchema, 0, stateValueSchema))
     List(StateSchemaCompatibilityChecker.validateAndMaybeEvolveStateSchema(
