@@ -25,6 +25,4 @@ object KStateConf {
       "event-time watermark at the start of each micro-batch, so idle partitions make progress. " +
       "Default false: stream time is the largest event timestamp the partition has seen, as " +
       "in Kafka Streams.")(_.trim.toBoolean)
-
-  val all: Seq[Entry[_]] = Seq(StateStoreProvider, StreamTimeFollowsWatermark)
 }

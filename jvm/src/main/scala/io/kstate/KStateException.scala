@@ -81,10 +81,5 @@ object KStateErrors {
         s"families and range scans. Set ${KStateConf.StateStoreProvider.key} to " +
         s"${KStateConf.StateStoreProvider.default}.")
 
-  def notInRunningQuery(op: String): KStateException =
-    err("KSTATE_NO_STREAMING_QUERY",
-      s"kstate operator '$op' is on a streaming DataFrame but is being executed outside a " +
-        "running streaming query. Start it with writeStream...start().")
-
   def internal(msg: String): KStateException = err("KSTATE_INTERNAL_ERROR", msg)
 }

@@ -1,7 +1,5 @@
 package org.apache.spark.sql.kstate.shim
 
-import java.util.UUID
-
 import org.apache.spark.sql.{Column, DataFrame}
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
@@ -13,9 +11,6 @@ import org.apache.spark.sql.classic.{Dataset => ClassicDataset, SparkSession => 
  * new Spark version changes these two files, not the operators.
  */
 object SparkShim {
-  /** Spark minor version this build was compiled against (checked by the Python package). */
-  val SparkMinor: String = "4.3"
-
   def classic(df: DataFrame): ClassicDataset[_] = df match {
     case c: ClassicDataset[_] => c
     case other => throw new UnsupportedOperationException(
@@ -35,6 +30,4 @@ object SparkShim {
     ClassicDataset.ofRows(classic(df).sparkSession, plan)
 
   def session(df: DataFrame): ClassicSession = classic(df).sparkSession
-
-  def newQueryId(): UUID = UUID.randomUUID()
 }
