@@ -64,8 +64,8 @@ final class KStateDataFrame(df: DataFrame) {
    */
   def windowedBy(windows: Windows, key: Column, timestamp: Column): KStateWindowedStream = {
     RunningQuery.register(SparkShim.session(df))
-    new KStateWindowedStream(df, windows, checked("key", key, comparable),
-      checked("timestamp", timestamp, eventTime))
+    val ts = checked("timestamp", timestamp, eventTime)
+    new KStateWindowedStream(df, windows, checked("key", key, comparable).expr, ts.expr, ts.dataType)
   }
 
   private def dedup(
@@ -77,9 +77,9 @@ final class KStateDataFrame(df: DataFrame) {
       name: Option[String]): DataFrame = {
     name.foreach(OperatorIdentity.validateName)
     RunningQuery.register(SparkShim.session(df))
-    val keyE = key.map(c => checked("key", c, comparable))
-    val idE = id.map(c => checked("id", c, comparable))
-    val tsE = checked("timestamp", timestamp, eventTime)
+    val keyE = key.map(c => checked("key", c, comparable).expr)
+    val idE = id.map(c => checked("id", c, comparable).expr)
+    val tsE = checked("timestamp", timestamp, eventTime).expr
     SparkShim.ofRows(df, KStateDeduplicate(
       mode, intervalMs, name, keyE, idE, tsE, SparkShim.logicalPlan(df)))
   }
@@ -99,8 +99,11 @@ final class KStateDataFrame(df: DataFrame) {
     case other => throw KStateErrors.wrongTimestampType(role, other.sql)
   }
 
-  /** Resolves `c` against the DataFrame now, so a bad column fails at construction. */
-  private def checked(role: String, c: Column, typeCheck: (String, DataType) => Unit): Expression = {
+  /**
+   * Resolves `c` against the DataFrame now, so a bad column fails at construction; returns its
+   * (unresolved) expression for the plan and its resolved type.
+   */
+  private def checked(role: String, c: Column, typeCheck: (String, DataType) => Unit): KStateDataFrame.Checked = {
     if (c == null) throw KStateErrors.missingColumn(role, "no column was given")
     val resolved = try SparkShim.logicalPlan(df.select(c)) catch {
       case e: AnalysisException => throw KStateErrors.missingColumn(role, e.getMessage)
@@ -108,7 +111,7 @@ final class KStateDataFrame(df: DataFrame) {
     val expr = resolved.expressions.head
     if (!expr.deterministic) throw KStateErrors.nonDeterministic(role, expr.sql)
     typeCheck(role, expr.dataType)
-    SparkShim.expression(df, c)
+    KStateDataFrame.Checked(SparkShim.expression(df, c), expr.dataType)
   }
 }
 
@@ -117,7 +120,7 @@ final class KStateDataFrame(df: DataFrame) {
  * created by [[KStateDataFrame.windowedBy]].
  */
 final class KStateWindowedStream private[kstate] (
-    df: DataFrame, windows: Windows, key: Expression, timestamp: Expression) {
+    df: DataFrame, windows: Windows, key: Expression, timestamp: Expression, timestampType: DataType) {
 
   /**
    * KIP-655's windowed `distinct()`: per key, only the first record of each window is emitted,
@@ -132,8 +135,7 @@ final class KStateWindowedStream private[kstate] (
       case t: TimeWindows if !t.isTumbling => throw KStateErrors.unsupportedWindowsForDistinct(t.describe)
       case _ =>
     }
-    val resolvedTs = SparkShim.logicalPlan(df.select(SparkShim.column(timestamp))).expressions.head
-    val boundType = resolvedTs.dataType match {
+    val boundType = timestampType match {
       case t @ (TimestampType | TimestampNTZType) => t
       case _ => LongType
     }
@@ -146,6 +148,9 @@ final class KStateWindowedStream private[kstate] (
 }
 
 object KStateDataFrame {
+  /** A checked argument: its expression for the plan and its resolved type. */
+  private[kstate] final case class Checked(expr: Expression, dataType: DataType)
+
   def apply(df: DataFrame): KStateDataFrame = new KStateDataFrame(df)
 }
 

@@ -22,9 +22,6 @@ object SparkShim {
   /** The (unresolved) Catalyst expression of `c`, as `df`'s session converts it. */
   def expression(df: DataFrame, c: Column): Expression = session(df).expression(c)
 
-  /** A Column over an (unresolved) Catalyst expression. */
-  def column(e: Expression): Column = org.apache.spark.sql.classic.ExpressionUtils.column(e)
-
   /** A DataFrame over `plan` in `df`'s session; analyses eagerly (errors surface here). */
   def ofRows(df: DataFrame, plan: LogicalPlan): DataFrame =
     ClassicDataset.ofRows(classic(df).sparkSession, plan)
