@@ -81,5 +81,32 @@ object KStateErrors {
         s"families and range scans. Set ${KStateConf.StateStoreProvider.key} to " +
         s"${KStateConf.StateStoreProvider.default}.")
 
+  def stateFileCorrupt(file: String, version: Long, why: String): KStateException =
+    err("KSTATE_STATE_FILE_CORRUPT",
+      s"State file $file (state version $version, written by micro-batch ${version - 1}) is " +
+        s"corrupt: $why. kstate refuses to restore from it rather than return wrong state. " +
+        "Restore the file from a backup of the checkpoint, or restart the query from a new " +
+        "checkpoint location to begin with fresh state.")
+
+  def stateFileMissing(file: String, version: Long, target: Long): KStateException =
+    err("KSTATE_STATE_FILE_MISSING",
+      s"State file $file (state version $version, written by micro-batch ${version - 1}) is " +
+        s"missing, so state version $target cannot be restored. Either micro-batch " +
+        s"${version - 1} never committed state here, or the file was deleted. Restore the " +
+        "checkpoint directory completely, or restart the query from a new checkpoint location.")
+
+  def unsupportedStoreCheckpointIds(): KStateException =
+    err("KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT",
+      "kstate's state store provider supports state checkpoint format version 1 only. Set " +
+        "spark.sql.streaming.stateStore.checkpointFormatVersion=1 (the default).")
+
+  def unknownColumnFamily(name: String, known: Iterable[String]): KStateException =
+    err("KSTATE_UNKNOWN_COLUMN_FAMILY",
+      s"Column family '$name' is not registered in this state store (registered: " +
+        s"${known.toSeq.sorted.mkString(", ")}). Call createColFamilyIfAbsent first.")
+
+  def unsupportedStoreOperation(op: String, why: String): KStateException =
+    err("KSTATE_UNSUPPORTED_STORE_OPERATION", s"$op is not supported here: $why.")
+
   def internal(msg: String): KStateException = err("KSTATE_INTERNAL_ERROR", msg)
 }

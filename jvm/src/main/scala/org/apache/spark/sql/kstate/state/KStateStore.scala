@@ -1,0 +1,265 @@
+package org.apache.spark.sql.kstate.state
+
+import io.kstate.KStateErrors
+
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.kstate.state.store._
+import org.apache.spark.sql.types.StructType
+
+/**
+ * One version of a kstate state store, opened by [[KStateStoreProvider.getStore]].
+ *
+ * Contract (Spark's StateStore, as kstate implements it):
+ *  - Life cycle: UPDATING -> COMMITTED (commit) or ABORTED (abort / release). Writes are
+ *    collected in a [[WriteSet]] and reach the checkpoint and the local database only at
+ *    commit, so an abort needs no undo and a failed batch leaves the previous version intact.
+ *  - Reads see the committed version this store was opened at plus this store's own writes.
+ *  - Null: keys and values must not be null; `get` of an absent key returns null.
+ *  - Reuse: every row returned (by `get`, iterators and scans) is a fresh object the caller may
+ *    keep; rows passed in are copied, so callers may reuse theirs.
+ *  - Iterators and scans are in key byte order (for range-scan key specs: the ordering columns'
+ *    order) and reflect the store as it was when the iterator was created.
+ *  - Thread-safety: a store is used by one task thread.
+ */
+final class KStateStore private[state] (
+    provider: KStateStoreProvider,
+    override val version: Long,
+    private[state] val startRegistry: FamilyRegistry) extends StateStore {
+  import KStateStore._
+
+  private var state: State = Updating
+  private[state] val changes = new WriteSet
+  private[state] var registry: FamilyRegistry = startRegistry
+  private[state] var createdFamilies: Vector[(String, Short)] = Vector.empty
+  private[state] var droppedFamilies: Vector[Short] = Vector.empty
+  private[state] val counters = new StoreCounters
+
+  override def id: StateStoreId = provider.stateStoreId
+
+  // ---- column families ---------------------------------------------------------------------
+
+  override def createColFamilyIfAbsent(
+      colFamilyName: String,
+      keySchema: StructType,
+      valueSchema: StructType,
+      keyStateEncoderSpec: KeyStateEncoderSpec,
+      useMultipleValuesPerKey: Boolean,
+      isInternal: Boolean): Unit = {
+    val (next, id) = registry.create(colFamilyName)
+    if (next ne registry) {
+      registry = next
+      createdFamilies :+= (colFamilyName -> id)
+    }
+    provider.registerCodec(new FamilyCodec(
+      id, colFamilyName, keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey))
+  }
+
+  override def removeColFamilyIfExists(colFamilyName: String): Boolean = {
+    checkWritable("removeColFamilyIfExists")
+    registry.ids.get(colFamilyName) match {
+      case None => false
+      case Some(id) =>
+        registry = registry.drop(colFamilyName)
+        createdFamilies = createdFamilies.filterNot(_._2 == id)
+        droppedFamilies :+= id
+        val prefix = FamilyCodec.prefixOf(id)
+        changes.clearRange(prefix, Bytes.prefixEnd(prefix))
+        true
+    }
+  }
+
+  override def allColumnFamilyNames: Set[String] = registry.ids.keySet
+
+  private def family(name: String): FamilyCodec = registry.ids.get(name) match {
+    case Some(id) => provider.codec(name, id)
+    case None => throw KStateErrors.unknownColumnFamily(name, registry.ids.keys)
+  }
+
+  // ---- reads -------------------------------------------------------------------------------
+
+  /** The current bytes of `key`: this version's change if any, else the committed value. */
+  private def current(key: Array[Byte]): Array[Byte] = {
+    val e = changes.lookup(key)
+    if (e != null && e.value != null) {
+      if (e.isDelete) null else e.value
+    } else {
+      checkReadable()
+      counters.dbGets += 1
+      val v = provider.db.get(key)
+      if (e == null && provider.countsRows) changes.noteRead(key, v != null)
+      v
+    }
+  }
+
+  override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow = {
+    requireKey(key)
+    val fam = family(colFamilyName)
+    fam.decodeValue(current(fam.encodeKey(key)))
+  }
+
+  override def valuesIterator(key: UnsafeRow, colFamilyName: String): Iterator[UnsafeRow] = {
+    requireKey(key)
+    val fam = family(colFamilyName)
+    fam.decodeValues(current(fam.encodeKey(key)))
+  }
+
+  override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
+    val fam = family(colFamilyName)
+    pairs(fam, scan(fam.prefix, Bytes.prefixEnd(fam.prefix)), multi = false)
+  }
+
+  override def iteratorWithMultiValues(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
+    val fam = family(colFamilyName)
+    pairs(fam, scan(fam.prefix, Bytes.prefixEnd(fam.prefix)), multi = true)
+  }
+
+  override def prefixScan(prefixKey: UnsafeRow, colFamilyName: String)
+      : StateStoreIterator[UnsafeRowPair] = {
+    requireKey(prefixKey)
+    val fam = family(colFamilyName)
+    val p = fam.encodePrefix(prefixKey)
+    pairs(fam, scan(p, Bytes.prefixEnd(p)), multi = false)
+  }
+
+  override def prefixScanWithMultiValues(prefixKey: UnsafeRow, colFamilyName: String)
+      : StateStoreIterator[UnsafeRowPair] = {
+    requireKey(prefixKey)
+    val fam = family(colFamilyName)
+    val p = fam.encodePrefix(prefixKey)
+    pairs(fam, scan(p, Bytes.prefixEnd(p)), multi = true)
+  }
+
+  override def rangeScan(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow],
+      colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
+    val fam = family(colFamilyName)
+    val (from, until) = rangeBounds(fam, startKey, endKey)
+    pairs(fam, scan(from, until), multi = false)
+  }
+
+  override def rangeScanWithMultiValues(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow],
+      colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
+    val fam = family(colFamilyName)
+    val (from, until) = rangeBounds(fam, startKey, endKey)
+    pairs(fam, scan(from, until), multi = true)
+  }
+
+  /** [start, end) in encoded key order; a missing bound is the family's first/last key. */
+  private def rangeBounds(fam: FamilyCodec, startKey: Option[UnsafeRow],
+      endKey: Option[UnsafeRow]): (Array[Byte], Option[Array[Byte]]) = {
+    if (!fam.supportsRangeScan) {
+      throw KStateErrors.unsupportedStoreOperation("rangeScan",
+        s"column family '${fam.name}' was not registered with a range-scan key encoder spec")
+    }
+    (startKey.map(fam.encodeKey).getOrElse(fam.prefix),
+      endKey.map(fam.encodeKey).orElse(Bytes.prefixEnd(fam.prefix)))
+  }
+
+  private def scan(from: Array[Byte], until: Option[Array[Byte]]): MergedScan = {
+    checkReadable()
+    new MergedScan(changes.changesIn(from, until), provider.db.scan(from, until))
+  }
+
+  private def pairs(fam: FamilyCodec, scan: MergedScan, multi: Boolean)
+      : StateStoreIterator[UnsafeRowPair] = {
+    val it: Iterator[UnsafeRowPair] =
+      if (!multi) scan.map { case (k, v) => new UnsafeRowPair(fam.decodeKey(k), fam.decodeValue(v)) }
+      else scan.flatMap { case (k, v) =>
+        val key = fam.decodeKey(k)
+        fam.decodeValues(v).map(value => new UnsafeRowPair(key, value))
+      }
+    new StateStoreIterator(it, () => scan.close())
+  }
+
+  // ---- writes ------------------------------------------------------------------------------
+
+  override def put(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit = {
+    checkWritable("put"); requireKey(key); requireValue(value)
+    val fam = family(colFamilyName)
+    changes.write(fam.encodeKey(key), fam.encodeValue(value))
+  }
+
+  override def putList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit = {
+    checkWritable("putList"); requireKey(key); values.foreach(requireValue)
+    val fam = family(colFamilyName)
+    changes.write(fam.encodeKey(key),
+      if (values.isEmpty) WriteSet.Deleted else fam.encodeValues(values))
+  }
+
+  override def merge(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit =
+    mergeList(key, Array(value), colFamilyName)
+
+  override def mergeList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit = {
+    checkWritable("merge"); requireKey(key); values.foreach(requireValue)
+    val fam = family(colFamilyName)
+    val k = fam.encodeKey(key)
+    changes.write(k, fam.appendValues(current(k), values))
+  }
+
+  override def remove(key: UnsafeRow, colFamilyName: String): Unit = {
+    checkWritable("remove"); requireKey(key)
+    changes.write(family(colFamilyName).encodeKey(key), WriteSet.Deleted)
+  }
+
+  override def deleteRange(beginKey: UnsafeRow, endKey: UnsafeRow, colFamilyName: String): Unit = {
+    checkWritable("deleteRange")
+    val fam = family(colFamilyName)
+    val (from, until) = rangeBounds(fam, Option(beginKey), Option(endKey))
+    val it = scan(from, until)
+    try it.foreach { case (k, _) => changes.write(k, WriteSet.Deleted) } finally it.close()
+  }
+
+  // ---- life cycle --------------------------------------------------------------------------
+
+  override def commit(): Long = {
+    checkWritable("commit")
+    val v = provider.commit(this)
+    state = Committed
+    v
+  }
+
+  override def abort(): Unit = if (state == Updating) state = Aborted
+
+  override def release(): Unit = abort()
+
+  override def hasCommitted: Boolean = state == Committed
+
+  override def metrics: StateStoreMetrics = provider.metricsOf(this)
+
+  override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo =
+    StateStoreCheckpointInfo(id.partitionId, if (hasCommitted) version + 1 else version, None, None)
+
+  override def toString: String = s"KStateStore[$id, version $version, $state]"
+
+  private def checkWritable(op: String): Unit =
+    if (state != Updating) throw new IllegalStateException(s"$op on $this: it is no longer updating")
+
+  /** The local database must still hold this store's base version. */
+  private def checkReadable(): Unit =
+    if (provider.loadedVersion != version && state == Updating) {
+      throw new IllegalStateException(s"$this is stale: the provider now holds version " +
+        s"${provider.loadedVersion}. Two stores of one partition were used at once.")
+    }
+}
+
+private[state] object KStateStore {
+  sealed trait State
+  case object Updating extends State
+  case object Committed extends State
+  case object Aborted extends State
+
+  private def requireKey(key: UnsafeRow): Unit =
+    if (key == null) throw new IllegalArgumentException("state store keys cannot be null")
+  private def requireValue(value: UnsafeRow): Unit =
+    if (value == null) throw new IllegalArgumentException("state store values cannot be null")
+}
+
+/** What one store version did, reported through its metrics. */
+private[state] final class StoreCounters {
+  var dbGets: Long = 0
+  var commitNanos: Long = 0
+  var changelogBytes: Long = 0
+  var changelogRecords: Long = 0
+  var snapshotNanos: Long = 0
+  var snapshotsWritten: Long = 0
+}

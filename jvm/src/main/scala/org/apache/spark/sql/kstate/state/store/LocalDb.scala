@@ -1,0 +1,106 @@
+package org.apache.spark.sql.kstate.state.store
+
+import java.io.File
+import java.nio.file.Files
+
+import org.rocksdb._
+
+import org.apache.spark.network.util.JavaUtils
+
+/**
+ * The local RocksDB instance behind one kstate state store: a working copy of the latest
+ * committed version, rebuilt from the checkpoint whenever needed. It is never the durable copy
+ * (the checkpoint's changelogs and snapshots are), so it runs without a write-ahead log and is
+ * deleted on close.
+ *
+ * Keys are column-family-prefixed byte strings in RocksDB's single default column family.
+ * Not thread-safe: the owning provider serialises access.
+ */
+private[kstate] final class LocalDb(root: File) extends AutoCloseable {
+  import LocalDb._
+
+  private val dir: File = Files.createTempDirectory(root.toPath, "kstate-db-").toFile
+  private val options = new Options()
+    .setCreateIfMissing(true)
+    .setTableFormatConfig(tableConfig)
+    .setWriteBufferSize(32L << 20)
+    .setMaxWriteBufferNumber(3)
+    .setCompressionType(CompressionType.NO_COMPRESSION)
+    .setMaxBackgroundJobs(2)
+    .setStatsDumpPeriodSec(0)
+  private val writeOptions = new WriteOptions().setDisableWAL(true)
+  private val readOptions = new ReadOptions()
+  private val db: RocksDB = RocksDB.open(options, dir.getAbsolutePath)
+
+  def get(key: Array[Byte]): Array[Byte] = db.get(readOptions, key)
+
+  /** Looks up many keys in one native call; the result is aligned with `keys` (null = absent). */
+  def multiGet(keys: java.util.List[Array[Byte]]): java.util.List[Array[Byte]] =
+    db.multiGetAsList(readOptions, keys)
+
+  def writeBatch(batch: WriteBatch): Unit = db.write(writeOptions, batch)
+
+  /** Applies `fill`'s writes atomically. */
+  def write(fill: WriteBatch => Unit): Unit = {
+    val batch = new WriteBatch()
+    try {
+      fill(batch)
+      db.write(writeOptions, batch)
+    } finally batch.close()
+  }
+
+  /**
+   * An iterator over keys in [from, until) (until = None: to the end), on a consistent view of
+   * the database taken now. The caller must close it.
+   */
+  def scan(from: Array[Byte], until: Option[Array[Byte]]): DbScan = new DbScan(db, from, until)
+
+  /** Bytes of memory RocksDB uses for this instance (memtables and table readers). */
+  def memoryBytes: Long = {
+    def prop(p: String) = try db.getLongProperty(p) catch { case _: RocksDBException => 0L }
+    prop("rocksdb.cur-size-all-mem-tables") + prop("rocksdb.estimate-table-readers-mem")
+  }
+
+  override def close(): Unit = {
+    try {
+      db.close(); writeOptions.close(); readOptions.close(); options.close()
+    } finally JavaUtils.deleteRecursively(dir)
+  }
+}
+
+private[kstate] object LocalDb {
+  RocksDB.loadLibrary()
+
+  /** One block cache for all of an executor's kstate stores, so memory does not grow per store. */
+  private lazy val sharedCache = new LRUCache(256L << 20)
+  private def tableConfig = new BlockBasedTableConfig()
+    .setBlockCache(sharedCache)
+    .setFilterPolicy(new BloomFilter(10, false))
+    .setBlockSize(16 << 10)
+    .setCacheIndexAndFilterBlocks(false)
+}
+
+/** A forward scan of [from, until) over a database snapshot. */
+private[kstate] final class DbScan(db: RocksDB, from: Array[Byte], until: Option[Array[Byte]])
+  extends AutoCloseable {
+  private val snapshot = db.getSnapshot
+  private val upper = until.map(new Slice(_))
+  private val options = {
+    val o = new ReadOptions().setSnapshot(snapshot).setFillCache(false)
+    upper.foreach(o.setIterateUpperBound)
+    o
+  }
+  private val it = db.newIterator(options)
+  private var closed = false
+  it.seek(from)
+
+  def valid: Boolean = !closed && it.isValid
+  def key: Array[Byte] = it.key()
+  def value: Array[Byte] = it.value()
+  def next(): Unit = it.next()
+
+  override def close(): Unit = if (!closed) {
+    closed = true
+    it.close(); options.close(); upper.foreach(_.close()); db.releaseSnapshot(snapshot)
+  }
+}

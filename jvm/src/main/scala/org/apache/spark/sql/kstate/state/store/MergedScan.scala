@@ -1,0 +1,47 @@
+package org.apache.spark.sql.kstate.state.store
+
+/**
+ * Key-ordered iteration over a store version: the committed entries of the database scan
+ * merged with the version's uncommitted changes. A change replaces the committed entry with the
+ * same key; a delete hides it. Yields (key bytes, value bytes); closes the database scan when
+ * exhausted or on `close()`.
+ */
+private[kstate] final class MergedScan(
+    changes: Array[(Array[Byte], Array[Byte])],
+    db: DbScan) extends Iterator[(Array[Byte], Array[Byte])] with AutoCloseable {
+
+  private var ci = 0
+  private var nextItem: (Array[Byte], Array[Byte]) = _
+  advance()
+
+  private def advance(): Unit = {
+    nextItem = null
+    while (nextItem == null && (ci < changes.length || db.valid)) {
+      val cmp =
+        if (ci >= changes.length) 1
+        else if (!db.valid) -1
+        else Bytes.Order.compare(changes(ci)._1, db.key)
+      if (cmp <= 0) {
+        val (k, v) = changes(ci)
+        ci += 1
+        if (cmp == 0) db.next()
+        if (!(v eq WriteSet.Deleted)) nextItem = (k, v)
+      } else {
+        nextItem = (db.key, db.value)
+        db.next()
+      }
+    }
+    if (nextItem == null) db.close()
+  }
+
+  override def hasNext: Boolean = nextItem != null
+
+  override def next(): (Array[Byte], Array[Byte]) = {
+    if (nextItem == null) throw new NoSuchElementException("end of state store scan")
+    val out = nextItem
+    advance()
+    out
+  }
+
+  override def close(): Unit = db.close()
+}

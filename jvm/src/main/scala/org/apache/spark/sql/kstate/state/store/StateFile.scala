@@ -1,0 +1,155 @@
+package org.apache.spark.sql.kstate.state.store
+
+import java.io.{BufferedInputStream, BufferedOutputStream, DataInputStream, DataOutputStream, EOFException, InputStream, OutputStream}
+import java.util.zip.{CheckedInputStream, CheckedOutputStream, CRC32C}
+
+import io.kstate.KStateErrors
+
+/**
+ * The on-disk format of kstate's state files: per-version changelogs and full snapshots.
+ *
+ * {{{
+ *   header  := magic:int  formatVersion:int  kind:byte  storeVersion:long
+ *   record  := PUT klen:int key vlen:int value     (keys carry their column family prefix)
+ *            | DELETE klen:int key
+ *            | FAMILY cf:short name:utf           (a column family exists from here on)
+ *            | DROP_FAMILY cf:short               (all its keys are gone from here on)
+ *   trailer := END records:long numKeys:long crc:int   (CRC32C of every byte before crc)
+ * }}}
+ *
+ * A file is valid only with its complete trailer and a matching checksum, so a truncated or
+ * bit-flipped file is always detected (never replayed as a shorter history). Files are written
+ * through the checkpoint file manager's atomic create, so a crash mid-write leaves no file.
+ */
+private[kstate] object StateFile {
+  val Magic: Int = 0x4b53544c // "KSTL"
+  val FormatVersion: Int = 1
+
+  sealed abstract class Kind(val tag: Byte, val suffix: String)
+  case object Changelog extends Kind(1, "kstate.changelog")
+  case object Snapshot extends Kind(2, "kstate.snapshot")
+
+  final val Put: Byte = 1
+  final val Delete: Byte = 2
+  final val Family: Byte = 3
+  final val DropFamily: Byte = 4
+  final val End: Byte = 0
+
+  /** Receives the records of a file in order. */
+  trait Visitor {
+    def put(key: Array[Byte], value: Array[Byte]): Unit
+    def delete(key: Array[Byte]): Unit
+    def family(cf: Short, name: String): Unit
+    def dropFamily(cf: Short): Unit
+  }
+
+  /** Writes one file; `close()` writes the trailer. Not thread-safe. */
+  final class Writer(raw: OutputStream, kind: Kind, storeVersion: Long) {
+    private val crc = new CRC32C
+    private val checked = new CheckedOutputStream(new BufferedOutputStream(raw, 1 << 16), crc)
+    private val out = new DataOutputStream(checked)
+    private var records = 0L
+    private var bytes = 0L
+
+    out.writeInt(Magic); out.writeInt(FormatVersion); out.writeByte(kind.tag)
+    out.writeLong(storeVersion)
+
+    def put(key: Array[Byte], value: Array[Byte]): Unit = {
+      out.writeByte(Put)
+      out.writeInt(key.length); out.write(key)
+      out.writeInt(value.length); out.write(value)
+      records += 1
+    }
+
+    def delete(key: Array[Byte]): Unit = {
+      out.writeByte(Delete)
+      out.writeInt(key.length); out.write(key)
+      records += 1
+    }
+
+    def family(cf: Short, name: String): Unit = {
+      out.writeByte(Family); out.writeShort(cf); out.writeUTF(name)
+      records += 1
+    }
+
+    def dropFamily(cf: Short): Unit = {
+      out.writeByte(DropFamily); out.writeShort(cf)
+      records += 1
+    }
+
+    /** Writes the trailer and flushes; the caller closes the underlying stream. */
+    def finish(numKeys: Long): Long = {
+      out.writeByte(End); out.writeLong(records); out.writeLong(numKeys)
+      out.flush()
+      val sum = crc.getValue.toInt
+      out.writeInt(sum)
+      out.flush()
+      bytes = out.size().toLong
+      bytes
+    }
+
+    def recordCount: Long = records
+  }
+
+  /** What a fully read and verified file said. */
+  final case class Summary(records: Long, numKeys: Long)
+
+  /**
+   * Reads and verifies `in`, feeding every record to `visitor` as it goes. `describe` names the
+   * file in errors. Throws `KSTATE_STATE_FILE_CORRUPT` on any mismatch; records already fed to
+   * the visitor must then be discarded by the caller.
+   */
+  def read(in: InputStream, kind: Kind, storeVersion: Long, describe: => String,
+      visitor: Visitor): Summary = {
+    val crc = new CRC32C
+    val checked = new CheckedInputStream(new BufferedInputStream(in, 1 << 16), crc)
+    val data = new DataInputStream(checked)
+    def corrupt(why: String) = KStateErrors.stateFileCorrupt(describe, storeVersion, why)
+    try {
+      if (data.readInt() != Magic) throw corrupt("not a kstate state file (bad magic number)")
+      val fv = data.readInt()
+      if (fv != FormatVersion) throw corrupt(s"unknown format version $fv")
+      val k = data.readByte()
+      if (k != kind.tag) throw corrupt(s"file kind $k, expected ${kind.tag}")
+      val v = data.readLong()
+      if (v != storeVersion) throw corrupt(s"file says version $v")
+      var n = 0L
+      var done = false
+      while (!done) {
+        data.readByte() match {
+          case Put =>
+            val key = readBytes(data, corrupt)
+            val value = readBytes(data, corrupt)
+            visitor.put(key, value); n += 1
+          case Delete =>
+            visitor.delete(readBytes(data, corrupt)); n += 1
+          case Family =>
+            val cf = data.readShort()
+            visitor.family(cf, data.readUTF()); n += 1
+          case DropFamily =>
+            visitor.dropFamily(data.readShort()); n += 1
+          case End => done = true
+          case other => throw corrupt(s"unknown record tag $other after $n records")
+        }
+      }
+      val records = data.readLong()
+      val numKeys = data.readLong()
+      val expected = crc.getValue.toInt
+      val stored = data.readInt()
+      if (records != n) throw corrupt(s"trailer counts $records records, file has $n")
+      if (stored != expected) throw corrupt("checksum mismatch")
+      if (data.read() != -1) throw corrupt("trailing bytes after the trailer")
+      Summary(records, numKeys)
+    } catch {
+      case _: EOFException => throw corrupt("file is truncated")
+    }
+  }
+
+  private def readBytes(in: DataInputStream, corrupt: String => Throwable): Array[Byte] = {
+    val len = in.readInt()
+    if (len < 0 || len > (1 << 30)) throw corrupt(s"invalid record length $len")
+    val b = new Array[Byte](len)
+    in.readFully(b)
+    b
+  }
+}
