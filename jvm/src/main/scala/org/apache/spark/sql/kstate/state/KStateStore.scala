@@ -215,6 +215,8 @@ final class KStateStore private[state] (
     checkWritable("commit")
     val v = provider.commit(this)
     state = Committed
+    // Spark validates at the end of the batch that every partition's store committed.
+    StateStore.reportCommitToCoordinator(v, id, provider.hadoopConfiguration)
     v
   }
 

@@ -93,6 +93,8 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
 
   override def stateStoreId: StateStoreId = storeId
 
+  private[state] def hadoopConfiguration: Configuration = hadoopConf
+
   override def getStore(version: Long, uniqueId: Option[String], readOnly: Boolean,
       forceSnapshotOnCommit: Boolean): StateStore = synchronized {
     if (uniqueId.isDefined) throw KStateErrors.unsupportedStoreCheckpointIds()

@@ -1,0 +1,238 @@
+package org.apache.spark.sql.kstate.state
+
+import java.io.{File, RandomAccessFile}
+import java.nio.file.Files
+import java.util.UUID
+
+import scala.collection.mutable
+
+import io.kstate.KStateException
+import org.apache.hadoop.conf.Configuration
+import org.scalatest.funsuite.AnyFunSuite
+
+import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types._
+
+/**
+ * kstate-specific behaviour of [[KStateStoreProvider]]: its files, restore paths, named errors
+ * and metrics. The StateStore contract shared with Spark's providers is in the conformance
+ * suites.
+ */
+class KStateStoreProviderSuite extends AnyFunSuite {
+  private val keySchema = StructType(Seq(StructField("k", StringType)))
+  private val valueSchema = StructType(Seq(StructField("v", LongType)))
+  private val keyProj = UnsafeProjection.create(keySchema)
+  private val valueProj = UnsafeProjection.create(valueSchema)
+  private def key(s: String): UnsafeRow =
+    keyProj(org.apache.spark.sql.catalyst.InternalRow(
+      org.apache.spark.unsafe.types.UTF8String.fromString(s))).copy()
+  private def value(v: Long): UnsafeRow =
+    valueProj(org.apache.spark.sql.catalyst.InternalRow(v)).copy()
+
+  private def conf(snapshotEvery: Int = 3, retain: Int = 4): StateStoreConf = {
+    val sql = new SQLConf
+    sql.setConfString("spark.sql.streaming.stateStore.minDeltasForSnapshot", snapshotEvery.toString)
+    sql.setConfString("spark.sql.streaming.minBatchesToRetain", retain.toString)
+    new StateStoreConf(sql)
+  }
+
+  private def newProvider(root: String, c: StateStoreConf = conf()): KStateStoreProvider = {
+    val p = new KStateStoreProvider
+    p.init(StateStoreId(root, 0, 0), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
+      useColumnFamilies = false, c, new Configuration, useMultipleValuesPerKey = false, None)
+    p
+  }
+
+  private def tmp(): String = Files.createTempDirectory("kstate-provider").toFile.getAbsolutePath
+
+  private def contents(s: StateStore): Map[String, Long] =
+    s.iterator().map(p => p.key.getUTF8String(0).toString -> p.value.getLong(0)).toMap
+
+  /** Commits versions 1..n where version v sets key "k<v % 5>" = v and deletes "k<(v+2) % 5>". */
+  private def writeVersions(p: KStateStoreProvider, from: Int, to: Int,
+      model: mutable.Map[Int, Map[String, Long]]): Unit = {
+    for (v <- from to to) {
+      val s = p.getStore(v - 1)
+      s.put(key(s"k${v % 5}"), value(v))
+      s.remove(key(s"k${(v + 2) % 5}"))
+      assert(s.commit() == v)
+      model(v) = contents(p.getStore(v))
+    }
+  }
+
+  private def dirFiles(root: String): Seq[String] =
+    new File(s"$root/0/0").listFiles().map(_.getName).filterNot(_.startsWith(".")).toSeq.sorted
+
+  test("every version restores identically from snapshots + changelogs in a new provider") {
+    val root = tmp()
+    val p = newProvider(root)
+    val model = mutable.Map[Int, Map[String, Long]]()
+    writeVersions(p, 1, 10, model)
+    p.close()
+    assert(dirFiles(root).contains("3.kstate.snapshot"))
+    assert(dirFiles(root).contains("10.kstate.changelog"))
+    for (v <- 1 to 10) {
+      val q = newProvider(root)
+      assert(contents(q.getStore(v)) == model(v), s"version $v")
+      val info = q.lastRestore.get
+      assert(info.snapshotVersion == Some(v / 3 * 3).filter(_ > 0), s"version $v")
+      q.close()
+    }
+  }
+
+  test("restore metrics: snapshot used, records replayed, reported once by the next commit") {
+    val root = tmp()
+    val p = newProvider(root)
+    writeVersions(p, 1, 7, mutable.Map.empty)
+    p.close()
+    val q = newProvider(root)
+    val s = q.getStore(7)
+    // snapshot 6, then changelog 7 (one put, one delete)
+    assert(q.lastRestore.get == q.lastRestore.get.copy(version = 7, snapshotVersion = Some(6),
+      recordsReplayed = 2))
+    s.put(key("x"), value(1))
+    s.commit()
+    val m = s.metrics.customMetrics.map { case (k, v) => k.name -> v }
+    assert(m("kstateStoreRestoreRecordsReplayed") == 2)
+    assert(m("kstateStoreRestoredFromSnapshot") == 1)
+    val s2 = q.getStore(8)
+    s2.commit()
+    assert(s2.metrics.customMetrics.map { case (k, v) => k.name -> v }("kstateStoreRestoredFromSnapshot") == 0)
+  }
+
+  test("numKeys is exact across overwrites, deletes and restores") {
+    val root = tmp()
+    val p = newProvider(root)
+    val model = mutable.Map[Int, Map[String, Long]]()
+    writeVersions(p, 1, 8, model)
+    val s = p.getStore(8)
+    assert(s.metrics.numKeys == model(8).size)
+    p.close()
+    val q = newProvider(root)
+    assert(q.getStore(8).metrics.numKeys == model(8).size)
+  }
+
+  test("abort leaves the version reusable, and a re-run commits different data") {
+    val p = newProvider(tmp())
+    val s = p.getStore(0)
+    s.put(key("a"), value(1))
+    s.commit()
+    val t = p.getStore(1)
+    t.put(key("b"), value(2))
+    t.abort()
+    val u = p.getStore(1)
+    assert(contents(u) == Map("a" -> 1L))
+    u.put(key("c"), value(3))
+    assert(u.commit() == 2)
+    assert(contents(p.getStore(2)) == Map("a" -> 1L, "c" -> 3L))
+  }
+
+  test("a missing changelog is a named error naming the file and the batch") {
+    val root = tmp()
+    val p = newProvider(root, conf(snapshotEvery = 100))
+    writeVersions(p, 1, 4, mutable.Map.empty)
+    p.close()
+    new File(s"$root/0/0/3.kstate.changelog").delete()
+    val e = intercept[KStateException](newProvider(root).getStore(4))
+    assert(e.errorClass == "KSTATE_STATE_FILE_MISSING")
+    assert(e.getMessage.contains("3.kstate.changelog") && e.getMessage.contains("micro-batch 2"))
+  }
+
+  test("a version that was never committed cannot be opened") {
+    val p = newProvider(tmp())
+    writeVersions(p, 1, 2, mutable.Map.empty)
+    val e = intercept[KStateException](p.getStore(5))
+    assert(e.errorClass == "KSTATE_STATE_FILE_MISSING")
+  }
+
+  for ((what, damage) <- Seq[(String, File => Unit)](
+    "a flipped byte" -> { f =>
+      val raf = new RandomAccessFile(f, "rw")
+      try { raf.seek(raf.length() / 2); val b = raf.read(); raf.seek(raf.length() / 2); raf.write(b ^ 0x10) }
+      finally raf.close()
+    },
+    "truncation" -> { f =>
+      val raf = new RandomAccessFile(f, "rw"); try raf.setLength(raf.length() - 3) finally raf.close()
+    },
+    "an empty file" -> { f =>
+      val raf = new RandomAccessFile(f, "rw"); try raf.setLength(0) finally raf.close()
+    })) {
+    for (kind <- Seq("changelog", "snapshot")) {
+      test(s"a $kind with $what is a named error naming the file and the batch, never wrong state") {
+        val root = tmp()
+        val p = newProvider(root)
+        writeVersions(p, 1, 5, mutable.Map.empty)
+        p.close()
+        val version = if (kind == "snapshot") 3 else 5
+        damage(new File(s"$root/0/0/$version.kstate.$kind"))
+        val q = newProvider(root)
+        val e = intercept[KStateException](q.getStore(5))
+        assert(e.errorClass == "KSTATE_STATE_FILE_CORRUPT")
+        assert(e.getMessage.contains(s"$version.kstate.$kind"))
+        assert(e.getMessage.contains(s"micro-batch ${version - 1}"))
+        // the provider is left empty, not half-loaded: the next attempt fails the same way
+        assert(intercept[KStateException](q.getStore(5)).errorClass == "KSTATE_STATE_FILE_CORRUPT")
+        // earlier versions not depending on the damaged file still restore
+        if (kind == "changelog") assert(contents(q.getStore(4)).nonEmpty)
+      }
+    }
+  }
+
+  test("a crash between the changelog write and the batch's commit: the batch re-runs cleanly") {
+    val root = tmp()
+    val p = newProvider(root)
+    writeVersions(p, 1, 2, mutable.Map.empty)
+    val s = p.getStore(2)
+    s.put(key("lost"), value(1))
+    s.commit() // changelog 3 is written, but Spark never records batch 2 as done
+    p.close()
+    // the restarted query re-runs batch 2 from version 2, with different input
+    val q = newProvider(root)
+    val t = q.getStore(2)
+    assert(!contents(t).contains("lost"))
+    t.put(key("rerun"), value(2))
+    assert(t.commit() == 3)
+    q.close()
+    val r = newProvider(root)
+    val c = contents(r.getStore(3))
+    assert(c.contains("rerun") && !c.contains("lost"))
+  }
+
+  test("maintenance keeps what restoring the retained versions needs, deletes the rest") {
+    val root = tmp()
+    val p = newProvider(root, conf(snapshotEvery = 3, retain = 4))
+    val model = mutable.Map[Int, Map[String, Long]]()
+    writeVersions(p, 1, 14, model)
+    p.doMaintenance()
+    p.close()
+    val files = dirFiles(root)
+    // oldest retained version is 11: it needs snapshot 9 and changelogs 10..14
+    assert(files.filter(_.endsWith("snapshot")) == Seq("12.kstate.snapshot", "9.kstate.snapshot"))
+    assert(files.filter(_.endsWith("changelog")).map(_.takeWhile(_ != '.').toInt).sorted == (10 to 14))
+    for (v <- 11 to 14) {
+      val q = newProvider(root)
+      assert(contents(q.getStore(v)) == model(v))
+      q.close()
+    }
+  }
+
+  test("rows handed out are fresh objects; rows passed in may be reused by the caller") {
+    val p = newProvider(tmp())
+    val s = p.getStore(0)
+    val k = key("a").copy()
+    val v = value(1).copy()
+    s.put(k, v)
+    v.setLong(0, 99) // caller reuses its row
+    val got1 = s.get(key("a"))
+    val got2 = s.get(key("a"))
+    assert(got1.getLong(0) == 1 && !(got1 eq got2))
+  }
+
+  test("checkpoint format v2 (unique checkpoint ids) is a named error") {
+    val p = newProvider(tmp())
+    val e = intercept[KStateException](p.getStore(0, Some(UUID.randomUUID().toString)))
+    assert(e.errorClass == "KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT")
+  }
+}
