@@ -13,9 +13,10 @@ object KStateConf {
 
   val StateStoreProvider: Entry[String] = Entry(
     "spark.kstate.stateStore.providerClass",
-    "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    "io.kstate.KStateStoreProvider",
     "State store provider behind every kstate operator, independent of Spark's own " +
-      "spark.sql.streaming.stateStore.providerClass (which keeps serving Spark's operators).")(
+      "spark.sql.streaming.stateStore.providerClass (which keeps serving Spark's operators). " +
+      "Default: kstate's own provider; Spark's RocksDBStateStoreProvider also works.")(
     identity)
 
   val StreamTimeFollowsWatermark: Entry[Boolean] = Entry(

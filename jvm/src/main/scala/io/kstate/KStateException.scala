@@ -108,5 +108,12 @@ object KStateErrors {
   def unsupportedStoreOperation(op: String, why: String): KStateException =
     err("KSTATE_UNSUPPORTED_STORE_OPERATION", s"$op is not supported here: $why.")
 
+  def invalidVersionedStoreConfig(name: String, retentionMs: Long, graceMs: Long): KStateException =
+    err("KSTATE_INVALID_VERSIONED_STORE",
+      s"Versioned store '$name': history retention ${retentionMs}ms and grace period ${graceMs}ms " +
+        "must be non-negative, and the grace period may not exceed the history retention (a " +
+        "record accepted within the grace period must stay queryable). Lower the grace period " +
+        "or raise the history retention.")
+
   def internal(msg: String): KStateException = err("KSTATE_INTERNAL_ERROR", msg)
 }

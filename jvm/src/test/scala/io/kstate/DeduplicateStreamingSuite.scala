@@ -149,7 +149,7 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
     assert(m("storedEntries") === 2L)
     assert(op.numRowsTotal === 2L)
     // kstate reports its own provider's metrics, whatever the session's provider is.
-    assert(m.contains("rocksdbPutCount") && m("rocksdbPutCount") > 0L, m.keySet)
+    assert(m.contains("kstateStoreChangelogRecords") && m("kstateStoreChangelogRecords") > 0L, m.keySet)
     // The same figures are SQL metrics of the exec: what the Spark UI's SQL tab shows.
     val exec = q.asInstanceOf[org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper]
       .streamingQuery.lastExecution.executedPlan.collectFirst {

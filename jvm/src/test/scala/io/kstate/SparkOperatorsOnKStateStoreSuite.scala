@@ -18,7 +18,6 @@ import org.apache.spark.sql.streaming._
 class SparkOperatorsOnKStateStoreSuite extends KStateSparkSuite {
   private val KState = "io.kstate.KStateStoreProvider"
   private val Hdfs = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
-  private val RocksDb = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
   type Ev = (String, Long, Int) // key, event time (s), value
 

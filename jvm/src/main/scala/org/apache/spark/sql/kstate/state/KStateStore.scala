@@ -209,14 +209,54 @@ final class KStateStore private[state] (
     try it.foreach { case (k, _) => changes.write(k, WriteSet.Deleted) } finally it.close()
   }
 
+  // ---- byte-level access for kstate's own structures ---------------------------------------
+
+  /**
+   * Raw byte access to column family `colFamilyName` (created if absent), for kstate's own
+   * structures that define their own key layout (the versioned store). Keys exclude the family
+   * prefix; scans are in unsigned byte order and merge this version's changes.
+   */
+  private[kstate] def bytes(colFamilyName: String): RawFamily = {
+    createColFamilyIfAbsent(colFamilyName, RawSchema, RawSchema,
+      NoPrefixKeyStateEncoderSpec(RawSchema), useMultipleValuesPerKey = false, isInternal = true)
+    new RawFamily(family(colFamilyName).prefix)
+  }
+
+  private[kstate] final class RawFamily(prefix: Array[Byte]) {
+    def get(key: Array[Byte]): Array[Byte] = current(Bytes.concat(prefix, key))
+    def put(key: Array[Byte], value: Array[Byte]): Unit = {
+      checkWritable("put"); changes.write(Bytes.concat(prefix, key), value)
+    }
+    def delete(key: Array[Byte]): Unit = {
+      checkWritable("remove"); changes.write(Bytes.concat(prefix, key), WriteSet.Deleted)
+    }
+    /** Entries with keys in [from, until) (until None: to the family's end), keys unprefixed. */
+    def scan(from: Array[Byte], until: Option[Array[Byte]]): Iterator[(Array[Byte], Array[Byte])]
+        with AutoCloseable = {
+      val s = KStateStore.this.scan(Bytes.concat(prefix, from),
+        until.map(Bytes.concat(prefix, _)).orElse(Bytes.prefixEnd(prefix)))
+      new Iterator[(Array[Byte], Array[Byte])] with AutoCloseable {
+        override def hasNext: Boolean = s.hasNext
+        override def next(): (Array[Byte], Array[Byte]) = {
+          val (k, v) = s.next()
+          (java.util.Arrays.copyOfRange(k, prefix.length, k.length), v)
+        }
+        override def close(): Unit = s.close()
+      }
+    }
+  }
+
   // ---- life cycle --------------------------------------------------------------------------
 
   override def commit(): Long = {
     checkWritable("commit")
     val v = provider.commit(this)
     state = Committed
-    // Spark validates at the end of the batch that every partition's store committed.
-    StateStore.reportCommitToCoordinator(v, id, provider.hadoopConfiguration)
+    // Spark validates at the end of the batch that every partition's store committed (only
+    // stores opened by a query's task have a coordinator to report to).
+    if (org.apache.spark.TaskContext.get() != null) {
+      StateStore.reportCommitToCoordinator(v, id, provider.hadoopConfiguration)
+    }
     v
   }
 
@@ -249,6 +289,9 @@ private[state] object KStateStore {
   case object Updating extends State
   case object Committed extends State
   case object Aborted extends State
+
+  private val RawSchema = StructType(Seq(org.apache.spark.sql.types.StructField("bytes",
+    org.apache.spark.sql.types.BinaryType)))
 
   private def requireKey(key: UnsafeRow): Unit =
     if (key == null) throw new IllegalArgumentException("state store keys cannot be null")

@@ -96,7 +96,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   private[state] def hadoopConfiguration: Configuration = hadoopConf
 
   override def getStore(version: Long, uniqueId: Option[String], readOnly: Boolean,
-      forceSnapshotOnCommit: Boolean): StateStore = synchronized {
+      forceSnapshotOnCommit: Boolean): KStateStore = synchronized {
     if (uniqueId.isDefined) throw KStateErrors.unsupportedStoreCheckpointIds()
     if (version < 0) throw new IllegalArgumentException(s"version cannot be negative: $version")
     ensureLoaded(version)
@@ -161,7 +161,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
       (System.nanoTime() - started) / 1000000)
     lastRestoreInfo = Some(info)
     if (version > 0) unreportedRestore = Some(info)
-    logInfo(s"$this restored $info")
+    logDebug(s"$this restored $info")
   }
 
   /** Reads one verified file into the local database. */

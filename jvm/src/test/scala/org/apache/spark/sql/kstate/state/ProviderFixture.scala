@@ -1,0 +1,29 @@
+package org.apache.spark.sql.kstate.state
+
+import java.nio.file.Files
+
+import org.apache.hadoop.conf.Configuration
+
+import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, StateStoreConf, StateStoreId}
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.StructType
+
+/** Opens kstate providers on a fresh checkpoint directory, outside any query. */
+object ProviderFixture {
+  def conf(snapshotEvery: Int = 3, retain: Int = 4): StateStoreConf = {
+    val sql = new SQLConf
+    sql.setConfString("spark.sql.streaming.stateStore.minDeltasForSnapshot", snapshotEvery.toString)
+    sql.setConfString("spark.sql.streaming.minBatchesToRetain", retain.toString)
+    new StateStoreConf(sql)
+  }
+
+  def tmp(): String = Files.createTempDirectory("kstate-provider").toFile.getAbsolutePath
+
+  def open(root: String, keySchema: StructType, valueSchema: StructType,
+      c: StateStoreConf = conf()): KStateStoreProvider = {
+    val p = new KStateStoreProvider
+    p.init(StateStoreId(root, 0, 0), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
+      useColumnFamilies = true, c, new Configuration, useMultipleValuesPerKey = false, None)
+    p
+  }
+}
