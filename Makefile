@@ -43,8 +43,13 @@ test: venv jar
 demo: venv jar
 	PYTHONPATH=python $(PY) -m kstate.demo
 
+# Both benchmarks run even when the first reports a failure; the target fails if either did.
+# Extra flags for both: make bench BENCH_ARGS=--quick
+BENCH_ARGS ?=
 bench: venv jar
-	PYTHONPATH=python $(PY) bench/run.py
+	PYTHONPATH=python $(PY) bench/run.py $(BENCH_ARGS); s1=$$?; \
+	PYTHONPATH=python $(PY) bench/providers.py $(BENCH_ARGS); s2=$$?; \
+	test $$s1 -eq 0 -a $$s2 -eq 0
 
 clean:
 	rm -rf jvm/target target project/target project/project

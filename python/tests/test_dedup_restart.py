@@ -181,7 +181,7 @@ def _log_ids(path: str) -> List[int]:
 
 
 def _state_versions(ckpt: str) -> Dict[str, set]:
-    """state/<operator>/<partition> -> store versions with a snapshot or changelog file."""
+    """state/<operator>/<partition> -> store versions with a snapshot or changelog file (kstate's or Spark RocksDB's)."""
     out = {}
     state = os.path.join(ckpt, "state")
     for op in os.listdir(state):
@@ -192,7 +192,7 @@ def _state_versions(ckpt: str) -> Dict[str, set]:
     return out
 
 
-_VERSION_FILE = re.compile(r"^(\d+)(?:_[^.]*)?\.(?:zip|changelog)$")
+_VERSION_FILE = re.compile(r"^(\d+)(?:_[^.]*)?\.(?:zip|changelog|kstate\.changelog|kstate\.snapshot)$")
 
 
 # before_collect: no state written for the batch yet; after_collect: the batch's state store

@@ -115,5 +115,11 @@ object KStateErrors {
         "record accepted within the grace period must stay queryable). Lower the grace period " +
         "or raise the history retention.")
 
+  def invalidColumnFamilyName(name: String): KStateException =
+    err("KSTATE_INVALID_COLUMN_FAMILY",
+      s"Column family name '$name' is reserved or empty: use a non-empty name other than " +
+        s"'${org.apache.spark.sql.execution.streaming.state.StateStore.DEFAULT_COL_FAMILY_NAME}' " +
+        "that does not start with '$' (reserved for internal families).")
+
   def internal(msg: String): KStateException = err("KSTATE_INTERNAL_ERROR", msg)
 }

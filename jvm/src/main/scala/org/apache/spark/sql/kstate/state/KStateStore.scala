@@ -46,6 +46,11 @@ final class KStateStore private[state] (
       keyStateEncoderSpec: KeyStateEncoderSpec,
       useMultipleValuesPerKey: Boolean,
       isInternal: Boolean): Unit = {
+    if (colFamilyName == null || colFamilyName.trim.isEmpty ||
+        colFamilyName == StateStore.DEFAULT_COL_FAMILY_NAME ||
+        (!isInternal && colFamilyName.startsWith("$"))) {
+      throw KStateErrors.invalidColumnFamilyName(colFamilyName)
+    }
     val (next, id) = registry.create(colFamilyName)
     if (next ne registry) {
       registry = next
@@ -96,6 +101,11 @@ final class KStateStore private[state] (
     requireKey(key)
     val fam = family(colFamilyName)
     fam.decodeValue(current(fam.encodeKey(key)))
+  }
+
+  override def multiGet(keys: Array[UnsafeRow], colFamilyName: String): Iterator[UnsafeRow] = {
+    val fam = family(colFamilyName)
+    keys.map { k => requireKey(k); fam.decodeValue(current(fam.encodeKey(k))) }.iterator
   }
 
   override def valuesIterator(key: UnsafeRow, colFamilyName: String): Iterator[UnsafeRow] = {

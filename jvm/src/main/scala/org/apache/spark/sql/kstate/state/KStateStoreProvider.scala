@@ -355,7 +355,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
       MetricRestoreRecords -> restore.map(_.recordsReplayed).getOrElse(0L),
       MetricRestoredFromSnapshot -> restore.count(_.snapshotVersion.isDefined).toLong)
     val mem = Option(localDb).map(_.memoryBytes).getOrElse(0L)
-    StateStoreMetrics(if (countsRows) math.max(numKeys, 0L) else 0L, mem, custom)
+    StateStoreMetrics(if (countsRows) math.max(numKeys, 0L) else -1L, mem, custom)
   }
 
   /** The most recent restore of this provider (for tests and logs). */

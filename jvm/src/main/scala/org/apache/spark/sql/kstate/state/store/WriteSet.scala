@@ -26,6 +26,7 @@ private[kstate] final class WriteSet {
   /** Written or deleted entries with keys in [from, until), in key order, copied out. */
   def changesIn(from: Array[Byte], until: Option[Array[Byte]]): Array[(Array[Byte], Array[Byte])] = {
     val view = until match {
+      case Some(u) if Bytes.Order.compare(from, u) >= 0 => return Array.empty
       case Some(u) => entries.subMap(from, true, u, false)
       case None => entries.tailMap(from, true)
     }
@@ -36,6 +37,7 @@ private[kstate] final class WriteSet {
 
   /** Drops every entry with a key in [from, until). */
   def clearRange(from: Array[Byte], until: Option[Array[Byte]]): Unit = until match {
+    case Some(u) if Bytes.Order.compare(from, u) >= 0 => ()
     case Some(u) => entries.subMap(from, true, u, false).clear()
     case None => entries.tailMap(from, true).clear()
   }

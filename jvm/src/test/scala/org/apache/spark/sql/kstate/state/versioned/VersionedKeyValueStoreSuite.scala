@@ -138,7 +138,7 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
 
   test("property: the store agrees with the naive model across commits, restarts and cleanups") {
     forAll(Gen.listOfN(60, ops), Gen.choose(0L, 40L), Gen.choose(0L, 40L),
-      minSuccessful(60)) { (program, g, extra) =>
+      minSuccessful(25)) { (program, g, extra) =>
       val (retention, grace) = (g + extra, g)
       val model = new Model(retention, grace)
       val root = ProviderFixture.tmp()
