@@ -114,44 +114,50 @@ final class KStateStore private[state] (
     fam.decodeValues(current(fam.encodeKey(key)))
   }
 
-  override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
-    val fam = family(colFamilyName)
-    pairs(fam, scan(fam.prefix, Bytes.prefixEnd(fam.prefix)), multi = false)
-  }
+  override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
+    familyPairs(colFamilyName, multi = false)
 
-  override def iteratorWithMultiValues(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
-    val fam = family(colFamilyName)
-    pairs(fam, scan(fam.prefix, Bytes.prefixEnd(fam.prefix)), multi = true)
-  }
+  override def iteratorWithMultiValues(colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
+    familyPairs(colFamilyName, multi = true)
 
   override def prefixScan(prefixKey: UnsafeRow, colFamilyName: String)
-      : StateStoreIterator[UnsafeRowPair] = {
-    requireKey(prefixKey)
-    val fam = family(colFamilyName)
-    val p = fam.encodePrefix(prefixKey)
-    pairs(fam, scan(p, Bytes.prefixEnd(p)), multi = false)
-  }
+      : StateStoreIterator[UnsafeRowPair] = prefixPairs(prefixKey, colFamilyName, multi = false)
 
   override def prefixScanWithMultiValues(prefixKey: UnsafeRow, colFamilyName: String)
-      : StateStoreIterator[UnsafeRowPair] = {
-    requireKey(prefixKey)
-    val fam = family(colFamilyName)
-    val p = fam.encodePrefix(prefixKey)
-    pairs(fam, scan(p, Bytes.prefixEnd(p)), multi = true)
-  }
+      : StateStoreIterator[UnsafeRowPair] = prefixPairs(prefixKey, colFamilyName, multi = true)
 
   override def rangeScan(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow],
-      colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
-    val fam = family(colFamilyName)
-    val (from, until) = rangeBounds(fam, startKey, endKey)
-    pairs(fam, scan(from, until), multi = false)
-  }
+      colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
+    rangePairs(startKey, endKey, colFamilyName, multi = false)
 
   override def rangeScanWithMultiValues(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow],
-      colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
-    val fam = family(colFamilyName)
+      colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
+    rangePairs(startKey, endKey, colFamilyName, multi = true)
+
+  /** A whole family: in key order where the key spec gives order a meaning, else unordered. */
+  private def familyPairs(cf: String, multi: Boolean): StateStoreIterator[UnsafeRowPair] = {
+    val fam = family(cf)
+    if (fam.ordered) pairs(fam, scan(fam.prefix, Bytes.prefixEnd(fam.prefix)), multi)
+    else {
+      checkReadable()
+      pairs(fam, new UnorderedScan(changes.changesWithPrefix(fam.prefix),
+        provider.db.scan(fam.prefix, Bytes.prefixEnd(fam.prefix))), multi)
+    }
+  }
+
+  private def prefixPairs(prefixKey: UnsafeRow, cf: String, multi: Boolean)
+      : StateStoreIterator[UnsafeRowPair] = {
+    requireKey(prefixKey)
+    val fam = family(cf)
+    val p = fam.encodePrefix(prefixKey)
+    pairs(fam, scan(p, Bytes.prefixEnd(p)), multi)
+  }
+
+  private def rangePairs(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow], cf: String,
+      multi: Boolean): StateStoreIterator[UnsafeRowPair] = {
+    val fam = family(cf)
     val (from, until) = rangeBounds(fam, startKey, endKey)
-    pairs(fam, scan(from, until), multi = true)
+    pairs(fam, scan(from, until), multi)
   }
 
   /** [start, end) in encoded key order; a missing bound is the family's first/last key. */
@@ -170,7 +176,8 @@ final class KStateStore private[state] (
     new MergedScan(changes.changesIn(from, until), provider.db.scan(from, until))
   }
 
-  private def pairs(fam: FamilyCodec, scan: MergedScan, multi: Boolean)
+  private def pairs(fam: FamilyCodec, scan: Iterator[(Array[Byte], Array[Byte])] with AutoCloseable,
+      multi: Boolean)
       : StateStoreIterator[UnsafeRowPair] = {
     val it: Iterator[UnsafeRowPair] =
       if (!multi) scan.map { case (k, v) => new UnsafeRowPair(fam.decodeKey(k), fam.decodeValue(v)) }

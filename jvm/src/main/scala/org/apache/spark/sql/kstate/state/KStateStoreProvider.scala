@@ -8,6 +8,7 @@ import scala.util.control.NonFatal
 import io.kstate.KStateErrors
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
+import org.rocksdb.WriteBatch
 
 import org.apache.spark.SparkEnv
 import org.apache.spark.internal.Logging
@@ -181,8 +182,11 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     } finally in.close()
   }
 
-  private def countAll(): Long = {
-    val scan = localDb.scan(Array.emptyByteArray, None)
+  private def countAll(): Long = countRange(Array.emptyByteArray, None)
+
+  /** Number of keys in [from, until) of the local database (a full scan of that range). */
+  private def countRange(from: Array[Byte], until: Option[Array[Byte]]): Long = {
+    val scan = localDb.scan(from, until)
     var n = 0L
     try while (scan.valid) { n += 1; scan.next() } finally scan.close()
     n
@@ -200,49 +204,50 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     val newVersion = store.version + 1
     val counting = countsRows && numKeys >= 0
     if (counting) resolveExistence(store.changes)
+    // One pass over the changes: changelog records, the local write batch, the row count delta.
     var delta = 0L
-    store.changes.foreachChange { (_, e) =>
-      val present = !e.isDelete
-      val existed = e.existed == WriteSet.Present
-      if (present && !existed) delta += 1 else if (!present && existed) delta -= 1
-    }
-    // Dropped families: their keys are gone (counted by a scan, as drops are rare).
-    val droppedKeys = if (counting) store.droppedFamilies.map(countFamily).sum else 0L
-    val newNumKeys = if (counting) numKeys + delta - droppedKeys else -1L
-
     val file = path(StateFile.Changelog, newVersion)
-    val out = fm.createAtomic(file, true)
+    val batch = new WriteBatch()
     try {
-      val w = new StateFile.Writer(out, StateFile.Changelog, newVersion)
-      store.droppedFamilies.foreach(w.dropFamily)
-      store.createdFamilies.foreach { case (name, id) => w.family(id, name) }
-      store.changes.foreachChange { (k, e) => if (e.isDelete) w.delete(k) else w.put(k, e.value) }
-      store.counters.changelogBytes += w.finish(newNumKeys)
-      store.counters.changelogRecords += w.recordCount
-      out.close()
-    } catch {
-      case NonFatal(e) =>
-        try out.cancel() catch { case NonFatal(c) => e.addSuppressed(c) }
-        throw e
-    }
-
-    try {
-      localDb.write { batch =>
-        store.droppedFamilies.foreach { id =>
-          val p = FamilyCodec.prefixOf(id)
-          batch.deleteRange(p, Bytes.prefixEnd(p).getOrElse(Array[Byte](-1, -1, -1)))
-        }
-        store.changes.foreachChange { (k, e) => if (e.isDelete) batch.delete(k) else batch.put(k, e.value) }
+      store.droppedFamilies.foreach { id =>
+        val p = FamilyCodec.prefixOf(id)
+        batch.deleteRange(p, Bytes.prefixEnd(p).getOrElse(Array[Byte](-1, -1, -1)))
       }
-    } catch {
-      case NonFatal(e) =>
-        // The changelog is durable; the local copy is not trustworthy: reload next time.
-        closeDb(); loadedVersion = Empty
-        throw e
-    }
+      // Dropped families: their keys are gone (counted by a scan, as drops are rare).
+      val droppedKeys = if (counting) store.droppedFamilies.map(countFamily).sum else 0L
+      val out = fm.createAtomic(file, true)
+      try {
+        val w = new StateFile.Writer(out, StateFile.Changelog, newVersion)
+        store.droppedFamilies.foreach(w.dropFamily)
+        store.createdFamilies.foreach { case (name, id) => w.family(id, name) }
+        store.changes.foreachChange { e =>
+          if (e.isDelete) {
+            w.delete(e.key); batch.delete(e.key)
+            if (e.existed == WriteSet.Present) delta -= 1
+          } else {
+            w.put(e.key, e.value); batch.put(e.key, e.value)
+            if (e.existed != WriteSet.Present) delta += 1
+          }
+        }
+        val newNumKeys = if (counting) numKeys + delta - droppedKeys else -1L
+        store.counters.changelogBytes += w.finish(newNumKeys)
+        store.counters.changelogRecords += w.recordCount
+        out.close()
+        numKeys = newNumKeys
+      } catch {
+        case NonFatal(e) =>
+          try out.cancel() catch { case NonFatal(c) => e.addSuppressed(c) }
+          throw e
+      }
+      try localDb.writeBatch(batch) catch {
+        case NonFatal(e) =>
+          // The changelog is durable; the local copy is not trustworthy: reload next time.
+          closeDb(); loadedVersion = Empty
+          throw e
+      }
+    } finally batch.close()
     loadedVersion = newVersion
     registry = store.registry
-    numKeys = newNumKeys
     store.counters.commitNanos += System.nanoTime() - started
     if (newVersion - lastSnapshotVersion >= math.max(1, storeConf.minDeltasForSnapshot)) {
       writeSnapshot(newVersion, store.counters)
@@ -263,9 +268,9 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
       }
       keys.clear(); entries.clear()
     }
-    changes.foreachChange { (k, e) =>
+    changes.foreachChange { e =>
       if (e.existed == WriteSet.Unknown) {
-        keys.add(k); entries.add(e)
+        keys.add(e.key); entries.add(e)
         if (keys.size >= 4096) flush()
       }
     }
@@ -274,10 +279,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
 
   private def countFamily(id: Short): Long = {
     val p = FamilyCodec.prefixOf(id)
-    val scan = localDb.scan(p, Bytes.prefixEnd(p))
-    var n = 0L
-    try while (scan.valid) { n += 1; scan.next() } finally scan.close()
-    n
+    countRange(p, Bytes.prefixEnd(p))
   }
 
   private def writeSnapshot(version: Long, counters: StoreCounters): Unit = {

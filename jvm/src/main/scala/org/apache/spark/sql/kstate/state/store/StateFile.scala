@@ -46,8 +46,9 @@ private[kstate] object StateFile {
   /** Writes one file; `close()` writes the trailer. Not thread-safe. */
   final class Writer(raw: OutputStream, kind: Kind, storeVersion: Long) {
     private val crc = new CRC32C
-    private val checked = new CheckedOutputStream(new BufferedOutputStream(raw, 1 << 16), crc)
-    private val out = new DataOutputStream(checked)
+    // Buffer before checksumming, so the CRC is updated per 64 KB block, not per field byte.
+    private val out = new DataOutputStream(
+      new BufferedOutputStream(new CheckedOutputStream(raw, crc), 1 << 16))
     private var records = 0L
     private var bytes = 0L
 

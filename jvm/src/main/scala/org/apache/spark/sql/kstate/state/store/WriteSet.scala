@@ -1,50 +1,82 @@
 package org.apache.spark.sql.kstate.state.store
 
-import java.util.TreeMap
+import java.util.{Arrays, HashMap, TreeMap}
 
 /**
- * The uncommitted changes of one store version, ordered like RocksDB so scans can merge them
- * with the database. An entry is either a write (new value bytes), a delete
- * ([[WriteSet.Deleted]]), or a read-only note of whether the key existed before this version
- * (value null), kept so that row counting does not look the key up twice.
+ * The uncommitted changes of one store version. An entry is either a write (new value bytes),
+ * a delete ([[WriteSet.Deleted]]), or a read-only note of whether the key existed before this
+ * version (value null), kept so that row counting does not look the key up twice.
+ *
+ * Point operations use a hash map. Ordered scans need the changes in RocksDB's key order: a
+ * sorted index is built on the first ordered scan and kept up to date from then on, so
+ * versions that never scan in order (most of them) never pay for sorting.
  */
 private[kstate] final class WriteSet {
   import WriteSet._
 
-  private val entries = new TreeMap[Array[Byte], Entry](Bytes.Order)
+  private val entries = new HashMap[Key, Entry]()
+  private var index: TreeMap[Array[Byte], Entry] = _
 
-  def lookup(key: Array[Byte]): Entry = entries.get(key)
+  def lookup(key: Array[Byte]): Entry = entries.get(new Key(key))
 
   def write(key: Array[Byte], value: Array[Byte]): Unit = {
-    val e = entries.get(key)
-    if (e == null) entries.put(key, new Entry(value, Unknown)) else e.value = value
+    val k = new Key(key)
+    val e = entries.get(k)
+    if (e == null) insert(k, new Entry(key, value, Unknown)) else e.value = value
   }
 
-  def noteRead(key: Array[Byte], existed: Boolean): Unit =
-    entries.put(key, new Entry(null, if (existed) Present else Absent))
+  def noteRead(key: Array[Byte], existed: Boolean): Unit = {
+    val k = new Key(key)
+    if (!entries.containsKey(k)) insert(k, new Entry(key, null, if (existed) Present else Absent))
+  }
+
+  private def insert(k: Key, e: Entry): Unit = {
+    entries.put(k, e)
+    if (index != null) index.put(e.key, e)
+  }
+
+  private def sorted: TreeMap[Array[Byte], Entry] = {
+    if (index == null) {
+      index = new TreeMap[Array[Byte], Entry](Bytes.Order)
+      entries.values().forEach(e => index.put(e.key, e))
+    }
+    index
+  }
+
+  private def range(from: Array[Byte], until: Option[Array[Byte]]): java.util.NavigableMap[Array[Byte], Entry] =
+    until match {
+      case Some(u) if Bytes.Order.compare(from, u) >= 0 => new TreeMap[Array[Byte], Entry](Bytes.Order)
+      case Some(u) => sorted.subMap(from, true, u, false)
+      case None => sorted.tailMap(from, true)
+    }
 
   /** Written or deleted entries with keys in [from, until), in key order, copied out. */
   def changesIn(from: Array[Byte], until: Option[Array[Byte]]): Array[(Array[Byte], Array[Byte])] = {
-    val view = until match {
-      case Some(u) if Bytes.Order.compare(from, u) >= 0 => return Array.empty
-      case Some(u) => entries.subMap(from, true, u, false)
-      case None => entries.tailMap(from, true)
-    }
     val out = Array.newBuilder[(Array[Byte], Array[Byte])]
-    view.forEach((k, e) => if (e.value != null) out += ((k, e.value)))
+    range(from, until).forEach((k, e) => if (e.value != null) out += ((k, e.value)))
     out.result()
   }
 
-  /** Drops every entry with a key in [from, until). */
-  def clearRange(from: Array[Byte], until: Option[Array[Byte]]): Unit = until match {
-    case Some(u) if Bytes.Order.compare(from, u) >= 0 => ()
-    case Some(u) => entries.subMap(from, true, u, false).clear()
-    case None => entries.tailMap(from, true).clear()
+  /**
+   * Written or deleted entries whose keys start with `prefix`, in no particular order, as a map
+   * from key to value bytes (copied out: later writes do not change it).
+   */
+  def changesWithPrefix(prefix: Array[Byte]): HashMap[Key, Array[Byte]] = {
+    val out = new HashMap[Key, Array[Byte]]()
+    entries.forEach((k, e) => if (e.value != null && Bytes.startsWith(e.key, prefix)) out.put(k, e.value))
+    out
   }
 
-  /** All written or deleted entries, in key order. */
-  def foreachChange(f: (Array[Byte], Entry) => Unit): Unit =
-    entries.forEach((k, e) => if (e.value != null) f(k, e))
+  /** Drops every entry with a key in [from, until). */
+  def clearRange(from: Array[Byte], until: Option[Array[Byte]]): Unit = {
+    val view = range(from, until)
+    view.keySet().forEach(k => entries.remove(new Key(k)))
+    view.clear()
+  }
+
+  /** All written or deleted entries, in no particular order. */
+  def foreachChange(f: Entry => Unit): Unit =
+    entries.values().forEach(e => if (e.value != null) f(e))
 
   def isEmpty: Boolean = entries.isEmpty
   def size: Int = entries.size
@@ -59,7 +91,16 @@ private[kstate] object WriteSet {
   final val Present: Byte = 1
 
   /** `value`: new bytes, [[Deleted]], or null (read only). `existed`: before this version. */
-  final class Entry(var value: Array[Byte], var existed: Byte) {
+  final class Entry(val key: Array[Byte], var value: Array[Byte], var existed: Byte) {
     def isDelete: Boolean = value eq Deleted
+  }
+
+  /** A byte-array hash key (content equality, hash computed once). */
+  final class Key(val bytes: Array[Byte]) {
+    override val hashCode: Int = Arrays.hashCode(bytes)
+    override def equals(o: Any): Boolean = o match {
+      case k: Key => Arrays.equals(bytes, k.bytes)
+      case _ => false
+    }
   }
 }

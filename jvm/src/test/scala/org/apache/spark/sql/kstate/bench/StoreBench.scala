@@ -1,0 +1,190 @@
+package org.apache.spark.sql.kstate.bench
+
+import java.io.File
+import java.nio.ByteBuffer
+import java.nio.file.{Files, Paths}
+
+import org.apache.hadoop.conf.Configuration
+import org.rocksdb.{Options, RocksDB, WriteOptions}
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.kstate.state.versioned.VersionedKeyValueStore
+import org.apache.spark.sql.kstate.state.{KStateStore, KStateStoreProvider}
+import org.apache.spark.sql.types._
+import org.apache.spark.network.util.JavaUtils
+
+/**
+ * Store-level benchmarks of issue 3, run by `make bench` (`bin/sbt "Test/runMain ..."`):
+ *
+ *  1. restore: 1M keys written in 10 versions (snapshot at version 5, changelogs after it), then
+ *     the time a fresh provider takes to open the latest version — kstate's provider vs Spark's
+ *     RocksDB provider with changelog checkpointing, same rows;
+ *  2. versioned store: puts and as-of gets per second vs raw RocksDB puts and gets of the same
+ *     bytes through the same JNI (the floor).
+ *
+ * Prints a table and writes `bench/results/store.json`. Args: `[--quick] [--out PATH]`.
+ */
+object StoreBench {
+  private val keySchema = StructType(Seq(StructField("k", LongType)))
+  private val valueSchema = StructType(Seq(StructField("v", LongType), StructField("pad", StringType)))
+  private val keyProj = UnsafeProjection.create(keySchema)
+  private val valueProj = UnsafeProjection.create(valueSchema)
+  private val pad = org.apache.spark.unsafe.types.UTF8String.fromString("x" * 40)
+
+  private def key(i: Long): UnsafeRow = keyProj(InternalRow(i))
+  private def value(i: Long): UnsafeRow = valueProj(InternalRow(i, pad))
+
+  private def conf(extra: (String, String)*): StateStoreConf = {
+    val sql = new SQLConf
+    sql.setConfString("spark.sql.streaming.stateStore.minDeltasForSnapshot", "5")
+    sql.setConfString("spark.sql.streaming.minBatchesToRetain", "100")
+    sql.setConfString("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+    extra.foreach { case (k, v) => sql.setConfString(k, v) }
+    new StateStoreConf(sql)
+  }
+
+  private def provider(cls: String, root: String): StateStoreProvider = {
+    val p = Class.forName(cls).getDeclaredConstructor().newInstance().asInstanceOf[StateStoreProvider]
+    p.init(StateStoreId(root, 0, 0), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
+      useColumnFamilies = false, conf(), new Configuration, useMultipleValuesPerKey = false, None)
+    p
+  }
+
+  private def timed[T](f: => T): (T, Double) = {
+    val t0 = System.nanoTime(); val r = f; (r, (System.nanoTime() - t0) / 1e9)
+  }
+
+  /** Writes `keys` keys in `versions` versions; returns (write s, restore s, restored numKeys). */
+  private def restoreRun(cls: String, keys: Int, versions: Int): (Double, Double, Long) = {
+    val root = Files.createTempDirectory("kstate-bench-restore").toFile
+    try {
+      val perVersion = keys / versions
+      val p = provider(cls, root.getAbsolutePath)
+      val (_, writeS) = timed {
+        for (v <- 0 until versions) {
+          val s = p.getStore(v)
+          var i = v.toLong * perVersion
+          while (i < (v + 1).toLong * perVersion) { s.put(key(i), value(i)); i += 1 }
+          s.commit()
+          if (v + 1 == versions / 2) p.doMaintenance() // Spark's RocksDB uploads snapshots here
+        }
+        p.doMaintenance()
+      }
+      p.close()
+      val q = provider(cls, root.getAbsolutePath)
+      val (n, restoreS) = timed {
+        val s = q.getStore(versions)
+        val n = s.iterator().size.toLong // forces the restored state to be readable end to end
+        s.abort(); n
+      }
+      q.close()
+      (writeS, restoreS, n)
+    } finally JavaUtils.deleteRecursively(root)
+  }
+
+  private def versionedRun(keys: Int, rounds: Int): (Double, Double) = {
+    val root = Files.createTempDirectory("kstate-bench-vs").toFile
+    try {
+      val p = new KStateStoreProvider
+      p.init(StateStoreId(root.getAbsolutePath, 0, 0), keySchema, valueSchema,
+        NoPrefixKeyStateEncoderSpec(keySchema), useColumnFamilies = true,
+        conf("spark.sql.streaming.stateStore.minDeltasForSnapshot" -> "1000"), new Configuration,
+        useMultipleValuesPerKey = false, None)
+      val s: KStateStore = p.getStore(0)
+      val vs = new VersionedKeyValueStore(s, "bench", 1000000L, 1000000L)
+      val v = new Array[Byte](48)
+      val (_, putS) = timed {
+        var r = 0
+        while (r < rounds) {
+          var i = 0
+          while (i < keys) { vs.put(longBytes(i), v, r * 1000L + (i % 1000)); i += 1 }
+          r += 1
+        }
+        s.commit()
+      }
+      val s2 = p.getStore(1)
+      val vs2 = new VersionedKeyValueStore(s2, "bench", 1000000L, 1000000L)
+      val (_, getS) = timed {
+        var i = 0
+        while (i < keys * rounds) { vs2.get(longBytes(i % keys), (i % rounds) * 1000L + 500); i += 1 }
+      }
+      p.close()
+      ((keys.toLong * rounds) / putS, (keys.toLong * rounds) / getS)
+    } finally JavaUtils.deleteRecursively(root)
+  }
+
+  /** The floor: raw RocksDB puts/gets of the same number of entries and value size. */
+  private def rawRun(keys: Int, rounds: Int): (Double, Double) = {
+    RocksDB.loadLibrary()
+    val root = Files.createTempDirectory("kstate-bench-raw").toFile
+    val opts = new Options().setCreateIfMissing(true)
+    val wo = new WriteOptions().setDisableWAL(true)
+    val db = RocksDB.open(opts, root.getAbsolutePath)
+    try {
+      val v = new Array[Byte](48)
+      val (_, putS) = timed {
+        var r = 0
+        while (r < rounds) {
+          var i = 0
+          while (i < keys) { db.put(wo, versionKey(i, r), v); i += 1 }
+          r += 1
+        }
+      }
+      val (_, getS) = timed {
+        var i = 0
+        while (i < keys * rounds) { db.get(versionKey(i % keys, i % rounds)); i += 1 }
+      }
+      ((keys.toLong * rounds) / putS, (keys.toLong * rounds) / getS)
+    } finally {
+      db.close(); wo.close(); opts.close(); JavaUtils.deleteRecursively(root)
+    }
+  }
+
+  private def longBytes(i: Long): Array[Byte] = ByteBuffer.allocate(8).putLong(i).array()
+  private def versionKey(i: Long, r: Int): Array[Byte] = ByteBuffer.allocate(16).putLong(i).putLong(r).array()
+
+  def main(args: Array[String]): Unit = {
+    val quick = args.contains("--quick")
+    val out = args.sliding(2).collectFirst { case Array("--out", p) => p }
+      .getOrElse(if (quick) "bench/results/store-quick.json" else "bench/results/store.json")
+    val keys = if (quick) 100000 else 1000000
+    val kstate = "io.kstate.KStateStoreProvider"
+    val rocks = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+    println(s"restore: $keys keys in 10 versions (snapshot at 5, changelogs 6..10)")
+    val (kw, kr, kn) = restoreRun(kstate, keys, 10)
+    val (rw, rr, rn) = restoreRun(rocks, keys, 10)
+    require(kn == keys && rn == keys, s"restored key counts differ: kstate $kn, RocksDB $rn")
+    println(f"  kstate provider : write $kw%7.2f s, restore $kr%6.2f s")
+    println(f"  Spark RocksDB   : write $rw%7.2f s, restore $rr%6.2f s")
+    println(f"  restore speed-up kstate vs RocksDB: ${rr / kr}%.2fx")
+
+    val (vk, vr) = if (quick) (20000, 5) else (100000, 10)
+    println(s"versioned store: $vk keys x $vr versions, then as-of gets")
+    val (vPut, vGet) = versionedRun(vk, vr)
+    val (rPut, rGet) = rawRun(vk, vr)
+    println(f"  versioned store : ${vPut / 1000}%8.1fk puts/s  ${vGet / 1000}%8.1fk as-of gets/s")
+    println(f"  raw RocksDB     : ${rPut / 1000}%8.1fk puts/s  ${rGet / 1000}%8.1fk gets/s")
+    println(f"  ratio to floor  : puts ${rPut / vPut}%.2fx slower, gets ${rGet / vGet}%.2fx slower (goal <= 2x)")
+
+    val json =
+      s"""{
+         |  "quick": $quick,
+         |  "restore": {"keys": $keys, "versions": 10, "snapshot_version": 5,
+         |    "kstate": {"write_s": $kw, "restore_s": $kr},
+         |    "rocksdb": {"write_s": $rw, "restore_s": $rr},
+         |    "restore_speedup_kstate_vs_rocksdb": ${rr / kr}},
+         |  "versioned": {"keys": $vk, "versions_per_key": $vr,
+         |    "kstate_puts_per_s": $vPut, "kstate_asof_gets_per_s": $vGet,
+         |    "raw_rocksdb_puts_per_s": $rPut, "raw_rocksdb_gets_per_s": $rGet,
+         |    "put_slowdown_vs_floor": ${rPut / vPut}, "get_slowdown_vs_floor": ${rGet / vGet}, "goal_max_slowdown": 2.0}
+         |}
+         |""".stripMargin
+    Files.createDirectories(Paths.get(out).toAbsolutePath.getParent)
+    Files.write(Paths.get(out), json.getBytes("UTF-8"))
+    println(s"wrote $out")
+  }
+}
