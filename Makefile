@@ -43,13 +43,14 @@ test: venv jar
 demo: venv jar
 	PYTHONPATH=python $(PY) -m kstate.demo
 
-# Both benchmarks run even when the first reports a failure; the target fails if either did.
-# Extra flags for both: make bench BENCH_ARGS=--quick
+# All benchmarks run even when an earlier one reports a failure; the target fails if any did.
+# Extra flags for all: make bench BENCH_ARGS=--quick
 BENCH_ARGS ?=
 bench: venv jar
 	PYTHONPATH=python $(PY) bench/run.py $(BENCH_ARGS); s1=$$?; \
 	PYTHONPATH=python $(PY) bench/providers.py $(BENCH_ARGS); s2=$$?; \
-	test $$s1 -eq 0 -a $$s2 -eq 0
+	$(SBT) "Test/runMain org.apache.spark.sql.kstate.bench.StoreBench $(BENCH_ARGS)"; s3=$$?; \
+	test $$s1 -eq 0 -a $$s2 -eq 0 -a $$s3 -eq 0
 
 clean:
 	rm -rf jvm/target target project/target project/project

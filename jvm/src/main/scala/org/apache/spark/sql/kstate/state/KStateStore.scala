@@ -134,15 +134,9 @@ final class KStateStore private[state] (
       colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
     rangePairs(startKey, endKey, colFamilyName, multi = true)
 
-  /** A whole family: in key order where the key spec gives order a meaning, else unordered. */
   private def familyPairs(cf: String, multi: Boolean): StateStoreIterator[UnsafeRowPair] = {
     val fam = family(cf)
-    if (fam.ordered) pairs(fam, scan(fam.prefix, Bytes.prefixEnd(fam.prefix)), multi)
-    else {
-      checkReadable()
-      pairs(fam, new UnorderedScan(changes.changesWithPrefix(fam.prefix),
-        provider.db.scan(fam.prefix, Bytes.prefixEnd(fam.prefix))), multi)
-    }
+    pairs(fam, scan(fam.prefix, Bytes.prefixEnd(fam.prefix)), multi)
   }
 
   private def prefixPairs(prefixKey: UnsafeRow, cf: String, multi: Boolean)

@@ -203,7 +203,8 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     }
     val newVersion = store.version + 1
     val counting = countsRows && numKeys >= 0
-    if (counting) resolveExistence(store.changes)
+    val changes = store.changes.sortedChanges
+    if (counting) resolveExistence(changes)
     // One pass over the changes: changelog records, the local write batch, the row count delta.
     var delta = 0L
     val file = path(StateFile.Changelog, newVersion)
@@ -220,7 +221,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
         val w = new StateFile.Writer(out, StateFile.Changelog, newVersion)
         store.droppedFamilies.foreach(w.dropFamily)
         store.createdFamilies.foreach { case (name, id) => w.family(id, name) }
-        store.changes.foreachChange { e =>
+        changes.foreach { e =>
           if (e.isDelete) {
             w.delete(e.key); batch.delete(e.key)
             if (e.existed == WriteSet.Present) delta -= 1
@@ -256,7 +257,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   }
 
   /** Finds out, in batched native lookups, which changed keys existed before this version. */
-  private def resolveExistence(changes: WriteSet): Unit = {
+  private def resolveExistence(changes: Array[WriteSet.Entry]): Unit = {
     val keys = new java.util.ArrayList[Array[Byte]]()
     val entries = new java.util.ArrayList[WriteSet.Entry]()
     def flush(): Unit = if (!keys.isEmpty) {
@@ -268,7 +269,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
       }
       keys.clear(); entries.clear()
     }
-    changes.foreachChange { e =>
+    changes.foreach { e =>
       if (e.existed == WriteSet.Unknown) {
         keys.add(e.key); entries.add(e)
         if (keys.size >= 4096) flush()

@@ -37,9 +37,6 @@ private[kstate] final class FamilyCodec(
     case spec => Some(spec.toEncoder(new UnsafeRowDataEncoder(spec, valueSchema), false))
   }
 
-  /** Whether whole-family iteration must be in key order (any key spec but plain keys). */
-  def ordered: Boolean = sparkKeyEncoder.isDefined
-
   def supportsPrefixScan: Boolean = sparkKeyEncoder.exists(_.supportPrefixKeyScan)
   def supportsRangeScan: Boolean = sparkKeyEncoder.exists(_.supportsRangeScan)
 

@@ -57,16 +57,6 @@ private[kstate] final class WriteSet {
     out.result()
   }
 
-  /**
-   * Written or deleted entries whose keys start with `prefix`, in no particular order, as a map
-   * from key to value bytes (copied out: later writes do not change it).
-   */
-  def changesWithPrefix(prefix: Array[Byte]): HashMap[Key, Array[Byte]] = {
-    val out = new HashMap[Key, Array[Byte]]()
-    entries.forEach((k, e) => if (e.value != null && Bytes.startsWith(e.key, prefix)) out.put(k, e.value))
-    out
-  }
-
   /** Drops every entry with a key in [from, until). */
   def clearRange(from: Array[Byte], until: Option[Array[Byte]]): Unit = {
     val view = range(from, until)
@@ -74,9 +64,23 @@ private[kstate] final class WriteSet {
     view.clear()
   }
 
-  /** All written or deleted entries, in no particular order. */
-  def foreachChange(f: Entry => Unit): Unit =
-    entries.values().forEach(e => if (e.value != null) f(e))
+  /**
+   * All written or deleted entries in key order (RocksDB applies sorted write batches and
+   * multi-gets markedly faster than random-order ones).
+   */
+  def sortedChanges: Array[Entry] = {
+    if (index != null) {
+      val out = Array.newBuilder[Entry]
+      index.values().forEach(e => if (e.value != null) out += e)
+      out.result()
+    } else {
+      val out = Array.newBuilder[Entry]
+      entries.values().forEach(e => if (e.value != null) out += e)
+      val arr = out.result()
+      java.util.Arrays.sort(arr, (a: Entry, b: Entry) => Bytes.Order.compare(a.key, b.key))
+      arr
+    }
+  }
 
   def isEmpty: Boolean = entries.isEmpty
   def size: Int = entries.size
