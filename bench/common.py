@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import hashlib
+import json
 import os
 import platform
 import statistics
@@ -16,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from typing import Any, Dict, Iterable, Optional
+from typing import Any, Dict, Iterable, Optional, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -442,3 +443,25 @@ def update_readme(section: str, start: str = README_START, end: str = README_END
         return
     with open(README, "w") as f:
         f.write(text[:i] + section + text[j + len(end):])
+
+
+def save_results(a, result: Dict[str, Any], write_chart, default_name: str, all_variants,
+                 readme_section, readme_markers: Tuple[str, str], readme_what: str) -> None:
+    """Writes `result` as <a.out>.json and its chart as <a.out>.png (unless --no-save); on a full
+    default run (all variants, default output, no extra --conf) also replaces the results block
+    of bench/README.md delimited by `readme_markers` with `readme_section()` (called after the
+    file names are in `result`)."""
+    if a.no_save:
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    result["files"] = {"json": a.out + ".json", "png": a.out + ".png"}
+    write_chart(result["files"]["png"], result)
+    with open(result["files"]["json"], "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"\nwrote {os.path.relpath(result['files']['json'], ROOT)} and "
+          f"{os.path.relpath(result['files']['png'], ROOT)}")
+    default_full = (not a.quick and os.path.abspath(a.out) == os.path.join(RESULTS, default_name)
+                    and set(a.variant_list) == set(all_variants) and not a.conf)
+    if default_full:
+        update_readme(readme_section(), *readme_markers)
+        print(f"updated the {readme_what} of bench/README.md")

@@ -26,10 +26,10 @@ import zipfile
 from collections import defaultdict
 from typing import Any, Dict, List, Optional
 
-from common import (HDFS, HERE, KSTATE_PROVIDER_KEY, PROVIDER_KEY, RESULTS, ROCKSDB, ROOT,
+from common import (save_results, HDFS, HERE, KSTATE_PROVIDER_KEY, PROVIDER_KEY, RESULTS, ROCKSDB, ROOT,
                     SCHEMA, TMP, CpuMeter, add_input_args, add_spark_args, describe_input,
                     environment, finish_args, fmt_int, generate, sha256_file, start_spark,
-                    summarize, unload_state_stores, update_readme, wait_for_jar)
+                    summarize, unload_state_stores, wait_for_jar)
 
 KSTATE_STORE = "io.kstate.KStateStoreProvider"
 
@@ -401,19 +401,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         result = assemble(a, inp, env, runs, skipped, has_kstate, jar)
         result["total_wall_s"] = round(time.perf_counter() - t_start, 1)
         table = report(result)
-        if not a.no_save:
-            os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-            result["files"] = {"json": a.out + ".json", "png": a.out + ".png"}
-            write_chart(result["files"]["png"], result)
-            with open(result["files"]["json"], "w") as f:
-                json.dump(result, f, indent=1)
-            print(f"\nwrote {os.path.relpath(result['files']['json'], ROOT)} and "
-                  f"{os.path.relpath(result['files']['png'], ROOT)}")
-            default_full = (not a.quick and os.path.abspath(a.out) == os.path.join(RESULTS, "providers")
-                            and set(a.variant_list) == set(VARIANTS) and not a.conf)
-            if default_full:
-                update_readme(readme_section(result, table), README_START, README_END)
-                print("updated the provider results block of bench/README.md")
+        save_results(a, result, write_chart, "providers", VARIANTS, lambda: readme_section(result, table),
+                     (README_START, README_END), "provider results block")
         print(f"total {time.perf_counter() - t_start:.0f} s")
         return 1 if result["failures"] else 0
     finally:

@@ -23,10 +23,10 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from common import (HDFS, HERE, KIND_NAMES, PROVIDER_KEY, README_END, README_START, RESULTS,
+from common import (save_results, HDFS, HERE, KIND_NAMES, PROVIDER_KEY, README_END, README_START, RESULTS,
                     ROCKSDB, ROOT, SCHEMA, TMP, CpuMeter, add_input_args, add_spark_args,
                     describe_input, environment, finish_args, fmt_int, generate, sha256_file,
-                    start_spark, summarize, unload_state_stores, update_readme, wait_for_jar)
+                    start_spark, summarize, unload_state_stores, wait_for_jar)
 
 # variant -> (label, session state store provider set before the query starts)
 VARIANTS = {
@@ -308,19 +308,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                   f"({env['kstate_jar_sha256'][:12]})", flush=True)
         result["total_wall_s"] = round(time.perf_counter() - t_start, 1)
         table = report(result)
-        if not a.no_save:
-            os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-            result["files"] = {"json": a.out + ".json", "png": a.out + ".png"}
-            write_chart(result["files"]["png"], result)
-            with open(result["files"]["json"], "w") as f:
-                json.dump(result, f, indent=1)
-            print(f"\nwrote {os.path.relpath(result['files']['json'], ROOT)} and "
-                  f"{os.path.relpath(result['files']['png'], ROOT)}")
-            default_full = (not a.quick and os.path.abspath(a.out) == os.path.join(RESULTS, "dedup")
-                            and set(a.variant_list) == set(VARIANTS) and not a.conf)
-            if default_full:
-                update_readme(readme_section(result, table))
-                print("updated the 'Latest results' section of bench/README.md")
+        save_results(a, result, write_chart, "dedup", VARIANTS, lambda: readme_section(result, table),
+                     (README_START, README_END), "'Latest results' section")
         errors = [s["error"] for rs in runs.values() for s in rs if s["error"]]
         errors += [w["error"] for w in warm.values() if w["error"]]
         print(f"total {time.perf_counter() - t_start:.0f} s")
