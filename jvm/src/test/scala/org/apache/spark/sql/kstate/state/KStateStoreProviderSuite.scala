@@ -1,18 +1,15 @@
 package org.apache.spark.sql.kstate.state
 
 import java.io.{File, RandomAccessFile}
-import java.nio.file.Files
 import java.util.UUID
 
 import scala.collection.mutable
 
 import io.kstate.KStateException
-import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite
 
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state._
-import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
 
 /**
@@ -31,21 +28,10 @@ class KStateStoreProviderSuite extends AnyFunSuite {
   private def value(v: Long): UnsafeRow =
     valueProj(org.apache.spark.sql.catalyst.InternalRow(v)).copy()
 
-  private def conf(snapshotEvery: Int = 3, retain: Int = 4): StateStoreConf = {
-    val sql = new SQLConf
-    sql.setConfString("spark.sql.streaming.stateStore.minDeltasForSnapshot", snapshotEvery.toString)
-    sql.setConfString("spark.sql.streaming.minBatchesToRetain", retain.toString)
-    new StateStoreConf(sql)
-  }
+  import ProviderFixture.{conf, tmp}
 
-  private def newProvider(root: String, c: StateStoreConf = conf()): KStateStoreProvider = {
-    val p = new KStateStoreProvider
-    p.init(StateStoreId(root, 0, 0), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
-      useColumnFamilies = false, c, new Configuration, useMultipleValuesPerKey = false, None)
-    p
-  }
-
-  private def tmp(): String = Files.createTempDirectory("kstate-provider").toFile.getAbsolutePath
+  private def newProvider(root: String, c: StateStoreConf = conf()): KStateStoreProvider =
+    ProviderFixture.open(root, keySchema, valueSchema, c, useColumnFamilies = false)
 
   private def contents(s: StateStore): Map[String, Long] =
     s.iterator().map(p => p.key.getUTF8String(0).toString -> p.value.getLong(0)).toMap

@@ -20,10 +20,10 @@ object ProviderFixture {
   def tmp(): String = Files.createTempDirectory("kstate-provider").toFile.getAbsolutePath
 
   def open(root: String, keySchema: StructType, valueSchema: StructType,
-      c: StateStoreConf = conf()): KStateStoreProvider = {
+      c: StateStoreConf = conf(), useColumnFamilies: Boolean = true): KStateStoreProvider = {
     val p = new KStateStoreProvider
     p.init(StateStoreId(root, 0, 0), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
-      useColumnFamilies = true, c, new Configuration, useMultipleValuesPerKey = false, None)
+      useColumnFamilies, c, new Configuration, useMultipleValuesPerKey = false, None)
     p
   }
 }

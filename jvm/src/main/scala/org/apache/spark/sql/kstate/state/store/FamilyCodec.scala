@@ -37,7 +37,6 @@ private[kstate] final class FamilyCodec(
     case spec => Some(spec.toEncoder(new UnsafeRowDataEncoder(spec, valueSchema), false))
   }
 
-  def supportsPrefixScan: Boolean = sparkKeyEncoder.exists(_.supportPrefixKeyScan)
   def supportsRangeScan: Boolean = sparkKeyEncoder.exists(_.supportsRangeScan)
 
   def encodeKey(key: UnsafeRow): Array[Byte] = sparkKeyEncoder match {
@@ -116,10 +115,6 @@ private[kstate] final class FamilyCodec(
     out(0) = prefix(0); out(1) = prefix(1)
     out
   }
-
-  def sameShape(other: FamilyCodec): Boolean =
-    id == other.id && keySchema == other.keySchema && valueSchema == other.valueSchema &&
-      keySpec == other.keySpec && multipleValues == other.multipleValues
 }
 
 private[kstate] object FamilyCodec {

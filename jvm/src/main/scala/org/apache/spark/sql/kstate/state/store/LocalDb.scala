@@ -38,16 +38,8 @@ private[kstate] final class LocalDb(root: File) extends AutoCloseable {
   def multiGet(keys: java.util.List[Array[Byte]]): java.util.List[Array[Byte]] =
     db.multiGetAsList(readOptions, keys)
 
+  /** Applies `batch`'s writes atomically. */
   def writeBatch(batch: WriteBatch): Unit = db.write(writeOptions, batch)
-
-  /** Applies `fill`'s writes atomically. */
-  def write(fill: WriteBatch => Unit): Unit = {
-    val batch = new WriteBatch()
-    try {
-      fill(batch)
-      db.write(writeOptions, batch)
-    } finally batch.close()
-  }
 
   /**
    * An iterator over keys in [from, until) (until = None: to the end), on a consistent view of

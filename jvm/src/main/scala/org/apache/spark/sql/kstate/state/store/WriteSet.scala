@@ -81,9 +81,6 @@ private[kstate] final class WriteSet {
       arr
     }
   }
-
-  def isEmpty: Boolean = entries.isEmpty
-  def size: Int = entries.size
 }
 
 private[kstate] object WriteSet {

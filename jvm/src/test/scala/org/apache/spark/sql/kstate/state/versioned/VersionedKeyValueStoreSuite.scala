@@ -120,12 +120,7 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
       }
   }
 
-  sealed trait Op
-  final case class Put(k: String, v: Option[String], ts: Long) extends Op
-  final case class GetAsOf(k: String, asOf: Long) extends Op
-  case object Commit extends Op
-  case object Restart extends Op
-  case object Cleanup extends Op
+  import VersionedKeyValueStoreSuite._
 
   private val ops: Gen[Op] = {
     val key = Gen.oneOf("a", "b", "c")
@@ -173,4 +168,13 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
       p.close()
     }
   }
+}
+
+object VersionedKeyValueStoreSuite {
+  sealed trait Op
+  final case class Put(k: String, v: Option[String], ts: Long) extends Op
+  final case class GetAsOf(k: String, asOf: Long) extends Op
+  case object Commit extends Op
+  case object Restart extends Op
+  case object Cleanup extends Op
 }
