@@ -7,7 +7,7 @@ import org.apache.spark.sql.internal.SQLConf
  * [[KStateConf.Entry.get]] so the default lives in one place.
  */
 object KStateConf {
-  final case class Entry[T](key: String, default: T, doc: String)(parse: String => T) {
+  final case class Entry[T](key: String, default: T, doc: String)(val parse: String => T) {
     def get(conf: SQLConf): T = Option(conf.getConfString(key, null)).map(parse).getOrElse(default)
   }
 
@@ -26,4 +26,16 @@ object KStateConf {
       "event-time watermark at the start of each micro-batch, so idle partitions make progress. " +
       "Default false: stream time is the largest event timestamp the partition has seen, as " +
       "in Kafka Streams.")(_.trim.toBoolean)
+
+  /**
+   * Read by kstate's state store provider from the store's configuration, hence the
+   * `spark.sql.streaming.stateStore.` prefix (Spark hands those to providers).
+   */
+  val MaxWriteSetBytes: Entry[Long] = Entry(
+    "spark.sql.streaming.stateStore.kstate.maxWriteSetBytes",
+    64L << 20,
+    "Most heap bytes (estimated) one state store version of kstate's provider holds in " +
+      "uncommitted changes; past it they are spilled to the store's local RocksDB and its " +
+      "pending changelog, so a large micro-batch does not need a large heap. Accepts sizes such " +
+      "as '64m'. Default 64m.")(s => org.apache.spark.network.util.JavaUtils.byteStringAsBytes(s.trim))
 }

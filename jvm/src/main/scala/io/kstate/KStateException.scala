@@ -121,5 +121,25 @@ object KStateErrors {
         s"'${org.apache.spark.sql.execution.streaming.state.StateStore.DEFAULT_COL_FAMILY_NAME}' " +
         "that does not start with '$' (reserved for internal families).")
 
+  def stateSpillFailed(store: String, version: Long, localDir: String, cause: Throwable)
+      : KStateException =
+    new KStateException("KSTATE_STATE_SPILL_FAILED",
+      s"State store $store could not spill micro-batch ${version}'s uncommitted changes to its " +
+        s"local disk ($localDir): ${cause.getMessage}. The micro-batch fails and is not " +
+        "committed; the checkpoint still holds the previous version, so the query restarts " +
+        "from there. Free disk space under spark.local.dir, point it at a larger disk, or raise " +
+        s"${KStateConf.MaxWriteSetBytes.key} to keep more on the heap.", cause)
+
+  def bufferFull(buffer: String, records: Long, bytes: Long, maxRecords: Long, maxBytes: Long)
+      : KStateException = {
+    def limit(v: Long) = if (v == Long.MaxValue) "unbounded" else v.toString
+    err("KSTATE_BUFFER_FULL",
+      s"Buffer '$buffer' is full: it holds $records records and $bytes bytes, over its limits " +
+        s"max_records=${limit(maxRecords)}, max_bytes=${limit(maxBytes)}, and is configured to " +
+        "shut down when full. This micro-batch was not committed, so nothing is lost: restart " +
+        "from the same checkpoint with a larger buffer (BufferConfig.with_max_records / " +
+        "with_max_bytes), or choose emit_early_when_full() or spill_to_disk_when_full().")
+  }
+
   def internal(msg: String): KStateException = err("KSTATE_INTERNAL_ERROR", msg)
 }

@@ -12,8 +12,12 @@ import org.apache.spark.sql.types.StructType
  *
  * Contract (Spark's StateStore, as kstate implements it):
  *  - Life cycle: UPDATING -> COMMITTED (commit) or ABORTED (abort / release). Writes are
- *    collected in a [[WriteSet]] and reach the checkpoint and the local database only at
- *    commit, so an abort needs no undo and a failed batch leaves the previous version intact.
+ *    collected in a [[WriteSet]] on the heap. When its estimated heap use passes the store's
+ *    heap limit (`spark.sql.streaming.stateStore.kstate.maxWriteSetBytes`, or
+ *    [[KStateStore.limitHeap]]) it is spilled: appended to the version's pending changelog and
+ *    written to the local database. The changelog becomes durable only at commit, so an abort
+ *    (or a failed spill) leaves the checkpoint at the previous version; a spilled store's
+ *    local copy is then discarded and rebuilt from the checkpoint on next use.
  *  - Reads see the committed version this store was opened at plus this store's own writes.
  *  - Null: keys and values must not be null; `get` of an absent key returns null.
  *  - Reuse: every row returned (by `get`, iterators and scans) is a fresh object the caller may
@@ -31,9 +35,16 @@ final class KStateStore private[state] (
   private var state: State = Updating
   private[state] val changes = new WriteSet
   private[state] var registry: FamilyRegistry = startRegistry
-  private[state] var createdFamilies: Vector[(String, Short)] = Vector.empty
-  private[state] var droppedFamilies: Vector[Short] = Vector.empty
+  /** Column families created and dropped by this version, in order. */
+  private[state] var familyLog: Vector[FamilyChange] = Vector.empty
+  /** How much of `familyLog` a spill already wrote. */
+  private[state] var familiesFlushed: Int = 0
+  /** Whether part of this version was spilled to the provider's local database. */
+  private[state] var spilled: Boolean = false
   private[state] val counters = new StoreCounters
+  private var heapLimitBytes: Long = provider.maxWriteSetBytes
+  private var heapLimitEntries: Long = Long.MaxValue
+  private var commitHooks: Vector[() => Unit] = Vector.empty
 
   override def id: StateStoreId = provider.stateStoreId
 
@@ -54,7 +65,7 @@ final class KStateStore private[state] (
     val (next, id) = registry.create(colFamilyName)
     if (next ne registry) {
       registry = next
-      createdFamilies :+= (colFamilyName -> id)
+      familyLog :+= FamilyChange.Created(colFamilyName, id)
     }
     provider.registerCodec(new FamilyCodec(
       id, colFamilyName, keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey))
@@ -66,8 +77,7 @@ final class KStateStore private[state] (
       case None => false
       case Some(id) =>
         registry = registry.drop(colFamilyName)
-        createdFamilies = createdFamilies.filterNot(_._2 == id)
-        droppedFamilies :+= id
+        familyLog :+= FamilyChange.Dropped(id)
         val prefix = FamilyCodec.prefixOf(id)
         changes.clearRange(prefix, Bytes.prefixEnd(prefix))
         true
@@ -92,7 +102,7 @@ final class KStateStore private[state] (
       checkReadable()
       counters.dbGets += 1
       val v = provider.db.get(key)
-      if (e == null && provider.countsRows) changes.noteRead(key, v != null)
+      if (e == null && provider.countsRows) { changes.noteRead(key, v != null); spillIfFull() }
       v
     }
   }
@@ -187,13 +197,13 @@ final class KStateStore private[state] (
   override def put(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit = {
     checkWritable("put"); requireKey(key); requireValue(value)
     val fam = family(colFamilyName)
-    changes.write(fam.encodeKey(key), fam.encodeValue(value))
+    write(fam.encodeKey(key), fam.encodeValue(value))
   }
 
   override def putList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit = {
     checkWritable("putList"); requireKey(key); values.foreach(requireValue)
     val fam = family(colFamilyName)
-    changes.write(fam.encodeKey(key),
+    write(fam.encodeKey(key),
       if (values.isEmpty) WriteSet.Deleted else fam.encodeValues(values))
   }
 
@@ -204,12 +214,12 @@ final class KStateStore private[state] (
     checkWritable("merge"); requireKey(key); values.foreach(requireValue)
     val fam = family(colFamilyName)
     val k = fam.encodeKey(key)
-    changes.write(k, fam.appendValues(current(k), values))
+    write(k, fam.appendValues(current(k), values))
   }
 
   override def remove(key: UnsafeRow, colFamilyName: String): Unit = {
     checkWritable("remove"); requireKey(key)
-    changes.write(family(colFamilyName).encodeKey(key), WriteSet.Deleted)
+    write(family(colFamilyName).encodeKey(key), WriteSet.Deleted)
   }
 
   override def deleteRange(beginKey: UnsafeRow, endKey: UnsafeRow, colFamilyName: String): Unit = {
@@ -217,8 +227,36 @@ final class KStateStore private[state] (
     val fam = family(colFamilyName)
     val (from, until) = rangeBounds(fam, Option(beginKey), Option(endKey))
     val it = scan(from, until)
-    try it.foreach { case (k, _) => changes.write(k, WriteSet.Deleted) } finally it.close()
+    try it.foreach { case (k, _) => write(k, WriteSet.Deleted) } finally it.close()
   }
+
+  private def write(key: Array[Byte], value: Array[Byte]): Unit = {
+    changes.write(key, value)
+    spillIfFull()
+  }
+
+  // ---- heap bound --------------------------------------------------------------------------
+
+  /**
+   * Bounds the heap this version's uncommitted changes may hold: at most `maxBytes` estimated
+   * heap bytes and `maxEntries` changed keys (read-only existence notes included); past either,
+   * the changes are spilled to the local database. kstate's bounded structures (the
+   * time-ordered buffer) call this with their own bound.
+   */
+  private[kstate] def limitHeap(maxBytes: Long, maxEntries: Long = Long.MaxValue): Unit = {
+    require(maxBytes > 0 && maxEntries > 0, s"heap limits must be positive: $maxBytes, $maxEntries")
+    heapLimitBytes = maxBytes
+    heapLimitEntries = maxEntries
+    spillIfFull()
+  }
+
+  private def spillIfFull(): Unit =
+    if (changes.heapBytes > heapLimitBytes || changes.numEntries > heapLimitEntries) {
+      provider.spill(this)
+    }
+
+  /** Runs `hook` at commit, before the changes are written (to store final counters). */
+  private[kstate] def beforeCommit(hook: () => Unit): Unit = commitHooks :+= hook
 
   // ---- byte-level access for kstate's own structures ---------------------------------------
 
@@ -236,10 +274,10 @@ final class KStateStore private[state] (
   private[kstate] final class RawFamily(prefix: Array[Byte]) {
     def get(key: Array[Byte]): Array[Byte] = current(Bytes.concat(prefix, key))
     def put(key: Array[Byte], value: Array[Byte]): Unit = {
-      checkWritable("put"); changes.write(Bytes.concat(prefix, key), value)
+      checkWritable("put"); write(Bytes.concat(prefix, key), value)
     }
     def delete(key: Array[Byte]): Unit = {
-      checkWritable("remove"); changes.write(Bytes.concat(prefix, key), WriteSet.Deleted)
+      checkWritable("remove"); write(Bytes.concat(prefix, key), WriteSet.Deleted)
     }
     /** Entries with keys in [from, until) (until None: to the family's end), keys unprefixed. */
     def scan(from: Array[Byte], until: Option[Array[Byte]]): Iterator[(Array[Byte], Array[Byte])]
@@ -261,6 +299,7 @@ final class KStateStore private[state] (
 
   override def commit(): Long = {
     checkWritable("commit")
+    commitHooks.foreach(_.apply())
     val v = provider.commit(this)
     state = Committed
     // Spark validates at the end of the batch that every partition's store committed (only
@@ -271,7 +310,10 @@ final class KStateStore private[state] (
     v
   }
 
-  override def abort(): Unit = if (state == Updating) state = Aborted
+  override def abort(): Unit = if (state == Updating) {
+    state = Aborted
+    if (spilled) provider.abandon(this)
+  }
 
   override def release(): Unit = abort()
 
@@ -289,9 +331,10 @@ final class KStateStore private[state] (
 
   /** The local database must still hold this store's base version. */
   private def checkReadable(): Unit =
-    if (provider.loadedVersion != version && state == Updating) {
-      throw new IllegalStateException(s"$this is stale: the provider now holds version " +
-        s"${provider.loadedVersion}. Two stores of one partition were used at once.")
+    if (state == Updating && !provider.holds(this)) {
+      throw new IllegalStateException(s"$this is stale: the provider's working copy is no " +
+        s"longer its version (it holds ${provider.loadedVersion}). Two stores of one partition " +
+        "were used at once.")
     }
 }
 
@@ -318,4 +361,13 @@ private[state] final class StoreCounters {
   var changelogRecords: Long = 0
   var snapshotNanos: Long = 0
   var snapshotsWritten: Long = 0
+  var spills: Long = 0
+  var spilledRecords: Long = 0
+}
+
+/** A column family created or dropped within one store version. */
+private[state] sealed trait FamilyChange
+private[state] object FamilyChange {
+  final case class Created(name: String, id: Short) extends FamilyChange
+  final case class Dropped(id: Short) extends FamilyChange
 }

@@ -5,7 +5,7 @@ import java.util.concurrent.ConcurrentHashMap
 
 import scala.util.control.NonFatal
 
-import io.kstate.KStateErrors
+import io.kstate.{KStateConf, KStateErrors}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.rocksdb.WriteBatch
@@ -37,11 +37,16 @@ import org.apache.spark.util.Utils
  *   EMPTY --getStore(v)--> LOADED(v)            restore: latest snapshot <= v, replay changelogs
  *   LOADED(v) --getStore(v)--> LOADED(v)         reuse, no I/O
  *   LOADED(v) --getStore(w != v)--> LOADED(w)    full restore of w
- *   LOADED(v) --commit of a store at v--> LOADED(v+1)   changelog written, then applied locally
+ *   LOADED(v) --spill of a store at v--> SPILLED(v, store)   changelog opened (not yet durable),
+ *                                                 part of the changes applied locally
+ *   SPILLED(v, s) --spill of s--> SPILLED(v, s)
+ *   LOADED(v) or SPILLED(v, s) --commit of s--> LOADED(v+1)   changelog completed and made
+ *                                                 durable, then the rest applied locally
+ *   SPILLED(v, s) --abort of s, failed spill, or getStore--> EMPTY   pending changelog cancelled
  *   any --failed restore or apply--> EMPTY       nothing half-loaded is ever served
  *   any --close--> CLOSED
  * }}}
- * Abort needs no transition: an aborted store never touched the database.
+ * Abort of a store that never spilled needs no transition: it never touched the database.
  */
 class KStateStoreProvider extends StateStoreProvider with Logging {
   import KStateStoreProvider._
@@ -63,6 +68,9 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   private var numKeys: Long = 0
   private var lastSnapshotVersion: Long = 0
   private val codecs = new ConcurrentHashMap[String, FamilyCodec]()
+  /** The version being written in pieces (SPILLED), or null. */
+  private var pending: PendingVersion = _
+  private[state] var maxWriteSetBytes: Long = KStateConf.MaxWriteSetBytes.default
   @volatile private var unreportedRestore: Option[RestoreInfo] = None
   @volatile private var lastRestoreInfo: Option[RestoreInfo] = None
 
@@ -85,6 +93,8 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     this.storeConf = storeConfs
     this.hadoopConf = hadoopConf
     this.countsRows = setting(TrackRowsKey).forall(_.trim.toBoolean)
+    this.maxWriteSetBytes = setting(KStateConf.MaxWriteSetBytes.key)
+      .map(KStateConf.MaxWriteSetBytes.parse).getOrElse(KStateConf.MaxWriteSetBytes.default)
     this.dir = stateStoreId.storeCheckpointLocation()
     this.fm = CheckpointFileManager.create(dir, hadoopConf)
     fm.mkdirs(dir)
@@ -105,6 +115,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   }
 
   override def close(): Unit = synchronized {
+    cancelPending()
     closeDb()
     loadedVersion = Closed
   }
@@ -117,6 +128,11 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
 
   private def ensureLoaded(version: Long): Unit = {
     if (loadedVersion == Closed) throw new IllegalStateException(s"$this is closed")
+    if (pending != null) {
+      // A store of this partition spilled and was neither committed nor aborted (its task
+      // died): its changes are in the working copy, so it no longer holds any version.
+      discardWorkingCopy()
+    }
     if (loadedVersion != version) {
       try restore(version) catch {
         case NonFatal(e) =>
@@ -194,53 +210,131 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
 
   // ---- commit ------------------------------------------------------------------------------
 
+  /** Whether the working copy is `store`'s: its base version, plus its spills if any. */
+  private[state] def holds(store: KStateStore): Boolean =
+    loadedVersion == store.version &&
+      (if (pending == null) !store.spilled else pending.store eq store)
+
+  private def checkHolds(store: KStateStore, op: String): Unit = if (!holds(store)) {
+    throw new IllegalStateException(s"cannot $op $store: the provider holds version " +
+      s"$loadedVersion${if (pending != null) s" with spilled changes of ${pending.store}" else ""} " +
+      "(another store of this partition committed or reloaded first)")
+  }
+
+  /**
+   * Moves `store`'s uncommitted changes out of the heap: appends them to the version's pending
+   * changelog (opened by the first spill, made durable only at commit) and writes them to the
+   * local database. A failure discards the working copy and fails with
+   * `KSTATE_STATE_SPILL_FAILED`; the checkpoint still holds the previous version.
+   */
+  private[state] def spill(store: KStateStore): Unit = synchronized {
+    checkHolds(store, "spill")
+    val hasChanges = store.familiesFlushed < store.familyLog.size ||
+      store.changes.sortedChanges.nonEmpty
+    if (!hasChanges) { store.changes.clear(); return }
+    val started = System.nanoTime()
+    try {
+      if (pending == null) pending = openPending(store)
+      store.spilled = true
+      val batch = new WriteBatch()
+      try {
+        val records = pending.writer.recordCount
+        val delta = flushInto(store, pending.writer, batch)
+        applyLocally(batch)
+        if (countsRows && numKeys >= 0) numKeys += delta
+        store.counters.spilledRecords += pending.writer.recordCount - records
+      } finally batch.close()
+      store.changes.clear()
+      store.counters.spills += 1
+    } catch {
+      case NonFatal(e) =>
+        discardWorkingCopy()
+        throw KStateErrors.stateSpillFailed(store.id.toString, store.version, localDirOf, e)
+    } finally store.counters.commitNanos += System.nanoTime() - started
+  }
+
+  /** Gives up `store`'s spilled version (abort): the working copy is rebuilt on next use. */
+  private[state] def abandon(store: KStateStore): Unit = synchronized {
+    if (pending != null && (pending.store eq store)) discardWorkingCopy()
+  }
+
+  /** Writes a batch to the local working copy (a seam for fault-injection tests). */
+  protected def applyLocally(batch: WriteBatch): Unit = localDb.writeBatch(batch)
+
+  private def discardWorkingCopy(): Unit = {
+    cancelPending()
+    closeDb()
+    loadedVersion = Empty
+  }
+
+  private def cancelPending(): Unit = if (pending != null) {
+    val p = pending
+    pending = null
+    try p.out.cancel() catch { case NonFatal(e) => logWarning(s"$this: cancelling ${p.file}", e) }
+  }
+
+  private def openPending(store: KStateStore): PendingVersion = {
+    val file = path(StateFile.Changelog, store.version + 1)
+    val out = fm.createAtomic(file, true)
+    PendingVersion(store, file, out, new StateFile.Writer(out, StateFile.Changelog, store.version + 1))
+  }
+
+  /**
+   * Writes `store`'s not yet written family changes and its write set to the changelog writer
+   * and the local write batch, in one pass; returns the change in the number of keys (0 when
+   * rows are not counted).
+   */
+  private def flushInto(store: KStateStore, w: StateFile.Writer, batch: WriteBatch): Long = {
+    val counting = countsRows && numKeys >= 0
+    var delta = 0L
+    store.familyLog.drop(store.familiesFlushed).foreach {
+      case FamilyChange.Created(name, id) => w.family(id, name)
+      case FamilyChange.Dropped(id) =>
+        // Its keys are gone: counted by a scan (drops are rare), before the batch deletes them.
+        if (counting) delta -= countFamily(id)
+        w.dropFamily(id)
+        val p = FamilyCodec.prefixOf(id)
+        batch.deleteRange(p, Bytes.prefixEnd(p).getOrElse(Array[Byte](-1, -1, -1)))
+    }
+    store.familiesFlushed = store.familyLog.size
+    val changes = store.changes.sortedChanges
+    if (counting) resolveExistence(changes)
+    changes.foreach { e =>
+      if (e.isDelete) {
+        w.delete(e.key); batch.delete(e.key)
+        if (e.existed == WriteSet.Present) delta -= 1
+      } else {
+        w.put(e.key, e.value); batch.put(e.key, e.value)
+        if (e.existed != WriteSet.Present) delta += 1
+      }
+    }
+    delta
+  }
+
   /** Makes `store`'s changes version `store.version + 1`: durable first, then local. */
   private[state] def commit(store: KStateStore): Long = synchronized {
     val started = System.nanoTime()
-    if (loadedVersion != store.version) {
-      throw new IllegalStateException(s"cannot commit $store: the provider holds version " +
-        s"$loadedVersion (another store of this partition committed or reloaded first)")
-    }
+    checkHolds(store, "commit")
     val newVersion = store.version + 1
     val counting = countsRows && numKeys >= 0
-    val changes = store.changes.sortedChanges
-    if (counting) resolveExistence(changes)
-    // One pass over the changes: changelog records, the local write batch, the row count delta.
-    var delta = 0L
-    val file = path(StateFile.Changelog, newVersion)
+    val p = if (pending != null) pending else openPending(store)
+    pending = null
     val batch = new WriteBatch()
     try {
-      store.droppedFamilies.foreach { id =>
-        val p = FamilyCodec.prefixOf(id)
-        batch.deleteRange(p, Bytes.prefixEnd(p).getOrElse(Array[Byte](-1, -1, -1)))
-      }
-      // Dropped families: their keys are gone (counted by a scan, as drops are rare).
-      val droppedKeys = if (counting) store.droppedFamilies.map(countFamily).sum else 0L
-      val out = fm.createAtomic(file, true)
       try {
-        val w = new StateFile.Writer(out, StateFile.Changelog, newVersion)
-        store.droppedFamilies.foreach(w.dropFamily)
-        store.createdFamilies.foreach { case (name, id) => w.family(id, name) }
-        changes.foreach { e =>
-          if (e.isDelete) {
-            w.delete(e.key); batch.delete(e.key)
-            if (e.existed == WriteSet.Present) delta -= 1
-          } else {
-            w.put(e.key, e.value); batch.put(e.key, e.value)
-            if (e.existed != WriteSet.Present) delta += 1
-          }
-        }
-        val newNumKeys = if (counting) numKeys + delta - droppedKeys else -1L
-        store.counters.changelogBytes += w.finish(newNumKeys)
-        store.counters.changelogRecords += w.recordCount
-        out.close()
+        val delta = flushInto(store, p.writer, batch)
+        val newNumKeys = if (counting) numKeys + delta else -1L
+        store.counters.changelogBytes += p.writer.finish(newNumKeys)
+        store.counters.changelogRecords += p.writer.recordCount
+        p.out.close()
         numKeys = newNumKeys
       } catch {
         case NonFatal(e) =>
-          try out.cancel() catch { case NonFatal(c) => e.addSuppressed(c) }
+          try p.out.cancel() catch { case NonFatal(c) => e.addSuppressed(c) }
+          if (store.spilled) { closeDb(); loadedVersion = Empty }
           throw e
       }
-      try localDb.writeBatch(batch) catch {
+      try applyLocally(batch) catch {
         case NonFatal(e) =>
           // The changelog is durable; the local copy is not trustworthy: reload next time.
           closeDb(); loadedVersion = Empty
@@ -356,7 +450,9 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
       MetricSnapshotsWritten -> c.snapshotsWritten,
       MetricRestoreMs -> restore.map(_.millis).getOrElse(0L),
       MetricRestoreRecords -> restore.map(_.recordsReplayed).getOrElse(0L),
-      MetricRestoredFromSnapshot -> restore.count(_.snapshotVersion.isDefined).toLong)
+      MetricRestoredFromSnapshot -> restore.count(_.snapshotVersion.isDefined).toLong,
+      MetricSpills -> c.spills,
+      MetricSpilledRecords -> c.spilledRecords)
     val mem = Option(localDb).map(_.memoryBytes).getOrElse(0L)
     StateStoreMetrics(if (countsRows) math.max(numKeys, 0L) else -1L, mem, custom)
   }
@@ -382,6 +478,8 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     Files(versions(StateFile.Changelog), versions(StateFile.Snapshot))
   }
 
+  private def localDirOf: String = Option(localDb).map(_.directory.toString).getOrElse(localRoot.toString)
+
   private def localRoot: File = {
     val root = Option(SparkEnv.get).map(env => new File(Utils.getLocalDir(env.conf)))
       .getOrElse(new File(System.getProperty("java.io.tmpdir")))
@@ -397,6 +495,10 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
 object KStateStoreProvider {
   private val Empty = -1L
   private val Closed = -2L
+
+  /** The changelog of a version being written in pieces by `store`'s spills. */
+  private final case class PendingVersion(store: KStateStore, file: Path,
+      out: CheckpointFileManager.CancellableFSDataOutputStream, writer: StateFile.Writer)
 
   /** Same switch as Spark's RocksDB provider: count rows exactly (costs existence lookups). */
   val TrackRowsKey = "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows"
@@ -423,7 +525,12 @@ object KStateStoreProvider {
     "kstate store: changelog records replayed during restore")
   val MetricRestoredFromSnapshot = StateStoreCustomSumMetric("kstateStoreRestoredFromSnapshot",
     "kstate store: restores that started from a snapshot")
+  val MetricSpills = StateStoreCustomSumMetric("kstateStoreSpills",
+    "kstate store: times uncommitted changes were spilled from the heap to local disk")
+  val MetricSpilledRecords = StateStoreCustomSumMetric("kstateStoreSpilledRecords",
+    "kstate store: changelog records written by spills")
   val AllMetrics: Seq[StateStoreCustomMetric] = Seq(MetricDbGets, MetricCommitMs,
     MetricChangelogBytes, MetricChangelogRecords, MetricSnapshotMs, MetricSnapshotsWritten,
-    MetricRestoreMs, MetricRestoreRecords, MetricRestoredFromSnapshot)
+    MetricRestoreMs, MetricRestoreRecords, MetricRestoredFromSnapshot, MetricSpills,
+    MetricSpilledRecords)
 }

@@ -221,4 +221,106 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     val e = intercept[KStateException](p.getStore(0, Some(UUID.randomUUID().toString)))
     assert(e.errorClass == "KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT")
   }
+
+  // ---- spilling the write set --------------------------------------------------------------
+
+  private val smallHeap = conf(extra = Map(io.kstate.KStateConf.MaxWriteSetBytes.key -> "8k"))
+
+  /** All files of the store directory, hidden temporary files included. */
+  private def allFiles(root: String): Seq[String] = new File(s"$root/0/0").list().toSeq.sorted
+
+  /** Version 1 with keys k0..k99 = 0..99; returns the provider. */
+  private def hundredKeys(p: KStateStoreProvider): Unit = {
+    val s = p.getStore(0)
+    (0 until 100).foreach(i => s.put(key(s"k$i"), value(i)))
+    s.commit()
+  }
+
+  test("a version over the heap limit spills; reads, scans, numKeys and restores see every change") {
+    val root = tmp()
+    val p = newProvider(root, smallHeap)
+    hundredKeys(p)
+    val s = p.getStore(1).asInstanceOf[KStateStore]
+    (0 until 3000).foreach(i => s.put(key(s"n$i"), value(i)))
+    (0 until 100 by 2).foreach(i => s.remove(key(s"k$i")))
+    (0 until 3000 by 3).foreach(i => s.put(key(s"n$i"), value(-i))) // overwrite spilled keys
+    assert(s.counters.spills > 0)
+    assert(s.changes.heapBytes <= 8 * 1024)
+    val expected = (1 until 100 by 2).map(i => s"k$i" -> i.toLong).toMap ++
+      (0 until 3000).map(i => s"n$i" -> (if (i % 3 == 0) -i else i).toLong)
+    assert(s.get(key("n3")).getLong(0) == -3 && s.get(key("k2")) == null)
+    assert(contents(s) == expected)
+    assert(s.commit() == 2)
+    assert(s.metrics.numKeys == expected.size)
+    assert(s.metrics.customMetrics.map { case (k, v) => k.name -> v }("kstateStoreSpills") > 0)
+    assert(contents(p.getStore(2)) == expected)
+    p.close()
+    val q = newProvider(root)
+    assert(contents(q.getStore(2)) == expected)
+    assert(q.getStore(2).metrics.numKeys == expected.size)
+  }
+
+  test("abort after a spill: the checkpoint stays at the previous version, the working copy is rebuilt") {
+    val root = tmp()
+    val p = newProvider(root, smallHeap)
+    hundredKeys(p)
+    val before = contents(p.getStore(1))
+    val s = p.getStore(1).asInstanceOf[KStateStore]
+    (0 until 3000).foreach(i => s.put(key(s"n$i"), value(i)))
+    assert(s.counters.spills > 0)
+    s.abort()
+    assert(!allFiles(root).exists(_.contains("2.kstate.changelog")), allFiles(root))
+    assert(contents(p.getStore(1)) == before)
+    assert(p.lastRestore.get.version == 1)
+  }
+
+  test("a spilled store whose task died is never served again; the re-run sees the committed version") {
+    val p = newProvider(tmp(), smallHeap)
+    hundredKeys(p)
+    val dead = p.getStore(1)
+    (0 until 3000).foreach(i => dead.put(key(s"n$i"), value(i)))
+    val rerun = p.getStore(1) // Spark re-ran the batch without aborting the first attempt
+    assert(rerun.get(key("n1")) == null && rerun.get(key("k1")).getLong(0) == 1)
+    assert(intercept[IllegalStateException](dead.get(key("k1"))).getMessage.contains("stale"))
+    intercept[IllegalStateException](dead.commit())
+    rerun.put(key("x"), value(7))
+    assert(rerun.commit() == 2)
+    assert(contents(p.getStore(2)).size == 101)
+  }
+
+  test("disk full while spilling fails the batch with KSTATE_STATE_SPILL_FAILED; the checkpoint is intact") {
+    val root = tmp()
+    val p = new DiskFullProvider
+    p.init(StateStoreId(root, 0, 0), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
+      useColumnFamilies = false, smallHeap, new org.apache.hadoop.conf.Configuration,
+      useMultipleValuesPerKey = false, None)
+    hundredKeys(p)
+    val before = contents(p.getStore(1))
+    val s = p.getStore(1)
+    p.diskFull = true
+    val e = intercept[KStateException]((0 until 3000).foreach(i => s.put(key(s"n$i"), value(i))))
+    assert(e.errorClass == "KSTATE_STATE_SPILL_FAILED")
+    assert(e.getMessage.contains("No space left on device") && e.getMessage.contains("micro-batch 1"))
+    s.abort()
+    assert(!allFiles(root).exists(_.contains("2.kstate.changelog")), allFiles(root))
+    // Space freed: the batch re-runs from the intact version 1 and commits.
+    p.diskFull = false
+    val t = p.getStore(1)
+    assert(contents(t) == before)
+    (0 until 3000).foreach(i => t.put(key(s"n$i"), value(i)))
+    assert(t.commit() == 2)
+    p.close()
+    assert(contents(newProvider(root).getStore(2)).size == 3100)
+  }
+}
+
+/** A provider whose local disk fills up on demand (RocksDB reports a failed write). */
+class DiskFullProvider extends KStateStoreProvider {
+  @volatile var diskFull = false
+  override protected def applyLocally(batch: org.rocksdb.WriteBatch): Unit = {
+    if (diskFull) {
+      throw new org.rocksdb.RocksDBException("IO error: No space left on device: While appending to file")
+    }
+    super.applyLocally(batch)
+  }
 }

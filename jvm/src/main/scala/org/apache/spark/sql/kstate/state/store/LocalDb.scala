@@ -20,6 +20,9 @@ private[kstate] final class LocalDb(root: File) extends AutoCloseable {
   import LocalDb._
 
   private val dir: File = Files.createTempDirectory(root.toPath, "kstate-db-").toFile
+
+  /** Where this working copy lives on local disk. */
+  def directory: File = dir
   private val options = new Options()
     .setCreateIfMissing(true)
     .setTableFormatConfig(tableConfig)

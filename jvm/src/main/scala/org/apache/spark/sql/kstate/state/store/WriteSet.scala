@@ -10,19 +10,41 @@ import java.util.{Arrays, HashMap, TreeMap}
  * Point operations use a hash map. Ordered scans need the changes in RocksDB's key order: a
  * sorted index is built on the first ordered scan and kept up to date from then on, so
  * versions that never scan in order (most of them) never pay for sorting.
+ *
+ * `heapBytes` estimates the JVM heap the entries occupy (arrays, wrappers, map nodes; see
+ * [[WriteSet.heapBytesOf]]); the store spills the write set to its local database when the
+ * estimate passes its limit, then calls `clear()`.
  */
 private[kstate] final class WriteSet {
   import WriteSet._
 
   private val entries = new HashMap[Key, Entry]()
   private var index: TreeMap[Array[Byte], Entry] = _
+  private var heap = 0L
+
+  /** Estimated heap bytes held by the entries (see [[WriteSet.heapBytesOf]]). */
+  def heapBytes: Long = heap
+
+  /** Number of entries (changes and existence notes). */
+  def numEntries: Long = entries.size.toLong
+
+  /** Forgets every entry (after they were spilled). */
+  def clear(): Unit = {
+    entries.clear()
+    index = null
+    heap = 0L
+  }
 
   def lookup(key: Array[Byte]): Entry = entries.get(new Key(key))
 
   def write(key: Array[Byte], value: Array[Byte]): Unit = {
     val k = new Key(key)
     val e = entries.get(k)
-    if (e == null) insert(k, new Entry(key, value, Unknown)) else e.value = value
+    if (e == null) insert(k, new Entry(key, value, Unknown))
+    else {
+      heap += arrayBytes(value) - arrayBytes(e.value)
+      e.value = value
+    }
   }
 
   def noteRead(key: Array[Byte], existed: Boolean): Unit = {
@@ -32,13 +54,15 @@ private[kstate] final class WriteSet {
 
   private def insert(k: Key, e: Entry): Unit = {
     entries.put(k, e)
-    if (index != null) index.put(e.key, e)
+    heap += heapBytesOf(e.key, e.value)
+    if (index != null) { index.put(e.key, e); heap += IndexEntryBytes }
   }
 
   private def sorted: TreeMap[Array[Byte], Entry] = {
     if (index == null) {
       index = new TreeMap[Array[Byte], Entry](Bytes.Order)
       entries.values().forEach(e => index.put(e.key, e))
+      heap += IndexEntryBytes * entries.size
     }
     index
   }
@@ -60,6 +84,7 @@ private[kstate] final class WriteSet {
   /** Drops every entry with a key in [from, until). */
   def clearRange(from: Array[Byte], until: Option[Array[Byte]]): Unit = {
     val view = range(from, until)
+    view.values().forEach(e => heap -= heapBytesOf(e.key, e.value) + IndexEntryBytes)
     view.keySet().forEach(k => entries.remove(new Key(k)))
     view.clear()
   }
@@ -90,6 +115,21 @@ private[kstate] object WriteSet {
   final val Unknown: Byte = -1
   final val Absent: Byte = 0
   final val Present: Byte = 1
+
+  /**
+   * Heap estimate of one entry beyond its arrays, for a 64-bit JVM with compressed references:
+   * the key wrapper (16), the entry (24), the hash map node (32) and its table slot (8, at the
+   * map's load factor), rounded up. The sorted index adds [[IndexEntryBytes]] per entry.
+   */
+  final val EntryOverheadBytes: Long = 88L
+  final val IndexEntryBytes: Long = 40L
+
+  /** Heap bytes of a byte array: 16-byte header, contents padded to 8 bytes. */
+  def arrayBytes(a: Array[Byte]): Long =
+    if (a == null || (a eq Deleted)) 0L else 16L + ((a.length + 7L) & ~7L)
+
+  def heapBytesOf(key: Array[Byte], value: Array[Byte]): Long =
+    EntryOverheadBytes + arrayBytes(key) + arrayBytes(value)
 
   /** `value`: new bytes, [[Deleted]], or null (read only). `existed`: before this version. */
   final class Entry(val key: Array[Byte], var value: Array[Byte], var existed: Byte) {
