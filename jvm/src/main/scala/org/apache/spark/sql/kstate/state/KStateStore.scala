@@ -33,7 +33,7 @@ final class KStateStore private[state] (
   import KStateStore._
 
   private var state: State = Updating
-  private[state] val changes = new WriteSet
+  private[kstate] val changes = new WriteSet
   private[state] var registry: FamilyRegistry = startRegistry
   /** Column families created and dropped by this version, in order. */
   private[state] var familyLog: Vector[FamilyChange] = Vector.empty
@@ -41,7 +41,7 @@ final class KStateStore private[state] (
   private[state] var familiesFlushed: Int = 0
   /** Whether part of this version was spilled to the provider's local database. */
   private[state] var spilled: Boolean = false
-  private[state] val counters = new StoreCounters
+  private[kstate] val counters = new StoreCounters
   private var heapLimitBytes: Long = provider.maxWriteSetBytes
   private var heapLimitEntries: Long = Long.MaxValue
   private var commitHooks: Vector[() => Unit] = Vector.empty
@@ -354,7 +354,7 @@ private[state] object KStateStore {
 }
 
 /** What one store version did, reported through its metrics. */
-private[state] final class StoreCounters {
+private[kstate] final class StoreCounters {
   var dbGets: Long = 0
   var commitNanos: Long = 0
   var changelogBytes: Long = 0
