@@ -14,6 +14,9 @@ import org.apache.spark.sql.streaming._
  * kstate's provider: each query runs on the same micro-batches (stopped and restarted from its
  * checkpoint halfway) once on kstate's provider and once on a Spark provider, and the outputs
  * must be identical. This is the end-to-end half of the StateStore conformance evidence.
+ * kstate's provider runs twice: with its default heap limit, and with a tiny one
+ * (`spark.sql.streaming.stateStore.kstate.maxWriteSetBytes`) so that every version spills its
+ * uncommitted changes to local disk mid-batch, while Spark's operators read, scan and write.
  */
 class SparkOperatorsOnKStateStoreSuite extends KStateSparkSuite {
   private val KState = "io.kstate.KStateStoreProvider"
@@ -42,9 +45,13 @@ class SparkOperatorsOnKStateStoreSuite extends KStateSparkSuite {
    * Runs `build` over `batches` with `provider`, restarting halfway; returns the sorted output
    * and the last progress' state operator row counts.
    */
-  private def run(provider: String, mode: String, inputs: Int = 1)
-      (build: Seq[DataFrame] => DataFrame): (Seq[String], Seq[Long]) = {
+  private def run(provider: String, mode: String, inputs: Int = 1, maxWriteSet: Option[String] = None)
+      (build: Seq[DataFrame] => DataFrame): (Seq[String], Seq[Long], Long) = {
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", provider)
+    maxWriteSet.foreach(spark.conf.set(KStateConf.MaxWriteSetBytes.key, _))
+    var spills = 0L
+    def countSpills(q: StreamingQuery): Unit = spills += q.recentProgress.flatMap(_.stateOperators)
+      .map(op => Option(op.customMetrics.get("kstateStoreSpills")).map(_.longValue).getOrElse(0L)).sum
     try {
       val ins = Seq.fill(inputs)(stream())
       val df = build(ins.map(events))
@@ -54,6 +61,7 @@ class SparkOperatorsOnKStateStoreSuite extends KStateSparkSuite {
       batches.zipWithIndex.foreach { case (b, i) =>
         if (i == batches.size / 2) {
           all ++= CollectSink.rows(q).map(_.toString)
+          countSpills(q)
           q.stop()
           q = CollectSink.start(df, ckpt, mode)
         }
@@ -62,18 +70,26 @@ class SparkOperatorsOnKStateStoreSuite extends KStateSparkSuite {
       }
       all ++= CollectSink.rows(q).map(_.toString)
       val rows = q.lastProgress.stateOperators.map(_.numRowsTotal).toSeq
+      countSpills(q)
       q.stop()
-      (all.sorted.toSeq, rows)
-    } finally spark.conf.unset("spark.sql.streaming.stateStore.providerClass")
+      (all.sorted.toSeq, rows, spills)
+    } finally {
+      spark.conf.unset("spark.sql.streaming.stateStore.providerClass")
+      spark.conf.unset(KStateConf.MaxWriteSetBytes.key)
+    }
   }
 
   private def agree(mode: String, reference: String = Hdfs, inputs: Int = 1)
       (build: Seq[DataFrame] => DataFrame): Unit = {
-    val (expected, expectedRows) = run(reference, mode, inputs)(build)
-    val (actual, actualRows) = run(KState, mode, inputs)(build)
+    val (expected, expectedRows, _) = run(reference, mode, inputs)(build)
     assert(expected.nonEmpty, "the reference run produced no output: the case tests nothing")
+    val (actual, actualRows, _) = run(KState, mode, inputs)(build)
     assert(actual === expected)
     assert(actualRows === expectedRows, "state rows per operator (numRowsTotal)")
+    val (spilled, spilledRows, spills) = run(KState, mode, inputs, maxWriteSet = Some("200"))(build)
+    assert(spills > 0, "the tiny write-set limit never spilled")
+    assert(spilled === expected, "output with spilling")
+    assert(spilledRows === expectedRows, "state rows per operator with spilling")
   }
 
   test("windowed count, append mode (state store save/restore, watermark eviction)") {

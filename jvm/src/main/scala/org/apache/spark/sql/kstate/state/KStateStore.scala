@@ -101,7 +101,7 @@ final class KStateStore private[state] (
     } else {
       checkReadable()
       counters.dbGets += 1
-      val v = provider.db.get(key)
+      val v = provider.dbGet(this, key)
       if (e == null && provider.countsRows) { changes.noteRead(key, v != null); spillIfFull() }
       v
     }
@@ -177,7 +177,7 @@ final class KStateStore private[state] (
 
   private def scan(from: Array[Byte], until: Option[Array[Byte]]): MergedScan = {
     checkReadable()
-    new MergedScan(changes.changesIn(from, until), provider.db.scan(from, until))
+    new MergedScan(changes.changesIn(from, until), provider.dbScan(this, from, until))
   }
 
   private def pairs(fam: FamilyCodec, scan: Iterator[(Array[Byte], Array[Byte])] with AutoCloseable,

@@ -10,7 +10,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.rocksdb.WriteBatch
 
-import org.apache.spark.SparkEnv
+import org.apache.spark.{SparkEnv, TaskContext}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
 import org.apache.spark.sql.execution.streaming.state._
@@ -42,11 +42,15 @@ import org.apache.spark.util.Utils
  *   SPILLED(v, s) --spill of s--> SPILLED(v, s)
  *   LOADED(v) or SPILLED(v, s) --commit of s--> LOADED(v+1)   changelog completed and made
  *                                                 durable, then the rest applied locally
- *   SPILLED(v, s) --abort of s, failed spill, or getStore--> EMPTY   pending changelog cancelled
+ *   SPILLED(v, s) --abort of s, failed spill, or getStore from another task--> EMPTY
+ *                                                 pending changelog cancelled
  *   any --failed restore or apply--> EMPTY       nothing half-loaded is ever served
  *   any --close--> CLOSED
  * }}}
  * Abort of a store that never spilled needs no transition: it never touched the database.
+ * In SPILLED(v, s), other stores opened at v by the same task (Spark's session-window operators
+ * read through one store and write through another) read a frozen view of version v taken
+ * before the first spill, so they never see s's uncommitted changes.
  */
 class KStateStoreProvider extends StateStoreProvider with Logging {
   import KStateStoreProvider._
@@ -70,6 +74,8 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   private val codecs = new ConcurrentHashMap[String, FamilyCodec]()
   /** The version being written in pieces (SPILLED), or null. */
   private var pending: PendingVersion = _
+  /** Version `loadedVersion` as it was before `pending`'s first spill (SPILLED only). */
+  private var baseView: DbView = _
   private[state] var maxWriteSetBytes: Long = KStateConf.MaxWriteSetBytes.default
   @volatile private var unreportedRestore: Option[RestoreInfo] = None
   @volatile private var lastRestoreInfo: Option[RestoreInfo] = None
@@ -128,9 +134,11 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
 
   private def ensureLoaded(version: Long): Unit = {
     if (loadedVersion == Closed) throw new IllegalStateException(s"$this is closed")
-    if (pending != null) {
-      // A store of this partition spilled and was neither committed nor aborted (its task
-      // died): its changes are in the working copy, so it no longer holds any version.
+    if (pending != null && (version != loadedVersion || pending.taskAttempt.isEmpty ||
+        pending.taskAttempt != currentTask)) {
+      // A store of this partition spilled and was neither committed nor aborted, and this is
+      // another task (its task died) or another version: its changes are in the working copy,
+      // so it no longer holds any version.
       discardWorkingCopy()
     }
     if (loadedVersion != version) {
@@ -210,12 +218,22 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
 
   // ---- commit ------------------------------------------------------------------------------
 
-  /** Whether the working copy is `store`'s: its base version, plus its spills if any. */
+  /**
+   * Whether `store` can still read its version: the working copy holds its base version, and
+   * its spills if it spilled (a store that did not spill reads the base view meanwhile).
+   */
   private[state] def holds(store: KStateStore): Boolean =
-    loadedVersion == store.version &&
-      (if (pending == null) !store.spilled else pending.store eq store)
+    loadedVersion == store.version && (!store.spilled || (pending != null && (pending.store eq store)))
 
-  private def checkHolds(store: KStateStore, op: String): Unit = if (!holds(store)) {
+  /** Reads of `store` in the local database: the base view while another store has spilled. */
+  private[state] def dbGet(store: KStateStore, key: Array[Byte]): Array[Byte] =
+    if (pending != null && (pending.store ne store)) baseView.get(key) else localDb.get(key)
+
+  private[state] def dbScan(store: KStateStore, from: Array[Byte], until: Option[Array[Byte]]): DbScan =
+    if (pending != null && (pending.store ne store)) baseView.scan(from, until) else localDb.scan(from, until)
+
+  private def checkHolds(store: KStateStore, op: String): Unit =
+    if (!holds(store) || (pending != null && (pending.store ne store))) {
     throw new IllegalStateException(s"cannot $op $store: the provider holds version " +
       s"$loadedVersion${if (pending != null) s" with spilled changes of ${pending.store}" else ""} " +
       "(another store of this partition committed or reloaded first)")
@@ -234,7 +252,10 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     if (!hasChanges) { store.changes.clear(); return }
     val started = System.nanoTime()
     try {
-      if (pending == null) pending = openPending(store)
+      if (pending == null) {
+        baseView = localDb.view()
+        pending = openPending(store)
+      }
       store.spilled = true
       val batch = new WriteBatch()
       try {
@@ -267,16 +288,22 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     loadedVersion = Empty
   }
 
+  private def closeBaseView(): Unit = if (baseView != null) {
+    try baseView.close() finally baseView = null
+  }
+
   private def cancelPending(): Unit = if (pending != null) {
     val p = pending
     pending = null
+    closeBaseView()
     try p.out.cancel() catch { case NonFatal(e) => logWarning(s"$this: cancelling ${p.file}", e) }
   }
 
   private def openPending(store: KStateStore): PendingVersion = {
     val file = path(StateFile.Changelog, store.version + 1)
     val out = fm.createAtomic(file, true)
-    PendingVersion(store, file, out, new StateFile.Writer(out, StateFile.Changelog, store.version + 1))
+    PendingVersion(store, currentTask, file, out,
+      new StateFile.Writer(out, StateFile.Changelog, store.version + 1))
   }
 
   /**
@@ -319,6 +346,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     val counting = countsRows && numKeys >= 0
     val p = if (pending != null) pending else openPending(store)
     pending = null
+    closeBaseView()
     val batch = new WriteBatch()
     try {
       try {
@@ -488,16 +516,19 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   }
 
   private def closeDb(): Unit = if (localDb != null) {
+    closeBaseView()
     try localDb.close() finally localDb = null
   }
 }
 
 object KStateStoreProvider {
+  private def currentTask: Option[Long] = Option(TaskContext.get()).map(_.taskAttemptId())
+
   private val Empty = -1L
   private val Closed = -2L
 
   /** The changelog of a version being written in pieces by `store`'s spills. */
-  private final case class PendingVersion(store: KStateStore, file: Path,
+  private final case class PendingVersion(store: KStateStore, taskAttempt: Option[Long], file: Path,
       out: CheckpointFileManager.CancellableFSDataOutputStream, writer: StateFile.Writer)
 
   /** Same switch as Spark's RocksDB provider: count rows exactly (costs existence lookups). */

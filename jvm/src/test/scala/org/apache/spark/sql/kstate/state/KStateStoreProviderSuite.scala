@@ -288,6 +288,23 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     assert(contents(p.getStore(2)).size == 101)
   }
 
+  test("while one store spills, another store of the same version reads that version, not the spills") {
+    val p = newProvider(tmp(), smallHeap)
+    hundredKeys(p)
+    val reader = p.getStore(1) // e.g. a session window's restore side, opened first in the task
+    val writer = p.getStore(1).asInstanceOf[KStateStore]
+    (0 until 3000).foreach(i => writer.put(key(s"k${i % 100}"), value(-i)))
+    (0 until 3000).foreach(i => writer.put(key(s"n$i"), value(i)))
+    assert(writer.counters.spills > 0)
+    assert(reader.get(key("k5")).getLong(0) == 5 && reader.get(key("n5")) == null)
+    assert(contents(reader) == (0 until 100).map(i => s"k$i" -> i.toLong).toMap)
+    assert(writer.get(key("n5")).getLong(0) == 5)
+    intercept[IllegalStateException](reader.commit()) // only the spilling store may commit
+    assert(writer.commit() == 2)
+    reader.abort()
+    assert(contents(p.getStore(2)).size == 3100)
+  }
+
   test("disk full while spilling fails the batch with KSTATE_STATE_SPILL_FAILED; the checkpoint is intact") {
     val root = tmp()
     val p = new DiskFullProvider

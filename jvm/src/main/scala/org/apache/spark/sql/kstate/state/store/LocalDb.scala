@@ -48,7 +48,10 @@ private[kstate] final class LocalDb(root: File) extends AutoCloseable {
    * An iterator over keys in [from, until) (until = None: to the end), on a consistent view of
    * the database taken now. The caller must close it.
    */
-  def scan(from: Array[Byte], until: Option[Array[Byte]]): DbScan = new DbScan(db, from, until)
+  def scan(from: Array[Byte], until: Option[Array[Byte]]): DbScan = new DbScan(db, from, until, None)
+
+  /** A frozen view of the database as it is now; the caller must close it before the database. */
+  def view(): DbView = new DbView(db)
 
   /** Bytes of memory RocksDB uses for this instance (memtables and table readers). */
   def memoryBytes: Long = {
@@ -75,10 +78,24 @@ private[kstate] object LocalDb {
     .setCacheIndexAndFilterBlocks(false)
 }
 
-/** A forward scan of [from, until) over a database snapshot. */
-private[kstate] final class DbScan(db: RocksDB, from: Array[Byte], until: Option[Array[Byte]])
-  extends AutoCloseable {
-  private val snapshot = db.getSnapshot
+/**
+ * The database as it was when the view was taken (a RocksDB snapshot): what the other stores of
+ * a partition read while one store's uncommitted changes are being spilled into the database.
+ */
+private[kstate] final class DbView(db: RocksDB) extends AutoCloseable {
+  private[store] val snapshot = db.getSnapshot
+  private val options = new ReadOptions().setSnapshot(snapshot)
+
+  def get(key: Array[Byte]): Array[Byte] = db.get(options, key)
+  def scan(from: Array[Byte], until: Option[Array[Byte]]): DbScan = new DbScan(db, from, until, Some(this))
+
+  override def close(): Unit = { options.close(); db.releaseSnapshot(snapshot) }
+}
+
+/** A forward scan of [from, until) over a database snapshot (its own, or a view's). */
+private[kstate] final class DbScan(db: RocksDB, from: Array[Byte], until: Option[Array[Byte]],
+    view: Option[DbView]) extends AutoCloseable {
+  private val snapshot = view.map(_.snapshot).getOrElse(db.getSnapshot)
   private val upper = until.map(new Slice(_))
   private val options = {
     val o = new ReadOptions().setSnapshot(snapshot).setFillCache(false)
@@ -96,6 +113,7 @@ private[kstate] final class DbScan(db: RocksDB, from: Array[Byte], until: Option
 
   override def close(): Unit = if (!closed) {
     closed = true
-    it.close(); options.close(); upper.foreach(_.close()); db.releaseSnapshot(snapshot)
+    it.close(); options.close(); upper.foreach(_.close())
+    if (view.isEmpty) db.releaseSnapshot(snapshot)
   }
 }
