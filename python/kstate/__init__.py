@@ -7,6 +7,9 @@
 
     spark = kstate.configure(SparkSession.builder.master("local[2]")).getOrCreate()
     deduped = events.kstate.deduplicate_by_key("10 minutes", key="user", timestamp="ts")
+
+``kstate.read_state(spark, checkpoint, operator)`` reads a kstate operator's state from a
+checkpoint.
 """
 from __future__ import annotations
 
@@ -17,10 +20,12 @@ from ._jvm import EXTENSION, SPARK_MINOR, __version__, jar_path
 from .dataframe import KStateDataFrame, KStateWindowedStream
 from .errors import KStateError
 from .session import configure
+from .state_reader import read_state
 from .windows import SessionWindows, TimeWindows
 
 __all__ = [
     "KStateDataFrame", "KStateWindowedStream", "KStateError", "TimeWindows", "SessionWindows", "configure", "jar_path", "to_millis",
+    "read_state",
     "EXTENSION", "SPARK_MINOR", "__version__",
 ]
 

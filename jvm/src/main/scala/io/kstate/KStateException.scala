@@ -141,5 +141,35 @@ object KStateErrors {
         "with_max_bytes), or choose emit_early_when_full() or spill_to_disk_when_full().")
   }
 
+  def unknownStateOperator(operator: String, checkpoint: String, found: Seq[String])
+      : KStateException =
+    err("KSTATE_STATE_NOT_FOUND",
+      s"Checkpoint $checkpoint holds no state of a kstate operator $operator. kstate operators " +
+        s"with state there: ${if (found.isEmpty) "none" else found.mkString(", ")}. Pass one of " +
+        "these names (name= of the operator, or <kind>-<n> for an unnamed one) or operator ids. " +
+        "The state of Spark's own operators is read with spark.read.format(\"statestore\").")
+
+  def noCommittedBatch(checkpoint: String): KStateException =
+    err("KSTATE_STATE_NOT_FOUND",
+      s"Checkpoint $checkpoint has no committed micro-batch (its commits/ directory is missing " +
+        "or empty), so it holds no state to read. Check the checkpoint location, or read after " +
+        "the query has committed its first micro-batch.")
+
+  def batchNotCommitted(batchId: Long, checkpoint: String, first: Long, latest: Long)
+      : KStateException = {
+    val why = if (batchId > latest) "is not committed (yet)" else "is no longer in the commit log"
+    err("KSTATE_STATE_NOT_FOUND",
+      s"Micro-batch $batchId $why in checkpoint $checkpoint; its committed batches there are " +
+        s"$first to $latest. Pass one of them as the batch id, or none to read the latest.")
+  }
+
+  def stateSchemaMissing(operator: String, storeName: String, path: String): KStateException =
+    err("KSTATE_STATE_NOT_FOUND",
+      s"kstate operator $operator has no state store '$storeName': its state schema file $path " +
+        "does not exist. kstate operators keep their state in the store 'default'.")
+
+  def invalidStateRead(why: String): KStateException =
+    err("KSTATE_INVALID_STATE_READ", s"Cannot read kstate state: $why.")
+
   def internal(msg: String): KStateException = err("KSTATE_INTERNAL_ERROR", msg)
 }

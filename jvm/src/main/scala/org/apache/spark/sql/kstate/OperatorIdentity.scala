@@ -35,6 +35,9 @@ object OperatorIdentity {
   def operatorId(name: String): Long =
     IdBase + (MurmurHash3.stringHash(name, 0x6b737461) & 0x7fffffffL) % IdBase
 
+  /** Whether `id` is in kstate's operator id range (Spark numbers its own operators from 0). */
+  def isKStateOperatorId(id: Long): Boolean = id >= IdBase && id < 2 * IdBase
+
   /** Names of all kstate stateful operators in `plan`, in pre-order; must be distinct. */
   def namesIn(plan: LogicalPlan): Seq[(KStateStatefulNode, String)] = {
     val nodes = plan.collect { case n: KStateStatefulNode => n }
@@ -51,6 +54,31 @@ object OperatorIdentity {
       .orElse(node.operatorName)
       .getOrElse(throw KStateErrors.internal(s"kstate node not found in its query plan: $node"))
 
+  /** Key of the state store provider class in an operator's recorded configuration. */
+  val ProviderKey: String = "stateStoreProvider"
+  /** Key of the operator's name in its recorded configuration. */
+  val NameKey: String = "name"
+
+  /** Where an operator's configuration is recorded, under its state directory. */
+  def configFile(stateDir: Path): Path = new Path(new Path(stateDir, "_kstate"), "operator.properties")
+
+  /**
+   * The configuration recorded for the operator whose state lives in `stateDir` (fingerprint
+   * plus [[NameKey]]), or None when nothing was recorded there (not a kstate operator, or no
+   * batch has run yet). Reads only.
+   */
+  def readConfig(stateDir: Path, conf: Configuration): Option[Map[String, String]] = {
+    val file = configFile(stateDir)
+    val fm = CheckpointFileManager.create(file.getParent, conf)
+    if (!fm.exists(file)) None
+    else {
+      val props = new Properties()
+      val in = fm.open(file)
+      try props.load(new java.io.InputStreamReader(in, StandardCharsets.UTF_8)) finally in.close()
+      Some(props.asScala.toMap)
+    }
+  }
+
   /**
    * Records the operator's configuration next to its state on first run and checks it on every
    * restart: changing a kstate operator's configuration on an existing checkpoint fails here,
@@ -58,29 +86,26 @@ object OperatorIdentity {
    */
   def checkOrRecordConfig(
       stateDir: Path, name: String, fingerprint: Map[String, String], conf: Configuration): Unit = {
-    val file = new Path(new Path(stateDir, "_kstate"), "operator.properties")
-    val fm = CheckpointFileManager.create(file.getParent, conf)
-    val current = fingerprint + ("name" -> name)
-    if (fm.exists(file)) {
-      val props = new Properties()
-      val in = fm.open(file)
-      try props.load(new java.io.InputStreamReader(in, StandardCharsets.UTF_8)) finally in.close()
-      val stored = props.asScala.toMap
-      if (stored != current) {
-        def show(m: Map[String, String]) = m.toSeq.sorted.map { case (k, v) => s"$k=$v" }.mkString(", ")
-        throw KStateErrors.configChanged(name, show(stored), show(current), file.toString)
-      }
-    } else {
-      fm.mkdirs(file.getParent)
-      val props = new Properties()
-      current.foreach { case (k, v) => props.setProperty(k, v) }
-      val out = fm.createAtomic(file, true)
-      try {
-        val w = new java.io.OutputStreamWriter(out, StandardCharsets.UTF_8)
-        props.store(w, "kstate operator configuration; do not edit")
-        w.flush()
-        out.close()
-      } catch { case e: Throwable => out.cancel(); throw e }
+    val file = configFile(stateDir)
+    val current = fingerprint + (NameKey -> name)
+    readConfig(stateDir, conf) match {
+      case Some(stored) =>
+        if (stored != current) {
+          def show(m: Map[String, String]) = m.toSeq.sorted.map { case (k, v) => s"$k=$v" }.mkString(", ")
+          throw KStateErrors.configChanged(name, show(stored), show(current), file.toString)
+        }
+      case None =>
+        val fm = CheckpointFileManager.create(file.getParent, conf)
+        fm.mkdirs(file.getParent)
+        val props = new Properties()
+        current.foreach { case (k, v) => props.setProperty(k, v) }
+        val out = fm.createAtomic(file, true)
+        try {
+          val w = new java.io.OutputStreamWriter(out, StandardCharsets.UTF_8)
+          props.store(w, "kstate operator configuration; do not edit")
+          w.flush()
+          out.close()
+        } catch { case e: Throwable => out.cancel(); throw e }
     }
   }
 }

@@ -94,7 +94,7 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     // be read by another, so changing it on an existing checkpoint is a named error.
     OperatorIdentity.checkOrRecordConfig(
       new Path(info.checkpointLocation, info.operatorId.toString), operatorName,
-      fingerprint + ("stateStoreProvider" -> providerClass), hadoopConf)
+      fingerprint + (OperatorIdentity.ProviderKey -> providerClass), hadoopConf)
     val schema = List(StateStoreColFamilySchema(StateStore.DEFAULT_COL_FAMILY_NAME, 0,
       stateKeySchema, 0, stateValueSchema))
     List(StateSchemaCompatibilityChecker.validateAndMaybeEvolveStateSchema(

@@ -1,9 +1,12 @@
 package org.apache.spark.sql.kstate.shim
 
-import org.apache.spark.sql.{Column, DataFrame}
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.{Column, DataFrame, SparkSession}
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.classic.{Dataset => ClassicDataset, SparkSession => ClassicSession}
+import org.apache.spark.sql.types.StructType
 
 /**
  * The thin layer of Spark-version-specific calls used to build kstate DataFrames. Everything
@@ -27,4 +30,14 @@ object SparkShim {
     ClassicDataset.ofRows(classic(df).sparkSession, plan)
 
   def session(df: DataFrame): ClassicSession = classic(df).sparkSession
+
+  def classic(spark: SparkSession): ClassicSession = spark match {
+    case c: ClassicSession => c
+    case other => throw new UnsupportedOperationException(
+      s"kstate needs a classic (non-Connect) SparkSession, got ${other.getClass.getName}")
+  }
+
+  /** A batch DataFrame over `rows`, which must match `schema`. */
+  def dataFrameOf(session: ClassicSession, rows: RDD[InternalRow], schema: StructType): DataFrame =
+    session.internalCreateDataFrame(rows, schema, isStreaming = false)
 }

@@ -1,0 +1,71 @@
+package org.apache.spark.sql.kstate.reader
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+
+import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
+import org.apache.spark.sql.execution.streaming.checkpointing.{CheckpointFileManager, CommitLog, OffsetSeqLog}
+import org.apache.spark.sql.kstate.OperatorIdentity
+
+/**
+ * A read-only view of a streaming query's checkpoint directory: which micro-batches committed,
+ * the SQL configuration the offset log recorded for a batch, and which kstate operators keep
+ * state under `state/`.
+ *
+ * Contract:
+ *  - Nothing here creates, changes or deletes anything in the checkpoint (Spark's metadata logs
+ *    are opened read-only); a missing directory reads as empty.
+ *  - `root` is qualified (scheme and authority), so state paths derived from it are the ones
+ *    the query used.
+ */
+final class CheckpointView(session: ClassicSession, location: String) {
+  val hadoopConf: Configuration = session.sessionState.newHadoopConf()
+
+  val root: Path = {
+    val p = new Path(location)
+    p.getFileSystem(hadoopConf).makeQualified(p)
+  }
+
+  /** `<root>/state`: the root of every operator's state (a StateStoreId's checkpoint root). */
+  val stateRoot: Path = new Path(root, "state")
+
+  private val fm = CheckpointFileManager.create(root, hadoopConf)
+  private val commitsDir = new Path(root, "commits")
+  private val offsetsDir = new Path(root, "offsets")
+
+  private lazy val commitLog: Option[CommitLog] =
+    if (fm.exists(commitsDir)) Some(new CommitLog(session, commitsDir.toString, true)) else None
+
+  /**
+   * Ids of the committed micro-batches still in the commit log, ascending: its files named by
+   * a batch id (written atomically, so a listed file is complete).
+   */
+  lazy val committedBatches: Seq[Long] =
+    if (commitLog.isEmpty) Nil
+    else fm.list(commitsDir).filter(_.isFile).flatMap(_.getPath.getName.toLongOption).toSeq.sorted
+
+  def isCommitted(batchId: Long): Boolean = commitLog.exists(_.get(batchId).isDefined)
+
+  /** The SQL configuration the offset log recorded for `batchId` (empty if none). */
+  def recordedConf(batchId: Long): Map[String, String] =
+    if (!fm.exists(offsetsDir)) Map.empty
+    else new OffsetSeqLog(session, offsetsDir.toString, true)
+      .offsetSeqMetadataForBatchId(batchId).map(_.conf).getOrElse(Map.empty)
+
+  /** kstate operators with a state directory under `state/`, by operator id. */
+  def kstateOperators: Seq[RecordedOperator] =
+    childNames(stateRoot).flatMap(_.toLongOption).filter(OperatorIdentity.isKStateOperatorId)
+      .sorted.map { id =>
+        val config = OperatorIdentity.readConfig(new Path(stateRoot, id.toString), hadoopConf)
+        RecordedOperator(id, config.getOrElse(Map.empty))
+      }
+
+  /** Partition directories of an operator's state: the highest partition number + 1. */
+  def partitionDirectories(operatorId: Long): Int = {
+    val parts = childNames(new Path(stateRoot, operatorId.toString)).flatMap(_.toIntOption)
+    if (parts.isEmpty) 0 else parts.max + 1
+  }
+
+  private def childNames(dir: Path): Seq[String] =
+    if (!fm.exists(dir)) Nil else fm.list(dir).filter(_.isDirectory).map(_.getPath.getName).toSeq
+}
