@@ -1,7 +1,7 @@
 package org.apache.spark.sql.kstate.state.store
 
-import java.io.{BufferedInputStream, BufferedOutputStream, DataInputStream, DataOutputStream, EOFException, InputStream, OutputStream}
-import java.util.zip.{CheckedInputStream, CheckedOutputStream, CRC32C}
+import java.io.{BufferedOutputStream, DataOutputStream, EOFException, InputStream, OutputStream}
+import java.util.zip.{CheckedOutputStream, CRC32C}
 
 import io.kstate.KStateErrors
 
@@ -102,9 +102,7 @@ private[kstate] object StateFile {
    */
   def read(in: InputStream, kind: Kind, storeVersion: Long, describe: => String,
       visitor: Visitor): Summary = {
-    val crc = new CRC32C
-    val checked = new CheckedInputStream(new BufferedInputStream(in, 1 << 16), crc)
-    val data = new DataInputStream(checked)
+    val data = new ChecksummedInput(in)
     def corrupt(why: String) = KStateErrors.stateFileCorrupt(describe, storeVersion, why)
     try {
       if (data.readInt() != Magic) throw corrupt("not a kstate state file (bad magic number)")
@@ -135,18 +133,18 @@ private[kstate] object StateFile {
       }
       val records = data.readLong()
       val numKeys = data.readLong()
-      val expected = crc.getValue.toInt
+      val expected = data.checksum
       val stored = data.readInt()
       if (records != n) throw corrupt(s"trailer counts $records records, file has $n")
       if (stored != expected) throw corrupt("checksum mismatch")
-      if (data.read() != -1) throw corrupt("trailing bytes after the trailer")
+      if (!data.atEnd) throw corrupt("trailing bytes after the trailer")
       Summary(records, numKeys)
     } catch {
       case _: EOFException => throw corrupt("file is truncated")
     }
   }
 
-  private def readBytes(in: DataInputStream, corrupt: String => Throwable): Array[Byte] = {
+  private def readBytes(in: ChecksummedInput, corrupt: String => Throwable): Array[Byte] = {
     val len = in.readInt()
     if (len < 0 || len > (1 << 30)) throw corrupt(s"invalid record length $len")
     val b = new Array[Byte](len)
