@@ -98,7 +98,7 @@ private[kstate] final class DbScan(db: RocksDB, from: Array[Byte], until: Option
   private val snapshot = view.map(_.snapshot).getOrElse(db.getSnapshot)
   private val upper = until.map(new Slice(_))
   private val options = {
-    val o = new ReadOptions().setSnapshot(snapshot).setFillCache(false)
+    val o = new ReadOptions().setSnapshot(snapshot)
     upper.foreach(o.setIterateUpperBound)
     o
   }
