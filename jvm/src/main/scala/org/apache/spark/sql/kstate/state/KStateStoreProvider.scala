@@ -380,8 +380,8 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
 
   /** Finds out, in batched native lookups, which changed keys existed before this version. */
   private def resolveExistence(changes: Array[WriteSet.Entry]): Unit = {
-    val keys = new java.util.ArrayList[Array[Byte]]()
-    val entries = new java.util.ArrayList[WriteSet.Entry]()
+    val keys = new java.util.ArrayList[Array[Byte]](ExistenceBatch)
+    val entries = new java.util.ArrayList[WriteSet.Entry](ExistenceBatch)
     def flush(): Unit = if (!keys.isEmpty) {
       val found = localDb.multiGet(keys)
       var i = 0
@@ -394,7 +394,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     changes.foreach { e =>
       if (e.existed == WriteSet.Unknown) {
         keys.add(e.key); entries.add(e)
-        if (keys.size >= 4096) flush()
+        if (keys.size >= ExistenceBatch) flush()
       }
     }
     flush()
@@ -525,6 +525,8 @@ object KStateStoreProvider {
   private def currentTask: Option[Long] = Option(TaskContext.get()).map(_.taskAttemptId())
 
   private val Empty = -1L
+  /** Keys per native multi-get when resolving which changed keys existed. */
+  private val ExistenceBatch = 4096
   private val Closed = -2L
 
   /** The changelog of a version being written in pieces by `store`'s spills. */

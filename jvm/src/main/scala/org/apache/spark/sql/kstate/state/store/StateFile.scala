@@ -1,7 +1,6 @@
 package org.apache.spark.sql.kstate.state.store
 
-import java.io.{BufferedOutputStream, DataOutputStream, EOFException, InputStream, OutputStream}
-import java.util.zip.{CheckedOutputStream, CRC32C}
+import java.io.{EOFException, InputStream, OutputStream}
 
 import io.kstate.KStateErrors
 
@@ -45,12 +44,8 @@ private[kstate] object StateFile {
 
   /** Writes one file; `close()` writes the trailer. Not thread-safe. */
   final class Writer(raw: OutputStream, kind: Kind, storeVersion: Long) {
-    private val crc = new CRC32C
-    // Buffer before checksumming, so the CRC is updated per 64 KB block, not per field byte.
-    private val out = new DataOutputStream(
-      new BufferedOutputStream(new CheckedOutputStream(raw, crc), 1 << 16))
+    private val out = new ChecksummedOutput(raw)
     private var records = 0L
-    private var bytes = 0L
 
     out.writeInt(Magic); out.writeInt(FormatVersion); out.writeByte(kind.tag)
     out.writeLong(storeVersion)
@@ -82,11 +77,10 @@ private[kstate] object StateFile {
     def finish(numKeys: Long): Long = {
       out.writeByte(End); out.writeLong(records); out.writeLong(numKeys)
       out.flush()
-      val sum = crc.getValue.toInt
-      out.writeInt(sum)
+      out.writeInt(out.checksum)
       out.flush()
-      bytes = out.size().toLong
-      bytes
+      raw.flush()
+      out.size
     }
 
     def recordCount: Long = records

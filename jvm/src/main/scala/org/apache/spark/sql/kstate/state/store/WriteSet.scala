@@ -94,17 +94,18 @@ private[kstate] final class WriteSet {
    * multi-gets markedly faster than random-order ones).
    */
   def sortedChanges: Array[Entry] = {
-    if (index != null) {
-      val out = Array.newBuilder[Entry]
-      index.values().forEach(e => if (e.value != null) out += e)
-      out.result()
-    } else {
-      val out = Array.newBuilder[Entry]
-      entries.values().forEach(e => if (e.value != null) out += e)
-      val arr = out.result()
-      java.util.Arrays.sort(arr, (a: Entry, b: Entry) => Bytes.Order.compare(a.key, b.key))
-      arr
+    val out = new Array[Entry](entries.size)
+    var n = 0
+    val it = (if (index != null) index.values() else entries.values()).iterator()
+    while (it.hasNext) {
+      val e = it.next()
+      if (e.value != null) { out(n) = e; n += 1 }
     }
+    val changes = if (n == out.length) out else java.util.Arrays.copyOf(out, n)
+    if (index == null) {
+      java.util.Arrays.sort(changes, (a: Entry, b: Entry) => Bytes.Order.compare(a.key, b.key))
+    }
+    changes
   }
 }
 
