@@ -23,7 +23,8 @@ import org.apache.spark.sql.kstate.state.KStateStore
  *    history retention (the history may have been cleaned up).
  *  - Grace period and history retention are separate settings (Kafka ties them). The grace
  *    period may not exceed the retention: an accepted put must stay queryable.
- *  - Observed stream time is the largest timestamp put so far; it is persisted with the store.
+ *  - Observed stream time is the largest timestamp put so far; it is persisted with the store
+ *    when it commits.
  *  - `cleanup()` deletes versions whose validTo is at or before stream time minus retention,
  *    and latest tombstones that old, through a time index: it touches only expired entries.
  *
@@ -55,6 +56,12 @@ final class VersionedKeyValueStore(
 
   private var streamTime: Long = Option(meta.get(StreamTimeKey)).map(b => ByteBuffer.wrap(b).getLong)
     .getOrElse(NoTime)
+  private var streamTimeMoved = false
+  // Stream time is written once, when the store commits, not at every put that advances it.
+  store.beforeCommit(() => if (streamTimeMoved) {
+    meta.put(StreamTimeKey, ByteBuffer.allocate(8).putLong(streamTime).array())
+    streamTimeMoved = false
+  })
 
   /** The largest timestamp put so far (`Long.MinValue` before the first put). */
   def observedStreamTime: Long = streamTime
@@ -63,7 +70,7 @@ final class VersionedKeyValueStore(
     if (timestamp < minus(streamTime, gracePeriodMs)) return NotPut
     if (timestamp > streamTime) {
       streamTime = timestamp
-      meta.put(StreamTimeKey, ByteBuffer.allocate(8).putLong(timestamp).array())
+      streamTimeMoved = true
     }
     val cur = latestOf(key)
     if (cur == null || timestamp > cur.from) {
