@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from typing import Any, Dict, Iterable, Optional, Tuple
+from typing import Any, Dict, Iterable, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -429,6 +429,36 @@ def sha256_file(path: str) -> Optional[str]:
             return hashlib.sha256(f.read()).hexdigest()
     except OSError:
         return None
+
+
+def readme_block(result: Dict[str, Any], script: str, markers: Tuple[str, str], table: str,
+                 chart_alt: str, figures_note: str, extra: Sequence[str] = ()) -> str:
+    """The README block of one benchmark run: provenance, input, the results table, `extra`
+    lines (e.g. a goal verdict), the chart and where the full figures are."""
+    e = result["environment"]
+    lines = [
+        markers[0],
+        f"_Written by `bench/{script}` on {e.get('date_utc')} (Spark {e.get('spark_version')}, "
+        f"{e.get('cpu_count')} CPUs, {e.get('memory_gb')} GB, Java {e.get('java_version')}, "
+        f"kstate jar sha256 {str(e.get('kstate_jar_sha256'))[:12]}, commit "
+        f"{str(e.get('git_commit'))[:10]}"
+        f"{' + uncommitted changes' if e.get('git_dirty_files') else ''})._",
+        "",
+        f"Input: {result['input']['rows']:,} rows in {result['input']['files']} files/micro-batches, "
+        f"{result['parameters']['keys']:,} keys, {result['parameters']['reps']} repetition(s), "
+        f"{result['parameters']['shuffle_partitions']} shuffle partitions.",
+        "",
+        "```",
+        table,
+        "```",
+        "",
+        *extra,
+        f"![{chart_alt}]({os.path.relpath(result['files']['png'], HERE)})",
+        "",
+        f"{figures_note}: `{os.path.relpath(result['files']['json'], HERE)}`.",
+        markers[1],
+    ]
+    return "\n".join(lines)
 
 
 def update_readme(section: str, start: str = README_START, end: str = README_END) -> None:

@@ -26,7 +26,7 @@ import zipfile
 from collections import defaultdict
 from typing import Any, Dict, List, Optional
 
-from common import (save_results, HDFS, HERE, KSTATE_PROVIDER_KEY, PROVIDER_KEY, RESULTS, ROCKSDB, ROOT,
+from common import (readme_block, save_results, HDFS, HERE, KSTATE_PROVIDER_KEY, PROVIDER_KEY, RESULTS, ROCKSDB, ROOT,
                     SCHEMA, TMP, CpuMeter, add_input_args, add_spark_args, describe_input,
                     environment, finish_args, fmt_int, generate, sha256_file, start_spark,
                     summarize, unload_state_stores, wait_for_jar)
@@ -737,29 +737,8 @@ def write_chart(path: str, result: Dict[str, Any]) -> None:
 
 
 def readme_section(result: Dict[str, Any], table: str) -> str:
-    e = result["environment"]
-    lines = [
-        README_START,
-        f"_Written by `bench/providers.py` on {e.get('date_utc')} (Spark {e.get('spark_version')}, "
-        f"{e.get('cpu_count')} CPUs, {e.get('memory_gb')} GB, Java {e.get('java_version')}, "
-        f"kstate jar sha256 {str(e.get('kstate_jar_sha256'))[:12]}, commit "
-        f"{str(e.get('git_commit'))[:10]}"
-        f"{' + uncommitted changes' if e.get('git_dirty_files') else ''})._",
-        "",
-        f"Input: {result['input']['rows']:,} rows in {result['input']['files']} files/micro-batches, "
-        f"{result['parameters']['keys']:,} keys, {result['parameters']['reps']} repetition(s), "
-        f"{result['parameters']['shuffle_partitions']} shuffle partitions.",
-        "",
-        "```",
-        table,
-        "```",
-        "",
-        f"![provider benchmark]({os.path.relpath(result['files']['png'], HERE)})",
-        "",
-        f"All figures: `{os.path.relpath(result['files']['json'], HERE)}`.",
-        README_END,
-    ]
-    return "\n".join(lines)
+    return readme_block(result, "providers.py", (README_START, README_END), table,
+                        "provider benchmark", "All figures")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from common import (save_results, HDFS, HERE, KIND_NAMES, PROVIDER_KEY, README_END, README_START, RESULTS,
+from common import (readme_block, save_results, HDFS, HERE, KIND_NAMES, PROVIDER_KEY, README_END, README_START, RESULTS,
                     ROCKSDB, ROOT, SCHEMA, TMP, CpuMeter, add_input_args, add_spark_args,
                     describe_input, environment, finish_args, fmt_int, generate, sha256_file,
                     start_spark, summarize, unload_state_stores, wait_for_jar)
@@ -192,33 +192,12 @@ def write_chart(path: str, result: Dict[str, Any]) -> None:
 
 
 def readme_section(result: Dict[str, Any], table: str) -> str:
-    e = result["environment"]
     goal = result["goal"]
-    lines = [
-        README_START,
-        f"_Written by `bench/run.py` on {e['date_utc']} (Spark {e['spark_version']}, "
-        f"{e['cpu_count']} CPUs, {e['memory_gb']} GB, Java {e['java_version']}, "
-        f"kstate jar sha256 {e['kstate_jar_sha256'][:12]}, commit {str(e['git_commit'])[:10]}"
-        f"{' + uncommitted changes' if e['git_dirty_files'] else ''})._",
-        "",
-        f"Input: {result['input']['rows']:,} rows in {result['input']['files']} files/micro-batches, "
-        f"{result['parameters']['keys']:,} keys, {result['parameters']['reps']} repetition(s), "
-        f"{result['parameters']['shuffle_partitions']} shuffle partitions.",
-        "",
-        "```",
-        table,
-        "```",
-        "",
-        f"Goal (kstate >= {GOAL_RATIO}x the built-in with both providers): "
-        f"**{'met' if goal['met'] else 'NOT met'}**.",
-        "",
-        f"![dedup benchmark]({os.path.relpath(result['files']['png'], HERE)})",
-        "",
-        f"All figures (per-batch progress, state operator metrics, environment): "
-        f"`{os.path.relpath(result['files']['json'], HERE)}`.",
-        README_END,
-    ]
-    return "\n".join(lines)
+    return readme_block(
+        result, "run.py", (README_START, README_END), table, "dedup benchmark",
+        "All figures (per-batch progress, state operator metrics, environment)",
+        extra=[f"Goal (kstate >= {GOAL_RATIO}x the built-in with both providers): "
+               f"**{'met' if goal['met'] else 'NOT met'}**.", ""])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -247,9 +247,11 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
    */
   private[state] def spill(store: KStateStore): Unit = synchronized {
     checkHolds(store, "spill")
-    val hasChanges = store.familiesFlushed < store.familyLog.size ||
-      store.changes.sortedChanges.nonEmpty
-    if (!hasChanges) { store.changes.clear(); return }
+    val changes = store.changes.sortedChanges
+    if (changes.isEmpty && store.familiesFlushed == store.familyLog.size) {
+      store.changes.clear() // only existence notes: nothing to spill
+      return
+    }
     val started = System.nanoTime()
     try {
       if (pending == null) {
@@ -260,7 +262,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
       val batch = new WriteBatch()
       try {
         val records = pending.writer.recordCount
-        val delta = flushInto(store, pending.writer, batch)
+        val delta = flushInto(store, changes, pending.writer, batch)
         applyLocally(batch)
         if (countsRows && numKeys >= 0) numKeys += delta
         store.counters.spilledRecords += pending.writer.recordCount - records
@@ -307,11 +309,12 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   }
 
   /**
-   * Writes `store`'s not yet written family changes and its write set to the changelog writer
-   * and the local write batch, in one pass; returns the change in the number of keys (0 when
-   * rows are not counted).
+   * Writes `store`'s not yet written family changes and its write set's `changes` (sorted) to
+   * the changelog writer and the local write batch, in one pass; returns the change in the
+   * number of keys (0 when rows are not counted).
    */
-  private def flushInto(store: KStateStore, w: StateFile.Writer, batch: WriteBatch): Long = {
+  private def flushInto(store: KStateStore, changes: Array[WriteSet.Entry], w: StateFile.Writer,
+      batch: WriteBatch): Long = {
     val counting = countsRows && numKeys >= 0
     var delta = 0L
     store.familyLog.drop(store.familiesFlushed).foreach {
@@ -324,7 +327,6 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
         batch.deleteRange(p, Bytes.prefixEnd(p).getOrElse(Array[Byte](-1, -1, -1)))
     }
     store.familiesFlushed = store.familyLog.size
-    val changes = store.changes.sortedChanges
     if (counting) resolveExistence(changes)
     changes.foreach { e =>
       if (e.isDelete) {
@@ -350,7 +352,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     val batch = new WriteBatch()
     try {
       try {
-        val delta = flushInto(store, p.writer, batch)
+        val delta = flushInto(store, store.changes.sortedChanges, p.writer, batch)
         val newNumKeys = if (counting) numKeys + delta else -1L
         store.counters.changelogBytes += p.writer.finish(newNumKeys)
         store.counters.changelogRecords += p.writer.recordCount
