@@ -37,5 +37,17 @@ object KStateConf {
     "Most heap bytes (estimated) one state store version of kstate's provider holds in " +
       "uncommitted changes; past it they are spilled to the store's local RocksDB and its " +
       "pending changelog, so a large micro-batch does not need a large heap. Accepts sizes such " +
-      "as '64m'. Default 64m.")(s => org.apache.spark.network.util.JavaUtils.byteStringAsBytes(s.trim))
+      "as '64m'. Default 64m.")(parseBytes)
+
+  /** Read by kstate's state store provider, like [[MaxWriteSetBytes]]. */
+  val HeapStateBytes: Entry[Long] = Entry(
+    "spark.sql.streaming.stateStore.kstate.heapStateBytes",
+    -1L,
+    "Heap bytes (estimated) all of an executor's kstate state stores may use together to keep " +
+      "their committed state on the heap, where reads and commits are fastest. A store whose " +
+      "state does not fit moves it to its local RocksDB (it returns to the heap when it is next " +
+      "restored and fits). 0 keeps every store in RocksDB. Accepts sizes such as '512m'. " +
+      "Default: an eighth of the executor's maximum heap.")(parseBytes)
+
+  private def parseBytes(s: String): Long = org.apache.spark.network.util.JavaUtils.byteStringAsBytes(s.trim)
 }

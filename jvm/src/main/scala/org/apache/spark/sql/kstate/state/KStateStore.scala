@@ -102,7 +102,7 @@ final class KStateStore private[state] (
       checkReadable()
       counters.dbGets += 1
       val v = provider.dbGet(this, key)
-      if (e == null && provider.countsRows) { changes.noteRead(key, v != null); spillIfFull() }
+      if (e == null && provider.notesReads) { changes.noteRead(key, v != null); spillIfFull() }
       v
     }
   }

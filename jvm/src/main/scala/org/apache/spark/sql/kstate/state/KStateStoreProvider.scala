@@ -19,8 +19,10 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.Utils
 
 /**
- * kstate's state store provider: a local RocksDB working copy per store, made durable by
- * per-version changelog files and periodic snapshots in the state checkpoint directory.
+ * kstate's state store provider: a working copy per store, made durable by per-version
+ * changelog files and periodic snapshots in the state checkpoint directory. The working copy is
+ * a [[HeapState]] while it fits the executor's heap state budget ([[HeapStateBudget]],
+ * `spark.sql.streaming.stateStore.kstate.heapStateBytes`), else a local RocksDB ([[LocalDb]]).
  *
  * Set it query-wide with `spark.sql.streaming.stateStore.providerClass=io.kstate.KStateStoreProvider`
  * (it then serves Spark's own operators too); kstate operators use it through
@@ -35,6 +37,10 @@ import org.apache.spark.util.Utils
  * State machine (all transitions under the provider's lock):
  * {{{
  *   EMPTY --getStore(v)--> LOADED(v)            restore: latest snapshot <= v, replay changelogs
+ *                                                 (into the heap; moved to RocksDB part way
+ *                                                 through if it outgrows the budget)
+ *   LOADED(v) on the heap --commit that outgrows the budget, or a first spill--> the same state
+ *                                                 with the working copy moved to RocksDB
  *   LOADED(v) --getStore(v)--> LOADED(v)         reuse, no I/O
  *   LOADED(v) --getStore(w != v)--> LOADED(w)    full restore of w
  *   LOADED(v) --spill of a store at v--> SPILLED(v, store)   changelog opened (not yet durable),
@@ -66,6 +72,11 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   private var dir: Path = _
   private[state] var countsRows: Boolean = true
 
+  /** The working copy: on the heap (`heap`) while it fits its budget, else `localDb`. */
+  private var heap: HeapState = _
+  /** Bytes of [[HeapStateBudget]] reserved for `heap`. */
+  private var heapReserved: Long = 0L
+  private[state] var heapStateLimit: Long = HeapStateBudget.defaultLimit
   private var localDb: LocalDb = _
   @volatile private[state] var loadedVersion: Long = Empty
   private var registry: FamilyRegistry = _
@@ -101,6 +112,8 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     this.countsRows = setting(TrackRowsKey).forall(_.trim.toBoolean)
     this.maxWriteSetBytes = setting(KStateConf.MaxWriteSetBytes.key)
       .map(KStateConf.MaxWriteSetBytes.parse).getOrElse(KStateConf.MaxWriteSetBytes.default)
+    this.heapStateLimit = setting(KStateConf.HeapStateBytes.key).map(KStateConf.HeapStateBytes.parse)
+      .filter(_ >= 0).getOrElse(HeapStateBudget.defaultLimit)
     this.dir = stateStoreId.storeCheckpointLocation()
     this.fm = CheckpointFileManager.create(dir, hadoopConf)
     fm.mkdirs(dir)
@@ -130,7 +143,11 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
 
   // ---- restore -----------------------------------------------------------------------------
 
-  private[state] def db: LocalDb = localDb
+  /** Whether the working copy is on the heap (for tests and metrics). */
+  private[state] def onHeap: Boolean = heap != null
+
+  /** Bytes this provider holds of the executor's heap state budget (for tests). */
+  private[state] def heapReservedBytes: Long = synchronized(heapReserved)
 
   private def ensureLoaded(version: Long): Unit = {
     if (loadedVersion == Closed) throw new IllegalStateException(s"$this is closed")
@@ -155,7 +172,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     val started = System.nanoTime()
     closeDb()
     loadedVersion = Empty
-    localDb = new LocalDb(localRoot)
+    if (heapStateLimit > 0) heap = new HeapState else localDb = new LocalDb(localRoot)
     registry = FamilyRegistry.initial(StateStore.DEFAULT_COL_FAMILY_NAME)
     numKeys = 0
     lastSnapshotVersion = 0
@@ -195,26 +212,74 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     val in = try fm.open(p) catch {
       case _: FileNotFoundException => throw KStateErrors.stateFileMissing(p.toString, version, target)
     }
-    val sink = new DbLoader(localDb)
+    val sink = new StateLoader(heap, localDb, () => heapFits(), () => { moveHeapToDb(); localDb })
     try {
       val summary = StateFile.read(in, kind, version, p.toString, sink)
       sink.flush()
       registry = sink.applyFamilies(registry)
       summary
-    } catch {
-      case NonFatal(e) => sink.discard(); throw e
-    } finally in.close()
+    } finally {
+      sink.close()
+      in.close()
+    }
+  }
+
+  // ---- heap working copy -------------------------------------------------------------------
+
+  /** Whether `heap` fits the executor's heap state budget; adjusts the reservation if it does. */
+  private def heapFits(): Boolean = {
+    val want = heap.heapBytes
+    if (want <= heapReserved) {
+      HeapStateBudget.release(heapReserved - want)
+      heapReserved = want
+      true
+    } else if (HeapStateBudget.tryReserve(want - heapReserved, heapStateLimit)) {
+      heapReserved = want
+      true
+    } else false
+  }
+
+  private def releaseHeap(): Unit = {
+    HeapStateBudget.release(heapReserved)
+    heapReserved = 0L
+  }
+
+  /**
+   * Moves the heap working copy into a new local database (it outgrew its budget, or a store
+   * is about to spill into the working copy). On failure the caller discards the working copy.
+   */
+  private def moveHeapToDb(): Unit = {
+    val from = heap
+    localDb = new LocalDb(localRoot)
+    var batch = new WriteBatch()
+    try {
+      var n = 0
+      from.foreach { (k, v) =>
+        batch.put(k, v)
+        n += 1
+        if (n % StateLoader.CheckEvery == 0) {
+          applyLocally(batch); batch.close(); batch = new WriteBatch()
+        }
+      }
+      applyLocally(batch)
+    } finally batch.close()
+    heap = null
+    from.clear()
+    releaseHeap()
+    logInfo(s"$this: state moved from the heap to local RocksDB (${from.size} entries)")
   }
 
   private def countAll(): Long = countRange(Array.emptyByteArray, None)
 
-  /** Number of keys in [from, until) of the local database (a full scan of that range). */
-  private def countRange(from: Array[Byte], until: Option[Array[Byte]]): Long = {
-    val scan = localDb.scan(from, until)
-    var n = 0L
-    try while (scan.valid) { n += 1; scan.next() } finally scan.close()
-    n
-  }
+  /** Number of keys in [from, until) of the working copy (for the database, a scan). */
+  private def countRange(from: Array[Byte], until: Option[Array[Byte]]): Long =
+    if (heap != null) heap.count(from, until)
+    else {
+      val scan = localDb.scan(from, until)
+      var n = 0L
+      try while (scan.valid) { n += 1; scan.next() } finally scan.close()
+      n
+    }
 
   // ---- commit ------------------------------------------------------------------------------
 
@@ -225,12 +290,22 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   private[state] def holds(store: KStateStore): Boolean =
     loadedVersion == store.version && (!store.spilled || (pending != null && (pending.store eq store)))
 
-  /** Reads of `store` in the local database: the base view while another store has spilled. */
+  /** Reads of `store` in the working copy: the base view while another store has spilled. */
   private[state] def dbGet(store: KStateStore, key: Array[Byte]): Array[Byte] =
-    if (pending != null && (pending.store ne store)) baseView.get(key) else localDb.get(key)
+    if (pending != null && (pending.store ne store)) baseView.get(key)
+    else if (heap != null) heap.get(key)
+    else localDb.get(key)
 
-  private[state] def dbScan(store: KStateStore, from: Array[Byte], until: Option[Array[Byte]]): DbScan =
-    if (pending != null && (pending.store ne store)) baseView.scan(from, until) else localDb.scan(from, until)
+  private[state] def dbScan(store: KStateStore, from: Array[Byte], until: Option[Array[Byte]]): StateScan =
+    if (pending != null && (pending.store ne store)) baseView.scan(from, until)
+    else if (heap != null) heap.scan(from, until)
+    else localDb.scan(from, until)
+
+  /**
+   * Whether reads should note if a key existed (saving a lookup when counting rows at commit):
+   * only for a database working copy, where that lookup is a native call.
+   */
+  private[state] def notesReads: Boolean = countsRows && heap == null
 
   private def checkHolds(store: KStateStore, op: String): Unit =
     if (!holds(store) || (pending != null && (pending.store ne store))) {
@@ -255,18 +330,19 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     val started = System.nanoTime()
     try {
       if (pending == null) {
+        // Spilled changes go into the working copy before they are committed: into RocksDB,
+        // where a frozen view of version v stays readable meanwhile.
+        if (heap != null) moveHeapToDb()
         baseView = localDb.view()
         pending = openPending(store)
       }
       store.spilled = true
-      val batch = new WriteBatch()
-      try {
-        val records = pending.writer.recordCount
-        val delta = flushInto(store, changes, pending.writer, batch)
-        applyLocally(batch)
-        if (countsRows && numKeys >= 0) numKeys += delta
-        store.counters.spilledRecords += pending.writer.recordCount - records
-      } finally batch.close()
+      val records = pending.writer.recordCount
+      val families = unflushedFamilies(store)
+      val delta = flushInto(families, changes, pending.writer)
+      applyToWorkingCopy(families, changes)
+      if (countsRows && numKeys >= 0) numKeys += delta
+      store.counters.spilledRecords += pending.writer.recordCount - records
       store.changes.clear()
       store.counters.spills += 1
     } catch {
@@ -308,36 +384,56 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
       new StateFile.Writer(out, StateFile.Changelog, store.version + 1))
   }
 
+  /** `store`'s family changes no spill has written yet; marks them written. */
+  private def unflushedFamilies(store: KStateStore): Vector[FamilyChange] = {
+    val out = store.familyLog.drop(store.familiesFlushed)
+    store.familiesFlushed = store.familyLog.size
+    out
+  }
+
   /**
-   * Writes `store`'s not yet written family changes and its write set's `changes` (sorted) to
-   * the changelog writer and the local write batch, in one pass; returns the change in the
-   * number of keys (0 when rows are not counted).
+   * Writes family changes and write-set `changes` (sorted) to the changelog writer, before the
+   * working copy changes; returns the change in the number of keys (0 when rows are not
+   * counted).
    */
-  private def flushInto(store: KStateStore, changes: Array[WriteSet.Entry], w: StateFile.Writer,
-      batch: WriteBatch): Long = {
+  private def flushInto(families: Vector[FamilyChange], changes: Array[WriteSet.Entry],
+      w: StateFile.Writer): Long = {
     val counting = countsRows && numKeys >= 0
     var delta = 0L
-    store.familyLog.drop(store.familiesFlushed).foreach {
+    families.foreach {
       case FamilyChange.Created(name, id) => w.family(id, name)
       case FamilyChange.Dropped(id) =>
-        // Its keys are gone: counted by a scan (drops are rare), before the batch deletes them.
+        // Its keys are gone: counted (drops are rare) before the working copy deletes them.
         if (counting) delta -= countFamily(id)
         w.dropFamily(id)
-        val p = FamilyCodec.prefixOf(id)
-        batch.deleteRange(p, Bytes.prefixEnd(p).getOrElse(Array[Byte](-1, -1, -1)))
     }
-    store.familiesFlushed = store.familyLog.size
     if (counting) resolveExistence(changes)
     changes.foreach { e =>
       if (e.isDelete) {
-        w.delete(e.key); batch.delete(e.key)
+        w.delete(e.key)
         if (e.existed == WriteSet.Present) delta -= 1
       } else {
-        w.put(e.key, e.value); batch.put(e.key, e.value)
+        w.put(e.key, e.value)
         if (e.existed != WriteSet.Present) delta += 1
       }
     }
     delta
+  }
+
+  /** Applies family drops and `changes` to the working copy (heap, or one database batch). */
+  private def applyToWorkingCopy(families: Vector[FamilyChange], changes: Array[WriteSet.Entry]): Unit = {
+    val drops = families.collect { case FamilyChange.Dropped(id) => FamilyCodec.prefixOf(id) }
+    if (heap != null) {
+      drops.foreach(p => heap.deleteRange(p, Bytes.prefixEnd(p)))
+      changes.foreach(e => if (e.isDelete) heap.delete(e.key) else heap.put(e.key, e.value))
+    } else {
+      val batch = new WriteBatch()
+      try {
+        drops.foreach(p => batch.deleteRange(p, Bytes.prefixEnd(p).getOrElse(Array[Byte](-1, -1, -1))))
+        changes.foreach(e => if (e.isDelete) batch.delete(e.key) else batch.put(e.key, e.value))
+        applyLocally(batch)
+      } finally batch.close()
+    }
   }
 
   /** Makes `store`'s changes version `store.version + 1`: durable first, then local. */
@@ -349,28 +445,30 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     val p = if (pending != null) pending else openPending(store)
     pending = null
     closeBaseView()
-    val batch = new WriteBatch()
+    val families = unflushedFamilies(store)
+    val changes = store.changes.sortedChanges
     try {
-      try {
-        val delta = flushInto(store, store.changes.sortedChanges, p.writer, batch)
-        val newNumKeys = if (counting) numKeys + delta else -1L
-        store.counters.changelogBytes += p.writer.finish(newNumKeys)
-        store.counters.changelogRecords += p.writer.recordCount
-        p.out.close()
-        numKeys = newNumKeys
-      } catch {
-        case NonFatal(e) =>
-          try p.out.cancel() catch { case NonFatal(c) => e.addSuppressed(c) }
-          if (store.spilled) { closeDb(); loadedVersion = Empty }
-          throw e
-      }
-      try applyLocally(batch) catch {
-        case NonFatal(e) =>
-          // The changelog is durable; the local copy is not trustworthy: reload next time.
-          closeDb(); loadedVersion = Empty
-          throw e
-      }
-    } finally batch.close()
+      val delta = flushInto(families, changes, p.writer)
+      val newNumKeys = if (counting) numKeys + delta else -1L
+      store.counters.changelogBytes += p.writer.finish(newNumKeys)
+      store.counters.changelogRecords += p.writer.recordCount
+      p.out.close()
+      numKeys = newNumKeys
+    } catch {
+      case NonFatal(e) =>
+        try p.out.cancel() catch { case NonFatal(c) => e.addSuppressed(c) }
+        if (store.spilled) { closeDb(); loadedVersion = Empty }
+        throw e
+    }
+    try {
+      applyToWorkingCopy(families, changes)
+      if (heap != null && !heapFits()) moveHeapToDb()
+    } catch {
+      case NonFatal(e) =>
+        // The changelog is durable; the local copy is not trustworthy: reload next time.
+        closeDb(); loadedVersion = Empty
+        throw e
+    }
     loadedVersion = newVersion
     registry = store.registry
     store.counters.commitNanos += System.nanoTime() - started
@@ -380,8 +478,20 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     newVersion
   }
 
-  /** Finds out, in batched native lookups, which changed keys existed before this version. */
-  private def resolveExistence(changes: Array[WriteSet.Entry]): Unit = {
+  /**
+   * Finds out which changed keys existed before this version: map lookups on the heap, batched
+   * native multi-gets in the database.
+   */
+  private def resolveExistence(changes: Array[WriteSet.Entry]): Unit =
+    if (heap != null) {
+      changes.foreach { e =>
+        if (e.existed == WriteSet.Unknown) {
+          e.existed = if (heap.contains(e.key)) WriteSet.Present else WriteSet.Absent
+        }
+      }
+    } else resolveExistenceInDb(changes)
+
+  private def resolveExistenceInDb(changes: Array[WriteSet.Entry]): Unit = {
     val keys = new java.util.ArrayList[Array[Byte]](ExistenceBatch)
     val entries = new java.util.ArrayList[WriteSet.Entry](ExistenceBatch)
     def flush(): Unit = if (!keys.isEmpty) {
@@ -411,11 +521,12 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     val started = System.nanoTime()
     val file = path(StateFile.Snapshot, version)
     val out = fm.createAtomic(file, true)
-    val scan = localDb.scan(Array.emptyByteArray, None)
+    val scan = if (heap != null) null else localDb.scan(Array.emptyByteArray, None)
     try {
       val w = new StateFile.Writer(out, StateFile.Snapshot, version)
       registry.ids.foreach { case (name, id) => w.family(id, name) }
-      while (scan.valid) { w.put(scan.key, scan.value); scan.next() }
+      if (scan == null) heap.foreach((k, v) => w.put(k, v))
+      else while (scan.valid) { w.put(scan.key, scan.value); scan.next() }
       w.finish(numKeys)
       out.close()
       lastSnapshotVersion = version
@@ -425,7 +536,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
         // A snapshot is an optimisation: the changelogs still restore this version.
         try out.cancel() catch { case NonFatal(_) => }
         logWarning(s"$this could not write snapshot $file", e)
-    } finally scan.close()
+    } finally if (scan != null) scan.close()
     counters.snapshotNanos += System.nanoTime() - started
   }
 
@@ -483,7 +594,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
       MetricRestoredFromSnapshot -> restore.count(_.snapshotVersion.isDefined).toLong,
       MetricSpills -> c.spills,
       MetricSpilledRecords -> c.spilledRecords)
-    val mem = Option(localDb).map(_.memoryBytes).getOrElse(0L)
+    val mem = if (heap != null) heap.heapBytes else Option(localDb).map(_.memoryBytes).getOrElse(0L)
     StateStoreMetrics(if (countsRows) math.max(numKeys, 0L) else -1L, mem, custom)
   }
 
@@ -517,9 +628,17 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     root
   }
 
-  private def closeDb(): Unit = if (localDb != null) {
-    closeBaseView()
-    try localDb.close() finally localDb = null
+  /** Drops the working copy, wherever it is. */
+  private def closeDb(): Unit = {
+    if (heap != null) {
+      heap.clear()
+      heap = null
+      releaseHeap()
+    }
+    if (localDb != null) {
+      closeBaseView()
+      try localDb.close() finally localDb = null
+    }
   }
 }
 
@@ -543,7 +662,7 @@ object KStateStoreProvider {
       recordsReplayed: Long, millis: Long)
 
   val MetricDbGets = StateStoreCustomSumMetric("kstateStoreDbGets",
-    "kstate store: lookups that reached the local database")
+    "kstate store: lookups that reached the working copy (heap or local RocksDB)")
   val MetricCommitMs = StateStoreCustomTimingMetric("kstateStoreCommitMs",
     "kstate store: time to write the changelog and apply it locally")
   val MetricChangelogBytes = StateStoreCustomSizeMetric("kstateStoreChangelogBytes",

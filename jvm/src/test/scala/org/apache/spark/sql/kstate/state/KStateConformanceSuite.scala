@@ -50,3 +50,19 @@ class KStateConformanceSuite extends StateStoreConformanceSuite {
     }
   }
 }
+
+/** kstate's provider with its working copy always in RocksDB (no heap state). */
+class KStateDbConformanceSuite extends KStateConformanceSuite {
+  override protected def extraConf: Map[String, String] =
+    Map(io.kstate.KStateConf.HeapStateBytes.key -> "0")
+}
+
+/**
+ * kstate's provider with a heap state budget so small that stores start on the heap and move to
+ * RocksDB as they grow, within restores and at commits.
+ */
+class KStateHeapToDbConformanceSuite extends KStateConformanceSuite {
+  // 600 bytes free in the executor-wide budget (earlier suites may hold some of it).
+  override protected def extraConf: Map[String, String] = Map(io.kstate.KStateConf.HeapStateBytes.key ->
+    (org.apache.spark.sql.kstate.state.store.HeapStateBudget.reserved + 600).toString)
+}

@@ -222,6 +222,88 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     assert(e.errorClass == "KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT")
   }
 
+  // ---- heap working copy -------------------------------------------------------------------
+
+  /**
+   * A heap state budget with `bytes` free: the budget is the executor's (JVM's), and providers
+   * of earlier tests that were never closed still hold their part of it.
+   */
+  private def heapBudget(bytes: Long): StateStoreConf = conf(extra = Map(
+    io.kstate.KStateConf.HeapStateBytes.key -> (if (bytes == 0) 0L else store.HeapStateBudget.reserved + bytes).toString))
+
+  test("state starts on the heap and moves to RocksDB once it outgrows the heap state budget") {
+    val root = tmp()
+    val p = newProvider(root, heapBudget(20000))
+    val model = mutable.TreeMap.empty[String, Long]
+    var v = 0L
+    var movedAt = -1L
+    while (v < 12) {
+      val s = p.getStore(v)
+      (0 until 40).foreach { i => val k = s"v${v}i$i"; s.put(key(k), value(i)); model(k) = i }
+      model.keys.filter(_.endsWith("i7")).toSeq.foreach { k => s.remove(key(k)); model.remove(k) }
+      v = s.commit()
+      if (!p.onHeap && movedAt < 0) movedAt = v
+      val r = p.getStore(v)
+      assert(contents(r) == model.toMap, s"version $v")
+      assert(r.get(key(s"v${v - 1}i3")).getLong(0) == 3)
+      assert(r.metrics.numKeys == model.size)
+    }
+    assert(movedAt > 1, "the state should start on the heap and move once it grew")
+    assert(p.heapReservedBytes == 0)
+    p.close()
+    // A restore of the same state with room on the heap stays there; without room, the
+    // restore moves to RocksDB part way through.
+    val roomy = newProvider(root)
+    assert(contents(roomy.getStore(v)) == model.toMap && roomy.onHeap)
+    assert(roomy.heapReservedBytes > 0)
+    roomy.close()
+    assert(roomy.heapReservedBytes == 0)
+    val tight = newProvider(root, heapBudget(20000))
+    assert(contents(tight.getStore(v)) == model.toMap && !tight.onHeap)
+    assert(tight.getStore(v).metrics.numKeys == model.size)
+    tight.close()
+  }
+
+  test("with a heap state budget of 0 the working copy is always RocksDB") {
+    val p = newProvider(tmp(), heapBudget(0))
+    hundredKeys(p)
+    assert(!p.onHeap && p.heapReservedBytes == 0)
+    assert(contents(p.getStore(1)).size == 100)
+    p.close()
+  }
+
+  test("a store on the heap moves to RocksDB before it spills; the other store reads version v") {
+    val p = newProvider(tmp(), smallHeap)
+    (0 until 4).foreach { v => // versions small enough not to spill
+      val s = p.getStore(v)
+      (v * 25 until v * 25 + 25).foreach(i => s.put(key(s"k$i"), value(i)))
+      s.commit()
+    }
+    assert(p.onHeap)
+    val reader = p.getStore(4)
+    val writer = p.getStore(4).asInstanceOf[KStateStore]
+    (0 until 3000).foreach(i => writer.put(key(s"n$i"), value(i)))
+    assert(writer.counters.spills > 0 && !p.onHeap)
+    assert(contents(reader) == (0 until 100).map(i => s"k$i" -> i.toLong).toMap)
+    assert(writer.get(key("k7")).getLong(0) == 7 && writer.get(key("n7")).getLong(0) == 7)
+    assert(writer.commit() == 5)
+    reader.abort()
+    assert(contents(p.getStore(5)).size == 3100)
+    p.close()
+  }
+
+  test("rows read from the heap working copy do not share bytes with it") {
+    val p = newProvider(tmp())
+    hundredKeys(p)
+    val s = p.getStore(1)
+    val got = s.get(key("k5"))
+    got.setLong(0, -1L)
+    s.iterator().foreach(pair => pair.value.setLong(0, -2L))
+    assert(s.get(key("k5")).getLong(0) == 5 && contents(s) == (0 until 100).map(i => s"k$i" -> i.toLong).toMap)
+    s.abort()
+    p.close()
+  }
+
   // ---- spilling the write set --------------------------------------------------------------
 
   private val smallHeap = conf(extra = Map(io.kstate.KStateConf.MaxWriteSetBytes.key -> "8k"))

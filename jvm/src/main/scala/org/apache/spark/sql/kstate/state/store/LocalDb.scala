@@ -94,7 +94,7 @@ private[kstate] final class DbView(db: RocksDB) extends AutoCloseable {
 
 /** A forward scan of [from, until) over a database snapshot (its own, or a view's). */
 private[kstate] final class DbScan(db: RocksDB, from: Array[Byte], until: Option[Array[Byte]],
-    view: Option[DbView]) extends AutoCloseable {
+    view: Option[DbView]) extends StateScan {
   private val snapshot = view.map(_.snapshot).getOrElse(db.getSnapshot)
   private val upper = until.map(new Slice(_))
   private val options = {
@@ -106,10 +106,10 @@ private[kstate] final class DbScan(db: RocksDB, from: Array[Byte], until: Option
   private var closed = false
   it.seek(from)
 
-  def valid: Boolean = !closed && it.isValid
-  def key: Array[Byte] = it.key()
-  def value: Array[Byte] = it.value()
-  def next(): Unit = it.next()
+  override def valid: Boolean = !closed && it.isValid
+  override def key: Array[Byte] = it.key()
+  override def value: Array[Byte] = it.value()
+  override def next(): Unit = it.next()
 
   override def close(): Unit = if (!closed) {
     closed = true

@@ -1,0 +1,80 @@
+package org.apache.spark.sql.kstate.state.store
+
+import org.rocksdb.WriteBatch
+
+/**
+ * Applies the records of state files to a store's working copy during a restore: to its
+ * [[HeapState]] while that stays within its budget, else to its [[LocalDb]] in bounded write
+ * batches. Column family records are collected, to be applied to the registry once the files
+ * are verified.
+ *
+ * @param heap    the heap working copy to fill, or null to fill `db`
+ * @param db      the database working copy to fill when `heap` is null
+ * @param fits    whether the heap state still fits its budget (checked every [[CheckEvery]]
+ *                records and at `flush`)
+ * @param moveToDb moves the heap state into a new local database and returns that database
+ */
+private[kstate] final class StateLoader(heap: HeapState, db: LocalDb, fits: () => Boolean,
+    moveToDb: () => LocalDb) extends StateFile.Visitor with AutoCloseable {
+  import StateLoader._
+
+  private var onHeap: HeapState = heap
+  private var target: LocalDb = db
+  private var batch: WriteBatch = if (heap == null) new WriteBatch() else null
+  private var pending = 0
+  private var families = Vector.empty[Either[Short, (String, Short)]]
+
+  override def put(key: Array[Byte], value: Array[Byte]): Unit = {
+    if (onHeap != null) onHeap.put(key, value) else batch.put(key, value)
+    bump()
+  }
+
+  override def delete(key: Array[Byte]): Unit = {
+    if (onHeap != null) onHeap.delete(key) else batch.delete(key)
+    bump()
+  }
+
+  override def family(cf: Short, name: String): Unit = families :+= Right(name -> cf)
+
+  override def dropFamily(cf: Short): Unit = {
+    val p = FamilyCodec.prefixOf(cf)
+    if (onHeap != null) onHeap.deleteRange(p, Bytes.prefixEnd(p))
+    else batch.deleteRange(p, Bytes.prefixEnd(p).getOrElse(Array[Byte](-1, -1, -1)))
+    families :+= Left(cf)
+    bump()
+  }
+
+  private def bump(): Unit = {
+    pending += 1
+    if (pending >= CheckEvery) flush()
+  }
+
+  /** Writes what is batched (database), or checks the heap state's budget (heap). */
+  def flush(): Unit = {
+    pending = 0
+    if (onHeap != null) {
+      if (!fits()) {
+        target = moveToDb()
+        onHeap = null
+        batch = new WriteBatch()
+      }
+    } else {
+      val b = batch
+      batch = new WriteBatch()
+      try target.writeBatch(b) finally b.close()
+    }
+  }
+
+  /** Releases the native batch; what was not flushed is not written. Call once done. */
+  def close(): Unit = if (batch != null) { batch.close(); batch = null }
+
+  def applyFamilies(registry: FamilyRegistry): FamilyRegistry = families.foldLeft(registry) {
+    case (r, Left(id)) => r.dropId(id)
+    case (r, Right((name, id))) => r.restored(name, id)
+  }
+}
+
+private[kstate] object StateLoader {
+  /** Records per database write batch, and between heap budget checks. */
+  val CheckEvery = 8192
+}
