@@ -80,7 +80,7 @@ private[kstate] final class HeapState {
 
   private def range(from: Array[Byte], until: Option[Array[Byte]]): java.util.NavigableMap[Array[Byte], Array[Byte]] =
     until match {
-      case Some(u) if Bytes.Order.compare(from, u) >= 0 => EmptyRange
+      case Some(u) if Bytes.Order.compare(from, u) >= 0 => new TreeMap[Array[Byte], Array[Byte]](Bytes.Order)
       case Some(u) => map.subMap(from, true, u, false)
       case None => map.tailMap(from, true)
     }
@@ -92,9 +92,6 @@ private[kstate] object HeapState {
    * header, five references and the colour flag, rounded up.
    */
   final val NodeBytes: Long = 40L
-
-  private val EmptyRange = java.util.Collections.unmodifiableNavigableMap(
-    new TreeMap[Array[Byte], Array[Byte]](Bytes.Order))
 
   /** A scan over arrays captured when it was opened; hands out copies. */
   private final class ArrayScan(keys: Array[Array[Byte]], values: Array[Array[Byte]]) extends StateScan {

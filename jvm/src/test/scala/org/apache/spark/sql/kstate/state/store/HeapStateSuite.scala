@@ -1,0 +1,99 @@
+package org.apache.spark.sql.kstate.state.store
+
+import scala.collection.mutable
+
+import org.scalacheck.Gen
+import org.scalatest.funsuite.AnyFunSuite
+import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
+
+class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
+  /** Keys as unsigned byte strings; the model orders them as lists of ints 0..255. */
+  private def model(m: mutable.Map[List[Int], Array[Byte]]): List[(List[Int], List[Byte])] =
+    m.toList.sortWith((a, b) => lessUnsigned(a._1, b._1)).map { case (k, v) => k -> v.toList }
+
+  private def lessUnsigned(a: List[Int], b: List[Int]): Boolean = (a, b) match {
+    case (Nil, Nil) => false
+    case (Nil, _) => true
+    case (_, Nil) => false
+    case (x :: xs, y :: ys) => if (x != y) x < y else lessUnsigned(xs, ys)
+  }
+
+  private def bytes(k: List[Int]): Array[Byte] = k.map(_.toByte).toArray
+  private def ints(b: Array[Byte]): List[Int] = b.toList.map(_ & 0xFF)
+
+  private sealed trait Op
+  private case class Put(k: List[Int], v: Array[Byte]) extends Op
+  private case class Del(k: List[Int]) extends Op
+  private case class DelRange(from: List[Int], until: Option[List[Int]]) extends Op
+
+  // Few distinct byte values (with 0x00, 0x7F, 0x80 and 0xFF) so keys collide and sign matters.
+  private val keyGen: Gen[List[Int]] =
+    Gen.choose(0, 3).flatMap(n => Gen.listOfN(n, Gen.oneOf(0, 1, 0x7F, 0x80, 0xFF)))
+  private val opGen: Gen[Op] = Gen.frequency(
+    5 -> (for (k <- keyGen; n <- Gen.choose(0, 40)) yield Put(k, Array.fill(n)(n.toByte))),
+    2 -> keyGen.map(Del),
+    1 -> (for (f <- keyGen; u <- Gen.option(keyGen)) yield DelRange(f, u)))
+
+  private def inRange(k: List[Int], from: List[Int], until: Option[List[Int]]): Boolean =
+    !lessUnsigned(k, from) && until.forall(u => lessUnsigned(k, u))
+
+  private def expectedHeap(m: mutable.Map[List[Int], Array[Byte]]): Long = m.map { case (k, v) =>
+    HeapState.NodeBytes + WriteSet.arrayBytes(bytes(k)) + WriteSet.arrayBytes(v)
+  }.sum
+
+  private def scanAll(h: HeapState, from: List[Int], until: Option[List[Int]]): List[(List[Int], List[Byte])] = {
+    val s = h.scan(bytes(from), until.map(bytes))
+    val out = mutable.ListBuffer.empty[(List[Int], List[Byte])]
+    try while (s.valid) { out += ints(s.key) -> s.value.toList; s.next() } finally s.close()
+    out.toList
+  }
+
+  test("property: gets, scans, counts and heap estimate agree with a sorted model") {
+    forAll(Gen.listOf(opGen), keyGen, Gen.option(keyGen)) { (ops, from, until) =>
+      val h = new HeapState
+      val m = mutable.Map.empty[List[Int], Array[Byte]]
+      ops.foreach {
+        case Put(k, v) => h.put(bytes(k), v.clone()); m(k) = v
+        case Del(k) => h.delete(bytes(k)); m.remove(k)
+        case DelRange(f, u) =>
+          val gone = m.keys.filter(inRange(_, f, u)).toList
+          assert(h.deleteRange(bytes(f), u.map(bytes)) == gone.size)
+          gone.foreach(m.remove)
+      }
+      assert(h.size == m.size)
+      assert(h.heapBytes == expectedHeap(m))
+      m.foreach { case (k, v) => assert(h.get(bytes(k)).toList == v.toList && h.contains(bytes(k))) }
+      assert(scanAll(h, Nil, None) == model(m))
+      val ranged = model(m).filter { case (k, _) => inRange(k, from, until) }
+      assert(scanAll(h, from, until) == ranged)
+      assert(h.count(bytes(from), until.map(bytes)) == ranged.size)
+      val all = mutable.ListBuffer.empty[List[Int]]
+      h.foreach((k, _) => all += ints(k))
+      assert(all.toList == model(m).map(_._1))
+    }
+  }
+
+  test("a scan is frozen when opened, and hands out copies") {
+    val h = new HeapState
+    h.put(Array[Byte](1), Array[Byte](10))
+    h.put(Array[Byte](2), Array[Byte](20))
+    val s = h.scan(Array.emptyByteArray, None)
+    h.put(Array[Byte](3), Array[Byte](30))
+    h.delete(Array[Byte](1))
+    val seen = mutable.ListBuffer.empty[Int]
+    while (s.valid) { val v = s.value; seen += v(0); v(0) = 0; s.next() }
+    assert(seen.toList == List(10, 20))
+    val g = h.get(Array[Byte](2)); g(0) = 0
+    assert(h.get(Array[Byte](2)).toList == List[Byte](20))
+  }
+
+  test("the budget admits reservations up to the limit and takes releases back") {
+    val base = HeapStateBudget.reserved
+    assert(HeapStateBudget.tryReserve(100, base + 150))
+    assert(!HeapStateBudget.tryReserve(51, base + 150))
+    assert(HeapStateBudget.tryReserve(50, base + 150))
+    assert(!HeapStateBudget.tryReserve(1, 0))
+    HeapStateBudget.release(150)
+    assert(HeapStateBudget.reserved == base)
+  }
+}
