@@ -339,7 +339,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
       store.spilled = true
       val records = pending.writer.recordCount
       val families = unflushedFamilies(store)
-      val delta = flushInto(families, changes, pending.writer)
+      val delta = flushInto(families, changes, pending.writer, countsRows && numKeys >= 0)
       applyToWorkingCopy(families, changes)
       if (countsRows && numKeys >= 0) numKeys += delta
       store.counters.spilledRecords += pending.writer.recordCount - records
@@ -356,6 +356,9 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   private[state] def abandon(store: KStateStore): Unit = synchronized {
     if (pending != null && (pending.store eq store)) discardWorkingCopy()
   }
+
+  /** Completes a changelog: closing makes it durable (a seam for fault-injection tests). */
+  protected def makeDurable(out: CheckpointFileManager.CancellableFSDataOutputStream): Unit = out.close()
 
   /** Writes a batch to the local working copy (a seam for fault-injection tests). */
   protected def applyLocally(batch: WriteBatch): Unit = localDb.writeBatch(batch)
@@ -392,13 +395,12 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   }
 
   /**
-   * Writes family changes and write-set `changes` (sorted) to the changelog writer, before the
-   * working copy changes; returns the change in the number of keys (0 when rows are not
-   * counted).
+   * Writes family changes and write-set `changes` (sorted) to the changelog writer; with
+   * `counting`, before the working copy changes, returns the change in the number of keys (else
+   * 0).
    */
   private def flushInto(families: Vector[FamilyChange], changes: Array[WriteSet.Entry],
-      w: StateFile.Writer): Long = {
-    val counting = countsRows && numKeys >= 0
+      w: StateFile.Writer, counting: Boolean): Long = {
     var delta = 0L
     families.foreach {
       case FamilyChange.Created(name, id) => w.family(id, name)
@@ -420,12 +422,15 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     delta
   }
 
-  /** Applies family drops and `changes` to the working copy (heap, or one database batch). */
-  private def applyToWorkingCopy(families: Vector[FamilyChange], changes: Array[WriteSet.Entry]): Unit = {
+  /**
+   * Applies family drops and `changes` to the working copy (heap, or one database batch). For
+   * the heap, returns the change in the number of keys (the database does not tell: 0).
+   */
+  private def applyToWorkingCopy(families: Vector[FamilyChange], changes: Array[WriteSet.Entry]): Long = {
     val drops = families.collect { case FamilyChange.Dropped(id) => FamilyCodec.prefixOf(id) }
     if (heap != null) {
-      drops.foreach(p => heap.deleteRange(p, Bytes.prefixEnd(p)))
-      changes.foreach(e => if (e.isDelete) heap.delete(e.key) else heap.put(e.key, e.value))
+      val dropped = drops.map(p => heap.deleteRange(p, Bytes.prefixEnd(p))).sum
+      heap.applySorted(changes) - dropped
     } else {
       val batch = new WriteBatch()
       try {
@@ -433,10 +438,16 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
         changes.foreach(e => if (e.isDelete) batch.delete(e.key) else batch.put(e.key, e.value))
         applyLocally(batch)
       } finally batch.close()
+      0L
     }
   }
 
-  /** Makes `store`'s changes version `store.version + 1`: durable first, then local. */
+  /**
+   * Makes `store`'s changes version `store.version + 1`. A database working copy changes only
+   * once the changelog is durable. A heap working copy changes first, because the key count
+   * falls out of updating it (no second lookup per key); if the changelog then fails, the heap
+   * copy is discarded and rebuilt from the checkpoint on next use.
+   */
   private[state] def commit(store: KStateStore): Long = synchronized {
     val started = System.nanoTime()
     checkHolds(store, "commit")
@@ -447,21 +458,27 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     closeBaseView()
     val families = unflushedFamilies(store)
     val changes = store.changes.sortedChanges
+    val heapFirst = heap != null
     try {
-      val delta = flushInto(families, changes, p.writer)
+      val delta =
+        if (heapFirst) {
+          val d = applyToWorkingCopy(families, changes)
+          flushInto(families, changes, p.writer, counting = false)
+          d
+        } else flushInto(families, changes, p.writer, counting)
       val newNumKeys = if (counting) numKeys + delta else -1L
       store.counters.changelogBytes += p.writer.finish(newNumKeys)
       store.counters.changelogRecords += p.writer.recordCount
-      p.out.close()
+      makeDurable(p.out)
       numKeys = newNumKeys
     } catch {
       case NonFatal(e) =>
         try p.out.cancel() catch { case NonFatal(c) => e.addSuppressed(c) }
-        if (store.spilled) { closeDb(); loadedVersion = Empty }
+        if (store.spilled || heapFirst) { closeDb(); loadedVersion = Empty }
         throw e
     }
     try {
-      applyToWorkingCopy(families, changes)
+      if (!heapFirst) applyToWorkingCopy(families, changes)
       if (heap != null && !heapFits()) moveHeapToDb()
     } catch {
       case NonFatal(e) =>
@@ -478,20 +495,8 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     newVersion
   }
 
-  /**
-   * Finds out which changed keys existed before this version: map lookups on the heap, batched
-   * native multi-gets in the database.
-   */
-  private def resolveExistence(changes: Array[WriteSet.Entry]): Unit =
-    if (heap != null) {
-      changes.foreach { e =>
-        if (e.existed == WriteSet.Unknown) {
-          e.existed = if (heap.contains(e.key)) WriteSet.Present else WriteSet.Absent
-        }
-      }
-    } else resolveExistenceInDb(changes)
-
-  private def resolveExistenceInDb(changes: Array[WriteSet.Entry]): Unit = {
+  /** Finds out, in batched native multi-gets, which changed keys existed before this version. */
+  private def resolveExistence(changes: Array[WriteSet.Entry]): Unit = {
     val keys = new java.util.ArrayList[Array[Byte]](ExistenceBatch)
     val entries = new java.util.ArrayList[WriteSet.Entry](ExistenceBatch)
     def flush(): Unit = if (!keys.isEmpty) {

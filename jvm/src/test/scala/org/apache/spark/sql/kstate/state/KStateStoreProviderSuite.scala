@@ -264,6 +264,33 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     tight.close()
   }
 
+  test("a changelog that fails after the heap copy changed: the batch fails, version v is served again") {
+    for (budget <- Seq(1L << 30, 0L)) { // heap working copy (changed first) and RocksDB
+      val root = tmp()
+      val p = new FailingChangelogProvider
+      p.init(StateStoreId(root, 0, 0), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
+        useColumnFamilies = false, heapBudget(budget), new org.apache.hadoop.conf.Configuration,
+        useMultipleValuesPerKey = false, None)
+      hundredKeys(p)
+      assert(p.onHeap == (budget > 0))
+      val s = p.getStore(1)
+      (0 until 50).foreach(i => s.put(key(s"k$i"), value(-i)))
+      (50 until 60).foreach(i => s.remove(key(s"k$i")))
+      s.put(key("new"), value(1))
+      p.failNext = true
+      intercept[java.io.IOException](s.commit())
+      assert(!allFiles(root).exists(_.startsWith("2.kstate.changelog")), allFiles(root))
+      val again = p.getStore(1)
+      assert(contents(again) == (0 until 100).map(i => s"k$i" -> i.toLong).toMap)
+      assert(again.metrics.numKeys == 100)
+      again.put(key("new"), value(2))
+      assert(again.commit() == 2)
+      assert(p.getStore(2).metrics.numKeys == 101)
+      p.close()
+      assert(contents(newProvider(root).getStore(2)).size == 101)
+    }
+  }
+
   test("with a heap state budget of 0 the working copy is always RocksDB") {
     val p = newProvider(tmp(), heapBudget(0))
     hundredKeys(p)
@@ -421,5 +448,19 @@ class DiskFullProvider extends KStateStoreProvider {
       throw new org.rocksdb.RocksDBException("IO error: No space left on device: While appending to file")
     }
     super.applyLocally(batch)
+  }
+}
+
+/** A provider whose next changelog fails as it is made durable (after the heap copy changed). */
+class FailingChangelogProvider extends KStateStoreProvider {
+  @volatile var failNext = false
+  override protected def makeDurable(
+      out: org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream): Unit = {
+    if (failNext) {
+      failNext = false
+      out.cancel()
+      throw new java.io.IOException("injected: the checkpoint file system failed")
+    }
+    out.close()
   }
 }

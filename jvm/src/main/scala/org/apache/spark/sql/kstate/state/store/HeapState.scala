@@ -1,26 +1,37 @@
 package org.apache.spark.sql.kstate.state.store
 
-import java.util.{Arrays, TreeMap}
+import java.util.{Arrays, HashMap}
 
 /**
- * The committed entries of a store's working copy kept on the JVM heap, in unsigned key byte
- * order: the working copy of a store whose state is small enough (see [[HeapStateBudget]]).
- * Reads are map lookups and scans walk the map, so the common case of a state that fits in
- * memory pays neither JNI calls nor RocksDB's write path.
+ * The committed entries of a store's working copy kept on the JVM heap: the working copy of a
+ * store whose state is small enough (see [[HeapStateBudget]]). Point reads are hash lookups and
+ * scans walk a sorted index, so a state that fits in memory pays neither JNI calls nor
+ * RocksDB's write path.
+ *
+ * Layout: a hash map from key bytes to value bytes, plus a sorted index (parallel arrays of
+ * keys and values in unsigned key order) for scans. A version's changes arrive sorted
+ * ([[applySorted]]), so the index is renewed by one linear merge; single puts and deletes (a
+ * restore replaying files) only invalidate it, and it is rebuilt by one sort when next needed.
+ * The index arrays are never modified once built, only replaced, so a scan keeps the arrays it
+ * started on and is frozen at the version it was opened at, like a RocksDB snapshot.
  *
  * Rules:
  *  - Only committed versions (and a restore in progress) live here: a store's uncommitted
  *    changes stay in its write set, and a store that spills moves the working copy to RocksDB
- *    first. So the map changes only when a version is committed or restored.
+ *    first. So the state changes only when a version is committed or restored.
  *  - Arrays handed in are kept, not copied (they come from write sets and state files, which
  *    never touch them again); arrays handed out are copies, so no caller can alter the state.
- *  - `heapBytes` is an estimate of the heap held: per entry the tree node and both arrays.
+ *  - `heapBytes` estimates the heap held: per entry [[HeapState.EntryBytes]] plus both arrays.
  *  - Not thread-safe: the owning provider serialises access.
  */
 private[kstate] final class HeapState {
   import HeapState._
 
-  private val map = new TreeMap[Array[Byte], Array[Byte]](Bytes.Order)
+  private val map = new HashMap[WriteSet.Key, Array[Byte]]()
+  // The sorted index: keys(0 until size) ascending, values aligned; valid only when `indexed`.
+  private var keys: Array[Array[Byte]] = NoArrays
+  private var values: Array[Array[Byte]] = NoArrays
+  private var indexed = true
   private var heap = 0L
 
   def heapBytes: Long = heap
@@ -28,78 +39,166 @@ private[kstate] final class HeapState {
   def size: Int = map.size
 
   def get(key: Array[Byte]): Array[Byte] = {
-    val v = map.get(key)
+    val v = map.get(new WriteSet.Key(key))
     if (v == null) null else v.clone()
   }
 
-  def contains(key: Array[Byte]): Boolean = map.containsKey(key)
+  def contains(key: Array[Byte]): Boolean = map.containsKey(new WriteSet.Key(key))
 
+  /** Puts one entry (restores); the index is rebuilt when next needed. */
   def put(key: Array[Byte], value: Array[Byte]): Unit = {
-    val old = map.put(key, value)
-    heap += WriteSet.arrayBytes(value) +
-      (if (old == null) NodeBytes + WriteSet.arrayBytes(key) else -WriteSet.arrayBytes(old))
+    putInMap(key, value)
+    indexed = false
   }
 
-  def delete(key: Array[Byte]): Unit = {
-    val old = map.remove(key)
-    if (old != null) heap -= NodeBytes + WriteSet.arrayBytes(key) + WriteSet.arrayBytes(old)
+  /** Deletes one entry (restores); the index is rebuilt when next needed. */
+  def delete(key: Array[Byte]): Unit = if (removeFromMap(key)) indexed = false
+
+  /**
+   * Applies one version's changes: `changes` sorted by key without duplicates, a value of
+   * [[WriteSet.Deleted]] deleting its key. Returns the change in the number of entries.
+   */
+  def applySorted(changes: Array[WriteSet.Entry]): Long = {
+    val before = map.size
+    if (!indexed) {
+      changes.foreach(e => if (e.isDelete) removeFromMap(e.key) else putInMap(e.key, e.value))
+    } else {
+      val size = keys.length
+      val outK = new Array[Array[Byte]](size + changes.length)
+      val outV = new Array[Array[Byte]](outK.length)
+      var i = 0
+      var n = 0
+      changes.foreach { e =>
+        while (i < size && Bytes.Order.compare(keys(i), e.key) < 0) {
+          outK(n) = keys(i); outV(n) = values(i); n += 1; i += 1
+        }
+        val replaces = i < size && Bytes.Order.compare(keys(i), e.key) == 0
+        if (e.isDelete) removeFromMap(e.key)
+        else {
+          putInMap(e.key, e.value)
+          // the map keeps the key array it already had; so does the index
+          outK(n) = if (replaces) keys(i) else e.key
+          outV(n) = e.value
+          n += 1
+        }
+        if (replaces) i += 1
+      }
+      System.arraycopy(keys, i, outK, n, size - i)
+      System.arraycopy(values, i, outV, n, size - i)
+      n += size - i
+      keys = if (n == outK.length) outK else Arrays.copyOf(outK, n)
+      values = if (n == outV.length) outV else Arrays.copyOf(outV, n)
+    }
+    (map.size - before).toLong
   }
 
   /** Removes every entry with a key in [from, until); returns how many there were. */
   def deleteRange(from: Array[Byte], until: Option[Array[Byte]]): Long = {
-    val view = range(from, until)
-    var n = 0L
-    view.forEach { (k, v) =>
-      heap -= NodeBytes + WriteSet.arrayBytes(k) + WriteSet.arrayBytes(v)
-      n += 1
+    index()
+    val (lo, hi) = bounds(from, until)
+    var i = lo
+    while (i < hi) { removeFromMap(keys(i)); i += 1 }
+    if (hi > lo) {
+      keys = without(keys, lo, hi)
+      values = without(values, lo, hi)
     }
-    view.clear()
-    n
+    (hi - lo).toLong
   }
 
   /** Number of entries with a key in [from, until). */
-  def count(from: Array[Byte], until: Option[Array[Byte]]): Long = range(from, until).size.toLong
+  def count(from: Array[Byte], until: Option[Array[Byte]]): Long = {
+    index()
+    val (lo, hi) = bounds(from, until)
+    (hi - lo).toLong
+  }
 
-  /**
-   * The entries in [from, until) as they are now. The range's references are copied out (not
-   * the bytes), so the scan is unaffected by later commits, like a RocksDB snapshot.
-   */
+  /** The entries in [from, until) as they are now, unaffected by later changes. */
   def scan(from: Array[Byte], until: Option[Array[Byte]]): StateScan = {
-    val view = range(from, until)
-    val keys = new Array[Array[Byte]](view.size)
-    val values = new Array[Array[Byte]](keys.length)
-    var i = 0
-    view.forEach { (k, v) => keys(i) = k; values(i) = v; i += 1 }
-    new ArrayScan(keys, values)
+    index()
+    val (lo, hi) = bounds(from, until)
+    new IndexScan(keys, values, lo, hi)
   }
 
   /** Every entry in key order, without copying (for snapshots and moving to RocksDB). */
-  def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit = map.forEach((k, v) => f(k, v))
+  def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit = {
+    index()
+    var i = 0
+    while (i < keys.length) { f(keys(i), values(i)); i += 1 }
+  }
 
-  def clear(): Unit = { map.clear(); heap = 0L }
+  def clear(): Unit = {
+    map.clear()
+    keys = NoArrays; values = NoArrays; indexed = true
+    heap = 0L
+  }
 
-  private def range(from: Array[Byte], until: Option[Array[Byte]]): java.util.NavigableMap[Array[Byte], Array[Byte]] =
-    until match {
-      case Some(u) if Bytes.Order.compare(from, u) >= 0 => new TreeMap[Array[Byte], Array[Byte]](Bytes.Order)
-      case Some(u) => map.subMap(from, true, u, false)
-      case None => map.tailMap(from, true)
+  private def putInMap(key: Array[Byte], value: Array[Byte]): Unit = {
+    val old = map.put(new WriteSet.Key(key), value)
+    heap += WriteSet.arrayBytes(value) +
+      (if (old == null) EntryBytes + WriteSet.arrayBytes(key) else -WriteSet.arrayBytes(old))
+  }
+
+  private def removeFromMap(key: Array[Byte]): Boolean = {
+    val old = map.remove(new WriteSet.Key(key))
+    if (old != null) heap -= EntryBytes + WriteSet.arrayBytes(key) + WriteSet.arrayBytes(old)
+    old != null
+  }
+
+  /** Makes the sorted index valid: one sort of all entries, after single puts and deletes. */
+  private def index(): Unit = if (!indexed) {
+    val entries = map.entrySet().toArray(new Array[java.util.Map.Entry[WriteSet.Key, Array[Byte]]](0))
+    Arrays.sort(entries, (a: java.util.Map.Entry[WriteSet.Key, Array[Byte]],
+      b: java.util.Map.Entry[WriteSet.Key, Array[Byte]]) => Bytes.Order.compare(a.getKey.bytes, b.getKey.bytes))
+    keys = entries.map(_.getKey.bytes)
+    values = entries.map(_.getValue)
+    indexed = true
+  }
+
+  /** Index positions [lo, hi) of the keys in [from, until). */
+  private def bounds(from: Array[Byte], until: Option[Array[Byte]]): (Int, Int) = {
+    val lo = lowerBound(from)
+    val hi = until.map(lowerBound).getOrElse(keys.length)
+    (lo, math.max(lo, hi))
+  }
+
+  /** The first index position whose key is >= `key`. */
+  private def lowerBound(key: Array[Byte]): Int = {
+    var lo = 0
+    var hi = keys.length
+    while (lo < hi) {
+      val mid = (lo + hi) >>> 1
+      if (Bytes.Order.compare(keys(mid), key) < 0) lo = mid + 1 else hi = mid
     }
+    lo
+  }
 }
 
 private[kstate] object HeapState {
   /**
-   * Heap of one tree node beyond its arrays, for a 64-bit JVM with compressed references:
-   * header, five references and the colour flag, rounded up.
+   * Heap of one entry beyond its arrays, for a 64-bit JVM with compressed references: the hash
+   * map node (32), its table slot (8, at the map's load factor), the key wrapper (16) and the
+   * two index slots (8).
    */
-  final val NodeBytes: Long = 40L
+  final val EntryBytes: Long = 64L
 
-  /** A scan over arrays captured when it was opened; hands out copies. */
-  private final class ArrayScan(keys: Array[Array[Byte]], values: Array[Array[Byte]]) extends StateScan {
-    private var i = 0
+  private val NoArrays = new Array[Array[Byte]](0)
+
+  /** A copy of `a` without positions [lo, hi). */
+  private def without(a: Array[Array[Byte]], lo: Int, hi: Int): Array[Array[Byte]] = {
+    val out = new Array[Array[Byte]](a.length - (hi - lo))
+    System.arraycopy(a, 0, out, 0, lo)
+    System.arraycopy(a, hi, out, lo, a.length - hi)
+    out
+  }
+
+  /** A scan over index arrays captured when it was opened; hands out copies. */
+  private final class IndexScan(keys: Array[Array[Byte]], values: Array[Array[Byte]], from: Int,
+      until: Int) extends StateScan {
+    private var i = from
     private var closed = false
-    override def valid: Boolean = !closed && i < keys.length
-    override def key: Array[Byte] = Arrays.copyOf(keys(i), keys(i).length)
-    override def value: Array[Byte] = Arrays.copyOf(values(i), values(i).length)
+    override def valid: Boolean = !closed && i < until
+    override def key: Array[Byte] = keys(i).clone()
+    override def value: Array[Byte] = values(i).clone()
     override def next(): Unit = i += 1
     override def close(): Unit = closed = true
   }

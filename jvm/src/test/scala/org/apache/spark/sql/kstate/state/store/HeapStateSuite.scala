@@ -25,6 +25,8 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   private case class Put(k: List[Int], v: Array[Byte]) extends Op
   private case class Del(k: List[Int]) extends Op
   private case class DelRange(from: List[Int], until: Option[List[Int]]) extends Op
+  /** One version's changes (None: delete), applied sorted through applySorted. */
+  private case class Version(changes: Map[List[Int], Option[Array[Byte]]]) extends Op
 
   // Few distinct byte values (with 0x00, 0x7F, 0x80 and 0xFF) so keys collide and sign matters.
   private val keyGen: Gen[List[Int]] =
@@ -32,13 +34,20 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   private val opGen: Gen[Op] = Gen.frequency(
     5 -> (for (k <- keyGen; n <- Gen.choose(0, 40)) yield Put(k, Array.fill(n)(n.toByte))),
     2 -> keyGen.map(Del),
-    1 -> (for (f <- keyGen; u <- Gen.option(keyGen)) yield DelRange(f, u)))
+    1 -> (for (f <- keyGen; u <- Gen.option(keyGen)) yield DelRange(f, u)),
+    3 -> Gen.mapOf(for (k <- keyGen; v <- Gen.option(Gen.choose(0, 9).map(n => Array.fill(n)(7.toByte)))) yield k -> v)
+      .map(Version))
+
+  private def entries(changes: Map[List[Int], Option[Array[Byte]]]): Array[WriteSet.Entry] =
+    changes.toList.sortWith((a, b) => lessUnsigned(a._1, b._1)).map { case (k, v) =>
+      new WriteSet.Entry(bytes(k), v.map(_.clone()).getOrElse(WriteSet.Deleted), WriteSet.Unknown)
+    }.toArray
 
   private def inRange(k: List[Int], from: List[Int], until: Option[List[Int]]): Boolean =
     !lessUnsigned(k, from) && until.forall(u => lessUnsigned(k, u))
 
   private def expectedHeap(m: mutable.Map[List[Int], Array[Byte]]): Long = m.map { case (k, v) =>
-    HeapState.NodeBytes + WriteSet.arrayBytes(bytes(k)) + WriteSet.arrayBytes(v)
+    HeapState.EntryBytes + WriteSet.arrayBytes(bytes(k)) + WriteSet.arrayBytes(v)
   }.sum
 
   private def scanAll(h: HeapState, from: List[Int], until: Option[List[Int]]): List[(List[Int], List[Byte])] = {
@@ -52,13 +61,28 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     forAll(Gen.listOf(opGen), keyGen, Gen.option(keyGen)) { (ops, from, until) =>
       val h = new HeapState
       val m = mutable.Map.empty[List[Int], Array[Byte]]
-      ops.foreach {
+      var frozen: Option[(StateScan, List[(List[Int], List[Byte])])] = None
+      ops.zipWithIndex.foreach { case (op, i) =>
+        // Now and then a scan opened here must still show this state at the end.
+        if (frozen.isEmpty && i % 3 == 2) frozen = Some(h.scan(Array.emptyByteArray, None) -> model(m))
+        op match {
         case Put(k, v) => h.put(bytes(k), v.clone()); m(k) = v
         case Del(k) => h.delete(bytes(k)); m.remove(k)
         case DelRange(f, u) =>
           val gone = m.keys.filter(inRange(_, f, u)).toList
           assert(h.deleteRange(bytes(f), u.map(bytes)) == gone.size)
           gone.foreach(m.remove)
+        case Version(changes) =>
+          val sizeBefore = m.size
+          val delta = h.applySorted(entries(changes))
+          changes.foreach { case (k, v) => v.fold(m.remove(k))(x => m.put(k, x)) }
+          assert(delta == m.size - sizeBefore)
+        }
+      }
+      frozen.foreach { case (s, expected) =>
+        val out = mutable.ListBuffer.empty[(List[Int], List[Byte])]
+        while (s.valid) { out += ints(s.key) -> s.value.toList; s.next() }
+        assert(out.toList == expected)
       }
       assert(h.size == m.size)
       assert(h.heapBytes == expectedHeap(m))
