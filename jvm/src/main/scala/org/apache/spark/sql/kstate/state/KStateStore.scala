@@ -94,7 +94,8 @@ final class KStateStore private[state] (
   // ---- reads -------------------------------------------------------------------------------
 
   /** The current bytes of `key`: this version's change if any, else the committed value. */
-  private def current(key: Array[Byte]): Array[Byte] = {
+  private def current(bytes: Array[Byte]): Array[Byte] = {
+    val key = new HashedKey(bytes)
     val e = changes.lookup(key)
     if (e != null && e.value != null) {
       if (e.isDelete) null else e.value

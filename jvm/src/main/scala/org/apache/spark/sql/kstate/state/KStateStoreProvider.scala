@@ -291,10 +291,10 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     loadedVersion == store.version && (!store.spilled || (pending != null && (pending.store eq store)))
 
   /** Reads of `store` in the working copy: the base view while another store has spilled. */
-  private[state] def dbGet(store: KStateStore, key: Array[Byte]): Array[Byte] =
-    if (pending != null && (pending.store ne store)) baseView.get(key)
+  private[state] def dbGet(store: KStateStore, key: HashedKey): Array[Byte] =
+    if (pending != null && (pending.store ne store)) baseView.get(key.bytes)
     else if (heap != null) heap.get(key)
-    else localDb.get(key)
+    else localDb.get(key.bytes)
 
   private[state] def dbScan(store: KStateStore, from: Array[Byte], until: Option[Array[Byte]]): StateScan =
     if (pending != null && (pending.store ne store)) baseView.scan(from, until)

@@ -27,7 +27,7 @@ import java.util.{Arrays, HashMap}
 private[kstate] final class HeapState {
   import HeapState._
 
-  private val map = new HashMap[WriteSet.Key, Array[Byte]]()
+  private val map = new HashMap[HashedKey, Array[Byte]]()
   // The sorted index: keys(0 until size) ascending, values aligned; valid only when `indexed`.
   private var keys: Array[Array[Byte]] = NoArrays
   private var values: Array[Array[Byte]] = NoArrays
@@ -38,21 +38,21 @@ private[kstate] final class HeapState {
 
   def size: Int = map.size
 
-  def get(key: Array[Byte]): Array[Byte] = {
-    val v = map.get(new WriteSet.Key(key))
+  def get(key: HashedKey): Array[Byte] = {
+    val v = map.get(key)
     if (v == null) null else v.clone()
   }
 
-  def contains(key: Array[Byte]): Boolean = map.containsKey(new WriteSet.Key(key))
+  def contains(key: HashedKey): Boolean = map.containsKey(key)
 
   /** Puts one entry (restores); the index is rebuilt when next needed. */
   def put(key: Array[Byte], value: Array[Byte]): Unit = {
-    putInMap(key, value)
+    putInMap(new HashedKey(key), value)
     indexed = false
   }
 
   /** Deletes one entry (restores); the index is rebuilt when next needed. */
-  def delete(key: Array[Byte]): Unit = if (removeFromMap(key)) indexed = false
+  def delete(key: Array[Byte]): Unit = if (removeFromMap(new HashedKey(key))) indexed = false
 
   /**
    * Applies one version's changes: `changes` sorted by key without duplicates, a value of
@@ -61,7 +61,7 @@ private[kstate] final class HeapState {
   def applySorted(changes: Array[WriteSet.Entry]): Long = {
     val before = map.size
     if (!indexed) {
-      changes.foreach(e => if (e.isDelete) removeFromMap(e.key) else putInMap(e.key, e.value))
+      changes.foreach(e => if (e.isDelete) removeFromMap(e.hashed) else putInMap(e.hashed, e.value))
     } else {
       val size = keys.length
       val outK = new Array[Array[Byte]](size + changes.length)
@@ -73,9 +73,9 @@ private[kstate] final class HeapState {
           outK(n) = keys(i); outV(n) = values(i); n += 1; i += 1
         }
         val replaces = i < size && Bytes.Order.compare(keys(i), e.key) == 0
-        if (e.isDelete) removeFromMap(e.key)
+        if (e.isDelete) removeFromMap(e.hashed)
         else {
-          putInMap(e.key, e.value)
+          putInMap(e.hashed, e.value)
           // the map keeps the key array it already had; so does the index
           outK(n) = if (replaces) keys(i) else e.key
           outV(n) = e.value
@@ -97,7 +97,7 @@ private[kstate] final class HeapState {
     index()
     val (lo, hi) = bounds(from, until)
     var i = lo
-    while (i < hi) { removeFromMap(keys(i)); i += 1 }
+    while (i < hi) { removeFromMap(new HashedKey(keys(i))); i += 1 }
     if (hi > lo) {
       keys = without(keys, lo, hi)
       values = without(values, lo, hi)
@@ -132,23 +132,23 @@ private[kstate] final class HeapState {
     heap = 0L
   }
 
-  private def putInMap(key: Array[Byte], value: Array[Byte]): Unit = {
-    val old = map.put(new WriteSet.Key(key), value)
+  private def putInMap(key: HashedKey, value: Array[Byte]): Unit = {
+    val old = map.put(key, value)
     heap += WriteSet.arrayBytes(value) +
-      (if (old == null) EntryBytes + WriteSet.arrayBytes(key) else -WriteSet.arrayBytes(old))
+      (if (old == null) EntryBytes + WriteSet.arrayBytes(key.bytes) else -WriteSet.arrayBytes(old))
   }
 
-  private def removeFromMap(key: Array[Byte]): Boolean = {
-    val old = map.remove(new WriteSet.Key(key))
-    if (old != null) heap -= EntryBytes + WriteSet.arrayBytes(key) + WriteSet.arrayBytes(old)
+  private def removeFromMap(key: HashedKey): Boolean = {
+    val old = map.remove(key)
+    if (old != null) heap -= EntryBytes + WriteSet.arrayBytes(key.bytes) + WriteSet.arrayBytes(old)
     old != null
   }
 
   /** Makes the sorted index valid: one sort of all entries, after single puts and deletes. */
   private def index(): Unit = if (!indexed) {
-    val entries = map.entrySet().toArray(new Array[java.util.Map.Entry[WriteSet.Key, Array[Byte]]](0))
-    Arrays.sort(entries, (a: java.util.Map.Entry[WriteSet.Key, Array[Byte]],
-      b: java.util.Map.Entry[WriteSet.Key, Array[Byte]]) => Bytes.Order.compare(a.getKey.bytes, b.getKey.bytes))
+    val entries = map.entrySet().toArray(new Array[java.util.Map.Entry[HashedKey, Array[Byte]]](0))
+    Arrays.sort(entries, (a: java.util.Map.Entry[HashedKey, Array[Byte]],
+      b: java.util.Map.Entry[HashedKey, Array[Byte]]) => Bytes.Order.compare(a.getKey.bytes, b.getKey.bytes))
     keys = entries.map(_.getKey.bytes)
     values = entries.map(_.getValue)
     indexed = true
@@ -176,10 +176,10 @@ private[kstate] final class HeapState {
 private[kstate] object HeapState {
   /**
    * Heap of one entry beyond its arrays, for a 64-bit JVM with compressed references: the hash
-   * map node (32), its table slot (8, at the map's load factor), the key wrapper (16) and the
+   * map node (32), its table slot (8, at the map's load factor), the key wrapper (24) and the
    * two index slots (8).
    */
-  final val EntryBytes: Long = 64L
+  final val EntryBytes: Long = 72L
 
   private val NoArrays = new Array[Array[Byte]](0)
 

@@ -18,7 +18,7 @@ import java.util.{Arrays, HashMap, TreeMap}
 private[kstate] final class WriteSet {
   import WriteSet._
 
-  private val entries = new HashMap[Key, Entry]()
+  private val entries = new HashMap[HashedKey, Entry]()
   private var index: TreeMap[Array[Byte], Entry] = _
   private var heap = 0L
 
@@ -35,25 +35,23 @@ private[kstate] final class WriteSet {
     heap = 0L
   }
 
-  def lookup(key: Array[Byte]): Entry = entries.get(new Key(key))
+  def lookup(key: HashedKey): Entry = entries.get(key)
 
   def write(key: Array[Byte], value: Array[Byte]): Unit = {
-    val k = new Key(key)
+    val k = new HashedKey(key)
     val e = entries.get(k)
-    if (e == null) insert(k, new Entry(key, value, Unknown))
+    if (e == null) insert(new Entry(k, value, Unknown))
     else {
       heap += arrayBytes(value) - arrayBytes(e.value)
       e.value = value
     }
   }
 
-  def noteRead(key: Array[Byte], existed: Boolean): Unit = {
-    val k = new Key(key)
-    if (!entries.containsKey(k)) insert(k, new Entry(key, null, if (existed) Present else Absent))
-  }
+  def noteRead(key: HashedKey, existed: Boolean): Unit =
+    if (!entries.containsKey(key)) insert(new Entry(key, null, if (existed) Present else Absent))
 
-  private def insert(k: Key, e: Entry): Unit = {
-    entries.put(k, e)
+  private def insert(e: Entry): Unit = {
+    entries.put(e.hashed, e)
     heap += heapBytesOf(e.key, e.value)
     if (index != null) { index.put(e.key, e); heap += IndexEntryBytes }
   }
@@ -85,7 +83,7 @@ private[kstate] final class WriteSet {
   def clearRange(from: Array[Byte], until: Option[Array[Byte]]): Unit = {
     val view = range(from, until)
     view.values().forEach(e => heap -= heapBytesOf(e.key, e.value) + IndexEntryBytes)
-    view.keySet().forEach(k => entries.remove(new Key(k)))
+    view.values().forEach(e => entries.remove(e.hashed))
     view.clear()
   }
 
@@ -119,8 +117,8 @@ private[kstate] object WriteSet {
 
   /**
    * Heap estimate of one entry beyond its arrays, for a 64-bit JVM with compressed references:
-   * the key wrapper (16), the entry (24), the hash map node (32) and its table slot (8, at the
-   * map's load factor), rounded up. The sorted index adds [[IndexEntryBytes]] per entry.
+   * the key wrapper (24), the entry (24), the hash map node (32) and its table slot (8, at the
+   * map's load factor). The sorted index adds [[IndexEntryBytes]] per entry.
    */
   final val EntryOverheadBytes: Long = 88L
   final val IndexEntryBytes: Long = 40L
@@ -133,16 +131,9 @@ private[kstate] object WriteSet {
     EntryOverheadBytes + arrayBytes(key) + arrayBytes(value)
 
   /** `value`: new bytes, [[Deleted]], or null (read only). `existed`: before this version. */
-  final class Entry(val key: Array[Byte], var value: Array[Byte], var existed: Byte) {
+  final class Entry(val hashed: HashedKey, var value: Array[Byte], var existed: Byte) {
+    def key: Array[Byte] = hashed.bytes
     def isDelete: Boolean = value eq Deleted
   }
 
-  /** A byte-array hash key (content equality, hash computed once). */
-  final class Key(val bytes: Array[Byte]) {
-    override val hashCode: Int = Arrays.hashCode(bytes)
-    override def equals(o: Any): Boolean = o match {
-      case k: Key => Arrays.equals(bytes, k.bytes)
-      case _ => false
-    }
-  }
 }

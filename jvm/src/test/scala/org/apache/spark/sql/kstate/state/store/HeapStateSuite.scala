@@ -19,6 +19,7 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   }
 
   private def bytes(k: List[Int]): Array[Byte] = k.map(_.toByte).toArray
+  private def hk(k: List[Int]): HashedKey = new HashedKey(bytes(k))
   private def ints(b: Array[Byte]): List[Int] = b.toList.map(_ & 0xFF)
 
   private sealed trait Op
@@ -40,7 +41,7 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
 
   private def entries(changes: Map[List[Int], Option[Array[Byte]]]): Array[WriteSet.Entry] =
     changes.toList.sortWith((a, b) => lessUnsigned(a._1, b._1)).map { case (k, v) =>
-      new WriteSet.Entry(bytes(k), v.map(_.clone()).getOrElse(WriteSet.Deleted), WriteSet.Unknown)
+      new WriteSet.Entry(new HashedKey(bytes(k)), v.map(_.clone()).getOrElse(WriteSet.Deleted), WriteSet.Unknown)
     }.toArray
 
   private def inRange(k: List[Int], from: List[Int], until: Option[List[Int]]): Boolean =
@@ -86,7 +87,7 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       }
       assert(h.size == m.size)
       assert(h.heapBytes == expectedHeap(m))
-      m.foreach { case (k, v) => assert(h.get(bytes(k)).toList == v.toList && h.contains(bytes(k))) }
+      m.foreach { case (k, v) => assert(h.get(hk(k)).toList == v.toList && h.contains(hk(k))) }
       assert(scanAll(h, Nil, None) == model(m))
       val ranged = model(m).filter { case (k, _) => inRange(k, from, until) }
       assert(scanAll(h, from, until) == ranged)
@@ -107,8 +108,8 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     val seen = mutable.ListBuffer.empty[Int]
     while (s.valid) { val v = s.value; seen += v(0); v(0) = 0; s.next() }
     assert(seen.toList == List(10, 20))
-    val g = h.get(Array[Byte](2)); g(0) = 0
-    assert(h.get(Array[Byte](2)).toList == List[Byte](20))
+    val g = h.get(new HashedKey(Array[Byte](2))); g(0) = 0
+    assert(h.get(new HashedKey(Array[Byte](2))).toList == List[Byte](20))
   }
 
   test("the budget admits reservations up to the limit and takes releases back") {
