@@ -12,7 +12,6 @@ import org.rocksdb.WriteBatch
 
 import org.apache.spark.{SparkEnv, TaskContext}
 import org.apache.spark.internal.Logging
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.kstate.state.store._
 import org.apache.spark.sql.types.StructType
@@ -68,7 +67,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   private var multipleValues: Boolean = false
   private var storeConf: StateStoreConf = _
   private var hadoopConf: Configuration = _
-  private var fm: CheckpointFileManager = _
+  private var files: StateFiles = _
   private var dir: Path = _
   private[state] var countsRows: Boolean = true
 
@@ -115,8 +114,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     this.heapStateLimit = setting(KStateConf.HeapStateBytes.key).map(KStateConf.HeapStateBytes.parse)
       .filter(_ >= 0).getOrElse(HeapStateBudget.defaultLimit)
     this.dir = stateStoreId.storeCheckpointLocation()
-    this.fm = CheckpointFileManager.create(dir, hadoopConf)
-    fm.mkdirs(dir)
+    this.files = StateFiles(dir, hadoopConf)
     registerCodec(new FamilyCodec(0, StateStore.DEFAULT_COL_FAMILY_NAME, keySchema, valueSchema,
       keyStateEncoderSpec, useMultipleValuesPerKey))
   }
@@ -179,8 +177,8 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     var replayed = 0L
     var snapshotUsed: Option[Long] = None
     if (version > 0) {
-      val files = listFiles()
-      snapshotUsed = files.snapshots.filter(_ <= version).maxOption
+      val versions = listFiles()
+      snapshotUsed = versions.snapshots.filter(_ <= version).maxOption
       snapshotUsed.foreach { s =>
         val summary = load(StateFile.Snapshot, s, version)
         numKeys = summary.numKeys
@@ -188,7 +186,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
       }
       var v = snapshotUsed.getOrElse(0L) + 1
       while (v <= version) {
-        if (!files.changelogs.contains(v)) {
+        if (!versions.changelogs.contains(v)) {
           throw KStateErrors.stateFileMissing(path(StateFile.Changelog, v).toString, v, version)
         }
         val summary = load(StateFile.Changelog, v, version)
@@ -209,7 +207,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   /** Reads one verified file into the local database. */
   private def load(kind: StateFile.Kind, version: Long, target: Long): StateFile.Summary = {
     val p = path(kind, version)
-    val in = try fm.open(p) catch {
+    val in = try files.open(p) catch {
       case _: FileNotFoundException => throw KStateErrors.stateFileMissing(p.toString, version, target)
     }
     val sink = new StateLoader(heap, localDb, () => heapFits(), () => { moveHeapToDb(); localDb })
@@ -358,7 +356,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   }
 
   /** Completes a changelog: closing makes it durable (a seam for fault-injection tests). */
-  protected def makeDurable(out: CheckpointFileManager.CancellableFSDataOutputStream): Unit = out.close()
+  protected def makeDurable(out: StateFiles.AtomicOutput): Unit = out.commit()
 
   /** Writes a batch to the local working copy (a seam for fault-injection tests). */
   protected def applyLocally(batch: WriteBatch): Unit = localDb.writeBatch(batch)
@@ -382,9 +380,9 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
 
   private def openPending(store: KStateStore): PendingVersion = {
     val file = path(StateFile.Changelog, store.version + 1)
-    val out = fm.createAtomic(file, true)
+    val out = files.create(file)
     PendingVersion(store, currentTask, file, out,
-      new StateFile.Writer(out, StateFile.Changelog, store.version + 1))
+      new StateFile.Writer(out.stream, StateFile.Changelog, store.version + 1))
   }
 
   /** `store`'s family changes no spill has written yet; marks them written. */
@@ -525,15 +523,15 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   private def writeSnapshot(version: Long, counters: StoreCounters): Unit = {
     val started = System.nanoTime()
     val file = path(StateFile.Snapshot, version)
-    val out = fm.createAtomic(file, true)
+    val out = files.create(file)
     val scan = if (heap != null) null else localDb.scan(Array.emptyByteArray, None)
     try {
-      val w = new StateFile.Writer(out, StateFile.Snapshot, version)
+      val w = new StateFile.Writer(out.stream, StateFile.Snapshot, version)
       registry.ids.foreach { case (name, id) => w.family(id, name) }
       if (scan == null) heap.foreach((k, v) => w.put(k, v))
       else while (scan.valid) { w.put(scan.key, scan.value); scan.next() }
       w.finish(numKeys)
-      out.close()
+      out.commit()
       lastSnapshotVersion = version
       counters.snapshotsWritten += 1
     } catch {
@@ -552,13 +550,13 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
    * everything before the newest snapshot at or below the oldest version to keep.
    */
   override def doMaintenance(): Unit = synchronized {
-    if (fm == null) return
-    val files = listFiles()
-    val latest = (files.changelogs ++ files.snapshots).maxOption.getOrElse(return)
+    if (files == null) return
+    val versions = listFiles()
+    val latest = (versions.changelogs ++ versions.snapshots).maxOption.getOrElse(return)
     val oldestKept = latest - math.max(1, storeConf.minVersionsToRetain) + 1
-    files.snapshots.filter(_ <= oldestKept).maxOption.foreach { base =>
-      files.snapshots.filter(_ < base).foreach(v => fm.delete(path(StateFile.Snapshot, v)))
-      files.changelogs.filter(_ <= base).foreach(v => fm.delete(path(StateFile.Changelog, v)))
+    versions.snapshots.filter(_ <= oldestKept).maxOption.foreach { base =>
+      versions.snapshots.filter(_ < base).foreach(v => files.delete(path(StateFile.Snapshot, v)))
+      versions.changelogs.filter(_ <= base).foreach(v => files.delete(path(StateFile.Changelog, v)))
     }
   }
 
@@ -613,15 +611,15 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
 
   private def path(kind: StateFile.Kind, version: Long): Path = new Path(dir, s"$version.${kind.suffix}")
 
-  private case class Files(changelogs: Set[Long], snapshots: Set[Long])
+  private case class Versions(changelogs: Set[Long], snapshots: Set[Long])
 
-  private def listFiles(): Files = {
-    val names = if (fm.exists(dir)) fm.list(dir).map(_.getPath.getName).toSeq else Nil
+  private def listFiles(): Versions = {
+    val names = files.list()
     def versions(kind: StateFile.Kind): Set[Long] = names.flatMap { n =>
       val suffix = "." + kind.suffix
       if (n.endsWith(suffix)) n.stripSuffix(suffix).toLongOption else None
     }.toSet
-    Files(versions(StateFile.Changelog), versions(StateFile.Snapshot))
+    Versions(versions(StateFile.Changelog), versions(StateFile.Snapshot))
   }
 
   private def localDirOf: String = Option(localDb).map(_.directory.toString).getOrElse(localRoot.toString)
@@ -657,7 +655,7 @@ object KStateStoreProvider {
 
   /** The changelog of a version being written in pieces by `store`'s spills. */
   private final case class PendingVersion(store: KStateStore, taskAttempt: Option[Long], file: Path,
-      out: CheckpointFileManager.CancellableFSDataOutputStream, writer: StateFile.Writer)
+      out: StateFiles.AtomicOutput, writer: StateFile.Writer)
 
   /** Same switch as Spark's RocksDB provider: count rows exactly (costs existence lookups). */
   val TrackRowsKey = "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows"
@@ -693,3 +691,4 @@ object KStateStoreProvider {
     MetricRestoreMs, MetricRestoreRecords, MetricRestoredFromSnapshot, MetricSpills,
     MetricSpilledRecords)
 }
+

@@ -454,13 +454,12 @@ class DiskFullProvider extends KStateStoreProvider {
 /** A provider whose next changelog fails as it is made durable (after the heap copy changed). */
 class FailingChangelogProvider extends KStateStoreProvider {
   @volatile var failNext = false
-  override protected def makeDurable(
-      out: org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream): Unit = {
+  override protected def makeDurable(out: store.StateFiles.AtomicOutput): Unit = {
     if (failNext) {
       failNext = false
       out.cancel()
       throw new java.io.IOException("injected: the checkpoint file system failed")
     }
-    out.close()
+    out.commit()
   }
 }
