@@ -69,6 +69,7 @@ final class KStateStore private[state] (
     }
     provider.registerCodec(new FamilyCodec(
       id, colFamilyName, keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey))
+    lastName = null // the family's codec may have been replaced
   }
 
   override def removeColFamilyIfExists(colFamilyName: String): Boolean = {
@@ -86,10 +87,22 @@ final class KStateStore private[state] (
 
   override def allColumnFamilyNames: Set[String] = registry.ids.keySet
 
-  private def family(name: String): FamilyCodec = registry.ids.get(name) match {
-    case Some(id) => provider.codec(name, id)
-    case None => throw KStateErrors.unknownColumnFamily(name, registry.ids.keys)
-  }
+  // The last family looked up, valid while the registry is the same object (callers name the
+  // same family row after row).
+  private var lastName: String = _
+  private var lastRegistry: FamilyRegistry = _
+  private var lastFamily: FamilyCodec = _
+
+  private def family(name: String): FamilyCodec =
+    if ((name eq lastName) && (registry eq lastRegistry)) lastFamily
+    else {
+      val f = registry.ids.get(name) match {
+        case Some(id) => provider.codec(name, id)
+        case None => throw KStateErrors.unknownColumnFamily(name, registry.ids.keys)
+      }
+      lastName = name; lastRegistry = registry; lastFamily = f
+      f
+    }
 
   // ---- reads -------------------------------------------------------------------------------
 

@@ -262,9 +262,10 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
       applyLocally(batch)
     } finally batch.close()
     heap = null
+    val entries = from.size
     from.clear()
     releaseHeap()
-    logInfo(s"$this: state moved from the heap to local RocksDB (${from.size} entries)")
+    logInfo(s"$this: state moved from the heap to local RocksDB ($entries entries)")
   }
 
   private def countAll(): Long = countRange(Array.emptyByteArray, None)

@@ -1,29 +1,38 @@
 package org.apache.spark.sql.kstate.state.store
 
-import java.util.{Arrays, HashMap, TreeMap}
+import java.util.{ArrayList, Arrays, Collection, HashMap, TreeMap}
 
 /**
  * The uncommitted changes of one store version. An entry is either a write (new value bytes),
  * a delete ([[WriteSet.Deleted]]), or a read-only note of whether the key existed before this
  * version (value null), kept so that row counting does not look the key up twice.
  *
- * Point operations use a hash map. Ordered scans need the changes in RocksDB's key order: a
- * sorted index is built on the first ordered scan and kept up to date from then on, so
- * versions that never scan in order (most of them) never pay for sorting.
+ * Point operations use a hash map. Ordered scans and the commit need the changes in RocksDB's
+ * key order, so a sorted view is built when first needed, and only then:
+ *  - `base`: the entries sorted by key when it was built (one sort of an array);
+ *  - `tail`: entries inserted since, unsorted. Once it reaches an eighth of `base` it is sorted
+ *    and merged into a new `base` (amortised constant work per insert); while it is smaller, a
+ *    scan that needs it builds `tailIndex`, a tree kept up to date from then on, so a version
+ *    that interleaves writes and scans (joins, session windows, the versioned store) never
+ *    re-sorts everything per scan.
+ * Versions that never scan in order pay for one sort, at commit.
  *
  * `heapBytes` estimates the JVM heap the entries occupy (arrays, wrappers, map nodes; see
- * [[WriteSet.heapBytesOf]]); the store spills the write set to its local database when the
- * estimate passes its limit, then calls `clear()`.
+ * [[WriteSet.heapBytesOf]]) plus the sorted view's; the store spills the write set to its local
+ * database when the estimate passes its limit, then calls `clear()`.
  */
 private[kstate] final class WriteSet {
   import WriteSet._
 
   private val entries = new HashMap[HashedKey, Entry]()
-  private var index: TreeMap[Array[Byte], Entry] = _
-  private var heap = 0L
+  private var entriesHeap = 0L
+  private var base: Array[Entry] = _ // null: no sorted view
+  private val tail = new ArrayList[Entry]()
+  private var tailIndex: TreeMap[Array[Byte], Entry] = _
+  private var viewHeap = 0L
 
-  /** Estimated heap bytes held by the entries (see [[WriteSet.heapBytesOf]]). */
-  def heapBytes: Long = heap
+  /** Estimated heap bytes held by the entries and the sorted view (see [[WriteSet.heapBytesOf]]). */
+  def heapBytes: Long = entriesHeap + viewHeap
 
   /** Number of entries (changes and existence notes). */
   def numEntries: Long = entries.size.toLong
@@ -31,8 +40,8 @@ private[kstate] final class WriteSet {
   /** Forgets every entry (after they were spilled). */
   def clear(): Unit = {
     entries.clear()
-    index = null
-    heap = 0L
+    entriesHeap = 0L
+    dropSortedView()
   }
 
   def lookup(key: HashedKey): Entry = entries.get(key)
@@ -42,7 +51,7 @@ private[kstate] final class WriteSet {
     val e = entries.get(k)
     if (e == null) insert(new Entry(k, value, Unknown))
     else {
-      heap += arrayBytes(value) - arrayBytes(e.value)
+      entriesHeap += arrayBytes(value) - arrayBytes(e.value)
       e.value = value
     }
   }
@@ -52,58 +61,123 @@ private[kstate] final class WriteSet {
 
   private def insert(e: Entry): Unit = {
     entries.put(e.hashed, e)
-    heap += heapBytesOf(e.key, e.value)
-    if (index != null) { index.put(e.key, e); heap += IndexEntryBytes }
+    entriesHeap += heapBytesOf(e.key, e.value)
+    if (base != null) {
+      tail.add(e)
+      viewHeap += SlotBytes
+      if (tailIndex != null) { tailIndex.put(e.key, e); viewHeap += IndexEntryBytes }
+    }
   }
 
-  private def sorted: TreeMap[Array[Byte], Entry] = {
-    if (index == null) {
-      index = new TreeMap[Array[Byte], Entry](Bytes.Order)
-      entries.values().forEach(e => index.put(e.key, e))
-      heap += IndexEntryBytes * entries.size
-    }
-    index
+  private def dropSortedView(): Unit = {
+    base = null
+    tail.clear()
+    tailIndex = null
+    viewHeap = 0L
   }
 
-  private def range(from: Array[Byte], until: Option[Array[Byte]]): java.util.NavigableMap[Array[Byte], Entry] =
-    until match {
-      case Some(u) if Bytes.Order.compare(from, u) >= 0 => new TreeMap[Array[Byte], Entry](Bytes.Order)
-      case Some(u) => sorted.subMap(from, true, u, false)
-      case None => sorted.tailMap(from, true)
+  /** Makes `base` plus `tailIndex` (null when the tail is empty) a sorted view of all entries. */
+  private def sortedView(): Unit =
+    if (base == null) {
+      base = sortedArray(entries.values())
+      viewHeap = SlotBytes * base.length
+    } else if (!tail.isEmpty) {
+      if (tail.size >= math.max(MinTailMerge, base.length / 8)) mergeTail()
+      else if (tailIndex == null) {
+        tailIndex = new TreeMap[Array[Byte], Entry](Bytes.Order)
+        tail.forEach(e => tailIndex.put(e.key, e))
+        viewHeap += IndexEntryBytes * tail.size
+      }
     }
+
+  /** Sorts the tail and merges it into a new `base` (the two hold different keys). */
+  private def mergeTail(): Unit = {
+    val t = sortedArray(tail)
+    val out = new Array[Entry](base.length + t.length)
+    var i = 0
+    var j = 0
+    var n = 0
+    while (i < base.length || j < t.length) {
+      if (j >= t.length || (i < base.length && Bytes.Order.compare(base(i).key, t(j).key) < 0)) {
+        out(n) = base(i); i += 1
+      } else {
+        out(n) = t(j); j += 1
+      }
+      n += 1
+    }
+    base = out
+    tail.clear()
+    tailIndex = null
+    viewHeap = SlotBytes * base.length
+  }
 
   /** Written or deleted entries with keys in [from, until), in key order, copied out. */
   def changesIn(from: Array[Byte], until: Option[Array[Byte]]): Array[(Array[Byte], Array[Byte])] = {
     val out = Array.newBuilder[(Array[Byte], Array[Byte])]
-    range(from, until).forEach((k, e) => if (e.value != null) out += ((k, e.value)))
+    if (until.forall(u => Bytes.Order.compare(from, u) < 0)) {
+      sortedView()
+      var i = lowerBound(from)
+      val end = until.map(lowerBound).getOrElse(base.length)
+      val fromTail = if (tailIndex == null) java.util.Collections.emptyIterator[Entry]() else (until match {
+        case Some(u) => tailIndex.subMap(from, true, u, false)
+        case None => tailIndex.tailMap(from, true)
+      }).values().iterator()
+      var t = if (fromTail.hasNext) fromTail.next() else null
+      while (i < end || t != null) {
+        val e =
+          if (t == null || (i < end && Bytes.Order.compare(base(i).key, t.key) < 0)) { i += 1; base(i - 1) }
+          else { val x = t; t = if (fromTail.hasNext) fromTail.next() else null; x }
+        if (e.value != null) out += ((e.key, e.value))
+      }
+    }
     out.result()
   }
 
-  /** Drops every entry with a key in [from, until). */
+  /** The first position in `base` whose key is >= `key`. */
+  private def lowerBound(key: Array[Byte]): Int = {
+    var lo = 0
+    var hi = base.length
+    while (lo < hi) {
+      val mid = (lo + hi) >>> 1
+      if (Bytes.Order.compare(base(mid).key, key) < 0) lo = mid + 1 else hi = mid
+    }
+    lo
+  }
+
+  /** Drops every entry with a key in [from, until) (rare: a dropped column family). */
   def clearRange(from: Array[Byte], until: Option[Array[Byte]]): Unit = {
-    val view = range(from, until)
-    view.values().forEach(e => heap -= heapBytesOf(e.key, e.value) + IndexEntryBytes)
-    view.values().forEach(e => entries.remove(e.hashed))
-    view.clear()
+    val it = entries.values().iterator()
+    while (it.hasNext) {
+      val e = it.next()
+      if (Bytes.Order.compare(e.key, from) >= 0 && until.forall(u => Bytes.Order.compare(e.key, u) < 0)) {
+        entriesHeap -= heapBytesOf(e.key, e.value)
+        it.remove()
+      }
+    }
+    dropSortedView()
   }
 
   /**
    * All written or deleted entries in key order (RocksDB applies sorted write batches and
-   * multi-gets markedly faster than random-order ones).
+   * multi-gets markedly faster than random-order ones; the heap working copy merges them).
+   * The array may be the write set's own: callers must not modify it.
    */
   def sortedChanges: Array[Entry] = {
-    val out = new Array[Entry](entries.size)
+    val all =
+      if (base == null) sortedArray(entries.values())
+      else {
+        if (!tail.isEmpty) mergeTail()
+        base
+      }
     var n = 0
-    val it = (if (index != null) index.values() else entries.values()).iterator()
-    while (it.hasNext) {
-      val e = it.next()
-      if (e.value != null) { out(n) = e; n += 1 }
+    all.foreach(e => if (e.value != null) n += 1)
+    if (n == all.length) all
+    else {
+      val out = new Array[Entry](n)
+      n = 0
+      all.foreach(e => if (e.value != null) { out(n) = e; n += 1 })
+      out
     }
-    val changes = if (n == out.length) out else java.util.Arrays.copyOf(out, n)
-    if (index == null) {
-      java.util.Arrays.sort(changes, (a: Entry, b: Entry) => Bytes.Order.compare(a.key, b.key))
-    }
-    changes
   }
 }
 
@@ -118,10 +192,23 @@ private[kstate] object WriteSet {
   /**
    * Heap estimate of one entry beyond its arrays, for a 64-bit JVM with compressed references:
    * the key wrapper (24), the entry (24), the hash map node (32) and its table slot (8, at the
-   * map's load factor). The sorted index adds [[IndexEntryBytes]] per entry.
+   * map's load factor). The sorted view adds [[SlotBytes]] per entry, and [[IndexEntryBytes]] per
+   * entry of the tail's index.
    */
   final val EntryOverheadBytes: Long = 88L
+  /** A tree node of the tail's index. */
   final val IndexEntryBytes: Long = 40L
+  /** A reference in the sorted view's arrays. */
+  final val SlotBytes: Long = 4L
+  /** The tail is merged into the base once it has this many entries (or an eighth of it). */
+  private final val MinTailMerge = 1024
+
+  /** `entries` in key order. */
+  private def sortedArray(entries: Collection[Entry]): Array[Entry] = {
+    val out = entries.toArray(new Array[Entry](0))
+    Arrays.sort(out, (a: Entry, b: Entry) => Bytes.Order.compare(a.key, b.key))
+    out
+  }
 
   /** Heap bytes of a byte array: 16-byte header, contents padded to 8 bytes. */
   def arrayBytes(a: Array[Byte]): Long =
