@@ -28,9 +28,11 @@ private[kstate] final class HeapState {
   import HeapState._
 
   private val map = new HashMap[HashedKey, Array[Byte]]()
-  // The sorted index: keys(0 until size) ascending, values aligned; valid only when `indexed`.
+  // The sorted index: keys(0 until indexSize) ascending, values aligned; valid only when
+  // `indexed`. Slots below indexSize are never written again; appendSorted fills slots above it.
   private var keys: Array[Array[Byte]] = NoArrays
   private var values: Array[Array[Byte]] = NoArrays
+  private var indexSize = 0
   private var indexed = true
   private var heap = 0L
 
@@ -58,17 +60,31 @@ private[kstate] final class HeapState {
    * Applies one version's changes: `changes` sorted by key without duplicates, a value of
    * [[WriteSet.Deleted]] deleting its key. Returns the change in the number of entries.
    */
-  def applySorted(changes: Array[WriteSet.Entry]): Long = {
+  def applySorted(changes: Array[WriteSet.Entry]): Long = applySorted(changes, changes.length)
+
+  /** [[applySorted]] of `changes(0 until count)`. */
+  def applySorted(changes: Array[WriteSet.Entry], count: Int): Long = {
     val before = map.size
     if (!indexed) {
-      changes.foreach(e => if (e.isDelete) removeFromMap(e.hashed) else putInMap(e.hashed, e.value))
+      var c = 0
+      while (c < count) {
+        val e = changes(c)
+        if (e.isDelete) removeFromMap(e.hashed) else putInMap(e.hashed, e.value)
+        c += 1
+      }
+    } else if (count > 0 && noDeletes(changes, count) &&
+        (indexSize == 0 || Bytes.Order.compare(keys(indexSize - 1), changes(0).key) < 0)) {
+      appendSorted(changes, count)
     } else {
-      val size = keys.length
+      val size = indexSize
       val outK = new Array[Array[Byte]](size + changes.length)
       val outV = new Array[Array[Byte]](outK.length)
       var i = 0
       var n = 0
-      changes.foreach { e =>
+      var c = 0
+      while (c < count) {
+        val e = changes(c)
+        c += 1
         while (i < size && Bytes.Order.compare(keys(i), e.key) < 0) {
           outK(n) = keys(i); outV(n) = values(i); n += 1; i += 1
         }
@@ -86,10 +102,32 @@ private[kstate] final class HeapState {
       System.arraycopy(keys, i, outK, n, size - i)
       System.arraycopy(values, i, outV, n, size - i)
       n += size - i
-      keys = if (n == outK.length) outK else Arrays.copyOf(outK, n)
-      values = if (n == outV.length) outV else Arrays.copyOf(outV, n)
+      keys = outK
+      values = outV
+      indexSize = n
     }
     (map.size - before).toLong
+  }
+
+  /**
+   * Adds new keys, all greater than every indexed key, at the end of the index (restoring a
+   * snapshot, which is written in key order): amortised constant work per key, no merge.
+   */
+  private def appendSorted(changes: Array[WriteSet.Entry], count: Int): Unit = {
+    if (indexSize + count > keys.length) {
+      val capacity = math.max(indexSize + count, math.min(Int.MaxValue - 8, keys.length.toLong * 2).toInt)
+      keys = Arrays.copyOf(keys, capacity)
+      values = Arrays.copyOf(values, capacity)
+    }
+    var c = 0
+    while (c < count) {
+      val e = changes(c)
+      putInMap(e.hashed, e.value)
+      keys(indexSize + c) = e.key
+      values(indexSize + c) = e.value
+      c += 1
+    }
+    indexSize += count
   }
 
   /** Removes every entry with a key in [from, until); returns how many there were. */
@@ -99,8 +137,9 @@ private[kstate] final class HeapState {
     var i = lo
     while (i < hi) { removeFromMap(new HashedKey(keys(i))); i += 1 }
     if (hi > lo) {
-      keys = without(keys, lo, hi)
-      values = without(values, lo, hi)
+      keys = without(keys, indexSize, lo, hi)
+      values = without(values, indexSize, lo, hi)
+      indexSize -= hi - lo
     }
     (hi - lo).toLong
   }
@@ -123,12 +162,12 @@ private[kstate] final class HeapState {
   def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit = {
     index()
     var i = 0
-    while (i < keys.length) { f(keys(i), values(i)); i += 1 }
+    while (i < indexSize) { f(keys(i), values(i)); i += 1 }
   }
 
   def clear(): Unit = {
     map.clear()
-    keys = NoArrays; values = NoArrays; indexed = true
+    keys = NoArrays; values = NoArrays; indexSize = 0; indexed = true
     heap = 0L
   }
 
@@ -151,20 +190,21 @@ private[kstate] final class HeapState {
       b: java.util.Map.Entry[HashedKey, Array[Byte]]) => Bytes.Order.compare(a.getKey.bytes, b.getKey.bytes))
     keys = entries.map(_.getKey.bytes)
     values = entries.map(_.getValue)
+    indexSize = keys.length
     indexed = true
   }
 
   /** Index positions [lo, hi) of the keys in [from, until). */
   private def bounds(from: Array[Byte], until: Option[Array[Byte]]): (Int, Int) = {
     val lo = lowerBound(from)
-    val hi = until.map(lowerBound).getOrElse(keys.length)
+    val hi = until.map(lowerBound).getOrElse(indexSize)
     (lo, math.max(lo, hi))
   }
 
   /** The first index position whose key is >= `key`. */
   private def lowerBound(key: Array[Byte]): Int = {
     var lo = 0
-    var hi = keys.length
+    var hi = indexSize
     while (lo < hi) {
       val mid = (lo + hi) >>> 1
       if (Bytes.Order.compare(keys(mid), key) < 0) lo = mid + 1 else hi = mid
@@ -183,11 +223,17 @@ private[kstate] object HeapState {
 
   private val NoArrays = new Array[Array[Byte]](0)
 
-  /** A copy of `a` without positions [lo, hi). */
-  private def without(a: Array[Array[Byte]], lo: Int, hi: Int): Array[Array[Byte]] = {
-    val out = new Array[Array[Byte]](a.length - (hi - lo))
+  private def noDeletes(changes: Array[WriteSet.Entry], count: Int): Boolean = {
+    var c = 0
+    while (c < count && !changes(c).isDelete) c += 1
+    c == count
+  }
+
+  /** A copy of `a(0 until size)` without positions [lo, hi). */
+  private def without(a: Array[Array[Byte]], size: Int, lo: Int, hi: Int): Array[Array[Byte]] = {
+    val out = new Array[Array[Byte]](size - (hi - lo))
     System.arraycopy(a, 0, out, 0, lo)
-    System.arraycopy(a, hi, out, lo, a.length - hi)
+    System.arraycopy(a, hi, out, lo, size - hi)
     out
   }
 

@@ -8,6 +8,11 @@ import org.rocksdb.WriteBatch
  * batches. Column family records are collected, to be applied to the registry once the files
  * are verified.
  *
+ * State files list a version's keys in key order (snapshots, and changelogs of versions that
+ * did not spill), so records for the heap are gathered in runs of increasing keys and applied
+ * with [[HeapState.applySorted]], which keeps the heap's sorted index without a sort; a file
+ * out of order (a spilled version's changelog) is applied record by record from there on.
+ *
  * @param heap    the heap working copy to fill, or null to fill `db`
  * @param db      the database working copy to fill when `heap` is null
  * @param fits    whether the heap state still fits its budget (checked every [[CheckEvery]]
@@ -22,23 +27,48 @@ private[kstate] final class StateLoader(heap: HeapState, db: LocalDb, fits: () =
   private var target: LocalDb = db
   private var batch: WriteBatch = if (heap == null) new WriteBatch() else null
   private var pending = 0
+  // The current run of increasing keys for the heap (entries 0 until runSize).
+  private val run = new Array[WriteSet.Entry](CheckEvery)
+  private var runSize = 0
+  private var inOrder = true
   private var families = Vector.empty[Either[Short, (String, Short)]]
 
   override def put(key: Array[Byte], value: Array[Byte]): Unit = {
-    if (onHeap != null) onHeap.put(key, value) else batch.put(key, value)
+    if (onHeap != null) toHeap(key, value) else batch.put(key, value)
     bump()
   }
 
   override def delete(key: Array[Byte]): Unit = {
-    if (onHeap != null) onHeap.delete(key) else batch.delete(key)
+    if (onHeap != null) toHeap(key, WriteSet.Deleted) else batch.delete(key)
     bump()
+  }
+
+  /**
+   * Adds a record to the run if it keeps key order (a loader reads one file), else applies it
+   * alone (value [[WriteSet.Deleted]]: a delete).
+   */
+  private def toHeap(key: Array[Byte], value: Array[Byte]): Unit = {
+    if (inOrder && (runSize == 0 || Bytes.Order.compare(run(runSize - 1).key, key) < 0)) {
+      run(runSize) = new WriteSet.Entry(new HashedKey(key), value, WriteSet.Unknown)
+      runSize += 1
+    } else {
+      applyRun()
+      inOrder = false
+      if (value eq WriteSet.Deleted) onHeap.delete(key) else onHeap.put(key, value)
+    }
+  }
+
+  private def applyRun(): Unit = if (runSize > 0) {
+    onHeap.applySorted(run, runSize)
+    java.util.Arrays.fill(run.asInstanceOf[Array[AnyRef]], 0, runSize, null)
+    runSize = 0
   }
 
   override def family(cf: Short, name: String): Unit = families :+= Right(name -> cf)
 
   override def dropFamily(cf: Short): Unit = {
     val p = FamilyCodec.prefixOf(cf)
-    if (onHeap != null) onHeap.deleteRange(p, Bytes.prefixEnd(p))
+    if (onHeap != null) { applyRun(); onHeap.deleteRange(p, Bytes.prefixEnd(p)) }
     else batch.deleteRange(p, Bytes.prefixEnd(p).getOrElse(Array[Byte](-1, -1, -1)))
     families :+= Left(cf)
     bump()
@@ -53,6 +83,7 @@ private[kstate] final class StateLoader(heap: HeapState, db: LocalDb, fits: () =
   def flush(): Unit = {
     pending = 0
     if (onHeap != null) {
+      applyRun()
       if (!fits()) {
         target = moveToDb()
         onHeap = null

@@ -112,6 +112,25 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     assert(h.get(new HashedKey(Array[Byte](2))).toList == List[Byte](20))
   }
 
+  test("runs of increasing keys are appended to the index; scans opened before stay frozen") {
+    val h = new HeapState
+    def run(ks: Seq[Int]): Array[WriteSet.Entry] =
+      ks.map(k => new WriteSet.Entry(new HashedKey(bytes(List(k))), Array(k.toByte), WriteSet.Unknown)).toArray
+    assert(h.applySorted(run(Seq(1, 2, 3))) == 3)
+    val before = h.scan(Array.emptyByteArray, None)
+    assert(h.applySorted(run(Seq(5, 7)), 1) == 1) // only the first entry of the array
+    assert(h.applySorted(run(Seq(9, 10, 11))) == 3) // appended again
+    assert(h.applySorted(run(Seq(4, 6))) == 2) // merged
+    val seen = mutable.ListBuffer.empty[Int]
+    while (before.valid) { seen += before.key(0); before.next() }
+    assert(seen.toList == List(1, 2, 3))
+    assert(scanAll(h, Nil, None).map(_._1) == List(1, 2, 3, 4, 5, 6, 9, 10, 11).map(List(_)))
+    assert(h.count(bytes(List(4)), Some(bytes(List(10)))) == 4)
+    assert(h.deleteRange(bytes(List(2)), Some(bytes(List(5)))) == 3)
+    assert(scanAll(h, Nil, None).map(_._1) == List(1, 5, 6, 9, 10, 11).map(List(_)))
+    assert(h.heapBytes == expectedHeap(mutable.Map(List(1, 5, 6, 9, 10, 11).map(k => List(k) -> Array(k.toByte)): _*)))
+  }
+
   test("the budget admits reservations up to the limit and takes releases back") {
     val base = HeapStateBudget.reserved
     assert(HeapStateBudget.tryReserve(100, base + 150))
