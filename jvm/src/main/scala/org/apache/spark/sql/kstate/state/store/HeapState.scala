@@ -77,7 +77,7 @@ private[kstate] final class HeapState {
       appendSorted(changes, count)
     } else {
       val size = indexSize
-      val outK = new Array[Array[Byte]](size + changes.length)
+      val outK = new Array[Array[Byte]](size + count)
       val outV = new Array[Array[Byte]](outK.length)
       var i = 0
       var n = 0
@@ -85,9 +85,13 @@ private[kstate] final class HeapState {
       while (c < count) {
         val e = changes(c)
         c += 1
-        while (i < size && Bytes.Order.compare(keys(i), e.key) < 0) {
-          outK(n) = keys(i); outV(n) = values(i); n += 1; i += 1
-        }
+        // copy the unchanged keys before e in one block, found by galloping (a few changes
+        // into a large index cost O(changes x log gap) comparisons, not one per index key)
+        val pos = gallop(i, size, e.key)
+        System.arraycopy(keys, i, outK, n, pos - i)
+        System.arraycopy(values, i, outV, n, pos - i)
+        n += pos - i
+        i = pos
         val replaces = i < size && Bytes.Order.compare(keys(i), e.key) == 0
         if (e.isDelete) removeFromMap(e.hashed)
         else {
@@ -192,6 +196,27 @@ private[kstate] final class HeapState {
     values = entries.map(_.getValue)
     indexSize = keys.length
     indexed = true
+  }
+
+  /** The first position p in [from, size) with keys(p) >= key (size if none), by galloping. */
+  private def gallop(from: Int, size: Int, key: Array[Byte]): Int = {
+    // find a window (lo, hi] that holds the answer, doubling the step
+    var lo = from - 1 // keys(lo) < key, or lo = from - 1
+    var step = 1
+    var hi = from
+    while (hi < size && Bytes.Order.compare(keys(hi), key) < 0) {
+      lo = hi
+      hi = math.min(size, hi + step)
+      step <<= 1
+    }
+    // now keys(lo) < key (or lo = from - 1) and (hi == size or keys(hi) >= key)
+    var l = lo + 1
+    var h = hi
+    while (l < h) {
+      val mid = (l + h) >>> 1
+      if (Bytes.Order.compare(keys(mid), key) < 0) l = mid + 1 else h = mid
+    }
+    l
   }
 
   /** Index positions [lo, hi) of the keys in [from, until). */

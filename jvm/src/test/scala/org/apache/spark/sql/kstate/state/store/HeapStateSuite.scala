@@ -7,6 +7,9 @@ import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
 
 class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
+  implicit override val generatorDrivenConfig: PropertyCheckConfiguration =
+    PropertyCheckConfiguration(minSuccessful = 300)
+
   /** Keys as unsigned byte strings; the model orders them as lists of ints 0..255. */
   private def model(m: mutable.Map[List[Int], Array[Byte]]): List[(List[Int], List[Byte])] =
     m.toList.sortWith((a, b) => lessUnsigned(a._1, b._1)).map { case (k, v) => k -> v.toList }

@@ -7,6 +7,9 @@ import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
 
 class WriteSetSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
+  implicit override val generatorDrivenConfig: PropertyCheckConfiguration =
+    PropertyCheckConfiguration(minSuccessful = 100)
+
   private sealed trait Op
   private case class Write(k: Int, v: Option[Int]) extends Op // None: delete
   private case class Note(k: Int, existed: Boolean) extends Op
