@@ -50,9 +50,10 @@ object StoreBench {
     new StateStoreConf(sql)
   }
 
-  private def provider(cls: String, root: String): StateStoreProvider = {
+  private def provider(cls: String, root: String, extra: Map[String, String] = Map.empty): StateStoreProvider = {
     val sql = new SQLConf
     conf().sqlConfs.foreach { case (k, v) => sql.setConfString(k, v) }
+    extra.foreach { case (k, v) => sql.setConfString(k, v) }
     sql.setConfString(SQLConf.STATE_STORE_PROVIDER_CLASS.key, cls)
     // createAndInit also records a query run id, which Spark's RocksDB provider requires.
     StateStoreProvider.createAndInit(
@@ -66,11 +67,12 @@ object StoreBench {
   }
 
   /** Writes `keys` keys in `versions` versions; returns (write s, restore s, restored numKeys). */
-  private def restoreRun(cls: String, keys: Int, versions: Int): (Double, Double, Long) = {
+  private def restoreRun(cls: String, keys: Int, versions: Int,
+      extra: Map[String, String] = Map.empty): (Double, Double, Long) = {
     val root = Files.createTempDirectory("kstate-bench-restore").toFile
     try {
       val perVersion = keys / versions
-      val p = provider(cls, root.getAbsolutePath)
+      val p = provider(cls, root.getAbsolutePath, extra)
       val (_, writeS) = timed {
         for (v <- 0 until versions) {
           val s = p.getStore(v)
@@ -82,7 +84,7 @@ object StoreBench {
         p.doMaintenance()
       }
       p.close()
-      val q = provider(cls, root.getAbsolutePath)
+      val q = provider(cls, root.getAbsolutePath, extra)
       val (n, restoreS) = timed {
         val s = q.getStore(versions)
         val n = s.iterator().size.toLong // forces the restored state to be readable end to end
@@ -180,17 +182,25 @@ object StoreBench {
     val reps = if (quick) 1 else 3
     println(s"restore: $keys keys in 10 versions (snapshot at 5, changelogs 6..10), " +
       s"median of $reps runs, order alternating")
+    // kstate's provider twice: working copy on the heap (default) and in RocksDB (budget 0)
+    val kstateDb = "kstate, RocksDB working copy"
+    def run(variant: String) =
+      if (variant == kstateDb) restoreRun(kstate, keys, 10, Map(io.kstate.KStateConf.HeapStateBytes.key -> "0"))
+      else restoreRun(variant, keys, 10)
     val runs = (0 until reps).map { r =>
-      val order = if (r % 2 == 0) Seq(kstate, rocks) else Seq(rocks, kstate)
-      order.map(cls => cls -> restoreRun(cls, keys, 10)).toMap
+      val order = if (r % 2 == 0) Seq(kstate, kstateDb, rocks) else Seq(rocks, kstateDb, kstate)
+      order.map(v => v -> run(v)).toMap
     }
     def median(xs: Seq[Double]): Double = xs.sorted.apply(xs.size / 2)
     runs.foreach(m => require(m.values.forall(_._3 == keys), s"restored key counts: $m"))
     val (kw, kr) = (median(runs.map(_(kstate)._1)), median(runs.map(_(kstate)._2)))
+    val (dw, dr) = (median(runs.map(_(kstateDb)._1)), median(runs.map(_(kstateDb)._2)))
     val (rw, rr) = (median(runs.map(_(rocks)._1)), median(runs.map(_(rocks)._2)))
     println(s"  restore seconds per run: kstate ${runs.map(m => f"${m(kstate)._2}%.2f").mkString("/")}, " +
+      s"kstate RocksDB copy ${runs.map(m => f"${m(kstateDb)._2}%.2f").mkString("/")}, " +
       s"RocksDB ${runs.map(m => f"${m(rocks)._2}%.2f").mkString("/")}")
-    println(f"  kstate provider : write $kw%7.2f s, restore $kr%6.2f s")
+    println(f"  kstate provider : write $kw%7.2f s, restore $kr%6.2f s (heap working copy)")
+    println(f"  same, RocksDB   : write $dw%7.2f s, restore $dr%6.2f s (working copy in RocksDB)")
     println(f"  Spark RocksDB   : write $rw%7.2f s, restore $rr%6.2f s")
     println(f"  restore speed-up kstate vs RocksDB: ${rr / kr}%.2fx")
 
@@ -214,6 +224,7 @@ object StoreBench {
          |    "kstate_restore_s_reps": [${runs.map(_(kstate)._2).mkString(", ")}],
          |    "rocksdb_restore_s_reps": [${runs.map(_(rocks)._2).mkString(", ")}],
          |    "kstate": {"write_s": $kw, "restore_s": $kr},
+         |    "kstate_rocksdb_copy": {"write_s": $dw, "restore_s": $dr},
          |    "rocksdb": {"write_s": $rw, "restore_s": $rr},
          |    "restore_speedup_kstate_vs_rocksdb": ${rr / kr}},
          |  "versioned": {"keys": $vk, "versions_per_key": $vr,
