@@ -255,12 +255,16 @@ final class KStateStore private[state] (
    * Bounds the heap this version's uncommitted changes may hold: at most `maxBytes` estimated
    * heap bytes and `maxEntries` changed keys (read-only existence notes included); past either,
    * the changes are spilled to the local database. kstate's bounded structures (the
-   * time-ordered buffer) call this with their own bound.
+   * time-ordered buffer) call this with their own bound; the store's working copy then moves to
+   * RocksDB and stays there (see [[KStateStoreProvider.keepOffHeap]]).
    */
   private[kstate] def limitHeap(maxBytes: Long, maxEntries: Long = Long.MaxValue): Unit = {
     require(maxBytes > 0 && maxEntries > 0, s"heap limits must be positive: $maxBytes, $maxEntries")
     heapLimitBytes = maxBytes
     heapLimitEntries = maxEntries
+    // A bounded structure's committed contents must not sit on the heap either.
+    checkReadable()
+    provider.keepOffHeap(this)
     spillIfFull()
   }
 

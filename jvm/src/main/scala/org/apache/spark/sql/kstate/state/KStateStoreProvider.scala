@@ -144,6 +144,26 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   /** Whether the working copy is on the heap (for tests and metrics). */
   private[state] def onHeap: Boolean = heap != null
 
+  /** False once a store bounded its heap: the working copy then stays in RocksDB. */
+  @volatile private var heapAllowed = true
+
+  /**
+   * Moves the working copy to RocksDB and keeps it there for this provider's later restores:
+   * `store` bounds its heap (a time-ordered buffer that spills to disk), so its committed
+   * contents must not be held on the heap either. A failure discards the working copy and
+   * fails like a spill.
+   */
+  private[state] def keepOffHeap(store: KStateStore): Unit = synchronized {
+    heapAllowed = false
+    if (heap != null) {
+      try moveHeapToDb() catch {
+        case NonFatal(e) =>
+          discardWorkingCopy()
+          throw KStateErrors.stateSpillFailed(store.id.toString, store.version, localDirOf, e)
+      }
+    }
+  }
+
   /** Bytes this provider holds of the executor's heap state budget (for tests). */
   private[state] def heapReservedBytes: Long = synchronized(heapReserved)
 
@@ -170,7 +190,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     val started = System.nanoTime()
     closeDb()
     loadedVersion = Empty
-    if (heapStateLimit > 0) heap = new HeapState else localDb = new LocalDb(localRoot)
+    if (heapStateLimit > 0 && heapAllowed) heap = new HeapState else localDb = new LocalDb(localRoot)
     registry = FamilyRegistry.initial(StateStore.DEFAULT_COL_FAMILY_NAME)
     numKeys = 0
     lastSnapshotVersion = 0

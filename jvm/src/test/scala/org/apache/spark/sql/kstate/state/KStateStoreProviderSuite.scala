@@ -291,6 +291,23 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     }
   }
 
+  test("a store that bounds its heap moves its working copy to RocksDB and restores there") {
+    val root = tmp()
+    val p = newProvider(root)
+    hundredKeys(p)
+    assert(p.onHeap)
+    val s = p.getStore(1).asInstanceOf[KStateStore]
+    s.limitHeap(1L << 20)
+    assert(!p.onHeap && p.heapReservedBytes == 0)
+    assert(contents(s) == (0 until 100).map(i => s"k$i" -> i.toLong).toMap)
+    s.put(key("x"), value(1))
+    assert(s.commit() == 2)
+    p.getStore(1).abort() // another version: a restore, which stays in RocksDB
+    assert(p.lastRestore.get.version == 1 && !p.onHeap)
+    assert(contents(p.getStore(2)).size == 101 && !p.onHeap)
+    p.close()
+  }
+
   test("with a heap state budget of 0 the working copy is always RocksDB") {
     val p = newProvider(tmp(), heapBudget(0))
     hundredKeys(p)
