@@ -347,7 +347,7 @@ final class KStateStore private[state] (
   private def checkWritable(op: String): Unit =
     if (state != Updating) throw new IllegalStateException(s"$op on $this: it is no longer updating")
 
-  /** The local database must still hold this store's base version. */
+  /** The working copy must still hold this store's base version. */
   private def checkReadable(): Unit =
     if (state == Updating && !provider.holds(this)) {
       throw new IllegalStateException(s"$this is stale: the provider's working copy is no " +

@@ -224,7 +224,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     logDebug(s"$this restored $info")
   }
 
-  /** Reads one verified file into the local database. */
+  /** Reads one verified file into the working copy. */
   private def load(kind: StateFile.Kind, version: Long, target: Long): StateFile.Summary = {
     val p = path(kind, version)
     val in = try files.open(p) catch {
