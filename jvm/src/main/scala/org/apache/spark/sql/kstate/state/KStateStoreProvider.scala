@@ -453,7 +453,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     } else {
       val batch = new WriteBatch()
       try {
-        drops.foreach(p => batch.deleteRange(p, Bytes.prefixEnd(p).getOrElse(Array[Byte](-1, -1, -1))))
+        drops.foreach(p => batch.deleteRange(p, FamilyCodec.rangeEnd(p)))
         changes.foreach(e => if (e.isDelete) batch.delete(e.key) else batch.put(e.key, e.value))
         applyLocally(batch)
       } finally batch.close()

@@ -120,6 +120,13 @@ private[kstate] final class FamilyCodec(
 private[kstate] object FamilyCodec {
   def prefixOf(id: Short): Array[Byte] = Array((id >> 8).toByte, id.toByte)
 
+  /**
+   * The exclusive end of family `prefix`'s keys for a RocksDB range delete (which needs a
+   * bound): past every 2-byte prefix when the prefix is all 0xFF.
+   */
+  def rangeEnd(prefix: Array[Byte]): Array[Byte] =
+    Bytes.prefixEnd(prefix).getOrElse(Array[Byte](-1, -1, -1))
+
   /** A copy of `row`'s bytes, placed after `headroom` leading bytes. */
   def rowBytes(row: UnsafeRow, headroom: Int): Array[Byte] = {
     val size = row.getSizeInBytes

@@ -28,7 +28,7 @@ private[kstate] final class StateLoader(heap: HeapState, db: LocalDb, fits: () =
   private var batch: WriteBatch = if (heap == null) new WriteBatch() else null
   private var pending = 0
   // The current run of increasing keys for the heap (entries 0 until runSize).
-  private val run = new Array[WriteSet.Entry](CheckEvery)
+  private val run = if (heap == null) null else new Array[WriteSet.Entry](CheckEvery)
   private var runSize = 0
   private var inOrder = true
   private var families = Vector.empty[Either[Short, (String, Short)]]
@@ -69,7 +69,7 @@ private[kstate] final class StateLoader(heap: HeapState, db: LocalDb, fits: () =
   override def dropFamily(cf: Short): Unit = {
     val p = FamilyCodec.prefixOf(cf)
     if (onHeap != null) { applyRun(); onHeap.deleteRange(p, Bytes.prefixEnd(p)) }
-    else batch.deleteRange(p, Bytes.prefixEnd(p).getOrElse(Array[Byte](-1, -1, -1)))
+    else batch.deleteRange(p, FamilyCodec.rangeEnd(p))
     families :+= Left(cf)
     bump()
   }
