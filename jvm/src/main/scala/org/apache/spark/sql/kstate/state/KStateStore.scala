@@ -23,7 +23,9 @@ import org.apache.spark.sql.types.StructType
  *  - Reuse: every row returned (by `get`, iterators and scans) is a fresh object the caller may
  *    keep; rows passed in are copied, so callers may reuse theirs.
  *  - Iterators and scans are in key byte order (for range-scan key specs: the ordering columns'
- *    order) and reflect the store as it was when the iterator was created.
+ *    order) and reflect the store as it was when the iterator was created. One exception:
+ *    `iterator()` of a plain-key family (NoPrefixKeyStateEncoderSpec) on a heap working copy is
+ *    in no particular order, as on Spark's HDFS provider, so that it needs no sort.
  *  - Thread-safety: a store is used by one task thread.
  */
 final class KStateStore private[state] (
@@ -33,7 +35,8 @@ final class KStateStore private[state] (
   import KStateStore._
 
   private var state: State = Updating
-  private[kstate] val changes = new WriteSet
+  // sized like the last committed version's, so a steady workload does not grow it from empty
+  private[kstate] val changes = new WriteSet(provider.writeSetSizeHint)
   private[state] var registry: FamilyRegistry = startRegistry
   /** Column families created and dropped by this version, in order. */
   private[state] var familyLog: Vector[FamilyChange] = Vector.empty
@@ -158,9 +161,16 @@ final class KStateStore private[state] (
       colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
     rangePairs(startKey, endKey, colFamilyName, multi = true)
 
+  /**
+   * Spark's `iterator()`: in key order for prefix- and range-scan families (timers and
+   * kstate's time indexes rely on it, as on Spark's RocksDB provider); in no particular order
+   * for plain-key families when the working copy can give that without a sort (Spark's contract
+   * leaves it open there, and its HDFS provider iterates a hash map).
+   */
   private def familyPairs(cf: String, multi: Boolean): StateStoreIterator[UnsafeRowPair] = {
     val fam = family(cf)
-    pairs(fam, scan(fam.prefix, Bytes.prefixEnd(fam.prefix)), multi)
+    val unordered = if (fam.plainKeys) { checkReadable(); provider.unorderedScan(this, fam.prefix) } else None
+    pairs(fam, unordered.getOrElse(scan(fam.prefix, Bytes.prefixEnd(fam.prefix))), multi)
   }
 
   private def prefixPairs(prefixKey: UnsafeRow, cf: String, multi: Boolean)

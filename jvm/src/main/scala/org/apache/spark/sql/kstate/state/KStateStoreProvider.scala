@@ -320,6 +320,26 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     else if (heap != null) heap.scan(from, until)
     else localDb.scan(from, until)
 
+  /** Entries in the last committed version's write set: the next one's initial capacity. */
+  @volatile private[state] var writeSetSizeHint: Int = 0
+
+  /**
+   * An iteration over `store`'s current entries under `prefix` in no particular order, when the
+   * working copy can give one without a sort (a heap working copy, no spill pending), else
+   * None. Captured when opened: later writes do not show through.
+   */
+  private[state] def unorderedScan(store: KStateStore, prefix: Array[Byte]): Option[UnorderedScan] =
+    if (heap == null || pending != null) None
+    else {
+      val (changedKeys, changedValues) = store.changes.writesWithPrefix(prefix)
+      val changes = store.changes
+      val (keys, values) = heap.entriesWithPrefix(prefix, k => {
+        val e = changes.lookup(k)
+        e != null && e.value != null
+      })
+      Some(new UnorderedScan(changedKeys, changedValues, keys, values))
+    }
+
   /**
    * Whether reads should note if a key existed (saving a lookup when counting rows at commit):
    * only for a database working copy, where that lookup is a native call.
@@ -359,7 +379,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
       val records = pending.writer.recordCount
       val families = unflushedFamilies(store)
       val delta = flushInto(families, changes, pending.writer, countsRows && numKeys >= 0)
-      applyToWorkingCopy(families, changes)
+      applyToWorkingCopy(families, changes, sorted = true)
       if (countsRows && numKeys >= 0) numKeys += delta
       store.counters.spilledRecords += pending.writer.recordCount - records
       store.changes.clear()
@@ -442,14 +462,16 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   }
 
   /**
-   * Applies family drops and `changes` to the working copy (heap, or one database batch). For
-   * the heap, returns the change in the number of keys (the database does not tell: 0).
+   * Applies family drops and `changes` (in key order if `sorted`) to the working copy (heap, or
+   * one database batch). For the heap, returns the change in the number of keys (the database
+   * does not tell: 0).
    */
-  private def applyToWorkingCopy(families: Vector[FamilyChange], changes: Array[WriteSet.Entry]): Long = {
+  private def applyToWorkingCopy(families: Vector[FamilyChange], changes: Array[WriteSet.Entry],
+      sorted: Boolean): Long = {
     val drops = families.collect { case FamilyChange.Dropped(id) => FamilyCodec.prefixOf(id) }
     if (heap != null) {
       val dropped = drops.map(p => heap.deleteRange(p, Bytes.prefixEnd(p))).sum
-      heap.applySorted(changes) - dropped
+      (if (sorted) heap.applySorted(changes) else heap.applyUnsorted(changes)) - dropped
     } else {
       val batch = new WriteBatch()
       try {
@@ -476,12 +498,15 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     pending = null
     closeBaseView()
     val families = unflushedFamilies(store)
-    val changes = store.changes.sortedChanges
+    // A heap working copy that keeps no sorted index takes the changes in any order: no sort.
+    val sorted = heap == null || heap.keepsIndex
+    val changes = if (sorted) store.changes.sortedChanges else store.changes.unsortedChanges
+    writeSetSizeHint = math.min(store.changes.numEntries, MaxWriteSetSizeHint).toInt
     val heapFirst = heap != null
     try {
       val delta =
         if (heapFirst) {
-          val d = applyToWorkingCopy(families, changes)
+          val d = applyToWorkingCopy(families, changes, sorted)
           flushInto(families, changes, p.writer, counting = false)
           d
         } else flushInto(families, changes, p.writer, counting)
@@ -497,7 +522,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
         throw e
     }
     try {
-      if (!heapFirst) applyToWorkingCopy(families, changes)
+      if (!heapFirst) applyToWorkingCopy(families, changes, sorted = true)
       if (heap != null && !heapFits()) moveHeapToDb()
     } catch {
       case NonFatal(e) =>
@@ -672,6 +697,8 @@ object KStateStoreProvider {
   private val Empty = -1L
   /** Keys per native multi-get when resolving which changed keys existed. */
   private val ExistenceBatch = 4096
+  /** Caps the write set's initial capacity (a version that spilled may have had many more). */
+  private val MaxWriteSetSizeHint = 1L << 20
   private val Closed = -2L
 
   /** The changelog of a version being written in pieces by `store`'s spills. */

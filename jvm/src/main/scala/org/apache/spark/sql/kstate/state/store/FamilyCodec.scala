@@ -39,6 +39,9 @@ private[kstate] final class FamilyCodec(
 
   def supportsRangeScan: Boolean = sparkKeyEncoder.exists(_.supportsRangeScan)
 
+  /** Plain keys (NoPrefixKeyStateEncoderSpec): no scan relies on their order. */
+  def plainKeys: Boolean = sparkKeyEncoder.isEmpty
+
   def encodeKey(key: UnsafeRow): Array[Byte] = sparkKeyEncoder match {
     case None => withPrefix(key)
     case Some(enc) => Bytes.concat(prefix, enc.encodeKey(key))

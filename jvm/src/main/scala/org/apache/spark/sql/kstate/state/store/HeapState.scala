@@ -9,9 +9,15 @@ import java.util.{Arrays, HashMap}
  * RocksDB's write path.
  *
  * Layout: a hash map from key bytes to value bytes, plus a sorted index (parallel arrays of
- * keys and values in unsigned key order) for scans. A version's changes arrive sorted
- * ([[applySorted]]), so the index is renewed by one linear merge; single puts and deletes (a
- * restore replaying files) only invalidate it, and it is rebuilt by one sort when next needed.
+ * keys and values in unsigned key order) for ordered reads (scans, counts, range deletes).
+ * The index is kept only while ordered reads use it:
+ *  - while they do (an ordered read since the last commit, [[keepsIndex]]), a version's changes
+ *    arrive sorted ([[applySorted]]) and renew the index by one linear merge;
+ *  - otherwise a version's changes arrive in any order ([[applyUnsorted]]), update the map only
+ *    and drop the index: a state read only by key and by unordered iteration (Spark's
+ *    aggregations and deduplication) never pays for a sort, as with Spark's HDFS provider;
+ *  - single puts and deletes (a restore replaying files) only invalidate it.
+ * An invalid index is rebuilt by one sort of all entries when an ordered read next needs it.
  * The index arrays are never modified once built, only replaced, so a scan keeps the arrays it
  * started on and is frozen at the version it was opened at, like a RocksDB snapshot.
  *
@@ -34,6 +40,8 @@ private[kstate] final class HeapState {
   private var values: Array[Array[Byte]] = NoArrays
   private var indexSize = 0
   private var indexed = true
+  /** Whether an ordered read used the index since the last version was applied. */
+  private var indexUsed = false
   private var heap = 0L
 
   def heapBytes: Long = heap
@@ -62,9 +70,33 @@ private[kstate] final class HeapState {
    */
   def applySorted(changes: Array[WriteSet.Entry]): Long = applySorted(changes, changes.length)
 
+  /**
+   * Whether the next version's changes should arrive sorted ([[applySorted]]) to keep the
+   * sorted index: it is valid and an ordered read used it since the last version was applied.
+   */
+  def keepsIndex: Boolean = indexed && indexUsed
+
+  /**
+   * Applies one version's changes in any order (no duplicate keys; [[WriteSet.Deleted]]
+   * deletes) to the map and drops the sorted index. Returns the change in the number of entries.
+   */
+  def applyUnsorted(changes: Array[WriteSet.Entry]): Long = {
+    val before = map.size
+    var c = 0
+    while (c < changes.length) {
+      val e = changes(c)
+      if (e.isDelete) removeFromMap(e.hashed) else putInMap(e.hashed, e.value)
+      c += 1
+    }
+    keys = NoArrays; values = NoArrays; indexSize = 0; indexed = false
+    indexUsed = false
+    (map.size - before).toLong
+  }
+
   /** [[applySorted]] of `changes(0 until count)`. */
   def applySorted(changes: Array[WriteSet.Entry], count: Int): Long = {
     val before = map.size
+    indexUsed = false
     if (!indexed) {
       var c = 0
       while (c < count) {
@@ -136,7 +168,7 @@ private[kstate] final class HeapState {
 
   /** Removes every entry with a key in [from, until); returns how many there were. */
   def deleteRange(from: Array[Byte], until: Option[Array[Byte]]): Long = {
-    index()
+    orderedRead()
     val (lo, hi) = bounds(from, until)
     var i = lo
     while (i < hi) { removeFromMap(new HashedKey(keys(i))); i += 1 }
@@ -150,28 +182,46 @@ private[kstate] final class HeapState {
 
   /** Number of entries with a key in [from, until). */
   def count(from: Array[Byte], until: Option[Array[Byte]]): Long = {
-    index()
+    orderedRead()
     val (lo, hi) = bounds(from, until)
     (hi - lo).toLong
   }
 
   /** The entries in [from, until) as they are now, unaffected by later changes. */
   def scan(from: Array[Byte], until: Option[Array[Byte]]): StateScan = {
-    index()
+    orderedRead()
     val (lo, hi) = bounds(from, until)
     new IndexScan(keys, values, lo, hi)
   }
 
-  /** Every entry in key order, without copying (for snapshots and moving to RocksDB). */
-  def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit = {
-    index()
-    var i = 0
-    while (i < indexSize) { f(keys(i), values(i)); i += 1 }
+  /**
+   * Every entry, without copying (for snapshots and moving to RocksDB): in key order while the
+   * index is valid, else in the map's order (no sort just for this).
+   */
+  def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit =
+    if (indexed) {
+      var i = 0
+      while (i < indexSize) { f(keys(i), values(i)); i += 1 }
+    } else map.forEach((k, v) => f(k.bytes, v))
+
+  /**
+   * The entries whose key starts with `prefix`, except those `skip` names, in no particular
+   * order, as (keys, values) arrays captured now (for an unordered iteration). The arrays
+   * hold the state's own byte arrays: callers hand out copies.
+   */
+  def entriesWithPrefix(prefix: Array[Byte], skip: HashedKey => Boolean)
+      : (Array[Array[Byte]], Array[Array[Byte]]) = {
+    val ks = new java.util.ArrayList[Array[Byte]]()
+    val vs = new java.util.ArrayList[Array[Byte]]()
+    map.forEach { (k, v) =>
+      if (Bytes.startsWith(k.bytes, prefix) && !skip(k)) { ks.add(k.bytes); vs.add(v) }
+    }
+    (ks.toArray(NoArrays), vs.toArray(NoArrays))
   }
 
   def clear(): Unit = {
     map.clear()
-    keys = NoArrays; values = NoArrays; indexSize = 0; indexed = true
+    keys = NoArrays; values = NoArrays; indexSize = 0; indexed = true; indexUsed = false
     heap = 0L
   }
 
@@ -185,6 +235,12 @@ private[kstate] final class HeapState {
     val old = map.remove(key)
     if (old != null) heap -= EntryBytes + WriteSet.arrayBytes(key.bytes) + WriteSet.arrayBytes(old)
     old != null
+  }
+
+  /** Makes the sorted index valid for an ordered read, and notes that one happened. */
+  private def orderedRead(): Unit = {
+    index()
+    indexUsed = true
   }
 
   /** Makes the sorted index valid: one sort of all entries, after single puts and deletes. */

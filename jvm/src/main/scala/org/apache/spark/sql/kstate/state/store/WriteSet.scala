@@ -21,10 +21,10 @@ import java.util.{ArrayList, Arrays, Collection, HashMap, TreeMap}
  * [[WriteSet.heapBytesOf]]) plus the sorted view's; the store spills the write set to its local
  * database when the estimate passes its limit, then calls `clear()`.
  */
-private[kstate] final class WriteSet {
+private[kstate] final class WriteSet(expectedEntries: Int = 0) {
   import WriteSet._
 
-  private val entries = new HashMap[HashedKey, Entry]()
+  private val entries = new HashMap[HashedKey, Entry](math.max(16, (expectedEntries / 0.75).toInt + 1))
   private var entriesHeap = 0L
   private var base: Array[Entry] = _ // null: no sorted view
   private val tail = new ArrayList[Entry]()
@@ -155,6 +155,30 @@ private[kstate] final class WriteSet {
       }
     }
     dropSortedView()
+  }
+
+  /**
+   * All written or deleted entries in no particular order, for a commit that needs no order (a
+   * heap working copy that keeps no sorted index): no sort at all.
+   */
+  def unsortedChanges: Array[Entry] = {
+    val out = new Array[Entry](entries.size)
+    var n = 0
+    entries.values().forEach(e => if (e.value != null) { out(n) = e; n += 1 })
+    if (n == out.length) out else Arrays.copyOf(out, n)
+  }
+
+  /**
+   * The written (not deleted) entries whose key starts with `prefix`, in no particular order, as
+   * (key, value) arrays captured now: later writes do not show through.
+   */
+  def writesWithPrefix(prefix: Array[Byte]): (Array[Array[Byte]], Array[Array[Byte]]) = {
+    val ks = new ArrayList[Array[Byte]]()
+    val vs = new ArrayList[Array[Byte]]()
+    entries.values().forEach { e =>
+      if (e.value != null && !e.isDelete && Bytes.startsWith(e.key, prefix)) { ks.add(e.key); vs.add(e.value) }
+    }
+    (ks.toArray(new Array[Array[Byte]](0)), vs.toArray(new Array[Array[Byte]](0)))
   }
 
   /**

@@ -29,8 +29,14 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   private case class Put(k: List[Int], v: Array[Byte]) extends Op
   private case class Del(k: List[Int]) extends Op
   private case class DelRange(from: List[Int], until: Option[List[Int]]) extends Op
-  /** One version's changes (None: delete), applied sorted through applySorted. */
-  private case class Version(changes: Map[List[Int], Option[Array[Byte]]]) extends Op
+  /**
+   * One version's changes (None: delete): applied sorted through applySorted, or shuffled
+   * through applyUnsorted (which drops the sorted index).
+   */
+  private case class Version(changes: Map[List[Int], Option[Array[Byte]]], sorted: Boolean, seed: Long)
+    extends Op
+  /** The entries under a prefix, in any order, without those of a few skipped keys. */
+  private case class WithPrefix(prefix: List[Int], skip: Set[List[Int]]) extends Op
 
   // Few distinct byte values (with 0x00, 0x7F, 0x80 and 0xFF) so keys collide and sign matters.
   private val keyGen: Gen[List[Int]] =
@@ -39,8 +45,12 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     5 -> (for (k <- keyGen; n <- Gen.choose(0, 40)) yield Put(k, Array.fill(n)(n.toByte))),
     2 -> keyGen.map(Del),
     1 -> (for (f <- keyGen; u <- Gen.option(keyGen)) yield DelRange(f, u)),
-    3 -> Gen.mapOf(for (k <- keyGen; v <- Gen.option(Gen.choose(0, 9).map(n => Array.fill(n)(7.toByte)))) yield k -> v)
-      .map(Version))
+    3 -> (for {
+      changes <- Gen.mapOf(for (k <- keyGen; v <- Gen.option(Gen.choose(0, 9).map(n => Array.fill(n)(7.toByte)))) yield k -> v)
+      sorted <- Gen.oneOf(true, false)
+      seed <- Gen.long
+    } yield Version(changes, sorted, seed)),
+    1 -> (for (p <- keyGen; skip <- Gen.listOf(keyGen)) yield WithPrefix(p.take(2), skip.toSet)))
 
   private def entries(changes: Map[List[Int], Option[Array[Byte]]]): Array[WriteSet.Entry] =
     changes.toList.sortWith((a, b) => lessUnsigned(a._1, b._1)).map { case (k, v) =>
@@ -76,11 +86,19 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
           val gone = m.keys.filter(inRange(_, f, u)).toList
           assert(h.deleteRange(bytes(f), u.map(bytes)) == gone.size)
           gone.foreach(m.remove)
-        case Version(changes) =>
+        case Version(changes, sorted, seed) =>
           val sizeBefore = m.size
-          val delta = h.applySorted(entries(changes))
+          val delta =
+            if (sorted) h.applySorted(entries(changes))
+            else h.applyUnsorted(new scala.util.Random(seed).shuffle(entries(changes).toList).toArray)
           changes.foreach { case (k, v) => v.fold(m.remove(k))(x => m.put(k, x)) }
           assert(delta == m.size - sizeBefore)
+          if (!sorted) assert(!h.keepsIndex)
+        case WithPrefix(p, skip) =>
+          val (ks, vs) = h.entriesWithPrefix(bytes(p), k => skip.contains(ints(k.bytes)))
+          val got = ks.map(ints).zip(vs.map(_.toList)).toList
+          val want = model(m).filter { case (k, _) => k.startsWith(p) && !skip.contains(k) }
+          assert(got.sortWith((a, b) => lessUnsigned(a._1, b._1)) == want)
         }
       }
       frozen.foreach { case (s, expected) =>
@@ -95,10 +113,36 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       val ranged = model(m).filter { case (k, _) => inRange(k, from, until) }
       assert(scanAll(h, from, until) == ranged)
       assert(h.count(bytes(from), until.map(bytes)) == ranged.size)
+      // after the ordered reads above, the index is valid: foreach walks it in key order
       val all = mutable.ListBuffer.empty[List[Int]]
       h.foreach((k, _) => all += ints(k))
       assert(all.toList == model(m).map(_._1))
     }
+  }
+
+  test("the sorted index is kept only while ordered reads use it") {
+    val h = new HeapState
+    def change(k: Int, v: Option[Int]): WriteSet.Entry =
+      new WriteSet.Entry(new HashedKey(Array(k.toByte)), v.map(x => Array(x.toByte)).getOrElse(WriteSet.Deleted),
+        WriteSet.Unknown)
+    assert(h.applySorted(Array(change(1, Some(10)), change(2, Some(20)))) == 2)
+    assert(!h.keepsIndex) // nothing read it in order yet
+    assert(scanAll(h, Nil, None).map(_._1) == List(List(1), List(2)))
+    assert(h.keepsIndex) // a scan used it since the last version
+    assert(h.applySorted(Array(change(3, Some(30)))) == 1)
+    assert(!h.keepsIndex)
+    // unsorted changes update the map and drop the index; foreach then walks the map
+    assert(h.applyUnsorted(Array(change(5, Some(50)), change(1, None), change(4, Some(40)))) == 1)
+    assert(!h.keepsIndex)
+    val unordered = mutable.ListBuffer.empty[Int]
+    h.foreach((k, _) => unordered += k(0))
+    assert(unordered.sorted.toList == List(2, 3, 4, 5))
+    assert(h.get(hk(List(1))) == null && h.get(hk(List(4))).toList == List[Byte](40))
+    // the next ordered read rebuilds the index with one sort
+    assert(h.count(Array.emptyByteArray, None) == 4)
+    assert(h.keepsIndex)
+    assert(scanAll(h, List(3), None).map(_._1) == List(List(3), List(4), List(5)))
+    assert(h.heapBytes == expectedHeap(mutable.Map(List(2, 3, 4, 5).map(k => List(k) -> Array((k * 10).toByte)): _*)))
   }
 
   test("a scan is frozen when opened, and hands out copies") {
