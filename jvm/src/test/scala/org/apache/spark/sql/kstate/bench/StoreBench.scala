@@ -29,7 +29,8 @@ import org.apache.spark.network.util.JavaUtils
  *     micro-batch with the default limits (the version outgrows the write-set limit and spills to
  *     RocksDB as it goes).
  *
- * Prints a table and writes `bench/results/store.json`. Args: `[--quick] [--out PATH]`.
+ * Prints a table and writes `bench/results/store.json`. Args: `[--quick] [--out PATH]
+ * [--only versioned]` (the last for profiling: prints, writes nothing).
  */
 object StoreBench {
   private val keySchema = StructType(Seq(StructField("k", LongType)))
@@ -179,6 +180,14 @@ object StoreBench {
     val kstate = "io.kstate.KStateStoreProvider"
     val rocks = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
+    if (args.sliding(2).exists(_.sameElements(Seq("--only", "versioned")))) {
+      val (vk, vr) = if (quick) (20000, 5) else (100000, 10)
+      val (vPut, vGet) = versionedRun(vk, vr, batchPerRound = true, heapState = "2g")
+      val (rPut, rGet) = rawRun(vk, vr)
+      println(f"versioned, batch per round, heap copy: ${vPut / 1000}%8.1fk puts/s  ${vGet / 1000}%8.1fk as-of gets/s")
+      println(f"raw RocksDB                          : ${rPut / 1000}%8.1fk puts/s  ${rGet / 1000}%8.1fk gets/s")
+      return
+    }
     val reps = if (quick) 1 else 3
     println(s"restore: $keys keys in 10 versions (snapshot at 5, changelogs 6..10), " +
       s"median of $reps runs, order alternating")

@@ -245,12 +245,17 @@ private[kstate] final class HeapState {
 
   /** Makes the sorted index valid: one sort of all entries, after single puts and deletes. */
   private def index(): Unit = if (!indexed) {
-    val entries = map.entrySet().toArray(new Array[java.util.Map.Entry[HashedKey, Array[Byte]]](0))
-    Arrays.sort(entries, (a: java.util.Map.Entry[HashedKey, Array[Byte]],
-      b: java.util.Map.Entry[HashedKey, Array[Byte]]) => Bytes.Order.compare(a.getKey.bytes, b.getKey.bytes))
-    keys = entries.map(_.getKey.bytes)
-    values = entries.map(_.getValue)
-    indexSize = keys.length
+    val n = map.size
+    val ks = new Array[Array[Byte]](n)
+    val vs = new Array[Array[Byte]](n)
+    var i = 0
+    map.forEach { (k, v) => ks(i) = k.bytes; vs(i) = v; i += 1 }
+    val order = KeySort.order(ks, n)
+    keys = new Array[Array[Byte]](n)
+    values = new Array[Array[Byte]](n)
+    i = 0
+    while (i < n) { keys(i) = ks(order(i)); values(i) = vs(order(i)); i += 1 }
+    indexSize = n
     indexed = true
   }
 

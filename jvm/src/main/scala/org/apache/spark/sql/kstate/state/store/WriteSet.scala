@@ -229,9 +229,9 @@ private[kstate] object WriteSet {
 
   /** `entries` in key order. */
   private def sortedArray(entries: Collection[Entry]): Array[Entry] = {
-    val out = entries.toArray(new Array[Entry](0))
-    Arrays.sort(out, (a: Entry, b: Entry) => Bytes.Order.compare(a.key, b.key))
-    out
+    val all = entries.toArray(new Array[Entry](0))
+    val order = KeySort.order(all.map(_.key), all.length)
+    order.map(all(_))
   }
 
   /** Heap bytes of a byte array: 16-byte header, contents padded to 8 bytes. */
