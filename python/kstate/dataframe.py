@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 from ._durations import DurationLike, to_millis
 from ._jvm import check_jvm, translate_errors
 from .errors import KStateError
+from .suppress import Suppressed
 from .windows import SessionWindows, TimeWindows
 
 __all__ = ["KStateDataFrame", "KStateWindowedStream", "ColumnOrName"]
@@ -150,6 +151,26 @@ class KStateDataFrame:
             _name(name)))
 
     @translate_errors
+    def suppress(self, suppressed: Suppressed) -> DataFrame:
+        """KIP-328 ``suppress``: hold back updates of this table.
+
+        ``Suppressed.until_window_closes(...)`` applied directly to
+        ``df.kstate.windowed_by(...).count()`` or ``.agg(...)`` fuses into that operator (one
+        stateful operator, no second buffer): exactly one row per key and window, when the
+        window closes (stream time >= window end + grace), in window-end order.
+
+        Examples
+        --------
+        >>> final = (events.kstate.windowed_by(TimeWindows.of_size("1 hour").grace("10 minutes"),
+        ...                                    key="user", timestamp="ts").count()
+        ...          .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
+        """
+        if not isinstance(suppressed, Suppressed):
+            raise TypeError(f"suppress takes a Suppressed, got {type(suppressed).__name__}")
+        jvm = check_jvm(self._df.sparkSession)
+        return self._wrap(self._jkstate().suppress(suppressed._to_jvm(jvm)))
+
+    @translate_errors
     def windowed_by(
         self,
         windows: Union[TimeWindows, SessionWindows],
@@ -202,3 +223,68 @@ class KStateWindowedStream:
         ...                           key="k", timestamp="ts").distinct()
         """
         return DataFrame(self._jstream.distinct(_name(name)), self._df.sparkSession)
+
+    @translate_errors
+    def count(self, name: Optional[str] = None) -> DataFrame:
+        """The number of records per key and window (Kafka's ``count()``), in a column ``count``.
+
+        Output columns as for :meth:`agg`.
+
+        Examples
+        --------
+        >>> counts = events.kstate.windowed_by(
+        ...     TimeWindows.of_size("1 hour").grace("10 minutes"), key="user", timestamp="ts").count()
+        """
+        return DataFrame(self._jstream.count(_name(name)), self._df.sparkSession)
+
+    @translate_errors
+    def agg(self, *columns: Column, name: Optional[str] = None) -> DataFrame:
+        """Aggregates each key's records per window with Spark aggregate functions (Kafka's
+        ``aggregate``/``reduce``).
+
+        Parameters
+        ----------
+        *columns : Column
+            Spark's built-in aggregate functions and expressions over them, e.g.
+            ``F.sum("amount")``, ``F.max("x").alias("largest")``. DISTINCT, FILTER and
+            aggregates without a declarative buffer (``collect_list``, ``percentile``) raise
+            ``KSTATE_UNSUPPORTED_AGGREGATE``.
+        name : str, optional
+            The operator's name in the checkpoint.
+
+        Returns
+        -------
+        DataFrame
+            The key (named as the key column, else ``key``), ``window_start``, ``window_end``,
+            one column per aggregate, and ``timestamp`` (the largest record timestamp in the
+            window). Window bounds and ``timestamp`` are TIMESTAMP for timestamp columns, else
+            epoch milliseconds. By default each (key, window) a micro-batch changed is emitted
+            once per micro-batch with its current value (use output mode ``update``); suppress
+            with ``Suppressed.until_window_closes(...)`` for exactly one final row per window.
+            A record is dropped for a window once stream time >= window end + grace.
+
+        Examples
+        --------
+        >>> totals = events.kstate.windowed_by(TimeWindows.of_size("1 minute"), key="user",
+        ...                                    timestamp="ts").agg(F.sum("amount").alias("total"))
+        """
+        if not columns or not all(isinstance(c, Column) for c in columns):
+            raise KStateError(
+                "KSTATE_UNSUPPORTED_AGGREGATE",
+                "Cannot aggregate: agg(...) takes one or more Columns of aggregate functions, e.g. "
+                "F.sum(\"amount\"); got " + ", ".join(type(c).__name__ for c in columns) + ".")
+        jvm = self._df.sparkSession._jvm
+        jcols = jvm.scala.jdk.javaapi.CollectionConverters.asScala([c._jc for c in columns]).toSeq()
+        return DataFrame(self._jstream.aggregate(jcols, _name(name)), self._df.sparkSession)
+
+    def sum(self, column: ColumnOrName, name: Optional[str] = None) -> DataFrame:
+        """Shorthand for ``agg(F.sum(column))``."""
+        return self.agg(F.sum(column), name=name)
+
+    def min(self, column: ColumnOrName, name: Optional[str] = None) -> DataFrame:
+        """Shorthand for ``agg(F.min(column))``."""
+        return self.agg(F.min(column), name=name)
+
+    def max(self, column: ColumnOrName, name: Optional[str] = None) -> DataFrame:
+        """Shorthand for ``agg(F.max(column))``."""
+        return self.agg(F.max(column), name=name)

@@ -3,12 +3,14 @@ package io.kstate
 import java.time.{Duration => JDuration}
 
 import io.kstate.dedup.DedupMode
+import io.kstate.suppress.{Suppressed, UntilTimeLimit, UntilWindowCloses}
 import io.kstate.windows.{TimeWindows, Windows}
 
 import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
-import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression}
+import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, NamedExpression}
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate
 import org.apache.spark.sql.kstate.OperatorIdentity
-import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateWindowedDistinct}
+import org.apache.spark.sql.kstate.plans.{AggregateSpec, KStateDeduplicate, KStateWindowedAggregate, KStateWindowedDistinct}
 import org.apache.spark.sql.kstate.shim.{RunningQuery, SparkShim}
 import org.apache.spark.sql.types._
 
@@ -65,7 +67,24 @@ final class KStateDataFrame(df: DataFrame) {
   def windowedBy(windows: Windows, key: Column, timestamp: Column): KStateWindowedStream = {
     RunningQuery.register(SparkShim.session(df))
     val ts = checked("timestamp", timestamp, eventTime)
-    new KStateWindowedStream(df, windows, checked("key", key, comparable).expr, ts.expr, ts.dataType)
+    new KStateWindowedStream(df, windows, checked("key", key, comparable), ts.expr, ts.dataType)
+  }
+
+  /**
+   * KIP-328 `suppress`. `Suppressed.untilWindowCloses` on a kstate windowed aggregation
+   * (`windowedBy(...).count()` / `.agg(...)` directly before it) fuses into that operator: one
+   * stateful operator, no second buffer, exactly one final result per key and window.
+   */
+  def suppress(suppressed: Suppressed): DataFrame = (SparkShim.logicalPlan(df), suppressed) match {
+    case (a: KStateWindowedAggregate, u: UntilWindowCloses) if a.finalResults.isEmpty =>
+      SparkShim.ofRows(df, a.copy(finalResults = Some(u)))
+    case (_: KStateWindowedAggregate, _: UntilWindowCloses) =>
+      throw KStateErrors.unsupportedSuppress("this windowed aggregation is already suppressed until its windows close")
+    case (_, _: UntilWindowCloses) =>
+      throw KStateErrors.unsupportedSuppress("until_window_closes needs windowed input: apply it directly to " +
+        "df.kstate.windowed_by(...).count() or .agg(...) (other windowed DataFrames are not supported yet)")
+    case (_, _: UntilTimeLimit) =>
+      throw KStateErrors.unsupportedSuppress("until_time_limit is not supported yet")
   }
 
   private def dedup(
@@ -111,7 +130,8 @@ final class KStateDataFrame(df: DataFrame) {
     val expr = resolved.expressions.head
     if (!expr.deterministic) throw KStateErrors.nonDeterministic(role, expr.sql)
     typeCheck(role, expr.dataType)
-    KStateDataFrame.Checked(SparkShim.expression(df, c), expr.dataType)
+    val name = expr match { case n: NamedExpression => n.name case _ => role }
+    KStateDataFrame.Checked(SparkShim.expression(df, c), expr.dataType, name)
   }
 }
 
@@ -120,7 +140,65 @@ final class KStateDataFrame(df: DataFrame) {
  * created by [[KStateDataFrame.windowedBy]].
  */
 final class KStateWindowedStream private[kstate] (
-    df: DataFrame, windows: Windows, key: Expression, timestamp: Expression, timestampType: DataType) {
+    df: DataFrame, windows: Windows, keyArg: KStateDataFrame.Checked, timestamp: Expression,
+    timestampType: DataType) {
+  private def key: Expression = keyArg.expr
+
+  /** Window bounds and result timestamps: TIMESTAMP for timestamp columns, else epoch ms. */
+  private def boundType: DataType = timestampType match {
+    case t @ (TimestampType | TimestampNTZType) => t
+    case _ => LongType
+  }
+
+  /**
+   * The number of records per key and window (Kafka's `count()`), in a column `count`. See
+   * [[agg]] for the output.
+   */
+  def count(): DataFrame = count(null)
+  def count(name: String): DataFrame =
+    aggregate(Seq(org.apache.spark.sql.functions.count(org.apache.spark.sql.functions.lit(1)).as("count")), name)
+
+  /**
+   * Aggregates each key's records per window (Kafka's `aggregate`/`reduce`) with Spark's
+   * aggregate functions, e.g. `agg(sum("amount"), max("amount").as("largest"))`.
+   *
+   * Output columns: the key (named as the key column, else `key`), `window_start`,
+   * `window_end`, one column per aggregate, and `timestamp`, the largest record timestamp in
+   * the window (Kafka's result timestamp). Records are dropped for a window once stream time
+   * >= window end + grace (late). By default each (key, window) a micro-batch changed is
+   * emitted once per micro-batch with its current value (an update stream: use output mode
+   * "update", or suppress until the windows close for exactly one row per window).
+   */
+  def agg(first: Column, rest: Column*): DataFrame = aggregate(first +: rest, null)
+  /** [[agg]] with an operator name (recorded in the checkpoint), for Python. */
+  def aggregate(columns: Seq[Column], name: String): DataFrame = {
+    Option(name).foreach(OperatorIdentity.validateName)
+    windows match {
+      case _: TimeWindows =>
+      case other => throw KStateErrors.unsupportedWindowsForAggregation(other.describe)
+    }
+    if (columns.isEmpty) throw KStateErrors.unsupportedAggregate("", "no aggregate column was given")
+    val analyzed = try SparkShim.logicalPlan(df.groupBy().agg(columns.head, columns.tail: _*)) catch {
+      case e: AnalysisException => throw KStateErrors.unsupportedAggregate(columns.mkString(", "), e.getMessage)
+    }
+    val aggregates = analyzed.collectFirst { case a: Aggregate => a.aggregateExpressions }.getOrElse(
+      throw KStateErrors.internal(s"no Aggregate in the analysed plan of the aggregate columns: $analyzed"))
+    val spec = AggregateSpec.of(aggregates)
+    val keyName = keyArg.name
+    val names = Seq(keyName, "window_start", "window_end") ++ spec.results.map(_._1) :+ "timestamp"
+    names.groupBy(_.toLowerCase).collectFirst { case (_, ns) if ns.size > 1 => ns.head }
+      .foreach(n => throw KStateErrors.duplicateOutputColumn(n, names))
+    SparkShim.ofRows(df, KStateWindowedAggregate(
+      windows, Option(name), key, timestamp,
+      spec.bufferAttributes, spec.initialValues, spec.updateExpressions, spec.results.map(_._2),
+      finalResults = None,
+      AttributeReference(keyName, keyArg.dataType, nullable = false)(),
+      AttributeReference("window_start", boundType, nullable = false)(),
+      AttributeReference("window_end", boundType, nullable = false)(),
+      spec.results.map { case (n, e) => AttributeReference(n, e.dataType, e.nullable)() },
+      AttributeReference("timestamp", boundType, nullable = false)(),
+      SparkShim.logicalPlan(df)))
+  }
 
   /**
    * KIP-655's windowed `distinct()`: per key, only the first record of each window is emitted,
@@ -135,10 +213,6 @@ final class KStateWindowedStream private[kstate] (
       case t: TimeWindows if !t.isTumbling => throw KStateErrors.unsupportedWindowsForDistinct(t.describe)
       case _ =>
     }
-    val boundType = timestampType match {
-      case t @ (TimestampType | TimestampNTZType) => t
-      case _ => LongType
-    }
     SparkShim.ofRows(df, KStateWindowedDistinct(
       windows, Option(name), key, timestamp,
       AttributeReference("window_start", boundType, nullable = false)(),
@@ -149,7 +223,7 @@ final class KStateWindowedStream private[kstate] (
 
 object KStateDataFrame {
   /** A checked argument: its expression for the plan and its resolved type. */
-  private[kstate] final case class Checked(expr: Expression, dataType: DataType)
+  private[kstate] final case class Checked(expr: Expression, dataType: DataType, name: String)
 
   def apply(df: DataFrame): KStateDataFrame = new KStateDataFrame(df)
 }

@@ -49,6 +49,11 @@ object KStateErrors {
       s"distinct() needs tumbling TimeWindows or SessionWindows, got $windows: hopping windows " +
         "overlap, so one record would be emitted once per window (KIP-655). Drop advance_by().")
 
+  def unsupportedWindowsForAggregation(windows: String): KStateException =
+    err("KSTATE_UNSUPPORTED_WINDOWS",
+      s"$windows cannot be aggregated yet: windowed aggregations take TimeWindows (tumbling or " +
+        "hopping) for now.")
+
   def invalidName(name: String): KStateException =
     err("KSTATE_INVALID_OPERATOR_NAME",
       s"Operator name '$name' is invalid: use 1 to 100 letters, digits, '_', '-' or '.'.")
@@ -170,6 +175,23 @@ object KStateErrors {
 
   def invalidStateRead(why: String): KStateException =
     err("KSTATE_INVALID_STATE_READ", s"Cannot read kstate state: $why.")
+
+  def unsupportedAggregate(expr: String, why: String): KStateException =
+    err("KSTATE_UNSUPPORTED_AGGREGATE",
+      s"Cannot aggregate '$expr': $why. Windowed aggregations take Spark's built-in aggregate " +
+        "functions (count, sum, min, max, avg, first, last, ...) and expressions over them, " +
+        "e.g. F.sum(\"amount\") or F.max(\"x\") - F.min(\"x\").")
+
+  def duplicateOutputColumn(name: String, columns: Seq[String]): KStateException =
+    err("KSTATE_DUPLICATE_COLUMN",
+      s"The windowed aggregation would output two columns named '$name' (columns: " +
+        s"${columns.mkString(", ")}). Give the aggregate another name with .alias(...).")
+
+  def invalidBufferConfig(why: String): KStateException =
+    err("KSTATE_INVALID_BUFFER_CONFIG", s"Invalid buffer config: $why.")
+
+  def unsupportedSuppress(why: String): KStateException =
+    err("KSTATE_UNSUPPORTED_SUPPRESS", s"Cannot suppress this DataFrame: $why.")
 
   def internal(msg: String): KStateException = err("KSTATE_INTERNAL_ERROR", msg)
 }

@@ -9,8 +9,8 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.streaming.InternalOutputModes
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateDeduplicateExec, KStateWindowedDistinctExec}
-import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateStatefulNode, KStateWindowedDistinct}
+import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateDeduplicateExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
+import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateStatefulNode, KStateWindowedAggregate, KStateWindowedDistinct}
 import org.apache.spark.sql.kstate.shim.RunningQuery
 
 /**
@@ -35,6 +35,14 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
         KStateConf.StateStoreProvider.get(session.sessionState.conf),
         KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
         stateInfo, InputPositionExec(planLater(d.child))) :: Nil
+    case a: KStateWindowedAggregate =>
+      val (name, stateInfo) = streamingIdentity(a)
+      KStateWindowedAggregateExec(
+        a.windows, name, a.fingerprint, normalized(a.key), a.timestamp, a.bufferAttributes,
+        a.initialValues, a.updateExpressions, a.resultExpressions, a.finalResults, a.output,
+        KStateConf.StateStoreProvider.get(session.sessionState.conf),
+        KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
+        stateInfo, InputPositionExec(planLater(a.child))) :: Nil
     case _ => Nil
   }
 

@@ -26,7 +26,9 @@ import org.apache.spark.util.SerializableConfiguration
  * input of a batch query). Created per task; not thread-safe.
  *
  * Life cycle: `advanceStreamTime` at most once (watermark option), then `process` for every
- * row in task order, then `finish` once; `metrics` after `finish`.
+ * row in task order, then `finish` once; `metrics` after `finish`. Rows `finish` produces
+ * (results of windows that closed, updates collected over the batch) are copies, returned
+ * after the store committed.
  */
 trait KStateTask {
   def advanceStreamTime(t: Long): Unit
@@ -38,6 +40,8 @@ trait KStateTask {
   def process(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit
   /** Ends the batch: purges expired state and persists stream time. */
   def finish(): Unit
+  /** Output rows produced by `finish` (copies), returned after the input's rows. */
+  def finishOutput: Iterator[InternalRow] = Iterator.empty
   /** Custom metrics (names from `customMetricDescriptions`) plus state row counts. */
   def metrics: KStateTask.Metrics
 }
@@ -197,6 +201,7 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     new Iterator[InternalRow] {
       private var pending: InternalRow = _
       private var done = false
+      private var tail: Iterator[InternalRow] = Iterator.empty
       private val emit: InternalRow => Unit = r => pending = r
       override def hasNext: Boolean = {
         while (pending == null && !done) {
@@ -207,9 +212,11 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
             updatesTime += NANOSECONDS.toMillis(System.nanoTime() - start)
             longMetric("allRemovalsTimeMs") += timeTakenMs { task.finish() }
             onDone()
+            tail = task.finishOutput
             done = true
           }
         }
+        if (pending == null && tail.hasNext) pending = tail.next()
         pending != null
       }
       override def next(): InternalRow = {

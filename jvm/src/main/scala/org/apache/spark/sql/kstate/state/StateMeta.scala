@@ -35,6 +35,7 @@ object StateMeta {
   val StreamTime = 0
   val Entries = 1
   val LastPurgeBound = 2
+  val Bytes = 3
   private val KeySchema = StructType(Seq(StructField("slot", IntegerType, nullable = false)))
   private val ValueSchema = StructType(Seq(StructField("value", LongType, nullable = false)))
 }

@@ -1,0 +1,249 @@
+package org.apache.spark.sql.kstate.execution
+
+import scala.collection.mutable.ArrayBuffer
+
+import io.kstate.KStateErrors
+import io.kstate.dedup.DedupProcessor
+import io.kstate.suppress.UntilWindowCloses
+import io.kstate.windows.{TimeWindows, Windows}
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, BoundReference, Expression, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
+import org.apache.spark.sql.execution.streaming.state.StateStore
+import org.apache.spark.sql.kstate.state.{HeapWindowAggState, StoreWindowAggState, WindowAggState}
+import org.apache.spark.sql.types._
+
+/**
+ * Physical windowed aggregation ([[org.apache.spark.sql.kstate.plans.KStateWindowedAggregate]]):
+ * Kafka's `KStreamWindowAggregate` per state partition, optionally fused with
+ * `suppress(untilWindowCloses)`.
+ *
+ * Per record, in task order (Kafka's rules):
+ *  - a null timestamp or a null key: dropped (counted), stream time unchanged;
+ *  - stream time := max(stream time, ts); close time := stream time - grace;
+ *  - for each window containing ts (ascending start): the record is aggregated into it if
+ *    window end > close time, else dropped for that window as late (counted per window, as
+ *    Kafka's dropped-records sensor does).
+ * Changed windows are aggregated on the heap during the batch (read from the store once) and
+ * written at its end. Then, without suppression, each changed window's value is emitted once;
+ * with `finalResults`, nothing is emitted until a window closes (end <= stream time - grace),
+ * and then exactly once, in window-end order. Closed windows leave the state either way.
+ */
+case class KStateWindowedAggregateExec(
+    windows: Windows,
+    operatorName: String,
+    fingerprint: Map[String, String],
+    key: Expression,
+    timestamp: Expression,
+    bufferAttributes: Seq[Attribute],
+    initialValues: Seq[Expression],
+    updateExpressions: Seq[Expression],
+    resultExpressions: Seq[Expression],
+    finalResults: Option[UntilWindowCloses],
+    output: Seq[Attribute],
+    providerClass: String,
+    followWatermark: Boolean,
+    stateInfo: Option[StatefulOperatorStateInfo],
+    child: SparkPlan) extends KStateStatefulExec {
+
+  override def shortName: String = "kstate_windowed_aggregate"
+  override def partitionBy: Seq[Expression] = Seq(key)
+
+  private def timeWindows: TimeWindows = windows match {
+    case t: TimeWindows => t
+    case other => throw KStateErrors.invalidWindow(s"${other.describe} cannot aggregate yet")
+  }
+
+  override protected def stateKeySchema: StructType = StructType(Seq(
+    StructField("key", key.dataType, nullable = true),
+    StructField("window_start", LongType, nullable = false)))
+  override protected def stateValueSchema: StructType = StructType(
+    bufferAttributes.map(a => StructField(a.name, a.dataType, a.nullable)) :+
+      StructField("max_timestamp", LongType, nullable = false))
+  override protected def customMetricDescriptions: Seq[(String, String)] =
+    KStateWindowedAggregateExec.CustomMetrics
+
+  override protected def newTask(store: Option[StateStore]): KStateTask = new AggregateTask(
+    store.map(s => new StoreWindowAggState(s, stateKeySchema)).getOrElse(new HeapWindowAggState))
+
+  /** One window changed in this batch: its buffer, largest timestamp, end, and whether new. */
+  private final class Changed(var buffer: UnsafeRow, var maxTs: Long, val end: Long)
+
+  private final class AggregateTask(state: WindowAggState) extends KStateTask {
+    private val w = timeWindows
+    private val in = child.output
+    private val nBuffer = bufferAttributes.length
+    private val keyProj = UnsafeProjection.create(Seq(key), in)
+    private val initial = UnsafeProjection.create(initialValues)
+    private val update = UnsafeProjection.create(updateExpressions, bufferAttributes ++ in)
+    private val bufferOfValue = UnsafeProjection.create(
+      bufferAttributes.zipWithIndex.map { case (a, i) => BoundReference(i, a.dataType, a.nullable) })
+    private val toValue = UnsafeProjection.create(
+      bufferAttributes.zipWithIndex.map { case (a, i) => BoundReference(i, a.dataType, a.nullable) } :+
+        BoundReference(nBuffer, LongType, nullable = false))
+    private val toStateKey = UnsafeProjection.create(Seq(
+      BoundReference(0, key.dataType, nullable = true), BoundReference(1, LongType, nullable = false)))
+    // output: key, window start, window end, results (over the buffer), max timestamp
+    private val helpers = Seq("key" -> key.dataType, "start" -> output(1).dataType,
+      "end" -> output(2).dataType, "ts" -> output.last.dataType)
+      .map { case (n, t) => AttributeReference(s"_kstate_$n", t)() }
+    private val toOutput = UnsafeProjection.create(
+      Seq(helpers(0), helpers(1), helpers(2)) ++ resultExpressions :+ helpers(3), bufferAttributes ++ helpers)
+    private val toOutputTime: Long => Long = output(1).dataType match {
+      case LongType => identity
+      case _ => ms => Math.multiplyExact(ms, 1000L)
+    }
+    private val joined = new JoinedRow()
+    private val tsWriter = new UnsafeRowWriter(1)
+    private val startWriter = new UnsafeRowWriter(1)
+    private val changed = new java.util.LinkedHashMap[UnsafeRow, Changed]()
+    private val out = ArrayBuffer.empty[InternalRow]
+    private var streamTime = state.streamTime
+    private val graceMs = w.graceMs
+    private val counters = new Array[Long](KStateWindowedAggregateExec.CustomMetrics.length)
+
+    override def advanceStreamTime(t: Long): Unit = if (t > streamTime) streamTime = t
+
+    private def count(metric: Int, n: Long = 1L): Unit = counters(metric) += n
+
+    private def stateKey(k: UnsafeRow, start: Long): UnsafeRow = {
+      startWriter.reset(); startWriter.zeroOutNullBytes(); startWriter.write(0, start)
+      toStateKey(joined(k, startWriter.getRow))
+    }
+
+    override def process(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit = {
+      import KStateWindowedAggregateExec._
+      if (ts == KStateStatefulExec.NullTime) { count(NullTimestamps); return }
+      val k = keyProj(row)
+      if (k.isNullAt(0)) { count(NullKeys); return }
+      if (streamTime != WindowAggState.NoStreamTime && ts < streamTime) {
+        val lateness = streamTime - ts
+        count(LatenessTotal, lateness)
+        if (lateness > counters(LatenessMax)) counters(LatenessMax) = lateness
+      }
+      count(Records)
+      if (ts > streamTime) streamTime = ts
+      val closeTime = DedupProcessor.minus(streamTime, graceMs)
+      val starts = windowStarts(w, ts)
+      var i = 0
+      while (i < starts.length) {
+        val start = starts(i)
+        val end = windowEnd(w, start)
+        if (end > closeTime) {
+          val sk = stateKey(k, start)
+          var c = changed.get(sk)
+          if (c == null) {
+            val stored = state.get(sk)
+            c = if (stored == null) new Changed(initial(InternalRow.empty).copy(), ts, end)
+              else new Changed(bufferOfValue(stored).copy(), stored.getLong(nBuffer), end)
+            changed.put(sk.copy(), c)
+          }
+          c.buffer = update(joined(c.buffer, row)).copy()
+          if (ts > c.maxTs) c.maxTs = ts
+          count(Updates)
+        } else count(LateDropped)
+        i += 1
+      }
+    }
+
+    private def result(sk: UnsafeRow, buffer: UnsafeRow, maxTs: Long): InternalRow = {
+      val start = sk.getLong(1)
+      val helper = new GenericInternalRow(Array[Any](sk.get(0, key.dataType),
+        toOutputTime(start), toOutputTime(KStateWindowedAggregateExec.windowEnd(w, start)), toOutputTime(maxTs)))
+      toOutput(joined(buffer, helper)).copy()
+    }
+
+    override def finish(): Unit = {
+      import KStateWindowedAggregateExec._
+      changed.forEach { (sk, c) =>
+        tsWriter.reset(); tsWriter.zeroOutNullBytes(); tsWriter.write(0, c.maxTs)
+        state.put(sk, toValue(joined(c.buffer, tsWriter.getRow)), c.end)
+        if (finalResults.isEmpty) { out += result(sk, c.buffer, c.maxTs); count(Emitted) }
+      }
+      changed.clear()
+      // closed: end <= stream time - grace, i.e. end < stream time - grace + 1
+      val closeTime = DedupProcessor.minus(streamTime, graceMs)
+      if (closeTime != Long.MinValue) {
+        val bound = if (closeTime == Long.MaxValue) closeTime else closeTime + 1
+        val closed = state.closeBefore(bound) { (sk, v) =>
+          if (finalResults.isDefined) { out += result(sk, bufferOfValue(v), v.getLong(nBuffer)); count(Emitted) }
+        }
+        count(Closed, closed)
+      }
+      finalResults.foreach { f =>
+        val limits = f.bufferConfig.limits
+        if (limits.whenFull == org.apache.spark.sql.kstate.state.buffer.WhenFull.ShutDown &&
+            limits.exceededBy(state.records, state.bytes)) {
+          throw KStateErrors.bufferFull(operatorName, state.records, state.bytes, limits.maxRecords, limits.maxBytes)
+        }
+      }
+      counters(BufferRecords) = state.records
+      counters(BufferBytes) = state.bytes
+      state.finish(streamTime)
+    }
+
+    override def finishOutput: Iterator[InternalRow] = out.iterator
+
+    override def metrics: KStateTask.Metrics = {
+      import KStateWindowedAggregateExec._
+      KStateTask.Metrics(
+        CustomMetrics.indices.map(i => CustomMetrics(i)._1 -> counters(i)).toMap,
+        totalStateRows = state.records,
+        updatedStateRows = counters(Updates),
+        removedStateRows = counters(Closed))
+    }
+  }
+
+  override protected def withNewChildInternal(newChild: SparkPlan): KStateWindowedAggregateExec =
+    copy(child = newChild)
+}
+
+object KStateWindowedAggregateExec {
+  val CustomMetrics: Seq[(String, String)] = Seq(
+    "recordsAggregated" -> "records with a timestamp and a key",
+    "windowUpdates" -> "window updates (a record updates each open window it falls in)",
+    "lateRecordsDropped" -> "records dropped for a window that had closed (end + grace <= stream time), per window",
+    "nullKeysDropped" -> "records dropped: null key",
+    "nullTimestampsDropped" -> "records dropped: null timestamp",
+    "resultsEmitted" -> "rows emitted (updates, or final results when suppressed)",
+    "windowsClosed" -> "windows closed and removed from state",
+    "recordLatenessTotalMs" -> "sum over records of stream time - record timestamp, when positive",
+    "recordLatenessMaxMs" -> "largest stream time - record timestamp of a record (per partition, summed)",
+    "bufferRecords" -> "open windows kept in state",
+    "bufferBytes" -> "bytes of the open windows kept in state (keys and values)")
+  private val Records = 0
+  private val Updates = 1
+  private val LateDropped = 2
+  private val NullKeys = 3
+  private val NullTimestamps = 4
+  private val Emitted = 5
+  private val Closed = 6
+  private val LatenessTotal = 7
+  private val LatenessMax = 8
+  private val BufferRecords = 9
+  private val BufferBytes = 10
+
+  /**
+   * Starts of the windows containing `ts`, ascending: epoch-aligned `[k * advance, + size)`.
+   * As in Kafka, a record with a non-negative timestamp joins no window starting before 0;
+   * negative timestamps (which Kafka rejects) join every window containing them.
+   */
+  def windowStarts(w: TimeWindows, ts: Long): Array[Long] = {
+    val last = ts - Math.floorMod(ts, w.advanceMs)
+    if (w.isTumbling) return Array(last)
+    val starts = ArrayBuffer.empty[Long]
+    var s = last
+    var more = true
+    while (more && ts - s < w.sizeMs && (ts < 0 || s >= 0)) {
+      starts += s
+      if (s < Long.MinValue + w.advanceMs) more = false else s -= w.advanceMs
+    }
+    starts.reverse.toArray
+  }
+
+  def windowEnd(w: TimeWindows, start: Long): Long =
+    if (start > Long.MaxValue - w.sizeMs) Long.MaxValue else start + w.sizeMs
+}

@@ -1,0 +1,67 @@
+package org.apache.spark.sql.kstate.plans
+
+import io.kstate.KStateErrors
+
+import org.apache.spark.sql.catalyst.expressions.{AttributeReference, AttributeSet, Expression, NamedExpression}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, DeclarativeAggregate}
+import org.apache.spark.sql.types.{DataType, StructField, StructType}
+
+/**
+ * Aggregate columns of a kstate operator, taken apart into what a per-group buffer needs:
+ *  - `bufferAttributes`: the buffer row's fields (all aggregate functions' buffers, in order);
+ *  - `initialValues`: a new group's buffer;
+ *  - `updateExpressions`: the buffer after one more input row, over `bufferAttributes` followed
+ *    by the child's output;
+ *  - `results`: the output columns (name, expression over `bufferAttributes`).
+ * Only declarative aggregates (Spark's built-in count, sum, min, max, avg, first, last, ...)
+ * can be taken apart this way; DISTINCT and FILTER are not supported.
+ */
+case class AggregateSpec(
+    bufferAttributes: Seq[AttributeReference],
+    initialValues: Seq[Expression],
+    updateExpressions: Seq[Expression],
+    results: Seq[(String, Expression)]) {
+
+  def bufferSchema: StructType = StructType(bufferAttributes.map(a => StructField(a.name, a.dataType, a.nullable)))
+  def resultTypes: Seq[DataType] = results.map(_._2.dataType)
+
+  /** Recorded in the checkpoint: the buffer layout and the result columns. */
+  def describe: String =
+    s"buffer=${bufferSchema.catalogString};results=${results.map { case (n, e) => s"$n:${e.dataType.catalogString}" }.mkString(",")}"
+}
+
+object AggregateSpec {
+  /** `aggregates`: the resolved aggregate columns (as in `df.groupBy().agg(...)`). */
+  def of(aggregates: Seq[NamedExpression]): AggregateSpec = {
+    val calls = aggregates.flatMap(_.collect { case ae: AggregateExpression => ae })
+    calls.foreach { ae =>
+      if (ae.isDistinct) throw KStateErrors.unsupportedAggregate(ae.sql, "DISTINCT aggregates are not supported")
+      if (ae.filter.isDefined) throw KStateErrors.unsupportedAggregate(ae.sql, "FILTER clauses are not supported")
+      ae.aggregateFunction match {
+        case _: DeclarativeAggregate =>
+        case f => throw KStateErrors.unsupportedAggregate(ae.sql,
+          s"${f.prettyName} keeps an opaque buffer (an imperative or typed aggregate), which kstate cannot store")
+      }
+    }
+    val functions = calls.map(_.aggregateFunction.asInstanceOf[DeclarativeAggregate]).distinct
+    val buffer = functions.flatMap(_.aggBufferAttributes)
+    val results = aggregates.map { ne =>
+      val e = ne.transformUp { case ae: AggregateExpression =>
+        ae.aggregateFunction.asInstanceOf[DeclarativeAggregate].evaluateExpression
+      }
+      val expr = e match { case n: NamedExpression => stripAlias(n) case other => other }
+      val stray = expr.references -- AttributeSet(buffer)
+      if (stray.nonEmpty) {
+        throw KStateErrors.unsupportedAggregate(ne.sql,
+          s"${stray.map(_.name).mkString(", ")} is not inside an aggregate function")
+      }
+      ne.name -> expr
+    }
+    AggregateSpec(buffer, functions.flatMap(_.initialValues), functions.flatMap(_.updateExpressions), results)
+  }
+
+  private def stripAlias(e: NamedExpression): Expression = e match {
+    case a: org.apache.spark.sql.catalyst.expressions.Alias => a.child
+    case other => other
+  }
+}

@@ -1,0 +1,243 @@
+"""Windowed aggregations (``windowed_by(...).count()/agg(...)``) and their fused
+``suppress(until_window_closes)``: KIP-328's examples, restart, a full buffer, construction-time
+errors, and a property test against the independent reference model
+(python/tests/models/window_agg_model.py) on random input split at random micro-batch
+boundaries, on one and on three state partitions."""
+from __future__ import annotations
+
+import os
+import random
+from collections import Counter
+from typing import Any, Dict, List, Optional, Sequence
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import functions as F
+
+import kstate
+from kstate import BufferConfig, SessionWindows, Suppressed, TimeWindows
+from _streaming import FileStream, partition_map, run_batch_df, shuffle_partitions
+from models.window_agg_model import WindowAggModel
+
+SCHEMA = "seq LONG, k STRING, ts LONG, v LONG"
+KEYS = ["a", "d", "g", "y"]
+
+PHASES = ([Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink]
+          if os.environ.get("KSTATE_HYPOTHESIS_SHRINK") else [Phase.explicit, Phase.generate])
+PROPERTY_SETTINGS = settings(
+    max_examples=int(os.environ.get("KSTATE_HYPOTHESIS_EXAMPLES", "7")),
+    deadline=None, derandomize=True, database=None, phases=PHASES,
+    suppress_health_check=list(HealthCheck), print_blob=True)
+
+
+def _aggregate(windows: TimeWindows, final: bool = False, buffer: Any = None):
+    def build(df):
+        out = df.kstate.windowed_by(windows, key="k", timestamp="ts").agg(
+            F.count(F.lit(1)).alias("n"), F.sum("v").alias("s"), F.max("v").alias("m"))
+        if final:
+            out = out.kstate.suppress(Suppressed.until_window_closes(buffer or BufferConfig.unbounded()))
+        return out
+    return build
+
+
+def _tuples(rows) -> List[tuple]:
+    return sorted(((r["k"], r["window_start"], r["window_end"], r["n"], r["s"], r["m"], r["timestamp"])
+                   for r in rows), key=repr)
+
+
+def _stream(spark, workdir: str, build, batches: Sequence[Sequence[Dict[str, Any]]],
+            partitions: Optional[int] = None) -> Dict[int, List[tuple]]:
+    """Output rows of each micro-batch (batch id -> sorted tuples) of a fresh query."""
+    with shuffle_partitions(spark, partitions):
+        fs = FileStream(spark, os.path.join(workdir, "src"), os.path.join(workdir, "ckpt"), build,
+                        schema=SCHEMA, output_mode="update")
+        with fs:
+            for b in batches:
+                fs.add_batch(b)
+    return {b: _tuples(rows) for b, rows in fs.batches.items()}
+
+
+def _model(records, batches, windows: TimeWindows, final: bool, part) -> List[List[tuple]]:
+    """Rows the model emits per micro-batch: one model per state partition."""
+    models: Dict[int, WindowAggModel] = {}
+    out = []
+    for b in batches:
+        for r in b:
+            p = part(r["k"])
+            models.setdefault(p, WindowAggModel(windows.size_ms, windows.advance_ms, windows.grace_ms, final))
+            models[p].process(r["k"], r["ts"], r["v"])
+        rows = []
+        for m in models.values():
+            rows += m.end_batch()
+        out.append(sorted(rows, key=repr))
+    return out
+
+
+# --- KIP-328's example: an alert when a user has fewer than 3 events in an hour -----------
+
+MIN = 60_000
+
+
+def test_kip_328_fewer_than_3_events_an_hour_final_results_only(spark, tmp_path) -> None:
+    windows = TimeWindows.of_size("1 hour").grace("10 minutes")
+    build = lambda df: (_aggregate(windows, final=True)(df).where("n < 3"))
+    batches = [
+        [dict(seq=0, k="alice", ts=5 * MIN, v=1), dict(seq=1, k="bob", ts=6 * MIN, v=1),
+         dict(seq=2, k="alice", ts=20 * MIN, v=1), dict(seq=3, k="alice", ts=40 * MIN, v=1)],
+        [dict(seq=4, k="bob", ts=65 * MIN, v=1)],  # stream time 65 min: first hour still open (grace)
+        [dict(seq=5, k="bob", ts=55 * MIN, v=1)],  # late but within grace: counted for bob
+        [dict(seq=6, k="alice", ts=71 * MIN, v=1), dict(seq=7, k="bob", ts=72 * MIN, v=1)],
+        [dict(seq=8, k="bob", ts=30 * MIN, v=1)],  # first hour closed: dropped
+    ]
+    got = _stream(spark, str(tmp_path), build, batches, partitions=1)
+    assert got[0] == got[1] == got[2] == [] and got[4] == []
+    # hour 0 closes at stream time 70 min: alice had 3 (no alert), bob 2 -> one alert
+    assert got[3] == [("bob", 0, 60 * MIN, 2, 2, 1, 55 * MIN)]
+
+
+def test_update_per_changed_window_per_batch_and_hopping_windows(spark, tmp_path) -> None:
+    windows = TimeWindows.of_size("10 seconds").advance_by("5 seconds")
+    batches = [[dict(seq=0, k="a", ts=1000, v=5), dict(seq=1, k="a", ts=7000, v=None),
+                dict(seq=2, k="a", ts=8000, v=2)],
+               [dict(seq=3, k="a", ts=12000, v=1)]]
+    got = _stream(spark, str(tmp_path), _aggregate(windows), batches, partitions=1)
+    assert got[0] == [("a", 0, 10000, 3, 7, 5, 8000), ("a", 5000, 15000, 2, 2, 2, 8000)]
+    # stream time 12 s, no grace: [0,10) is closed; [5,15) and [10,20) change
+    assert got[1] == [("a", 10000, 20000, 1, 1, 1, 12000), ("a", 5000, 15000, 3, 3, 2, 12000)]
+
+
+def test_timestamp_columns_give_timestamp_window_bounds(spark) -> None:
+    df = spark.createDataFrame([("a", 1500), ("a", 2500)], "k string, ms long") \
+        .select("k", F.timestamp_millis("ms").alias("ts"))
+    rows = df.kstate.windowed_by(TimeWindows.of_size("2 seconds"), key="k", timestamp="ts").count().collect()
+    assert [(r["k"], r["window_start"].second, r["window_end"].second, r["count"], r["timestamp"].microsecond)
+            for r in sorted(rows, key=lambda r: r["window_start"])] == [("a", 0, 2, 1, 500000), ("a", 2, 4, 1, 500000)]
+    assert dict(df.kstate.windowed_by(TimeWindows.of_size("2 seconds"), key="k", timestamp="ts")
+                .count().dtypes)["window_start"] == "timestamp"
+
+
+def test_restart_between_every_batch_gives_the_same_output(spark, tmp_path) -> None:
+    windows = TimeWindows.of_size("10 seconds").advance_by("5 seconds").grace("3 seconds")
+    rnd = random.Random(3)
+    recs = [dict(seq=i, k=rnd.choice(KEYS), ts=rnd.randint(0, 60) * 500, v=rnd.randint(-3, 9)) for i in range(40)]
+    batches = [recs[i:i + 8] for i in range(0, 40, 8)]
+    for final in (False, True):
+        whole = _stream(spark, str(tmp_path / f"whole{final}"), _aggregate(windows, final), batches, partitions=2)
+        src, ckpt = str(tmp_path / f"src{final}"), str(tmp_path / f"ckpt{final}")
+        restarted = {}
+        with shuffle_partitions(spark, 2):
+            for i, b in enumerate(batches):
+                fs = FileStream(spark, src, ckpt, _aggregate(windows, final), schema=SCHEMA, output_mode="update").start()
+                fs.add_batch(b)
+                restarted[i] = _tuples(fs.batches[i])
+                fs.stop()
+        assert restarted == whole
+
+
+def test_shut_down_when_full_then_restart_with_a_larger_buffer_loses_nothing(spark, tmp_path) -> None:
+    windows = TimeWindows.of_size("10 seconds").grace("1 hour")  # nothing closes: the buffer fills
+    small = BufferConfig.max_records(3).shut_down_when_full()
+    first = [dict(seq=i, k=k, ts=1000 * i, v=i) for i, k in enumerate("abc")]
+    src, ckpt = str(tmp_path / "src"), str(tmp_path / "ckpt")
+    with shuffle_partitions(spark, 1):
+        fs = FileStream(spark, src, ckpt, _aggregate(windows, True, small), schema=SCHEMA, output_mode="update").start()
+        fs.add_batch(first)  # 3 open windows: at the limit, not over it
+        fs.add_file([dict(seq=3, k="d", ts=4000, v=3)])  # a 4th open window
+        with pytest.raises(Exception) as e:
+            fs.process()
+        fs.stop()
+        msg = str(e.value)
+        assert "KSTATE_BUFFER_FULL" in msg and "holds 4 records" in msg and "max_records=3" in msg, msg
+        # restart on the same checkpoint with room for 5: the failed batch runs again, nothing lost
+        fs = FileStream(spark, src, ckpt, _aggregate(windows, True, BufferConfig.max_records(5).shut_down_when_full()),
+                        schema=SCHEMA, output_mode="update").start()
+        fs.process()
+        fs.add_batch([dict(seq=4, k="a", ts=4_000_000, v=4)])  # closes the four windows
+        rows = fs.rows()
+        fs.stop()
+    assert _tuples(rows) == [("a", 0, 10000, 1, 0, 0, 0), ("b", 0, 10000, 1, 1, 1, 1000),
+                             ("c", 0, 10000, 1, 2, 2, 2000), ("d", 0, 10000, 1, 3, 3, 4000)]
+
+
+def test_bad_arguments_fail_at_construction(spark) -> None:
+    df = spark.createDataFrame([("a", 1, 2)], "k string, ts long, v long")
+    w = df.kstate.windowed_by(TimeWindows.of_size("10s"), key="k", timestamp="ts")
+    with pytest.raises(TypeError):
+        Suppressed.until_window_closes(BufferConfig.max_records(10))  # emits early: not strict
+    with pytest.raises(kstate.KStateError) as e:
+        w.agg(F.col("v"))
+    assert e.value.error_class == "KSTATE_UNSUPPORTED_AGGREGATE"
+    with pytest.raises(kstate.KStateError) as e:
+        w.agg(F.collect_list("v"))
+    assert e.value.error_class == "KSTATE_UNSUPPORTED_AGGREGATE"
+    with pytest.raises(kstate.KStateError) as e:
+        w.agg(F.count_distinct("v"))
+    assert e.value.error_class == "KSTATE_UNSUPPORTED_AGGREGATE"
+    with pytest.raises(kstate.KStateError) as e:
+        w.agg(F.sum("v").alias("timestamp"))
+    assert e.value.error_class == "KSTATE_DUPLICATE_COLUMN"
+    with pytest.raises(kstate.KStateError) as e:
+        df.kstate.windowed_by(SessionWindows.with_inactivity_gap("5s"), key="k", timestamp="ts").count()
+    assert e.value.error_class == "KSTATE_UNSUPPORTED_WINDOWS"
+    with pytest.raises(kstate.KStateError) as e:
+        df.kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+    assert e.value.error_class == "KSTATE_UNSUPPORTED_SUPPRESS"
+    with pytest.raises(kstate.KStateError) as e:
+        BufferConfig.max_records(0)
+    assert e.value.error_class == "KSTATE_INVALID_BUFFER_CONFIG"
+
+
+# --- property: kstate emits what the model emits, batch by batch ------------------------------
+
+def _records(rnd: random.Random, n: int) -> List[Dict[str, Any]]:
+    recs, prev = [], rnd.randint(0, 20) * 500
+    for i in range(n):
+        r = rnd.random()
+        ts = None if r < 0.07 else (rnd.randint(-10, 60) * 500 + (1 if rnd.random() < 0.2 else 0)
+                                    if r < 0.2 else prev + rnd.randint(-8, 10) * 500)
+        prev = prev if ts is None else ts
+        k = None if rnd.random() < 0.1 else rnd.choice(KEYS)
+        v = None if rnd.random() < 0.1 else rnd.randint(-5, 20)
+        recs.append(dict(seq=i, k=k, ts=ts, v=v))
+    return recs
+
+
+@st.composite
+def scenarios(draw) -> Dict[str, Any]:
+    n = draw(st.integers(4, 24))
+    recs = _records(draw(st.randoms(use_true_random=True)), n)
+    cuts = sorted(draw(st.sets(st.integers(1, n - 1), max_size=4)))
+    bounds = [0] + cuts + [n]
+    size = draw(st.sampled_from([2000, 5000, 3000]))
+    advance = draw(st.sampled_from([size, size // 2, 1000]))
+    windows = TimeWindows.of_size(size).advance_by(advance).grace(draw(st.sampled_from([0, 1500, 4000])))
+    return dict(records=recs, batches=[recs[a:b] for a, b in zip(bounds, bounds[1:])], windows=windows,
+                final=draw(st.booleans()))
+
+
+def check(spark, tmp_factory, sc: Dict[str, Any], partitions: int) -> None:
+    pm = partition_map(spark, KEYS, "string", partitions)
+    part = lambda k: pm.get(k, 0)
+    expected = _model(sc["records"], sc["batches"], sc["windows"], sc["final"], part)
+    got = _stream(spark, str(tmp_factory.mktemp("wagg")), _aggregate(sc["windows"], sc["final"]),
+                  sc["batches"], partitions=partitions)
+    detail = (f"windows={sc['windows']} final={sc['final']} partitions={partitions}\n"
+              f"batches={[[(r['k'], r['ts'], r['v']) for r in b] for b in sc['batches']]}")
+    assert [got.get(i, []) for i in range(len(sc["batches"]))] == expected, detail
+    # the batch DataFrame is one micro-batch in DataFrame order
+    batch = _tuples(run_batch_df(spark, _aggregate(sc["windows"], sc["final"]), sc["records"],
+                                 schema=SCHEMA, partitions=partitions))
+    assert batch == _model(sc["records"], [sc["records"]], sc["windows"], sc["final"], part)[0], detail
+
+
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_streaming_matches_model_one_partition(spark, session_tmp, data) -> None:
+    check(spark, session_tmp, data.draw(scenarios(), label="scenario"), partitions=1)
+
+
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_streaming_matches_model_three_partitions(spark, session_tmp, data) -> None:
+    check(spark, session_tmp, data.draw(scenarios(), label="scenario"), partitions=3)
