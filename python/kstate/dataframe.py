@@ -151,7 +151,13 @@ class KStateDataFrame:
             _name(name)))
 
     @translate_errors
-    def suppress(self, suppressed: Suppressed) -> DataFrame:
+    def suppress(
+        self,
+        suppressed: Suppressed,
+        key: Optional[Union[ColumnOrName, Sequence[ColumnOrName]]] = None,
+        timestamp: Optional[ColumnOrName] = None,
+        name: Optional[str] = None,
+    ) -> DataFrame:
         """KIP-328 ``suppress``: hold back updates of this table.
 
         ``Suppressed.until_window_closes(...)`` applied directly to
@@ -159,16 +165,36 @@ class KStateDataFrame:
         stateful operator, no second buffer): exactly one row per key and window, when the
         window closes (stream time >= window end + grace), in window-end order.
 
+        ``Suppressed.until_time_limit(limit, buffer_config)`` rate-limits each key: its first
+        update starts a timer, later updates replace the buffered row without restarting it,
+        and the latest row is emitted, unchanged, once the partition's stream time (largest
+        ``timestamp`` seen) >= first buffered time + ``limit``. Streaming DataFrames only.
+
+        Parameters
+        ----------
+        suppressed : Suppressed
+        key, timestamp : str, Column or list of them, optional
+            The table's key and event time, for ``until_time_limit``. Not needed directly after
+            a kstate windowed aggregation (key = its key and ``window_start``, timestamp = its
+            ``timestamp``).
+        name : str, optional
+            The operator's name in the checkpoint.
+
         Examples
         --------
         >>> final = (events.kstate.windowed_by(TimeWindows.of_size("1 hour").grace("10 minutes"),
         ...                                    key="user", timestamp="ts").count()
         ...          .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
+        >>> limited = updates.kstate.suppress(
+        ...     Suppressed.until_time_limit("30 seconds", BufferConfig.max_records(1000)),
+        ...     key="id", timestamp="ts")
         """
         if not isinstance(suppressed, Suppressed):
             raise TypeError(f"suppress takes a Suppressed, got {type(suppressed).__name__}")
         jvm = check_jvm(self._df.sparkSession)
-        return self._wrap(self._jkstate().suppress(suppressed._to_jvm(jvm)))
+        jkey = None if key is None else _col(key, "key")._jc
+        jts = None if timestamp is None else _col(timestamp, "timestamp")._jc
+        return self._wrap(self._jkstate().suppress(suppressed._to_jvm(jvm), jkey, jts, _name(name)))
 
     @translate_errors
     def windowed_by(

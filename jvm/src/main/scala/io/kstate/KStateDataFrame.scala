@@ -10,7 +10,7 @@ import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, NamedExpression}
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate
 import org.apache.spark.sql.kstate.OperatorIdentity
-import org.apache.spark.sql.kstate.plans.{AggregateSpec, KStateDeduplicate, KStateWindowedAggregate, KStateWindowedDistinct}
+import org.apache.spark.sql.kstate.plans.{AggregateSpec, KStateDeduplicate, KStateSuppress, KStateWindowedAggregate, KStateWindowedDistinct}
 import org.apache.spark.sql.kstate.shim.{RunningQuery, SparkShim}
 import org.apache.spark.sql.types._
 
@@ -75,16 +75,48 @@ final class KStateDataFrame(df: DataFrame) {
    * (`windowedBy(...).count()` / `.agg(...)` directly before it) fuses into that operator: one
    * stateful operator, no second buffer, exactly one final result per key and window.
    */
-  def suppress(suppressed: Suppressed): DataFrame = (SparkShim.logicalPlan(df), suppressed) match {
-    case (a: KStateWindowedAggregate, u: UntilWindowCloses) if a.finalResults.isEmpty =>
-      SparkShim.ofRows(df, a.copy(finalResults = Some(u)))
-    case (_: KStateWindowedAggregate, _: UntilWindowCloses) =>
-      throw KStateErrors.unsupportedSuppress("this windowed aggregation is already suppressed until its windows close")
-    case (_, _: UntilWindowCloses) =>
-      throw KStateErrors.unsupportedSuppress("until_window_closes needs windowed input: apply it directly to " +
-        "df.kstate.windowed_by(...).count() or .agg(...) (other windowed DataFrames are not supported yet)")
-    case (_, _: UntilTimeLimit) =>
-      throw KStateErrors.unsupportedSuppress("until_time_limit is not supported yet")
+  def suppress(suppressed: Suppressed): DataFrame = suppress(suppressed, null, null, null)
+
+  /**
+   * `suppress` with the table's key and timestamp columns named (needed by `untilTimeLimit` on
+   * anything but a kstate windowed aggregation, whose key is (key, window_start) and timestamp
+   * its `timestamp` column), and an operator name.
+   *
+   * `Suppressed.untilTimeLimit(limit, buffer)`: per key, the first update starts a timer; later
+   * updates replace the buffered row without restarting it; the latest row is emitted once the
+   * partition's stream time (largest timestamp seen) >= first buffered time + limit. Output is
+   * the input rows, unchanged.
+   */
+  def suppress(suppressed: Suppressed, key: Column, timestamp: Column, name: String): DataFrame = {
+    Option(name).foreach(OperatorIdentity.validateName)
+    (SparkShim.logicalPlan(df), suppressed) match {
+      case (a: KStateWindowedAggregate, u: UntilWindowCloses) if a.finalResults.isEmpty && key == null && timestamp == null =>
+        SparkShim.ofRows(df, a.copy(finalResults = Some(u)))
+      case (_: KStateWindowedAggregate, _: UntilWindowCloses) if key != null || timestamp != null =>
+        throw KStateErrors.unsupportedSuppress("until_window_closes on a kstate windowed aggregation takes no key or timestamp")
+      case (_: KStateWindowedAggregate, _: UntilWindowCloses) =>
+        throw KStateErrors.unsupportedSuppress("this windowed aggregation is already suppressed until its windows close")
+      case (_, _: UntilWindowCloses) =>
+        throw KStateErrors.unsupportedSuppress("until_window_closes needs windowed input: apply it directly to " +
+          "df.kstate.windowed_by(...).count() or .agg(...) (other windowed DataFrames are not supported yet)")
+      case (_, _: UntilTimeLimit) if !df.isStreaming =>
+        throw KStateErrors.unsupportedSuppress("until_time_limit runs on streaming DataFrames only (its " +
+          "timers follow stream time across micro-batches)")
+      case (plan, u: UntilTimeLimit) =>
+        val (k, ts) = (plan, Option(key), Option(timestamp)) match {
+          case (_, Some(k), Some(t)) => (k, t)
+          case (a: KStateWindowedAggregate, None, None) =>
+            (org.apache.spark.sql.functions.struct(df.col(a.keyAttr.name), df.col(a.windowStart.name)),
+              df.col(a.timestampAttr.name))
+          case _ => throw KStateErrors.missingColumn(if (key == null) "key" else "timestamp",
+            "until_time_limit needs the table's key and timestamp columns (key=..., timestamp=...), " +
+              "unless it follows a kstate windowed aggregation directly")
+        }
+        RunningQuery.register(SparkShim.session(df))
+        val keyE = checked("key", k, comparable).expr
+        val tsE = checked("timestamp", ts, eventTime).expr
+        SparkShim.ofRows(df, KStateSuppress(u, Option(name), keyE, tsE, SparkShim.logicalPlan(df)))
+    }
   }
 
   private def dedup(

@@ -190,6 +190,12 @@ object KStateErrors {
   def invalidBufferConfig(why: String): KStateException =
     err("KSTATE_INVALID_BUFFER_CONFIG", s"Invalid buffer config: $why.")
 
+  def suppressNeedsKStateProvider(operator: String, storeClass: String): KStateException =
+    err("KSTATE_UNSUPPORTED_STATE_PROVIDER",
+      s"suppress operator '$operator' keeps its buffer in kstate's state store provider, but " +
+        s"spark.kstate.stateStore.providerClass gave a $storeClass store. Leave that setting at " +
+        "its default (io.kstate.KStateStoreProvider) for queries that suppress.")
+
   def unsupportedSuppress(why: String): KStateException =
     err("KSTATE_UNSUPPORTED_SUPPRESS", s"Cannot suppress this DataFrame: $why.")
 

@@ -9,8 +9,8 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.streaming.InternalOutputModes
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateDeduplicateExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
-import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateStatefulNode, KStateWindowedAggregate, KStateWindowedDistinct}
+import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateDeduplicateExec, KStateSuppressExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
+import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateStatefulNode, KStateSuppress, KStateWindowedAggregate, KStateWindowedDistinct}
 import org.apache.spark.sql.kstate.shim.RunningQuery
 
 /**
@@ -43,6 +43,13 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
         KStateConf.StateStoreProvider.get(session.sessionState.conf),
         KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
         stateInfo, InputPositionExec(planLater(a.child))) :: Nil
+    case s: KStateSuppress =>
+      val (name, stateInfo) = streamingIdentity(s)
+      KStateSuppressExec(
+        s.suppressed, name, s.fingerprint, normalized(s.key), s.timestamp, s.output,
+        KStateConf.StateStoreProvider.get(session.sessionState.conf),
+        KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
+        stateInfo, InputPositionExec(planLater(s.child))) :: Nil
     case _ => Nil
   }
 

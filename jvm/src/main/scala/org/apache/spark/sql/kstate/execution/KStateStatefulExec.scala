@@ -35,7 +35,8 @@ trait KStateTask {
   /**
    * Processes one input row (child output incl. position columns) with its event time in ms
    * (`Long.MinValue` = null). Output goes to `emit`; an emitted row may be reused after the
-   * next `process` call, so an operator emitting several rows from one call copies them.
+   * next `process` call, so an operator emitting several rows from one call copies them (or
+   * emits rows it does not reuse).
    */
   def process(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit
   /** Ends the batch: purges expired state and persists stream time. */
@@ -199,12 +200,13 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     val start = System.nanoTime()
     val ordered = TaskOrder(rows, n - 2, n - 1, tsOf, mergeByTimestamp)
     new Iterator[InternalRow] {
-      private var pending: InternalRow = _
+      // rows emitted by the last `process` call (most calls emit none or one)
+      private val pending = new java.util.ArrayDeque[InternalRow]()
       private var done = false
       private var tail: Iterator[InternalRow] = Iterator.empty
-      private val emit: InternalRow => Unit = r => pending = r
+      private val emit: InternalRow => Unit = r => pending.add(r)
       override def hasNext: Boolean = {
-        while (pending == null && !done) {
+        while (pending.isEmpty && !done) {
           if (ordered.hasNext) {
             ordered.advance()
             task.process(ordered.row, ordered.ts, emit)
@@ -216,15 +218,13 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
             done = true
           }
         }
-        if (pending == null && tail.hasNext) pending = tail.next()
-        pending != null
+        if (pending.isEmpty && tail.hasNext) pending.add(tail.next())
+        !pending.isEmpty
       }
       override def next(): InternalRow = {
         if (!hasNext) throw new NoSuchElementException
-        val r = pending
-        pending = null
         numOutput += 1
-        r
+        pending.poll()
       }
     }
   }

@@ -1,0 +1,134 @@
+package org.apache.spark.sql.kstate.execution
+
+import scala.collection.mutable.ArrayBuffer
+
+import io.kstate.KStateErrors
+import io.kstate.suppress.UntilTimeLimit
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
+import org.apache.spark.sql.execution.streaming.state.StateStore
+import org.apache.spark.sql.kstate.state.{KStateStore, StateMeta}
+import org.apache.spark.sql.kstate.state.buffer.{BufferedRecord, TimeOrderedBuffer}
+import org.apache.spark.sql.types.{BinaryType, StructField, StructType}
+
+/**
+ * Physical `suppress(untilTimeLimit)` ([[org.apache.spark.sql.kstate.plans.KStateSuppress]]):
+ * Kafka's `KTableSuppressProcessor` with a record-time buffer, per state partition, on kstate's
+ * [[TimeOrderedBuffer]].
+ *
+ * Per record, in task order (Kafka's order of steps):
+ *  - a null timestamp or a null key: dropped (counted), stream time unchanged;
+ *  - stream time := max(stream time, ts);
+ *  - the row is buffered under its key: a new key at buffer time ts, a buffered key keeps its
+ *    buffer time (the replaced row counts as a suppressed intermediate update);
+ *  - every row with buffer time <= stream time - limit is emitted, oldest first;
+ *  - the buffer's limits are enforced: emit the oldest early, fail with `KSTATE_BUFFER_FULL`
+ *    (the batch does not commit), or spill to disk (strict, heap bounded).
+ * At the end of the batch (stream time may have been raised to the watermark) expired rows are
+ * emitted too. Emitted rows are the buffered input rows, unchanged.
+ */
+case class KStateSuppressExec(
+    suppressed: UntilTimeLimit,
+    operatorName: String,
+    fingerprint: Map[String, String],
+    key: Expression,
+    timestamp: Expression,
+    output: Seq[Attribute],
+    providerClass: String,
+    followWatermark: Boolean,
+    stateInfo: Option[StatefulOperatorStateInfo],
+    child: SparkPlan) extends KStateStatefulExec {
+
+  override def shortName: String = "kstate_suppress"
+  override def partitionBy: Seq[Expression] = Seq(key)
+
+  // The buffer lives in column families of its own; the default family only records the schema.
+  override protected def stateKeySchema: StructType = StructType(Seq(StructField("key", key.dataType)))
+  override protected def stateValueSchema: StructType = StructType(Seq(StructField("row", BinaryType)))
+  override protected def customMetricDescriptions: Seq[(String, String)] = KStateSuppressExec.CustomMetrics
+
+  override protected def newTask(store: Option[StateStore]): KStateTask = store match {
+    case Some(k: KStateStore) => new SuppressTask(k)
+    case Some(other) => throw KStateErrors.suppressNeedsKStateProvider(operatorName, other.getClass.getName)
+    case None => throw KStateErrors.unsupportedSuppress("until_time_limit runs on streaming DataFrames only")
+  }
+
+  private final class SuppressTask(store: KStateStore) extends KStateTask {
+    import KStateSuppressExec._
+    private val meta = new StateMeta(store)
+    private val buffer = new TimeOrderedBuffer(store, operatorName, suppressed.bufferConfig.limits)
+    private val in = child.output
+    private val keyProj = UnsafeProjection.create(Seq(key), in)
+    private val rowProj = UnsafeProjection.create(output, in)
+    private val limitMs = suppressed.timeLimitMs
+    private var streamTime = meta.get(StateMeta.StreamTime, Long.MinValue)
+    private val counters = new Array[Long](CustomMetrics.length)
+    private val out = ArrayBuffer.empty[InternalRow]
+
+    override def advanceStreamTime(t: Long): Unit = if (t > streamTime) streamTime = t
+
+    private def rowOf(r: BufferedRecord): InternalRow = {
+      val row = new UnsafeRow(output.length)
+      row.pointTo(r.value, r.value.length)
+      row
+    }
+
+    private def expiry: Long =
+      if (streamTime == Long.MinValue || streamTime < Long.MinValue + limitMs) Long.MinValue
+      else streamTime - limitMs
+
+    private def evict(emit: InternalRow => Unit): Unit = {
+      if (expiry != Long.MinValue) buffer.evictUpTo(expiry) { r => counters(Emitted) += 1; emit(rowOf(r)) }
+      buffer.enforceLimits { r => counters(EarlyEvictions) += 1; counters(Emitted) += 1; emit(rowOf(r)) }
+    }
+
+    override def process(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit = {
+      if (ts == KStateStatefulExec.NullTime) { counters(NullTimestamps) += 1; return }
+      val k = keyProj(row)
+      if (k.isNullAt(0)) { counters(NullKeys) += 1; return }
+      if (ts > streamTime) streamTime = ts
+      val keyBytes = k.getBytes
+      if (buffer.get(keyBytes).isDefined) counters(Suppressed) += 1
+      buffer.put(keyBytes, rowProj(row).getBytes, ts, ts)
+      evict(emit)
+    }
+
+    override def finish(): Unit = {
+      evict(r => out += r)
+      counters(BufferRecords) = buffer.numRecords
+      counters(BufferBytes) = buffer.numBytes
+      meta.put(StateMeta.StreamTime, streamTime)
+    }
+
+    override def finishOutput: Iterator[InternalRow] = out.iterator
+
+    override def metrics: KStateTask.Metrics = KStateTask.Metrics(
+      CustomMetrics.indices.map(i => CustomMetrics(i)._1 -> counters(i)).toMap,
+      totalStateRows = buffer.numRecords,
+      updatedStateRows = 0L,
+      removedStateRows = counters(Emitted))
+  }
+
+  override protected def withNewChildInternal(newChild: SparkPlan): KStateSuppressExec = copy(child = newChild)
+}
+
+object KStateSuppressExec {
+  val CustomMetrics: Seq[(String, String)] = Seq(
+    "resultsEmitted" -> "rows emitted (time limit reached, or early)",
+    "updatesSuppressed" -> "buffered rows replaced by a later update of their key (never emitted)",
+    "earlyEvictions" -> "rows emitted early because the buffer was full (emit_early_when_full)",
+    "nullKeysDropped" -> "records dropped: null key",
+    "nullTimestampsDropped" -> "records dropped: null timestamp",
+    "bufferRecords" -> "rows in the buffer at the end of the micro-batch",
+    "bufferBytes" -> "bytes in the buffer at the end of the micro-batch (keys, rows, timestamps)")
+  private val Emitted = 0
+  private val Suppressed = 1
+  private val EarlyEvictions = 2
+  private val NullKeys = 3
+  private val NullTimestamps = 4
+  private val BufferRecords = 5
+  private val BufferBytes = 6
+}
