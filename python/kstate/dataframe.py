@@ -157,6 +157,8 @@ class KStateDataFrame:
         key: Optional[Union[ColumnOrName, Sequence[ColumnOrName]]] = None,
         timestamp: Optional[ColumnOrName] = None,
         name: Optional[str] = None,
+        window_end: Optional[ColumnOrName] = None,
+        grace: Optional[DurationLike] = None,
     ) -> DataFrame:
         """KIP-328 ``suppress``: hold back updates of this table.
 
@@ -164,6 +166,12 @@ class KStateDataFrame:
         ``df.kstate.windowed_by(...).count()`` or ``.agg(...)`` fuses into that operator (one
         stateful operator, no second buffer): exactly one row per key and window, when the
         window closes (stream time >= window end + grace), in window-end order.
+
+        On any other streaming windowed table (e.g. Spark's own windowed aggregation in update
+        mode) ``until_window_closes`` needs ``key`` (identifying a window's row: key columns and
+        the window), ``window_end``, ``timestamp`` (the update's event time) and ``grace`` (Spark:
+        the watermark delay): each window's latest row is emitted once, when stream time >=
+        window end + grace; updates for a window already closed are dropped.
 
         ``Suppressed.until_time_limit(limit, buffer_config)`` rate-limits each key: its first
         update starts a timer, later updates replace the buffered row without restarting it,
@@ -179,6 +187,8 @@ class KStateDataFrame:
             ``timestamp``).
         name : str, optional
             The operator's name in the checkpoint.
+        window_end, grace : optional
+            For ``until_window_closes`` on a table kstate did not window.
 
         Examples
         --------
@@ -194,7 +204,10 @@ class KStateDataFrame:
         jvm = check_jvm(self._df.sparkSession)
         jkey = None if key is None else _col(key, "key")._jc
         jts = None if timestamp is None else _col(timestamp, "timestamp")._jc
-        return self._wrap(self._jkstate().suppress(suppressed._to_jvm(jvm), jkey, jts, _name(name)))
+        jend = None if window_end is None else _col(window_end, "window_end")._jc
+        jgrace = None if grace is None else str(to_millis(grace, "grace"))
+        return self._wrap(self._jkstate().suppressTable(
+            suppressed._to_jvm(jvm), jkey, jts, jend, jgrace, _name(name)))
 
     @translate_errors
     def windowed_by(

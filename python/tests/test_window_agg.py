@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 import kstate
 from kstate import BufferConfig, SessionWindows, Suppressed, TimeWindows
-from _streaming import FileStream, partition_map, run_batch_df, shuffle_partitions
+from _streaming import FileStream, partition_map, run_batch_df, session_conf, shuffle_partitions
 from models.window_agg_model import WindowAggModel
 
 SCHEMA = "seq LONG, k STRING, ts LONG, v LONG"
@@ -160,7 +160,75 @@ def test_shut_down_when_full_then_restart_with_a_larger_buffer_loses_nothing(spa
                              ("c", 0, 10000, 1, 2, 2, 2000), ("d", 0, 10000, 1, 3, 3, 4000)]
 
 
-def test_bad_arguments_fail_at_construction(spark) -> None:
+def test_spill_to_disk_gives_the_same_final_results_as_unbounded(spark, tmp_path) -> None:
+    # 6000 keys in one batch: more changed windows than are kept on the heap between writes
+    rnd = random.Random(9)
+    windows = TimeWindows.of_size("10 seconds").grace("5 seconds")
+    batches = [[dict(seq=i, k=f"k{rnd.randint(0, 5999)}", ts=4 * i + rnd.randint(0, 3000), v=i) for i in range(9000)],
+               [dict(seq=9000, k="z", ts=100_000, v=0)]]
+    spill = BufferConfig.max_bytes(64 * 1024).spill_to_disk_when_full()
+    unbounded = _stream(spark, str(tmp_path / "u"), _aggregate(windows, True), batches, partitions=1)
+    spilled = _stream(spark, str(tmp_path / "s"), _aggregate(windows, True, spill), batches, partitions=1)
+    assert spilled == unbounded and len(unbounded[0]) > 4096
+
+
+def test_final_results_of_sparks_own_windowed_aggregation(spark, tmp_path) -> None:
+    def build(df):
+        counts = (df.withColumn("t", F.timestamp_millis("ts")).withWatermark("t", "2 seconds")
+                  .groupBy(F.window("t", "10 seconds"), "k")
+                  .agg(F.count(F.lit(1)).alias("n"), F.max("ts").alias("last_ts")))
+        return counts.kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()),
+                                      key=["k", "window"], window_end="window.end", timestamp="last_ts",
+                                      grace="2 seconds")
+    batches = [[dict(seq=0, k="a", ts=1000, v=0), dict(seq=1, k="a", ts=4000, v=0)],
+               [dict(seq=2, k="a", ts=13000, v=0), dict(seq=3, k="a", ts=8000, v=0)],
+               [dict(seq=4, k="a", ts=25000, v=0)]]
+    with shuffle_partitions(spark, 1):
+        fs = FileStream(spark, str(tmp_path / "src"), str(tmp_path / "ckpt"), build, schema=SCHEMA,
+                        output_mode="update")
+        with fs:
+            emitted = []
+            for b in batches:
+                fs.add_batch(b)  # Spark adds no-data micro-batches as its watermark moves
+                emitted.append(sorted((r["k"], r["window"]["start"].second, r["n"], r["last_ts"]) for r in fs.rows()))
+    # Nothing is final after the first batch. The second updates [0,10) (count 3 at 8 s: Spark's
+    # watermark is still 2 s) and opens [10,20) at 13 s, which closes [0,10) (13 >= 10 + 2): which
+    # [0,10) row is final depends on the order of the two rows in Spark's output, (3, 8000) if it
+    # comes first, else (2, 4000) and the late update is dropped. Either way exactly once.
+    assert emitted[0] == []
+    assert len(emitted[1]) == 1 and emitted[1][0] in [("a", 0, 3, 8000), ("a", 0, 2, 4000)]
+    assert emitted[2] == emitted[1] + [("a", 10, 1, 13000)]
+
+
+@pytest.mark.parametrize("follow", [False, True])
+def test_idle_partitions_close_windows_only_when_stream_time_follows_the_watermark(spark, tmp_path, follow) -> None:
+    pm = partition_map(spark, KEYS, "string", 2)
+    busy = next(k for k in KEYS if pm[k] == 0)
+    idle = next(k for k in KEYS if pm[k] == 1)
+
+    def build(df):
+        t = df.withColumn("t", F.timestamp_millis("ts")).withWatermark("t", "0 seconds")
+        return (t.kstate.windowed_by(TimeWindows.of_size("10 seconds"), key="k", timestamp="ts").count()
+                .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
+    batches = [[dict(seq=0, k=busy, ts=1000, v=0), dict(seq=1, k=idle, ts=2000, v=0)],
+               [dict(seq=2, k=busy, ts=30_000, v=0)]]  # the idle key's partition gets nothing
+    with shuffle_partitions(spark, 2), session_conf(spark, {"spark.kstate.streamTime.followWatermark": follow}):
+        fs = FileStream(spark, str(tmp_path / "src"), str(tmp_path / "ckpt"), build, schema=SCHEMA,
+                        output_mode="update")
+        with fs:
+            for b in batches:
+                fs.add_batch(b)
+        emitted = sorted((r["k"], r["window_start"]) for r in fs.rows())
+    if follow:
+        # the watermark (30 s after batch 1) reaches the idle partition in a no-data micro-batch
+        assert emitted == sorted([(busy, 0), (idle, 0)])
+        batch_of = {r["k"]: b for b, rows in fs.batches.items() for r in rows}
+        assert batch_of[idle] > batch_of[busy]  # a later micro-batch, run without new data
+    else:  # default: the idle partition's stream time stays at 2 s, its window stays open
+        assert emitted == [(busy, 0)]
+
+
+def test_bad_arguments_fail_at_construction(spark, tmp_path) -> None:
     df = spark.createDataFrame([("a", 1, 2)], "k string, ts long, v long")
     w = df.kstate.windowed_by(TimeWindows.of_size("10s"), key="k", timestamp="ts")
     with pytest.raises(TypeError):
@@ -186,6 +254,11 @@ def test_bad_arguments_fail_at_construction(spark) -> None:
     with pytest.raises(kstate.KStateError) as e:
         BufferConfig.max_records(0)
     assert e.value.error_class == "KSTATE_INVALID_BUFFER_CONFIG"
+    stream = spark.readStream.schema(SCHEMA).json(str(tmp_path))
+    with pytest.raises(kstate.KStateError) as e:  # a windowed table kstate did not compute: window_end needed
+        stream.kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()), key="k", timestamp="ts",
+                               grace="1s")
+    assert e.value.error_class == "KSTATE_MISSING_COLUMN" and "window_end" in str(e.value)
 
 
 # --- property: kstate emits what the model emits, batch by batch ------------------------------

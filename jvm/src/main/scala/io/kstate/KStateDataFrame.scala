@@ -87,22 +87,52 @@ final class KStateDataFrame(df: DataFrame) {
    * partition's stream time (largest timestamp seen) >= first buffered time + limit. Output is
    * the input rows, unchanged.
    */
-  def suppress(suppressed: Suppressed, key: Column, timestamp: Column, name: String): DataFrame = {
+  def suppress(suppressed: Suppressed, key: Column, timestamp: Column, name: String): DataFrame =
+    suppressTable(suppressed, key, timestamp, null, null, name)
+
+  /**
+   * `Suppressed.untilWindowCloses` on a windowed table that is not a kstate windowed
+   * aggregation (e.g. Spark's own windowed aggregation in update mode): `key` identifies a
+   * window's row (key columns and the window), `windowEnd` is its end, `timestamp` the update's
+   * event time (stream time follows it), and `grace` how long after its end a window stays
+   * open (Spark: the watermark delay). Each window's latest row is emitted once, when stream
+   * time >= window end + grace; an update for a window already closed is dropped.
+   */
+  def suppressWindows(suppressed: UntilWindowCloses, key: Column, windowEnd: Column, timestamp: Column,
+      grace: String, name: String): DataFrame =
+    suppressTable(suppressed, key, timestamp, windowEnd, grace, name)
+
+  /** Both `suppress` forms, for Python: `windowEnd`/`grace` null except for windowed tables. */
+  def suppressTable(suppressed: Suppressed, key: Column, timestamp: Column, windowEnd: Column,
+      grace: String, name: String): DataFrame = {
     Option(name).foreach(OperatorIdentity.validateName)
-    (SparkShim.logicalPlan(df), suppressed) match {
-      case (a: KStateWindowedAggregate, u: UntilWindowCloses) if a.finalResults.isEmpty && key == null && timestamp == null =>
+    val plan = SparkShim.logicalPlan(df)
+    val named = key != null || timestamp != null || windowEnd != null || grace != null
+    (plan, suppressed) match {
+      case (a: KStateWindowedAggregate, u: UntilWindowCloses) if !named =>
+        if (a.finalResults.isDefined) {
+          throw KStateErrors.unsupportedSuppress("this windowed aggregation is already suppressed until its windows close")
+        }
         SparkShim.ofRows(df, a.copy(finalResults = Some(u)))
-      case (_: KStateWindowedAggregate, _: UntilWindowCloses) if key != null || timestamp != null =>
-        throw KStateErrors.unsupportedSuppress("until_window_closes on a kstate windowed aggregation takes no key or timestamp")
       case (_: KStateWindowedAggregate, _: UntilWindowCloses) =>
-        throw KStateErrors.unsupportedSuppress("this windowed aggregation is already suppressed until its windows close")
-      case (_, _: UntilWindowCloses) =>
-        throw KStateErrors.unsupportedSuppress("until_window_closes needs windowed input: apply it directly to " +
-          "df.kstate.windowed_by(...).count() or .agg(...) (other windowed DataFrames are not supported yet)")
-      case (_, _: UntilTimeLimit) if !df.isStreaming =>
-        throw KStateErrors.unsupportedSuppress("until_time_limit runs on streaming DataFrames only (its " +
-          "timers follow stream time across micro-batches)")
-      case (plan, u: UntilTimeLimit) =>
+        throw KStateErrors.unsupportedSuppress("until_window_closes on a kstate windowed aggregation takes no " +
+          "key, timestamp, window end or grace: it uses the aggregation's own")
+      case _ if !df.isStreaming =>
+        throw KStateErrors.unsupportedSuppress("suppress runs on streaming DataFrames only, apart from " +
+          "until_window_closes fused into a kstate windowed aggregation (its timers follow stream time " +
+          "across micro-batches)")
+      case (_, u: UntilWindowCloses) =>
+        if (key == null || timestamp == null || windowEnd == null || grace == null) {
+          throw KStateErrors.missingColumn(Seq("key" -> key, "timestamp" -> timestamp, "window_end" -> windowEnd,
+            "grace" -> grace).collectFirst { case (n, null) => n }.get,
+            "until_window_closes on a table that is not a kstate windowed aggregation needs key=, " +
+              "window_end=, timestamp= and grace= (e.g. Spark's window struct's end and its watermark delay)")
+        }
+        suppressNode(u, Durations.toMillis("grace", grace), key, timestamp, Some(windowEnd), name)
+      case (_, u: UntilTimeLimit) =>
+        if (windowEnd != null || grace != null) {
+          throw KStateErrors.unsupportedSuppress("until_time_limit takes no window end or grace")
+        }
         val (k, ts) = (plan, Option(key), Option(timestamp)) match {
           case (_, Some(k), Some(t)) => (k, t)
           case (a: KStateWindowedAggregate, None, None) =>
@@ -112,11 +142,17 @@ final class KStateDataFrame(df: DataFrame) {
             "until_time_limit needs the table's key and timestamp columns (key=..., timestamp=...), " +
               "unless it follows a kstate windowed aggregation directly")
         }
-        RunningQuery.register(SparkShim.session(df))
-        val keyE = checked("key", k, comparable).expr
-        val tsE = checked("timestamp", ts, eventTime).expr
-        SparkShim.ofRows(df, KStateSuppress(u, Option(name), keyE, tsE, SparkShim.logicalPlan(df)))
+        suppressNode(u, u.timeLimitMs, k, ts, None, name)
     }
+  }
+
+  private def suppressNode(suppressed: Suppressed, limitMs: Long, key: Column, timestamp: Column,
+      windowEnd: Option[Column], name: String): DataFrame = {
+    RunningQuery.register(SparkShim.session(df))
+    val keyE = checked("key", key, comparable).expr
+    val tsE = checked("timestamp", timestamp, eventTime).expr
+    val endE = windowEnd.map(c => checked("window_end", c, eventTime).expr)
+    SparkShim.ofRows(df, KStateSuppress(suppressed, limitMs, Option(name), keyE, tsE, endE, SparkShim.logicalPlan(df)))
   }
 
   private def dedup(

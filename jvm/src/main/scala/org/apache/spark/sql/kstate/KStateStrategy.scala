@@ -46,7 +46,7 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
     case s: KStateSuppress =>
       val (name, stateInfo) = streamingIdentity(s)
       KStateSuppressExec(
-        s.suppressed, name, s.fingerprint, normalized(s.key), s.timestamp, s.output,
+        s.suppressed, s.limitMs, name, s.fingerprint, normalized(s.key), s.timestamp, s.windowEnd, s.output,
         KStateConf.StateStoreProvider.get(session.sessionState.conf),
         KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
         stateInfo, InputPositionExec(planLater(s.child))) :: Nil

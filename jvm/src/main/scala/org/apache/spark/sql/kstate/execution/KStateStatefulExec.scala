@@ -152,10 +152,28 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     }
   }
 
+  /**
+   * Whether the operator emits on stream time alone (windows closing, timers), so that a
+   * watermark that moved on should run a micro-batch even without new data.
+   */
+  protected def emitsOnTime: Boolean = false
+
+  /** The watermark this micro-batch raised stream time to (driver side, streaming only). */
+  @transient private var watermarkUsed: Option[Long] = None
+
+  /**
+   * With `spark.kstate.streamTime.followWatermark`, an operator that emits on time asks Spark for
+   * a no-data micro-batch when the watermark moved past the one its last batch used: idle
+   * partitions then close their windows and fire their timers without waiting for new records.
+   */
+  override def shouldRunAnotherBatch(newInputWatermarkMs: Long): Boolean =
+    followWatermark && emitsOnTime && watermarkUsed.exists(newInputWatermarkMs > _)
+
   private def executeStreaming(info: StatefulOperatorStateInfo): RDD[InternalRow] = {
     val watermark = if (followWatermark) {
       RunningQuery.current(session).map(_.inputWatermarkForEviction(info.operatorId))
     } else None
+    watermarkUsed = watermark
     val storeSqlConf = conf.clone()
     storeSqlConf.setConfString(SQLConf.STATE_STORE_PROVIDER_CLASS.key, providerClass)
     KStateStatefulExec.StoreDefaults.foreach { case (k, v) =>

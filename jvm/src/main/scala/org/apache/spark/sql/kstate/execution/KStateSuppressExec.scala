@@ -3,7 +3,7 @@ package org.apache.spark.sql.kstate.execution
 import scala.collection.mutable.ArrayBuffer
 
 import io.kstate.KStateErrors
-import io.kstate.suppress.UntilTimeLimit
+import io.kstate.suppress.{Suppressed, UntilWindowCloses}
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, UnsafeProjection, UnsafeRow}
@@ -15,14 +15,17 @@ import org.apache.spark.sql.kstate.state.buffer.{BufferedRecord, TimeOrderedBuff
 import org.apache.spark.sql.types.{BinaryType, StructField, StructType}
 
 /**
- * Physical `suppress(untilTimeLimit)` ([[org.apache.spark.sql.kstate.plans.KStateSuppress]]):
- * Kafka's `KTableSuppressProcessor` with a record-time buffer, per state partition, on kstate's
- * [[TimeOrderedBuffer]].
+ * Physical `suppress` on a table ([[org.apache.spark.sql.kstate.plans.KStateSuppress]]): Kafka's
+ * `KTableSuppressProcessor` per state partition, on kstate's [[TimeOrderedBuffer]]. Buffer
+ * time is the record's timestamp (`untilTimeLimit`) or its window's end (`untilWindowCloses`),
+ * and `limitMs` the time limit or the grace.
  *
  * Per record, in task order (Kafka's order of steps):
- *  - a null timestamp or a null key: dropped (counted), stream time unchanged;
+ *  - a null timestamp, null key or null window end: dropped (counted), stream time unchanged;
  *  - stream time := max(stream time, ts);
- *  - the row is buffered under its key: a new key at buffer time ts, a buffered key keeps its
+ *  - final results only: an update for a window already closed (end <= stream time - grace) is
+ *    dropped as late, so that a window's result is emitted once;
+ *  - the row is buffered under its key: a new key at its buffer time, a buffered key keeps its
  *    buffer time (the replaced row counts as a suppressed intermediate update);
  *  - every row with buffer time <= stream time - limit is emitted, oldest first;
  *  - the buffer's limits are enforced: emit the oldest early, fail with `KSTATE_BUFFER_FULL`
@@ -31,11 +34,13 @@ import org.apache.spark.sql.types.{BinaryType, StructField, StructType}
  * emitted too. Emitted rows are the buffered input rows, unchanged.
  */
 case class KStateSuppressExec(
-    suppressed: UntilTimeLimit,
+    suppressed: Suppressed,
+    limitMs: Long,
     operatorName: String,
     fingerprint: Map[String, String],
     key: Expression,
     timestamp: Expression,
+    windowEnd: Option[Expression],
     output: Seq[Attribute],
     providerClass: String,
     followWatermark: Boolean,
@@ -44,6 +49,7 @@ case class KStateSuppressExec(
 
   override def shortName: String = "kstate_suppress"
   override def partitionBy: Seq[Expression] = Seq(key)
+  override protected def emitsOnTime: Boolean = true
 
   // The buffer lives in column families of its own; the default family only records the schema.
   override protected def stateKeySchema: StructType = StructType(Seq(StructField("key", key.dataType)))
@@ -53,17 +59,21 @@ case class KStateSuppressExec(
   override protected def newTask(store: Option[StateStore]): KStateTask = store match {
     case Some(k: KStateStore) => new SuppressTask(k)
     case Some(other) => throw KStateErrors.suppressNeedsKStateProvider(operatorName, other.getClass.getName)
-    case None => throw KStateErrors.unsupportedSuppress("until_time_limit runs on streaming DataFrames only")
+    case None => throw KStateErrors.unsupportedSuppress("suppress runs on streaming DataFrames only")
   }
 
   private final class SuppressTask(store: KStateStore) extends KStateTask {
     import KStateSuppressExec._
     private val meta = new StateMeta(store)
-    private val buffer = new TimeOrderedBuffer(store, operatorName, suppressed.bufferConfig.limits)
+    private val bufferConfig = suppressed match {
+      case u: io.kstate.suppress.UntilTimeLimit => u.bufferConfig
+      case w: UntilWindowCloses => w.bufferConfig
+    }
+    private val buffer = new TimeOrderedBuffer(store, operatorName, bufferConfig.limits)
     private val in = child.output
     private val keyProj = UnsafeProjection.create(Seq(key), in)
     private val rowProj = UnsafeProjection.create(output, in)
-    private val limitMs = suppressed.timeLimitMs
+    private val endOf: Option[InternalRow => Long] = windowEnd.map(e => KStateStatefulExec.eventTimeOf(e, in))
     private var streamTime = meta.get(StateMeta.StreamTime, Long.MinValue)
     private val counters = new Array[Long](CustomMetrics.length)
     private val out = ArrayBuffer.empty[InternalRow]
@@ -89,10 +99,21 @@ case class KStateSuppressExec(
       if (ts == KStateStatefulExec.NullTime) { counters(NullTimestamps) += 1; return }
       val k = keyProj(row)
       if (k.isNullAt(0)) { counters(NullKeys) += 1; return }
+      val bufferTime = endOf match {
+        case Some(f) =>
+          val end = f(row)
+          if (end == KStateStatefulExec.NullTime) { counters(NullTimestamps) += 1; return }
+          end
+        case None => ts
+      }
       if (ts > streamTime) streamTime = ts
+      if (endOf.isDefined && expiry != Long.MinValue && bufferTime <= expiry) {
+        counters(LateDropped) += 1 // its window closed: its result was emitted (or never will be)
+        return
+      }
       val keyBytes = k.getBytes
-      if (buffer.get(keyBytes).isDefined) counters(Suppressed) += 1
-      buffer.put(keyBytes, rowProj(row).getBytes, ts, ts)
+      if (buffer.get(keyBytes).isDefined) counters(SuppressedUpdates) += 1
+      buffer.put(keyBytes, rowProj(row).getBytes, ts, bufferTime)
       evict(emit)
     }
 
@@ -121,14 +142,16 @@ object KStateSuppressExec {
     "updatesSuppressed" -> "buffered rows replaced by a later update of their key (never emitted)",
     "earlyEvictions" -> "rows emitted early because the buffer was full (emit_early_when_full)",
     "nullKeysDropped" -> "records dropped: null key",
-    "nullTimestampsDropped" -> "records dropped: null timestamp",
+    "nullTimestampsDropped" -> "records dropped: null timestamp or window end",
     "bufferRecords" -> "rows in the buffer at the end of the micro-batch",
-    "bufferBytes" -> "bytes in the buffer at the end of the micro-batch (keys, rows, timestamps)")
+    "bufferBytes" -> "bytes in the buffer at the end of the micro-batch (keys, rows, timestamps)",
+    "lateRecordsDropped" -> "updates dropped: their window had closed (until_window_closes)")
   private val Emitted = 0
-  private val Suppressed = 1
+  private val SuppressedUpdates = 1
   private val EarlyEvictions = 2
   private val NullKeys = 3
   private val NullTimestamps = 4
   private val BufferRecords = 5
   private val BufferBytes = 6
+  private val LateDropped = 7
 }

@@ -51,6 +51,7 @@ case class KStateWindowedAggregateExec(
 
   override def shortName: String = "kstate_windowed_aggregate"
   override def partitionBy: Seq[Expression] = Seq(key)
+  override protected def emitsOnTime: Boolean = true
 
   private def timeWindows: TimeWindows = windows match {
     case t: TimeWindows => t
@@ -66,8 +67,22 @@ case class KStateWindowedAggregateExec(
   override protected def customMetricDescriptions: Seq[(String, String)] =
     KStateWindowedAggregateExec.CustomMetrics
 
-  override protected def newTask(store: Option[StateStore]): KStateTask = new AggregateTask(
-    store.map(s => new StoreWindowAggState(s, stateKeySchema)).getOrElse(new HeapWindowAggState))
+  override protected def newTask(store: Option[StateStore]): KStateTask = {
+    // Final results that spill to disk: the windows' state is the buffer, so its heap is bounded
+    // like the time-ordered buffer's (the store spills past the limit and stays off the heap).
+    for (f <- finalResults; s <- store) {
+      val limits = f.bufferConfig.limits
+      s match {
+        case k: org.apache.spark.sql.kstate.state.KStateStore
+            if limits.whenFull == org.apache.spark.sql.kstate.state.buffer.WhenFull.SpillToDisk && limits.isBounded =>
+          // two entries per window: its value and its time index entry
+          k.limitHeap(limits.maxBytes, if (limits.maxRecords == Long.MaxValue) Long.MaxValue else 2 * limits.maxRecords)
+        case _ =>
+      }
+    }
+    new AggregateTask(
+      store.map(s => new StoreWindowAggState(s, stateKeySchema)).getOrElse(new HeapWindowAggState))
+  }
 
   /** One window changed in this batch: its buffer, largest timestamp, end, and whether new. */
   private final class Changed(var buffer: UnsafeRow, var maxTs: Long, val end: Long)
@@ -144,6 +159,9 @@ case class KStateWindowedAggregateExec(
           c.buffer = update(joined(c.buffer, row)).copy()
           if (ts > c.maxTs) c.maxTs = ts
           count(Updates)
+          // final results emit nothing per batch: changed windows can go to the store early,
+          // so the heap holds at most a bounded number of them (the store may spill them)
+          if (finalResults.isDefined && changed.size >= KStateWindowedAggregateExec.FlushEvery) writeChanged()
         } else count(LateDropped)
         i += 1
       }
@@ -156,7 +174,8 @@ case class KStateWindowedAggregateExec(
       toOutput(joined(buffer, helper)).copy()
     }
 
-    override def finish(): Unit = {
+    /** Writes the changed windows to the state; without suppression also emits their update. */
+    private def writeChanged(): Unit = {
       import KStateWindowedAggregateExec._
       changed.forEach { (sk, c) =>
         tsWriter.reset(); tsWriter.zeroOutNullBytes(); tsWriter.write(0, c.maxTs)
@@ -164,6 +183,11 @@ case class KStateWindowedAggregateExec(
         if (finalResults.isEmpty) { out += result(sk, c.buffer, c.maxTs); count(Emitted) }
       }
       changed.clear()
+    }
+
+    override def finish(): Unit = {
+      import KStateWindowedAggregateExec._
+      writeChanged()
       // closed: end <= stream time - grace, i.e. end < stream time - grace + 1
       val closeTime = DedupProcessor.minus(streamTime, graceMs)
       if (closeTime != Long.MinValue) {
@@ -225,6 +249,8 @@ object KStateWindowedAggregateExec {
   private val LatenessMax = 8
   private val BufferRecords = 9
   private val BufferBytes = 10
+  /** With final results, changed windows are written to the store once this many collect. */
+  private val FlushEvery = 4096
 
   /**
    * Starts of the windows containing `ts`, ascending: epoch-aligned `[k * advance, + size)`.

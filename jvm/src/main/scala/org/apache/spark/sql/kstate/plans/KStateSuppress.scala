@@ -1,21 +1,27 @@
 package org.apache.spark.sql.kstate.plans
 
-import io.kstate.suppress.UntilTimeLimit
+import io.kstate.suppress.{Suppressed, UntilTimeLimit, UntilWindowCloses}
 
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression}
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
 
 /**
- * KIP-328 `suppress(untilTimeLimit(...))` on a DataFrame of keyed updates (a table): per key,
- * the first update starts a timer, later ones replace the buffered row without restarting it,
- * and the latest row is emitted once stream time >= first buffered time + the limit. Output is
- * the child's rows, unchanged (a subset, delayed).
+ * KIP-328 `suppress` on a streaming table (a DataFrame of keyed updates), as its own operator:
+ *  - `UntilTimeLimit`: per key, the first update starts a timer (buffer time = its timestamp),
+ *    later ones replace the buffered row without restarting it, and the latest row is emitted
+ *    once stream time >= buffer time + `limitMs`;
+ *  - `UntilWindowCloses` on a windowed table whose windows kstate did not compute: buffer time
+ *    = `windowEnd`, `limitMs` = grace; the window's latest row is emitted once stream time >=
+ *    window end + grace, and updates for a window already closed are dropped.
+ * Output is the child's rows, unchanged (a subset, delayed).
  */
 case class KStateSuppress(
-    suppressed: UntilTimeLimit,
+    suppressed: Suppressed,
+    limitMs: Long,
     operatorName: Option[String],
     key: Expression,
     timestamp: Expression,
+    windowEnd: Option[Expression],
     child: LogicalPlan) extends UnaryNode with KStateStatefulNode {
 
   override def output: Seq[Attribute] = child.output
@@ -23,8 +29,11 @@ case class KStateSuppress(
 
   override def fingerprint: Map[String, String] = Map(
     "kind" -> kind,
-    // the mode and the time limit, not the buffer's limits: a larger buffer on restart must work
-    "suppress" -> s"untilTimeLimit(${suppressed.timeLimitMs})",
+    // the mode and its time, not the buffer's limits: a larger buffer on restart must work
+    "suppress" -> (suppressed match {
+      case _: UntilTimeLimit => s"untilTimeLimit($limitMs)"
+      case _: UntilWindowCloses => s"untilWindowCloses(grace=$limitMs)"
+    }),
     "keyType" -> key.dataType.catalogString,
     "timestampType" -> timestamp.dataType.catalogString,
     "rowType" -> child.schema.catalogString)
