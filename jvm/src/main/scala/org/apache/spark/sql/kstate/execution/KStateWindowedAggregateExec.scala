@@ -84,8 +84,11 @@ case class KStateWindowedAggregateExec(
       store.map(s => new StoreWindowAggState(s, stateKeySchema)).getOrElse(new HeapWindowAggState))
   }
 
-  /** One window changed in this batch: its buffer, largest timestamp, end, and whether new. */
-  private final class Changed(var buffer: UnsafeRow, var maxTs: Long, val end: Long)
+  /**
+   * One window changed in this batch: its buffer, largest timestamp, end, and the size of its
+   * stored value (-1: not stored yet).
+   */
+  private final class Changed(var buffer: UnsafeRow, var maxTs: Long, val end: Long, var storedSize: Int)
 
   private final class AggregateTask(state: WindowAggState) extends KStateTask {
     private val w = timeWindows
@@ -115,6 +118,10 @@ case class KStateWindowedAggregateExec(
     private val tsWriter = new UnsafeRowWriter(1)
     private val startWriter = new UnsafeRowWriter(1)
     private val changed = new java.util.LinkedHashMap[UnsafeRow, Changed]()
+    private val flushEarly = finalResults.exists { f =>
+      f.bufferConfig.limits.whenFull == org.apache.spark.sql.kstate.state.buffer.WhenFull.SpillToDisk &&
+        f.bufferConfig.limits.isBounded
+    }
     private val out = ArrayBuffer.empty[InternalRow]
     private var streamTime = state.streamTime
     private val graceMs = w.graceMs
@@ -152,20 +159,26 @@ case class KStateWindowedAggregateExec(
           var c = changed.get(sk)
           if (c == null) {
             val stored = state.get(sk)
-            c = if (stored == null) new Changed(initial(InternalRow.empty).copy(), ts, end)
-              else new Changed(bufferOfValue(stored).copy(), stored.getLong(nBuffer), end)
+            c = if (stored == null) new Changed(initial(InternalRow.empty).copy(), ts, end, -1)
+              else new Changed(bufferOfValue(stored).copy(), stored.getLong(nBuffer), end, stored.getSizeInBytes)
             changed.put(sk.copy(), c)
           }
           c.buffer = update(joined(c.buffer, row)).copy()
           if (ts > c.maxTs) c.maxTs = ts
           count(Updates)
-          // final results emit nothing per batch: changed windows can go to the store early,
-          // so the heap holds at most a bounded number of them (the store may spill them)
-          if (finalResults.isDefined && changed.size >= KStateWindowedAggregateExec.FlushEvery) writeChanged()
+          // final results that spill emit nothing per batch: changed windows go to the store
+          // early, so the heap holds a bounded number of them (the store spills them); other
+          // modes keep a batch's changes on the heap until the end of the batch, so that closing
+          // windows reads the time index without this batch's writes to merge in
+          if (flushEarly && changed.size >= KStateWindowedAggregateExec.FlushEvery) {
+            writeChanged(Long.MinValue, null) // nothing closes here: every changed window is written
+          }
         } else count(LateDropped)
         i += 1
       }
     }
+
+    private def windowEndOf(sk: UnsafeRow): Long = KStateWindowedAggregateExec.windowEnd(w, sk.getLong(1))
 
     private def result(sk: UnsafeRow, buffer: UnsafeRow, maxTs: Long): InternalRow = {
       val start = sk.getLong(1)
@@ -174,29 +187,52 @@ case class KStateWindowedAggregateExec(
       toOutput(joined(buffer, helper)).copy()
     }
 
-    /** Writes the changed windows to the state; without suppression also emits their update. */
-    private def writeChanged(): Unit = {
+    /**
+     * Writes the changed windows that stay open (end >= `bound`) to the state; without
+     * suppression also emits their update. Changed windows that close now are not written:
+     * their update (unsuppressed) or final result goes to `out` / `closing` from the heap.
+     */
+    private def writeChanged(bound: Long, closing: ArrayBuffer[(Long, InternalRow)]): Unit = {
       import KStateWindowedAggregateExec._
       changed.forEach { (sk, c) =>
-        tsWriter.reset(); tsWriter.zeroOutNullBytes(); tsWriter.write(0, c.maxTs)
-        state.put(sk, toValue(joined(c.buffer, tsWriter.getRow)), c.end)
-        if (finalResults.isEmpty) { out += result(sk, c.buffer, c.maxTs); count(Emitted) }
+        if (c.end < bound) {
+          // never stored (a stored one was drained with the index already)
+          if (finalResults.isDefined) closing += ((c.end, result(sk, c.buffer, c.maxTs)))
+          else { out += result(sk, c.buffer, c.maxTs); count(Emitted) }
+          count(Closed)
+        } else {
+          tsWriter.reset(); tsWriter.zeroOutNullBytes(); tsWriter.write(0, c.maxTs)
+          val value = toValue(joined(c.buffer, tsWriter.getRow))
+          state.put(sk, value, c.end, c.storedSize)
+          c.storedSize = value.getSizeInBytes
+          if (finalResults.isEmpty) { out += result(sk, c.buffer, c.maxTs); count(Emitted) }
+        }
       }
       changed.clear()
     }
 
     override def finish(): Unit = {
       import KStateWindowedAggregateExec._
-      writeChanged()
       // closed: end <= stream time - grace, i.e. end < stream time - grace + 1
       val closeTime = DedupProcessor.minus(streamTime, graceMs)
-      if (closeTime != Long.MinValue) {
-        val bound = if (closeTime == Long.MaxValue) closeTime else closeTime + 1
+      val bound =
+        if (closeTime == Long.MinValue) Long.MinValue
+        else if (closeTime == Long.MaxValue) closeTime else closeTime + 1
+      val closing = ArrayBuffer.empty[(Long, InternalRow)]
+      // Stored windows that close now leave first, while this batch's changes are still on the
+      // heap: the time index is then read without this batch's writes to merge in.
+      if (bound != Long.MinValue) {
         val closed = state.closeBefore(bound) { (sk, v) =>
-          if (finalResults.isDefined) { out += result(sk, bufferOfValue(v), v.getLong(nBuffer)); count(Emitted) }
+          val c = changed.remove(sk) // changed in this batch: its latest value is on the heap
+          val (buffer, maxTs) = if (c != null) (c.buffer, c.maxTs) else (bufferOfValue(v), v.getLong(nBuffer))
+          if (finalResults.isDefined) closing += ((windowEndOf(sk), result(sk, buffer, maxTs)))
+          else if (c != null) { out += result(sk, buffer, maxTs); count(Emitted) }
         }
         count(Closed, closed)
       }
+      writeChanged(bound, closing)
+      // final results in window-end order
+      closing.sortBy(_._1).foreach { case (_, r) => out += r; count(Emitted) }
       finalResults.foreach { f =>
         val limits = f.bufferConfig.limits
         if (limits.whenFull == org.apache.spark.sql.kstate.state.buffer.WhenFull.ShutDown &&

@@ -16,8 +16,11 @@ import org.apache.spark.sql.types.StructType
 trait WindowAggState {
   def streamTime: Long
   def get(key: UnsafeRow): UnsafeRow
-  /** Stores `value` for `key`; `end` (window end) indexes a key not stored before. */
-  def put(key: UnsafeRow, value: UnsafeRow, end: Long): Unit
+  /**
+   * Stores `value` for `key`. `oldSize`: the size of the value it replaces, or -1 when the key
+   * is not stored yet, which indexes it by `end` (its window end).
+   */
+  def put(key: UnsafeRow, value: UnsafeRow, end: Long, oldSize: Int): Unit
   /** Removes every window with end < `bound`, calling `f(key, value)` for each in end order. */
   def closeBefore(bound: Long)(f: (UnsafeRow, UnsafeRow) => Unit): Long
   def records: Long
@@ -43,13 +46,12 @@ final class StoreWindowAggState(store: StateStore, keySchema: StructType) extend
   override def streamTime: Long = time
   override def get(key: UnsafeRow): UnsafeRow = store.get(key)
 
-  override def put(key: UnsafeRow, value: UnsafeRow, end: Long): Unit = {
-    val old = store.get(key)
-    if (old == null) {
+  override def put(key: UnsafeRow, value: UnsafeRow, end: Long, oldSize: Int): Unit = {
+    if (oldSize < 0) {
       index.add(end, key)
       count += 1
       size += WindowAggState.size(key, value)
-    } else size += value.getSizeInBytes - old.getSizeInBytes
+    } else size += value.getSizeInBytes - oldSize
     store.put(key, value)
   }
 
@@ -89,7 +91,7 @@ final class HeapWindowAggState extends WindowAggState {
   override def streamTime: Long = NoStreamTime
   override def get(key: UnsafeRow): UnsafeRow = values.get(key).orNull
 
-  override def put(key: UnsafeRow, value: UnsafeRow, end: Long): Unit = {
+  override def put(key: UnsafeRow, value: UnsafeRow, end: Long, oldSize: Int): Unit = {
     val k = key.copy()
     values.put(k, value.copy()) match {
       case Some(old) => size += value.getSizeInBytes - old.getSizeInBytes
