@@ -260,6 +260,19 @@ def run_stream(spark: SparkSession, workdir: str, build: Callable[[DataFrame], D
     return StreamResult(rows, fs.batch_seqs())
 
 
+def run_stream_batches(spark: SparkSession, workdir: str, build: Callable[[DataFrame], DataFrame],
+                       batches: Sequence[Sequence[Dict[str, Any]]], schema: str = SCHEMA,
+                       partitions: Optional[int] = None, output_mode: str = "update") -> Dict[int, List[Row]]:
+    """Runs ``batches`` (each one micro-batch) through a fresh query; batch id -> output rows."""
+    with shuffle_partitions(spark, partitions):
+        fs = FileStream(spark, os.path.join(workdir, "src"), os.path.join(workdir, "ckpt"), build,
+                        schema=schema, output_mode=output_mode)
+        with fs:
+            for b in batches:
+                fs.add_batch(b)
+    return fs.batches
+
+
 def run_batch_df(spark: SparkSession, build: Callable[[DataFrame], DataFrame],
                  records: Sequence[Dict[str, Any]], schema: str = SCHEMA,
                  partitions: Optional[int] = None) -> List[Row]:

@@ -5,29 +5,22 @@ construction-time errors, and a property test against the independent reference 
 boundaries, on one and on three state partitions."""
 from __future__ import annotations
 
-import os
 import random
 from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from pyspark.sql import functions as F
 
 import kstate
 from kstate import BufferConfig, Suppressed, TimeWindows
-from _streaming import FileStream, partition_map, shuffle_partitions
-from models.time_limit_model import BufferFull, TimeLimitModel
+from _property import PROPERTY_SETTINGS, micro_batches
+from _streaming import FileStream, partition_map, run_stream_batches, shuffle_partitions
+from models.time_limit_model import TimeLimitModel
 
 SCHEMA = "seq LONG, k STRING, ts LONG, v LONG"
 KEYS = ["a", "d", "g", "y"]  # one letter each: the buffer's tie order (key bytes) is the letter order
 
-PHASES = ([Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink]
-          if os.environ.get("KSTATE_HYPOTHESIS_SHRINK") else [Phase.explicit, Phase.generate])
-PROPERTY_SETTINGS = settings(
-    max_examples=int(os.environ.get("KSTATE_HYPOTHESIS_EXAMPLES", "7")),
-    deadline=None, derandomize=True, database=None, phases=PHASES,
-    suppress_health_check=list(HealthCheck), print_blob=True)
 
 
 def _limited(limit: Any, buffer: Any):
@@ -35,15 +28,10 @@ def _limited(limit: Any, buffer: Any):
 
 
 def _stream(spark, workdir: str, build, batches: Sequence[Sequence[Dict[str, Any]]],
-            partitions: Optional[int] = None) -> Dict[int, List[int]]:
+            partitions: Optional[int] = None) -> Dict[int, List[Any]]:
     """Output seqs of each micro-batch (batch id -> sorted seqs) of a fresh query."""
-    with shuffle_partitions(spark, partitions):
-        fs = FileStream(spark, os.path.join(workdir, "src"), os.path.join(workdir, "ckpt"), build,
-                        schema=SCHEMA, output_mode="update")
-        with fs:
-            for b in batches:
-                fs.add_batch(b)
-    return fs.batch_seqs()
+    out = run_stream_batches(spark, workdir, build, batches, SCHEMA, partitions)
+    return {b: sorted(r["seq"] for r in rows) for b, rows in out.items()}
 
 
 def _model(batches, limit: int, max_records: Optional[int], part) -> List[List[int]]:
@@ -162,11 +150,9 @@ def _records(rnd: random.Random, n: int) -> List[Dict[str, Any]]:
 
 @st.composite
 def scenarios(draw) -> Dict[str, Any]:
-    n = draw(st.integers(4, 24))
-    recs = _records(draw(st.randoms(use_true_random=True)), n)
-    cuts = sorted(draw(st.sets(st.integers(1, n - 1), max_size=4)))
-    bounds = [0] + cuts + [n]
-    return dict(records=recs, batches=[recs[a:b] for a, b in zip(bounds, bounds[1:])],
+    recs = _records(draw(st.randoms(use_true_random=True)), draw(st.integers(4, 24)))
+    batches = draw(micro_batches(recs))
+    return dict(records=recs, batches=batches,
                 limit=draw(st.sampled_from([2000, 0, 500, 5000])),
                 max_records=draw(st.sampled_from([None, 1, 2, 3])))
 
@@ -181,13 +167,8 @@ def check(spark, tmp_factory, sc: Dict[str, Any], partitions: int) -> None:
     assert [got.get(i, []) for i in range(len(sc["batches"]))] == expected, detail
 
 
+@pytest.mark.parametrize("partitions", [1, 3])
 @PROPERTY_SETTINGS
 @given(data=st.data())
-def test_streaming_matches_model_one_partition(spark, session_tmp, data) -> None:
-    check(spark, session_tmp, data.draw(scenarios(), label="scenario"), partitions=1)
-
-
-@PROPERTY_SETTINGS
-@given(data=st.data())
-def test_streaming_matches_model_three_partitions(spark, session_tmp, data) -> None:
-    check(spark, session_tmp, data.draw(scenarios(), label="scenario"), partitions=3)
+def test_streaming_matches_model(spark, session_tmp, partitions, data) -> None:
+    check(spark, session_tmp, data.draw(scenarios(), label="scenario"), partitions=partitions)

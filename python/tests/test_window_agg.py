@@ -5,30 +5,23 @@ errors, and a property test against the independent reference model
 boundaries, on one and on three state partitions."""
 from __future__ import annotations
 
-import os
 import random
-from collections import Counter
 from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 import kstate
 from kstate import BufferConfig, SessionWindows, Suppressed, TimeWindows
-from _streaming import FileStream, partition_map, run_batch_df, session_conf, shuffle_partitions
+from _property import PROPERTY_SETTINGS, micro_batches
+from _streaming import FileStream, partition_map, run_batch_df, run_stream_batches, session_conf, shuffle_partitions
 from models.window_agg_model import WindowAggModel
 
 SCHEMA = "seq LONG, k STRING, ts LONG, v LONG"
 KEYS = ["a", "d", "g", "y"]
 
-PHASES = ([Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink]
-          if os.environ.get("KSTATE_HYPOTHESIS_SHRINK") else [Phase.explicit, Phase.generate])
-PROPERTY_SETTINGS = settings(
-    max_examples=int(os.environ.get("KSTATE_HYPOTHESIS_EXAMPLES", "7")),
-    deadline=None, derandomize=True, database=None, phases=PHASES,
-    suppress_health_check=list(HealthCheck), print_blob=True)
 
 
 def _aggregate(windows: TimeWindows, final: bool = False, buffer: Any = None):
@@ -47,15 +40,10 @@ def _tuples(rows) -> List[tuple]:
 
 
 def _stream(spark, workdir: str, build, batches: Sequence[Sequence[Dict[str, Any]]],
-            partitions: Optional[int] = None) -> Dict[int, List[tuple]]:
+            partitions: Optional[int] = None) -> Dict[int, List[Any]]:
     """Output rows of each micro-batch (batch id -> sorted tuples) of a fresh query."""
-    with shuffle_partitions(spark, partitions):
-        fs = FileStream(spark, os.path.join(workdir, "src"), os.path.join(workdir, "ckpt"), build,
-                        schema=SCHEMA, output_mode="update")
-        with fs:
-            for b in batches:
-                fs.add_batch(b)
-    return {b: _tuples(rows) for b, rows in fs.batches.items()}
+    out = run_stream_batches(spark, workdir, build, batches, SCHEMA, partitions)
+    return {b: _tuples(rows) for b, rows in out.items()}
 
 
 def _model(records, batches, windows: TimeWindows, final: bool, part) -> List[List[tuple]]:
@@ -278,14 +266,12 @@ def _records(rnd: random.Random, n: int) -> List[Dict[str, Any]]:
 
 @st.composite
 def scenarios(draw) -> Dict[str, Any]:
-    n = draw(st.integers(4, 24))
-    recs = _records(draw(st.randoms(use_true_random=True)), n)
-    cuts = sorted(draw(st.sets(st.integers(1, n - 1), max_size=4)))
-    bounds = [0] + cuts + [n]
+    recs = _records(draw(st.randoms(use_true_random=True)), draw(st.integers(4, 24)))
+    batches = draw(micro_batches(recs))
     size = draw(st.sampled_from([2000, 5000, 3000]))
     advance = draw(st.sampled_from([size, size // 2, 1000]))
     windows = TimeWindows.of_size(size).advance_by(advance).grace(draw(st.sampled_from([0, 1500, 4000])))
-    return dict(records=recs, batches=[recs[a:b] for a, b in zip(bounds, bounds[1:])], windows=windows,
+    return dict(records=recs, batches=batches, windows=windows,
                 final=draw(st.booleans()))
 
 
@@ -304,13 +290,8 @@ def check(spark, tmp_factory, sc: Dict[str, Any], partitions: int) -> None:
     assert batch == _model(sc["records"], [sc["records"]], sc["windows"], sc["final"], part)[0], detail
 
 
+@pytest.mark.parametrize("partitions", [1, 3])
 @PROPERTY_SETTINGS
 @given(data=st.data())
-def test_streaming_matches_model_one_partition(spark, session_tmp, data) -> None:
-    check(spark, session_tmp, data.draw(scenarios(), label="scenario"), partitions=1)
-
-
-@PROPERTY_SETTINGS
-@given(data=st.data())
-def test_streaming_matches_model_three_partitions(spark, session_tmp, data) -> None:
-    check(spark, session_tmp, data.draw(scenarios(), label="scenario"), partitions=3)
+def test_streaming_matches_model(spark, session_tmp, partitions, data) -> None:
+    check(spark, session_tmp, data.draw(scenarios(), label="scenario"), partitions=partitions)
