@@ -265,21 +265,22 @@ final class KStateStore private[state] (
    * Bounds the heap this version's uncommitted changes may hold: at most `maxBytes` estimated
    * heap bytes and `maxEntries` changed keys (read-only existence notes included); past either,
    * the changes are spilled to the local database. kstate's bounded structures (the
-   * time-ordered buffer) call this with their own bound; the store's working copy then moves to
-   * RocksDB and stays there (see [[KStateStoreProvider.keepOffHeap]]).
+   * time-ordered buffer) call this with their own bound, which then covers the committed working
+   * copy too: it stays on the heap while it takes at most half the bound, and counts against
+   * the write set's share (see [[KStateStoreProvider.boundHeap]]).
    */
   private[kstate] def limitHeap(maxBytes: Long, maxEntries: Long = Long.MaxValue): Unit = {
     require(maxBytes > 0 && maxEntries > 0, s"heap limits must be positive: $maxBytes, $maxEntries")
     heapLimitBytes = maxBytes
     heapLimitEntries = maxEntries
-    // A bounded structure's committed contents must not sit on the heap either.
+    // A bounded structure's committed contents count against the bound too.
     checkReadable()
-    provider.keepOffHeap(this)
+    provider.boundHeap(this, maxBytes)
     spillIfFull()
   }
 
   private def spillIfFull(): Unit =
-    if (changes.heapBytes > heapLimitBytes || changes.numEntries > heapLimitEntries) {
+    if (changes.heapBytes > heapLimitBytes - provider.heapCopyBytesWithin || changes.numEntries > heapLimitEntries) {
       provider.spill(this)
     }
 

@@ -144,25 +144,45 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   /** Whether the working copy is on the heap (for tests and metrics). */
   private[state] def onHeap: Boolean = heap != null
 
-  /** False once a store bounded its heap: the working copy then stays in RocksDB. */
+  /** False once a bounded store outgrew its heap share: the working copy then stays in RocksDB. */
   @volatile private var heapAllowed = true
 
   /**
-   * Moves the working copy to RocksDB and keeps it there for this provider's later restores:
-   * `store` bounds its heap (a time-ordered buffer that spills to disk), so its committed
-   * contents must not be held on the heap either. A failure discards the working copy and
-   * fails like a spill.
+   * Heap a store's structure bounds its memory to (the time-ordered buffer's `max_bytes` with
+   * spill-to-disk), `Long.MaxValue` when unbounded. The committed working copy may stay on the
+   * heap while it takes at most half of it (the write set gets the rest, see
+   * [[heapCopyBytesWithin]]); past that it moves to RocksDB for good.
    */
-  private[state] def keepOffHeap(store: KStateStore): Unit = synchronized {
-    heapAllowed = false
-    if (heap != null) {
+  @volatile private var heapBound: Long = Long.MaxValue
+
+  /**
+   * `store` bounds its heap to `maxBytes` (a time-ordered buffer that spills to disk): its
+   * committed contents stay on the heap only while they take at most half of it, so a small
+   * buffer keeps the heap copy's speed and a large one lives in RocksDB, within the bound
+   * either way. A failure discards the working copy and fails like a spill.
+   */
+  private[state] def boundHeap(store: KStateStore, maxBytes: Long): Unit = synchronized {
+    heapBound = math.min(heapBound, maxBytes)
+    keepWithinBound(store)
+  }
+
+  /** Moves a bounded store's heap copy to RocksDB (for good) once it outgrew its share. */
+  private def keepWithinBound(store: KStateStore): Unit =
+    if (heapBound != Long.MaxValue && heap != null && heap.heapBytes > heapBound / 2) {
+      heapAllowed = false
       try moveHeapToDb() catch {
         case NonFatal(e) =>
           discardWorkingCopy()
           throw KStateErrors.stateSpillFailed(store.id.toString, store.version, localDirOf, e)
       }
     }
-  }
+
+  /**
+   * Heap the committed working copy takes for a store with a bounded heap (counted against its
+   * bound by the write set's spill check), 0 otherwise.
+   */
+  private[state] def heapCopyBytesWithin: Long =
+    if (heapBound == Long.MaxValue) 0L else synchronized(if (heap == null) 0L else heap.heapBytes)
 
   /** Bytes this provider holds of the executor's heap state budget (for tests). */
   private[state] def heapReservedBytes: Long = synchronized(heapReserved)
@@ -230,7 +250,8 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     val in = try files.open(p) catch {
       case _: FileNotFoundException => throw KStateErrors.stateFileMissing(p.toString, version, target)
     }
-    val sink = new StateLoader(heap, localDb, () => heapFits(), () => { moveHeapToDb(); localDb })
+    val sink = new StateLoader(heap, localDb, () => heapFits() && heap.heapBytes <= heapBound / 2,
+      () => { moveHeapToDb(); localDb })
     try {
       val summary = StateFile.read(in, kind, version, p.toString, sink)
       sink.flush()
@@ -524,6 +545,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     try {
       if (!heapFirst) applyToWorkingCopy(families, changes, sorted = true)
       if (heap != null && !heapFits()) moveHeapToDb()
+      keepWithinBound(store)
     } catch {
       case NonFatal(e) =>
         // The changelog is durable; the local copy is not trustworthy: reload next time.

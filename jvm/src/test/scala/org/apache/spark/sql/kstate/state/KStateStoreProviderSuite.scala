@@ -291,20 +291,51 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     }
   }
 
-  test("a store that bounds its heap moves its working copy to RocksDB and restores there") {
+  test("a store that bounds its heap keeps a small working copy on the heap, a larger one in RocksDB") {
     val root = tmp()
     val p = newProvider(root)
-    hundredKeys(p)
+    hundredKeys(p) // about 12 KB of heap copy
     assert(p.onHeap)
-    val s = p.getStore(1).asInstanceOf[KStateStore]
-    s.limitHeap(1L << 20)
-    assert(!p.onHeap && p.heapReservedBytes == 0)
-    assert(contents(s) == (0 until 100).map(i => s"k$i" -> i.toLong).toMap)
-    s.put(key("x"), value(1))
-    assert(s.commit() == 2)
+    val small = p.getStore(1).asInstanceOf[KStateStore]
+    small.limitHeap(1L << 20) // the copy takes less than half of the bound: it stays
+    assert(p.onHeap && p.heapCopyBytesWithin > 0)
+    small.put(key("x"), value(1))
+    assert(small.commit() == 2 && p.onHeap)
+    val s = p.getStore(2).asInstanceOf[KStateStore]
+    s.limitHeap(16L << 10) // 16 KB: the copy now takes more than half of it
+    assert(!p.onHeap && p.heapReservedBytes == 0 && p.heapCopyBytesWithin == 0)
+    assert(contents(s) == (0 until 100).map(i => s"k$i" -> i.toLong).toMap + ("x" -> 1L))
+    s.put(key("y"), value(2))
+    assert(s.commit() == 3)
     p.getStore(1).abort() // another version: a restore, which stays in RocksDB
     assert(p.lastRestore.get.version == 1 && !p.onHeap)
-    assert(contents(p.getStore(2)).size == 101 && !p.onHeap)
+    assert(contents(p.getStore(3)).size == 102 && !p.onHeap)
+    p.close()
+  }
+
+  test("a bounded store's working copy counts against its bound: the write set spills sooner") {
+    val p = newProvider(tmp())
+    hundredKeys(p)
+    val s = p.getStore(1).asInstanceOf[KStateStore]
+    s.limitHeap(Long.MaxValue / 4) // bounded, with room: the copy stays and is counted
+    val copy = p.heapCopyBytesWithin
+    val bound = 4 * copy
+    s.limitHeap(bound)
+    assert(p.onHeap && copy > 0 && p.heapCopyBytesWithin == copy)
+    // the write set may hold bound - copy bytes; the put that passes that spills
+    var before = 0L
+    var perPut = 0L
+    var i = 0
+    while (p.onHeap && i < 100000) {
+      before = s.changes.heapBytes
+      s.put(key(f"new$i%05d"), value(i))
+      perPut = s.changes.heapBytes - before
+      i += 1
+    }
+    assert(!p.onHeap && s.spilled, "the write set never spilled")
+    assert(before <= bound - copy && before > bound - copy - 2 * math.max(perPut, 200L),
+      s"spilled with $before bytes in the write set; bound $bound, copy $copy")
+    s.abort()
     p.close()
   }
 
