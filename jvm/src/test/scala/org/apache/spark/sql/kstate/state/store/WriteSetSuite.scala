@@ -60,7 +60,7 @@ class WriteSetSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       }
       assert(ws.numEntries == (changes.keySet ++ noted.keySet).size)
       val entriesHeap = (changes.map { case (k, v) => WriteSet.heapBytesOf(key(k), bytesOf(v)) } ++
-        noted.keys.map(k => WriteSet.heapBytesOf(key(k), null))).sum
+        noted.keys.toSeq.map(k => WriteSet.heapBytesOf(key(k), null))).sum
       assert(ws.heapBytes >= entriesHeap && ws.heapBytes <= entriesHeap + ws.numEntries * (WriteSet.SlotBytes + WriteSet.IndexEntryBytes))
       ws.clear()
       assert(ws.heapBytes == 0 && ws.numEntries == 0 && ws.changesIn(key(0), None).isEmpty)
