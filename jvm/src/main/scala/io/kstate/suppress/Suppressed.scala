@@ -6,6 +6,7 @@ import io.kstate.Durations
 
 /** What `suppress` holds back (KIP-328's `Suppressed`). */
 sealed trait Suppressed extends Serializable {
+  def bufferConfig: BufferConfig[_]
   def describe: String
 }
 

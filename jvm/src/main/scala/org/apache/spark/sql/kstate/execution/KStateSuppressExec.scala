@@ -3,7 +3,7 @@ package org.apache.spark.sql.kstate.execution
 import scala.collection.mutable.ArrayBuffer
 
 import io.kstate.KStateErrors
-import io.kstate.suppress.{Suppressed, UntilWindowCloses}
+import io.kstate.suppress.Suppressed
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, UnsafeProjection, UnsafeRow}
@@ -65,11 +65,7 @@ case class KStateSuppressExec(
   private final class SuppressTask(store: KStateStore) extends KStateTask {
     import KStateSuppressExec._
     private val meta = new StateMeta(store)
-    private val bufferConfig = suppressed match {
-      case u: io.kstate.suppress.UntilTimeLimit => u.bufferConfig
-      case w: UntilWindowCloses => w.bufferConfig
-    }
-    private val buffer = new TimeOrderedBuffer(store, operatorName, bufferConfig.limits)
+    private val buffer = new TimeOrderedBuffer(store, operatorName, suppressed.bufferConfig.limits)
     private val in = child.output
     private val keyProj = UnsafeProjection.create(Seq(key), in)
     private val rowProj = UnsafeProjection.create(output, in)
@@ -111,9 +107,7 @@ case class KStateSuppressExec(
         counters(LateDropped) += 1 // its window closed: its result was emitted (or never will be)
         return
       }
-      val keyBytes = k.getBytes
-      if (buffer.get(keyBytes).isDefined) counters(SuppressedUpdates) += 1
-      buffer.put(keyBytes, rowProj(row).getBytes, ts, bufferTime)
+      if (buffer.put(k.getBytes, rowProj(row).getBytes, ts, bufferTime)) counters(SuppressedUpdates) += 1
       evict(emit)
     }
 

@@ -95,7 +95,8 @@ final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: 
     BufferedRecord(key, v, bt, rt)
   }
 
-  def put(key: Array[Byte], value: Array[Byte], recordTime: Long, bufferTime: Long): Unit = {
+  /** Buffers `value` under `key`; returns whether it replaced a buffered record of the key. */
+  def put(key: Array[Byte], value: Array[Byte], recordTime: Long, bufferTime: Long): Boolean = {
     val idx = byKey.get(key)
     if (idx != null) {
       val bb = ByteBuffer.wrap(idx)
@@ -114,6 +115,7 @@ final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: 
       if (bufferTime < minTime) minTime = bufferTime
     }
     dirty = true
+    idx != null
   }
 
   /** Removes `key` if buffered; returns the removed record. */

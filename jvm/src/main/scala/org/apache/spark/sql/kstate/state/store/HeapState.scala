@@ -82,12 +82,7 @@ private[kstate] final class HeapState {
    */
   def applyUnsorted(changes: Array[WriteSet.Entry]): Long = {
     val before = map.size
-    var c = 0
-    while (c < changes.length) {
-      val e = changes(c)
-      if (e.isDelete) removeFromMap(e.hashed) else putInMap(e.hashed, e.value)
-      c += 1
-    }
+    applyToMap(changes, changes.length)
     keys = NoArrays; values = NoArrays; indexSize = 0; indexed = false
     indexUsed = false
     (map.size - before).toLong
@@ -97,14 +92,8 @@ private[kstate] final class HeapState {
   def applySorted(changes: Array[WriteSet.Entry], count: Int): Long = {
     val before = map.size
     indexUsed = false
-    if (!indexed) {
-      var c = 0
-      while (c < count) {
-        val e = changes(c)
-        if (e.isDelete) removeFromMap(e.hashed) else putInMap(e.hashed, e.value)
-        c += 1
-      }
-    } else if (count > 0 && noDeletes(changes, count) &&
+    if (!indexed) applyToMap(changes, count)
+    else if (count > 0 && noDeletes(changes, count) &&
         (indexSize == 0 || Bytes.Order.compare(keys(indexSize - 1), changes(0).key) < 0)) {
       appendSorted(changes, count)
     } else {
@@ -223,6 +212,16 @@ private[kstate] final class HeapState {
     map.clear()
     keys = NoArrays; values = NoArrays; indexSize = 0; indexed = true; indexUsed = false
     heap = 0L
+  }
+
+  /** `changes(0 until count)` to the map only (the index is invalid or dropped). */
+  private def applyToMap(changes: Array[WriteSet.Entry], count: Int): Unit = {
+    var c = 0
+    while (c < count) {
+      val e = changes(c)
+      if (e.isDelete) removeFromMap(e.hashed) else putInMap(e.hashed, e.value)
+      c += 1
+    }
   }
 
   private def putInMap(key: HashedKey, value: Array[Byte]): Unit = {
