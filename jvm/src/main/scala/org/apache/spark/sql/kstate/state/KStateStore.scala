@@ -204,6 +204,11 @@ final class KStateStore private[state] (
     new MergedScan(changes.changesIn(from, until), provider.dbScan(this, from, until))
   }
 
+  /** A scan that copies this version's changes in chunks as it goes (see [[ChunkedScan]]). */
+  private def chunkedScan(from: Array[Byte], until: Option[Array[Byte]]): ChunkedScan =
+    new ChunkedScan(from, until, (f, limit) => { checkReadable(); changes.changesIn(f, until, limit) },
+      (f, bound) => provider.dbScan(this, f, bound))
+
   private def pairs(fam: FamilyCodec, scan: Iterator[(Array[Byte], Array[Byte])] with AutoCloseable,
       multi: Boolean)
       : StateStoreIterator[UnsafeRowPair] = {
@@ -308,11 +313,17 @@ final class KStateStore private[state] (
     def delete(key: Array[Byte]): Unit = {
       checkWritable("remove"); write(Bytes.concat(prefix, key), WriteSet.Deleted)
     }
-    /** Entries with keys in [from, until) (until None: to the family's end), keys unprefixed. */
-    def scan(from: Array[Byte], until: Option[Array[Byte]]): Iterator[(Array[Byte], Array[Byte])]
-        with AutoCloseable = {
-      val s = KStateStore.this.scan(Bytes.concat(prefix, from),
-        until.map(Bytes.concat(prefix, _)).orElse(Bytes.prefixEnd(prefix)))
+    /**
+     * Entries with keys in [from, until) (until None: to the family's end), keys unprefixed,
+     * frozen when opened. `chunked`: for reading a few entries of a large range; writes made
+     * while it is open may show through (see [[ChunkedScan]]).
+     */
+    def scan(from: Array[Byte], until: Option[Array[Byte]], chunked: Boolean = false)
+        : Iterator[(Array[Byte], Array[Byte])] with AutoCloseable = {
+      val f = Bytes.concat(prefix, from)
+      val u = until.map(Bytes.concat(prefix, _)).orElse(Bytes.prefixEnd(prefix))
+      val s: Iterator[(Array[Byte], Array[Byte])] with AutoCloseable =
+        if (chunked) chunkedScan(f, u) else KStateStore.this.scan(f, u)
       new Iterator[(Array[Byte], Array[Byte])] with AutoCloseable {
         override def hasNext: Boolean = s.hasNext
         override def next(): (Array[Byte], Array[Byte]) = {

@@ -8,6 +8,7 @@ import scala.collection.mutable.ArrayBuffer
 import io.kstate.KStateErrors
 
 import org.apache.spark.sql.kstate.state.KStateStore
+import org.apache.spark.sql.kstate.state.store.Bytes
 
 /** A record leaving the buffer: its key and latest value, when its key was first buffered, and
  * the timestamp of that latest value. */
@@ -58,6 +59,12 @@ final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: 
   private var minTime: Long = Long.MaxValue
   private var minExact: Boolean = false
   private var dirty: Boolean = false
+  /**
+   * No time entry is below this key (within this store version): evictions delete from the
+   * oldest end, so scans for the oldest records start here instead of reading past every entry
+   * this version has already deleted. A put below it lowers it.
+   */
+  private var scanFrom: Array[Byte] = Array.emptyByteArray
 
   Option(meta.get(CountersKey)).foreach { b =>
     val bb = ByteBuffer.wrap(b)
@@ -82,8 +89,14 @@ final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: 
   /** Buffer time of the oldest record, `Long.MaxValue` when empty. */
   def minBufferTime: Long = {
     if (!minExact) {
-      val it = byTime.scan(Array.emptyByteArray, None)
-      try minTime = if (it.hasNext) timeOf(it.next()._1) else Long.MaxValue finally it.close()
+      val it = byTime.scan(scanFrom, None, chunked = true)
+      try {
+        if (it.hasNext) {
+          val k = it.next()._1
+          minTime = timeOf(k)
+          scanFrom = k
+        } else minTime = Long.MaxValue
+      } finally it.close()
       minExact = true
     }
     minTime
@@ -108,7 +121,9 @@ final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: 
         bytes += value.length - oldLength
       }
     } else {
-      byTime.put(timeKey(bufferTime, key), joinValue(recordTime, value))
+      val tk = timeKey(bufferTime, key)
+      byTime.put(tk, joinValue(recordTime, value))
+      if (Arrays.compareUnsigned(tk, scanFrom) < 0) scanFrom = tk
       byKey.put(key, index(bufferTime, value.length))
       records += 1
       bytes += recordBytes(key.length, value.length)
@@ -134,11 +149,11 @@ final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: 
     if (records == 0 || !cond) return
     // Scan in chunks; each chunk's records are deleted after its scan is closed, then the next
     // scan starts after the last evicted entry.
-    var from = Array.emptyByteArray
+    var from = scanFrom
     var done = false
     while (!done) {
       val evicted = new ArrayBuffer[BufferedRecord](64)
-      val it = byTime.scan(from, None)
+      val it = byTime.scan(from, None, chunked = true)
       try {
         while (!done && evicted.length < EvictionChunk) {
           if (!it.hasNext) {
@@ -146,7 +161,7 @@ final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: 
           } else {
             val (tk, v) = it.next()
             minTime = timeOf(tk); minExact = true
-            if (!cond) done = true
+            if (!cond) { done = true; scanFrom = tk }
             else {
               val (rt, value) = splitValue(v)
               val key = Arrays.copyOfRange(tk, 8, tk.length)
@@ -154,7 +169,8 @@ final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: 
               bytes -= recordBytes(key.length, value.length)
               minExact = false
               evicted += BufferedRecord(key, value, minTime, rt)
-              from = successor(tk)
+              from = Bytes.successor(tk)
+              scanFrom = from
             }
           }
         }
@@ -209,6 +225,4 @@ object TimeOrderedBuffer {
   private def splitValue(v: Array[Byte]): (Long, Array[Byte]) =
     (ByteBuffer.wrap(v).getLong, Arrays.copyOfRange(v, 8, v.length))
 
-  /** The smallest byte string greater than `k`. */
-  private def successor(k: Array[Byte]): Array[Byte] = Arrays.copyOf(k, k.length + 1)
 }

@@ -29,6 +29,9 @@ private[kstate] object Bytes {
     }
   }
 
+  /** The smallest key greater than `key`: `key` followed by a zero byte. */
+  def successor(key: Array[Byte]): Array[Byte] = Arrays.copyOf(key, key.length + 1)
+
   def concat(a: Array[Byte], b: Array[Byte]): Array[Byte] = {
     val out = Arrays.copyOf(a, a.length + b.length)
     System.arraycopy(b, 0, out, a.length, b.length)

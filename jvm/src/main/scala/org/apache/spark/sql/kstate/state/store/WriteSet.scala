@@ -111,9 +111,15 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
     viewHeap = SlotBytes * base.length
   }
 
-  /** Written or deleted entries with keys in [from, until), in key order, copied out. */
-  def changesIn(from: Array[Byte], until: Option[Array[Byte]]): Array[(Array[Byte], Array[Byte])] = {
+  /**
+   * Written or deleted entries with keys in [from, until), in key order, copied out: all of
+   * them, or the first `limit` (then the result has exactly `limit` entries, and a caller that
+   * needs the rest asks again from after the last key).
+   */
+  def changesIn(from: Array[Byte], until: Option[Array[Byte]],
+      limit: Int = Int.MaxValue): Array[(Array[Byte], Array[Byte])] = {
     val out = Array.newBuilder[(Array[Byte], Array[Byte])]
+    var n = 0
     if (until.forall(u => Bytes.Order.compare(from, u) < 0)) {
       sortedView()
       var i = lowerBound(from)
@@ -123,11 +129,11 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
         case None => tailIndex.tailMap(from, true)
       }).values().iterator()
       var t = if (fromTail.hasNext) fromTail.next() else null
-      while (i < end || t != null) {
+      while (n < limit && (i < end || t != null)) {
         val e =
           if (t == null || (i < end && Bytes.Order.compare(base(i).key, t.key) < 0)) { i += 1; base(i - 1) }
           else { val x = t; t = if (fromTail.hasNext) fromTail.next() else null; x }
-        if (e.value != null) out += ((e.key, e.value))
+        if (e.value != null) { out += ((e.key, e.value)); n += 1 }
       }
     }
     out.result()

@@ -47,6 +47,9 @@ class WriteSetSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
         case Scan(f, u) =>
           val got = ws.changesIn(key(f), u.map(key)).toList.map { case (k, v) => unkey(k) -> valueOf(v) }
           assert(got == modelRange(changes, f, u))
+          val limit = 1 + (f % 7)
+          val first = ws.changesIn(key(f), u.map(key), limit).toList.map { case (k, v) => unkey(k) -> valueOf(v) }
+          assert(first == modelRange(changes, f, u).take(limit))
         case ClearRange(f, u) =>
           ws.clearRange(key(f), u.map(key))
           changes.keys.filter(k => k >= f && u.forall(k < _)).toList.foreach(changes.remove)
