@@ -1,10 +1,8 @@
 #!/usr/bin/env python3
 """``suppress(until_time_limit)`` throughput by key space, on the heap and spilling (issue 4).
 
-For each key space (default 1k and 100k keys; ``--key-spaces`` for others: 10M is the issue's
-third size, left out of the default until the buffer's eviction check stops being quadratic
-within a micro-batch, docs/windows.md) one generated input (the
-generator of ``run.py``: 4M events, bounded disorder) runs through
+For each key space (default 1k, 100k and 10M keys; ``--key-spaces`` for others) one generated
+input (the generator of ``run.py``: 4M events, bounded disorder) runs through
 
     df.kstate.suppress(Suppressed.until_time_limit("30 seconds", buffer), key="key", timestamp="ts")
 
@@ -40,10 +38,10 @@ SPILL_BYTES = 8 * 1024 * 1024
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="small input, key spaces 1k and 100k, 1 repetition")
+    p.add_argument("--quick", action="store_true", help="small input, 1 repetition")
     add_input_args(p)
     add_spark_args(p)
-    p.add_argument("--key-spaces", default=None, help="comma-separated (default 1000,100000)")
+    p.add_argument("--key-spaces", default=None, help="comma-separated (default 1000,100000,10000000)")
     p.add_argument("--limit", type=int, default=30, help="time limit, seconds")
     p.add_argument("--reps", type=int, default=None)
     p.add_argument("--warmup-files", type=int, default=None)
@@ -52,7 +50,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--no-save", action="store_true")
     a = p.parse_args(argv)
     finish_args(p, a)
-    a.key_space_list = [int(x) for x in (a.key_spaces or "1000,100000").split(",")]
+    a.key_space_list = [int(x) for x in (a.key_spaces or "1000,100000,10000000").split(",")]
     a.out = a.out or os.path.join(RESULTS, "suppress-quick" if a.quick else "suppress")
     return a
 

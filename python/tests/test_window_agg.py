@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 import kstate
-from kstate import BufferConfig, SessionWindows, Suppressed, TimeWindows
+from kstate import BufferConfig, Suppressed, TimeWindows
 from _property import PROPERTY_SETTINGS, micro_batches
 from _streaming import FileStream, partition_map, run_batch_df, run_stream_batches, session_conf, shuffle_partitions
 from models.window_agg_model import WindowAggModel
@@ -233,9 +233,6 @@ def test_bad_arguments_fail_at_construction(spark, tmp_path) -> None:
     with pytest.raises(kstate.KStateError) as e:
         w.agg(F.sum("v").alias("timestamp"))
     assert e.value.error_class == "KSTATE_DUPLICATE_COLUMN"
-    with pytest.raises(kstate.KStateError) as e:
-        df.kstate.windowed_by(SessionWindows.with_inactivity_gap("5s"), key="k", timestamp="ts").count()
-    assert e.value.error_class == "KSTATE_UNSUPPORTED_WINDOWS"
     with pytest.raises(kstate.KStateError) as e:
         df.kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
     assert e.value.error_class == "KSTATE_UNSUPPORTED_SUPPRESS"

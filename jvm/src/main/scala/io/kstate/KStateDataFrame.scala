@@ -4,7 +4,7 @@ import java.time.{Duration => JDuration}
 
 import io.kstate.dedup.DedupMode
 import io.kstate.suppress.{Suppressed, UntilTimeLimit, UntilWindowCloses}
-import io.kstate.windows.{TimeWindows, Windows}
+import io.kstate.windows.{SessionWindows, TimeWindows, Windows}
 
 import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, NamedExpression}
@@ -136,7 +136,9 @@ final class KStateDataFrame(df: DataFrame) {
         val (k, ts) = (plan, Option(key), Option(timestamp)) match {
           case (_, Some(k), Some(t)) => (k, t)
           case (a: KStateWindowedAggregate, None, None) =>
-            (org.apache.spark.sql.functions.struct(df.col(a.keyAttr.name), df.col(a.windowStart.name)),
+            // a window is (key, start); a session is (key, start, end), as Kafka's Windowed key
+            val window = Seq(a.keyAttr, a.windowStart) ++ a.tombstoneAttr.map(_ => a.windowEnd)
+            (org.apache.spark.sql.functions.struct(window.map(w => df.col(w.name)): _*),
               df.col(a.timestampAttr.name))
           case _ => throw KStateErrors.missingColumn(if (key == null) "key" else "timestamp",
             "until_time_limit needs the table's key and timestamp columns (key=..., timestamp=...), " +
@@ -236,15 +238,17 @@ final class KStateWindowedStream private[kstate] (
    * >= window end + grace (late). By default each (key, window) a micro-batch changed is
    * emitted once per micro-batch with its current value (an update stream: use output mode
    * "update", or suppress until the windows close for exactly one row per window).
+   *
+   * Session windows (Kafka's rules, docs/windows.md): a record within the inactivity gap of a
+   * key's open sessions merges them into one; a session closes once its end < stream time -
+   * grace - gap. Their output has a last column `tombstone`: true on a row naming a session
+   * (key, start, end) that an earlier micro-batch emitted and that no longer exists (it was
+   * merged into a larger session), with null aggregates.
    */
   def agg(first: Column, rest: Column*): DataFrame = aggregate(first +: rest, null)
   /** [[agg]] with an operator name (recorded in the checkpoint), for Python. */
   def aggregate(columns: Seq[Column], name: String): DataFrame = {
     Option(name).foreach(OperatorIdentity.validateName)
-    windows match {
-      case _: TimeWindows =>
-      case other => throw KStateErrors.unsupportedWindowsForAggregation(other.describe)
-    }
     if (columns.isEmpty) throw KStateErrors.unsupportedAggregate("", "no aggregate column was given")
     val analyzed = try SparkShim.logicalPlan(df.groupBy().agg(columns.head, columns.tail: _*)) catch {
       case e: AnalysisException => throw KStateErrors.unsupportedAggregate(columns.mkString(", "), e.getMessage)
@@ -253,18 +257,23 @@ final class KStateWindowedStream private[kstate] (
       throw KStateErrors.internal(s"no Aggregate in the analysed plan of the aggregate columns: $analyzed"))
     val spec = AggregateSpec.of(aggregates)
     val keyName = keyArg.name
-    val names = Seq(keyName, "window_start", "window_end") ++ spec.results.map(_._1) :+ "timestamp"
+    val sessions = windows.isInstanceOf[SessionWindows]
+    val names = (Seq(keyName, "window_start", "window_end") ++ spec.results.map(_._1) :+ "timestamp") ++
+      (if (sessions) Seq("tombstone") else Nil)
     names.groupBy(_.toLowerCase).collectFirst { case (_, ns) if ns.size > 1 => ns.head }
       .foreach(n => throw KStateErrors.duplicateOutputColumn(n, names))
     SparkShim.ofRows(df, KStateWindowedAggregate(
       windows, Option(name), key, timestamp,
-      spec.bufferAttributes, spec.initialValues, spec.updateExpressions, spec.results.map(_._2),
+      spec.bufferAttributes, spec.initialValues, spec.updateExpressions, spec.inputBufferAttributes,
+      spec.mergeExpressions, spec.results.map(_._2),
       finalResults = None,
       AttributeReference(keyName, keyArg.dataType, nullable = false)(),
       AttributeReference("window_start", boundType, nullable = false)(),
       AttributeReference("window_end", boundType, nullable = false)(),
-      spec.results.map { case (n, e) => AttributeReference(n, e.dataType, e.nullable)() },
+      // a session's tombstone row has null aggregates
+      spec.results.map { case (n, e) => AttributeReference(n, e.dataType, e.nullable || sessions)() },
       AttributeReference("timestamp", boundType, nullable = false)(),
+      if (sessions) Some(AttributeReference("tombstone", BooleanType, nullable = false)()) else None,
       SparkShim.logicalPlan(df)))
   }
 

@@ -49,11 +49,6 @@ object KStateErrors {
       s"distinct() needs tumbling TimeWindows or SessionWindows, got $windows: hopping windows " +
         "overlap, so one record would be emitted once per window (KIP-655). Drop advance_by().")
 
-  def unsupportedWindowsForAggregation(windows: String): KStateException =
-    err("KSTATE_UNSUPPORTED_WINDOWS",
-      s"$windows cannot be aggregated yet: windowed aggregations take TimeWindows (tumbling or " +
-        "hopping) for now.")
-
   def invalidName(name: String): KStateException =
     err("KSTATE_INVALID_OPERATOR_NAME",
       s"Operator name '$name' is invalid: use 1 to 100 letters, digits, '_', '-' or '.'.")

@@ -106,6 +106,19 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
       info, hadoopConf, schema, session.sessionState, stateSchemaVersion))
   }
 
+  /**
+   * Custom metrics that hold a largest value: each task reports its own, and the query's value
+   * (progress) is the largest of them, not their sum. In the Spark UI they show as timings, so
+   * the max over tasks is listed.
+   */
+  protected def maxMetrics: Set[String] = Set.empty
+
+  /**
+   * Averages reported in progress only, computed when the progress is made: (name, total metric,
+   * count metric), the average being total / count over the whole micro-batch.
+   */
+  protected def averageMetrics: Seq[(String, String, String)] = Nil
+
   override protected def customStatefulOperatorMetrics: Seq[StatefulOperatorCustomMetric] =
     customMetricDescriptions.map { case (n, d) => StatefulOperatorCustomSumMetric(n, d) }
 
@@ -116,7 +129,7 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     val storeCustom = providers.flatMap(p => StateStoreProvider.create(p).supportedCustomMetrics)
       .map(m => m.name -> m.createSQLMetric(sparkContext)).toMap
     storeCustom ++ customMetricDescriptions.map { case (n, d) =>
-      n -> createMetric(sparkContext, d) }.toMap ++ Map(
+      n -> (if (maxMetrics(n)) MaxMetric(sparkContext, d) else createMetric(sparkContext, d)) }.toMap ++ Map(
       "numOutputRows" -> createMetric(sparkContext, "number of output rows"),
       "numRowsDroppedByWatermark" -> createMetric(sparkContext, "number of rows dropped by watermark"),
       "numTotalStateRows" -> createMetric(sparkContext, "number of total state rows"),
@@ -138,6 +151,10 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     val names = customMetricDescriptions.map(_._1) ++
       StateStoreProvider.create(providerClass).supportedCustomMetrics.map(_.name)
     names.foreach(n => custom.put(n, java.lang.Long.valueOf(longMetric(n).value)))
+    averageMetrics.foreach { case (n, total, count) =>
+      val c = longMetric(count).value
+      custom.put(n, java.lang.Long.valueOf(if (c == 0) 0L else longMetric(total).value / c))
+    }
     ProgressShim.withCustomMetrics(super.getProgress(), custom)
   }
 

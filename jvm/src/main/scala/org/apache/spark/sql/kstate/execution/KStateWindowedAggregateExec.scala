@@ -66,20 +66,12 @@ case class KStateWindowedAggregateExec(
       StructField("max_timestamp", LongType, nullable = false))
   override protected def customMetricDescriptions: Seq[(String, String)] =
     KStateWindowedAggregateExec.CustomMetrics
+  override protected def maxMetrics: Set[String] = AggregateMetrics.Maxima
+  override protected def averageMetrics: Seq[(String, String, String)] = AggregateMetrics.Averages
 
   override protected def newTask(store: Option[StateStore]): KStateTask = {
-    // Final results that spill to disk: the windows' state is the buffer, so its heap is bounded
-    // like the time-ordered buffer's (the store spills past the limit and stays off the heap).
-    for (f <- finalResults; s <- store) {
-      val limits = f.bufferConfig.limits
-      s match {
-        case k: org.apache.spark.sql.kstate.state.KStateStore
-            if limits.whenFull == org.apache.spark.sql.kstate.state.buffer.WhenFull.SpillToDisk && limits.isBounded =>
-          // two entries per window: its value and its time index entry
-          k.limitHeap(limits.maxBytes, if (limits.maxRecords == Long.MaxValue) Long.MaxValue else 2 * limits.maxRecords)
-        case _ =>
-      }
-    }
+    // two entries per window: its value and its time index entry
+    FinalResultsBuffer.boundHeap(finalResults, store, entriesPerRecord = 2)
     new AggregateTask(
       store.map(s => new StoreWindowAggState(s, stateKeySchema)).getOrElse(new HeapWindowAggState))
   }
@@ -118,10 +110,7 @@ case class KStateWindowedAggregateExec(
     private val tsWriter = new UnsafeRowWriter(1)
     private val startWriter = new UnsafeRowWriter(1)
     private val changed = new java.util.LinkedHashMap[UnsafeRow, Changed]()
-    private val flushEarly = finalResults.exists { f =>
-      f.bufferConfig.limits.whenFull == org.apache.spark.sql.kstate.state.buffer.WhenFull.SpillToDisk &&
-        f.bufferConfig.limits.isBounded
-    }
+    private val flushEarly = FinalResultsBuffer.spills(finalResults)
     private val out = ArrayBuffer.empty[InternalRow]
     private var streamTime = state.streamTime
     private val graceMs = w.graceMs
@@ -233,13 +222,7 @@ case class KStateWindowedAggregateExec(
       writeChanged(bound, closing)
       // final results in window-end order
       closing.sortBy(_._1).foreach { case (_, r) => out += r; count(Emitted) }
-      finalResults.foreach { f =>
-        val limits = f.bufferConfig.limits
-        if (limits.whenFull == org.apache.spark.sql.kstate.state.buffer.WhenFull.ShutDown &&
-            limits.exceededBy(state.records, state.bytes)) {
-          throw KStateErrors.bufferFull(operatorName, state.records, state.bytes, limits.maxRecords, limits.maxBytes)
-        }
-      }
+      FinalResultsBuffer.checkFull(finalResults, operatorName, state.records, state.bytes)
       counters(BufferRecords) = state.records
       counters(BufferBytes) = state.bytes
       state.finish(streamTime)
@@ -263,15 +246,15 @@ case class KStateWindowedAggregateExec(
 
 object KStateWindowedAggregateExec {
   val CustomMetrics: Seq[(String, String)] = Seq(
-    "recordsAggregated" -> "records with a timestamp and a key",
+    AggregateMetrics.Records,
     "windowUpdates" -> "window updates (a record updates each open window it falls in)",
     "lateRecordsDropped" -> "records dropped for a window that had closed (end + grace <= stream time), per window",
-    "nullKeysDropped" -> "records dropped: null key",
-    "nullTimestampsDropped" -> "records dropped: null timestamp",
+    AggregateMetrics.NullKeys,
+    AggregateMetrics.NullTimestamps,
     "resultsEmitted" -> "rows emitted (updates, or final results when suppressed)",
     "windowsClosed" -> "windows closed and removed from state",
-    "recordLatenessTotalMs" -> "sum over records of stream time - record timestamp, when positive",
-    "recordLatenessMaxMs" -> "largest stream time - record timestamp of a record (per partition, summed)",
+    AggregateMetrics.LatenessTotal,
+    AggregateMetrics.LatenessMax,
     "bufferRecords" -> "open windows kept in state",
     "bufferBytes" -> "bytes of the open windows kept in state (keys and values)")
   private val Records = 0

@@ -12,6 +12,8 @@ import org.apache.spark.sql.types.{DataType, StructField, StructType}
  *  - `initialValues`: a new group's buffer;
  *  - `updateExpressions`: the buffer after one more input row, over `bufferAttributes` followed
  *    by the child's output;
+ *  - `mergeExpressions`: two buffers combined (merging session windows), over `bufferAttributes`
+ *    followed by `inputBufferAttributes` (the other buffer's fields);
  *  - `results`: the output columns (name, expression over `bufferAttributes`).
  * Only declarative aggregates (Spark's built-in count, sum, min, max, avg, first, last, ...)
  * can be taken apart this way; DISTINCT and FILTER are not supported.
@@ -20,6 +22,8 @@ case class AggregateSpec(
     bufferAttributes: Seq[AttributeReference],
     initialValues: Seq[Expression],
     updateExpressions: Seq[Expression],
+    inputBufferAttributes: Seq[AttributeReference],
+    mergeExpressions: Seq[Expression],
     results: Seq[(String, Expression)]) {
 
   def bufferSchema: StructType = StructType(bufferAttributes.map(a => StructField(a.name, a.dataType, a.nullable)))
@@ -57,7 +61,8 @@ object AggregateSpec {
       }
       ne.name -> expr
     }
-    AggregateSpec(buffer, functions.flatMap(_.initialValues), functions.flatMap(_.updateExpressions), results)
+    AggregateSpec(buffer, functions.flatMap(_.initialValues), functions.flatMap(_.updateExpressions),
+      functions.flatMap(_.inputAggBufferAttributes), functions.flatMap(_.mergeExpressions), results)
   }
 
   private def stripAlias(e: NamedExpression): Expression = e match {

@@ -11,9 +11,11 @@ import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
  * `suppress(untilWindowCloses(...))`.
  *
  * Output: `keyAttr`, `windowStart`, `windowEnd`, one column per aggregate (`resultAttrs`) and
- * `timestampAttr` (the largest record timestamp in the window). Without suppression it emits
- * each (key, window) changed by a micro-batch once, with its value at the end of the batch;
- * with `finalResults` it emits each (key, window) exactly once, when the window closes.
+ * `timestampAttr` (the largest record timestamp in the window), and for session windows
+ * `tombstoneAttr` (true: the session was merged into another and no longer exists). Without
+ * suppression it emits each (key, window) changed by a micro-batch once, with its value at the
+ * end of the batch; with `finalResults` it emits each (key, window) exactly once, when the
+ * window closes.
  *
  * The aggregates are kept taken apart ([[AggregateSpec]]): their buffer attributes are produced
  * here, so no aggregate expression reaches Spark's analyzer outside an `Aggregate`.
@@ -26,6 +28,8 @@ case class KStateWindowedAggregate(
     bufferAttributes: Seq[Attribute],
     initialValues: Seq[Expression],
     updateExpressions: Seq[Expression],
+    inputBufferAttributes: Seq[Attribute],
+    mergeExpressions: Seq[Expression],
     resultExpressions: Seq[Expression],
     finalResults: Option[UntilWindowCloses],
     keyAttr: Attribute,
@@ -33,11 +37,13 @@ case class KStateWindowedAggregate(
     windowEnd: Attribute,
     resultAttrs: Seq[Attribute],
     timestampAttr: Attribute,
+    tombstoneAttr: Option[Attribute],
     child: LogicalPlan) extends UnaryNode with KStateStatefulNode {
 
-  override def output: Seq[Attribute] = Seq(keyAttr, windowStart, windowEnd) ++ resultAttrs :+ timestampAttr
+  override def output: Seq[Attribute] =
+    (Seq(keyAttr, windowStart, windowEnd) ++ resultAttrs :+ timestampAttr) ++ tombstoneAttr
   override def producedAttributes: AttributeSet =
-    AttributeSet(output) ++ AttributeSet(bufferAttributes)
+    AttributeSet(output) ++ AttributeSet(bufferAttributes) ++ AttributeSet(inputBufferAttributes)
   override def kind: String = "windowed_aggregate"
 
   override def fingerprint: Map[String, String] = Map(

@@ -1,0 +1,245 @@
+package org.apache.spark.sql.kstate.execution
+
+import scala.collection.mutable
+import scala.collection.mutable.ArrayBuffer
+
+import io.kstate.dedup.DedupProcessor
+import io.kstate.suppress.UntilWindowCloses
+import io.kstate.windows.SessionWindows
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, BoundReference, Expression, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
+import org.apache.spark.sql.execution.streaming.state.StateStore
+import org.apache.spark.sql.kstate.state.{HeapSessionAggState, SessionAggState, StoreSessionAggState, StoredSession}
+import org.apache.spark.sql.types._
+
+/**
+ * Physical session-window aggregation ([[org.apache.spark.sql.kstate.plans.KStateWindowedAggregate]]
+ * over [[SessionWindows]]): Kafka's `KStreamSessionWindowAggregate` per state partition,
+ * optionally fused with `suppress(untilWindowCloses)`.
+ *
+ * Per record, in task order:
+ *  - a null timestamp or a null key: dropped (counted), stream time unchanged;
+ *  - stream time := max(stream time, ts); close time := stream time - grace - gap (Kafka's);
+ *  - the key's open sessions (end >= close time) within the gap of ts (end >= ts - gap and
+ *    start <= ts + gap, inclusive) are merged with the record into one session
+ *    [min start, max end]: their buffers merged in start order, then the record aggregated;
+ *  - with no such session and ts < close time the record is late: dropped (counted).
+ * A session closes once its end < close time: it is final, leaves the state, and no later record
+ * reopens it (a record within its gap starts a new session). Decision: Kafka keeps a closed
+ * session in its store until its segment expires and may still merge into it, after its
+ * `suppress` already emitted it; kstate closes it for good, so a final result is final.
+ *
+ * Output: without suppression, at the end of each micro-batch, every session it created or
+ * changed (its current value, also when it closes now), and a tombstone row (null aggregates,
+ * `tombstone` true) for every session that existed before the batch and was merged away in it,
+ * as Kafka forwards `(Windowed(key, session), null)`. With `finalResults`, each session exactly
+ * once, when it closes, in end order; no tombstones.
+ */
+case class KStateSessionAggregateExec(
+    windows: SessionWindows,
+    operatorName: String,
+    fingerprint: Map[String, String],
+    key: Expression,
+    timestamp: Expression,
+    bufferAttributes: Seq[Attribute],
+    initialValues: Seq[Expression],
+    updateExpressions: Seq[Expression],
+    inputBufferAttributes: Seq[Attribute],
+    mergeExpressions: Seq[Expression],
+    resultExpressions: Seq[Expression],
+    finalResults: Option[UntilWindowCloses],
+    output: Seq[Attribute],
+    providerClass: String,
+    followWatermark: Boolean,
+    stateInfo: Option[StatefulOperatorStateInfo],
+    child: SparkPlan) extends KStateStatefulExec {
+
+  override def shortName: String = "kstate_session_aggregate"
+  override def partitionBy: Seq[Expression] = Seq(key)
+  override protected def emitsOnTime: Boolean = true
+
+  private def bufferSchema: StructType =
+    StructType(bufferAttributes.map(a => StructField(a.name, a.dataType, a.nullable)))
+  override protected def stateKeySchema: StructType = SessionAggState.keySchema(key.dataType)
+  override protected def stateValueSchema: StructType = SessionAggState.valueSchema(bufferSchema)
+  override protected def customMetricDescriptions: Seq[(String, String)] =
+    KStateSessionAggregateExec.CustomMetrics
+  override protected def maxMetrics: Set[String] = AggregateMetrics.Maxima
+  override protected def averageMetrics: Seq[(String, String, String)] = AggregateMetrics.Averages
+
+  override protected def newTask(store: Option[StateStore]): KStateTask = {
+    // one entry per key (all its sessions) and its time index entries
+    FinalResultsBuffer.boundHeap(finalResults, store, entriesPerRecord = 2)
+    new SessionTask(store.map(s => new StoreSessionAggState(s, stateKeySchema, bufferSchema))
+      .getOrElse(new HeapSessionAggState))
+  }
+
+  /** A session while the batch runs; `stored`: it is in the state as it was at batch start. */
+  private final class Session(val start: Long, val end: Long, val buffer: UnsafeRow, val maxTs: Long,
+      val stored: Boolean)
+
+  /** A key's sessions in this batch: as stored at batch start, and now (ordered by start). */
+  private final class KeySessions(val atStart: Array[StoredSession], var now: List[Session])
+
+  private final class SessionTask(state: SessionAggState) extends KStateTask {
+    import KStateSessionAggregateExec._
+    private val gapMs = windows.gapMs
+    private val graceMs = windows.graceMs
+    private val in = child.output
+    private val nBuffer = bufferAttributes.length
+    private val keyProj = UnsafeProjection.create(Seq(key), in)
+    private val initial = UnsafeProjection.create(initialValues)
+    private val update = UnsafeProjection.create(updateExpressions, bufferAttributes ++ in)
+    private val merge = UnsafeProjection.create(mergeExpressions, bufferAttributes ++ inputBufferAttributes)
+    // output: key, window start, window end, results (over the buffer), max timestamp, tombstone
+    private val helpers = Seq("key" -> key.dataType, "start" -> output(1).dataType,
+      "end" -> output(2).dataType, "ts" -> output(output.length - 2).dataType)
+      .map { case (n, t) => AttributeReference(s"_kstate_$n", t)() }
+    private val tombstoneFlag = AttributeReference("_kstate_tombstone", BooleanType)()
+    private val toOutput = UnsafeProjection.create(
+      Seq(helpers(0), helpers(1), helpers(2)) ++ resultExpressions ++ Seq(helpers(3), tombstoneFlag),
+      bufferAttributes ++ helpers :+ tombstoneFlag)
+    private val toTombstone = UnsafeProjection.create(
+      Seq(helpers(0), helpers(1), helpers(2)) ++
+        resultExpressions.map(e => org.apache.spark.sql.catalyst.expressions.Literal(null, e.dataType)) ++
+        Seq(helpers(3), tombstoneFlag), helpers :+ tombstoneFlag)
+    private val toOutputTime: Long => Long = output(1).dataType match {
+      case LongType => identity
+      case _ => ms => Math.multiplyExact(ms, 1000L)
+    }
+    private val joined = new JoinedRow()
+    private val touched = new java.util.LinkedHashMap[UnsafeRow, KeySessions]()
+    private val out = ArrayBuffer.empty[InternalRow]
+    private var streamTime = state.streamTime
+    private val counters = new Array[Long](CustomMetrics.length)
+
+    override def advanceStreamTime(t: Long): Unit = if (t > streamTime) streamTime = t
+
+    private def count(metric: Int, n: Long = 1L): Unit = counters(metric) += n
+
+    private def closeTime: Long = DedupProcessor.minus(DedupProcessor.minus(streamTime, graceMs), gapMs)
+
+    override def process(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit = {
+      if (ts == KStateStatefulExec.NullTime) { count(NullTimestamps); return }
+      val k = keyProj(row)
+      if (k.isNullAt(0)) { count(NullKeys); return }
+      if (streamTime != SessionAggState.NoStreamTime && ts < streamTime) {
+        val lateness = streamTime - ts
+        count(LatenessTotal, lateness)
+        if (lateness > counters(LatenessMax)) counters(LatenessMax) = lateness
+      }
+      count(Records)
+      if (ts > streamTime) streamTime = ts
+      val close = closeTime
+      var ks = touched.get(k)
+      if (ks == null) {
+        val stored = state.get(k)
+        ks = new KeySessions(stored, stored.iterator.map(s => new Session(s.start, s.end, s.buffer, s.maxTs, stored = true)).toList)
+        touched.put(k.copy(), ks)
+      }
+      val lo = DedupProcessor.minus(ts, gapMs)
+      val hi = if (ts > Long.MaxValue - gapMs) Long.MaxValue else ts + gapMs
+      val (merging, others) = ks.now.partition(s => s.end >= close && s.end >= lo && s.start <= hi)
+      if (merging.isEmpty && ts < close) { count(LateDropped); return }
+      var buffer = initial(InternalRow.empty).copy()
+      var start = ts
+      var end = ts
+      var maxTs = ts
+      merging.foreach { s => // already in start order
+        buffer = merge(joined(buffer, s.buffer)).copy()
+        if (s.start < start) start = s.start
+        if (s.end > end) end = s.end
+        if (s.maxTs > maxTs) maxTs = s.maxTs
+      }
+      if (merging.length > 1) count(Merged, merging.length - 1L)
+      buffer = update(joined(buffer, row)).copy()
+      count(Updates)
+      ks.now = (new Session(start, end, buffer, maxTs, stored = false) :: others).sortBy(_.start)
+    }
+
+    private def result(k: UnsafeRow, start: Long, end: Long, buffer: UnsafeRow, maxTs: Long): InternalRow =
+      toOutput(joined(buffer, helperRow(k, start, end, maxTs, tombstone = false))).copy()
+
+    private def helperRow(k: UnsafeRow, start: Long, end: Long, maxTs: Long, tombstone: Boolean): InternalRow =
+      new GenericInternalRow(Array[Any](k.get(0, key.dataType), toOutputTime(start), toOutputTime(end),
+        toOutputTime(maxTs), tombstone))
+
+    override def finish(): Unit = {
+      val close = closeTime
+      val closing = ArrayBuffer.empty[(Long, InternalRow)]
+      def closed(k: UnsafeRow, s: StoredSession): Unit = {
+        count(Closed)
+        if (finalResults.isDefined) closing += ((s.end, result(k, s.start, s.end, s.buffer, s.maxTs)))
+      }
+      // keys touched in this batch: write back their open sessions, emit what changed
+      touched.forEach { (k, ks) =>
+        if (finalResults.isEmpty) {
+          ks.atStart.foreach { s =>
+            if (!ks.now.exists(n => n.start == s.start && n.end == s.end)) {
+              out += toTombstone(helperRow(k, s.start, s.end, s.maxTs, tombstone = true)).copy()
+              count(Emitted)
+            }
+          }
+          ks.now.foreach { s =>
+            if (!s.stored) { out += result(k, s.start, s.end, s.buffer, s.maxTs); count(Emitted) }
+          }
+        }
+        val (gone, open) = ks.now.partition(s => close != Long.MinValue && s.end < close)
+        gone.foreach(s => closed(k, StoredSession(s.start, s.end, s.maxTs, s.buffer)))
+        if (gone.nonEmpty || ks.now.exists(!_.stored) || ks.now.length != ks.atStart.length) {
+          state.put(k, open.map(s => StoredSession(s.start, s.end, s.maxTs, s.buffer)))
+        }
+      }
+      touched.clear()
+      // sessions of other keys that close now
+      if (close != Long.MinValue) state.closeBefore(close)(closed)
+      closing.sortBy(_._1).foreach { case (_, r) => out += r; count(Emitted) }
+      FinalResultsBuffer.checkFull(finalResults, operatorName, state.records, state.bytes)
+      counters(BufferRecords) = state.records
+      counters(BufferBytes) = state.bytes
+      state.finish(streamTime)
+    }
+
+    override def finishOutput: Iterator[InternalRow] = out.iterator
+
+    override def metrics: KStateTask.Metrics = KStateTask.Metrics(
+      CustomMetrics.indices.map(i => CustomMetrics(i)._1 -> counters(i)).toMap,
+      totalStateRows = state.records,
+      updatedStateRows = counters(Updates),
+      removedStateRows = counters(Closed))
+  }
+
+  override protected def withNewChildInternal(newChild: SparkPlan): KStateSessionAggregateExec =
+    copy(child = newChild)
+}
+
+object KStateSessionAggregateExec {
+  val CustomMetrics: Seq[(String, String)] = Seq(
+    AggregateMetrics.Records,
+    "sessionUpdates" -> "records aggregated into a session",
+    "sessionsMerged" -> "sessions merged into another by a record bridging them",
+    "lateRecordsDropped" -> "records dropped as late: no open session within the gap, and ts < stream time - grace - gap",
+    AggregateMetrics.NullKeys,
+    AggregateMetrics.NullTimestamps,
+    "resultsEmitted" -> "rows emitted (updates and tombstones, or final results when suppressed)",
+    "windowsClosed" -> "sessions closed and removed from state",
+    AggregateMetrics.LatenessTotal,
+    AggregateMetrics.LatenessMax,
+    "bufferRecords" -> "open sessions kept in state",
+    "bufferBytes" -> "bytes of the open sessions kept in state (keys and buffers)")
+  private val Records = 0
+  private val Updates = 1
+  private val Merged = 2
+  private val LateDropped = 3
+  private val NullKeys = 4
+  private val NullTimestamps = 5
+  private val Emitted = 6
+  private val Closed = 7
+  private val LatenessTotal = 8
+  private val LatenessMax = 9
+  private val BufferRecords = 10
+  private val BufferBytes = 11
+}

@@ -1,0 +1,182 @@
+"""Session-window aggregations (``windowed_by(SessionWindows...).count()/agg(...)``) and their
+fused ``suppress(until_window_closes)``: Kafka's merge rule, tombstones for merged sessions, the
+close time (grace + gap), restart, and a property test against the independent reference model
+(python/tests/models/session_agg_model.py) on random input split at random micro-batch
+boundaries, on one and on three state partitions."""
+from __future__ import annotations
+
+import random
+from typing import Any, Dict, List, Optional, Sequence
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pyspark.sql import functions as F
+
+from kstate import BufferConfig, SessionWindows, Suppressed
+from _property import PROPERTY_SETTINGS, micro_batches
+from _streaming import FileStream, partition_map, run_batch_df, run_stream_batches, shuffle_partitions
+from models.session_agg_model import SessionAggModel
+
+SCHEMA = "seq LONG, k STRING, ts LONG, v LONG"
+KEYS = ["a", "d", "g", "y"]
+
+
+def _aggregate(windows: SessionWindows, final: bool = False, buffer: Any = None):
+    def build(df):
+        out = df.kstate.windowed_by(windows, key="k", timestamp="ts").agg(
+            F.count(F.lit(1)).alias("n"), F.sum("v").alias("s"), F.max("v").alias("m"))
+        if final:
+            out = out.kstate.suppress(Suppressed.until_window_closes(buffer or BufferConfig.unbounded()))
+        return out
+    return build
+
+
+def _tuples(rows) -> List[tuple]:
+    return sorted(((r["k"], r["window_start"], r["window_end"], r["n"], r["s"], r["m"], r["timestamp"],
+                    r["tombstone"]) for r in rows), key=repr)
+
+
+def _stream(spark, workdir: str, build, batches: Sequence[Sequence[Dict[str, Any]]],
+            partitions: Optional[int] = None) -> Dict[int, List[Any]]:
+    out = run_stream_batches(spark, workdir, build, batches, SCHEMA, partitions)
+    return {b: _tuples(rows) for b, rows in out.items()}
+
+
+def _model(batches, windows: SessionWindows, final: bool, part) -> List[List[tuple]]:
+    """Rows the model emits per micro-batch: one model per state partition."""
+    models: Dict[int, SessionAggModel] = {}
+    out = []
+    for b in batches:
+        for r in b:
+            p = part(r["k"])
+            models.setdefault(p, SessionAggModel(windows.gap_ms, windows.grace_ms, final))
+            models[p].process(r["k"], r["ts"], r["v"])
+        rows = []
+        for m in models.values():
+            rows += m.end_batch()
+        out.append(sorted(rows, key=repr))
+    return out
+
+
+def test_a_record_bridging_two_sessions_merges_them_and_tombstones_both(spark, tmp_path) -> None:
+    windows = SessionWindows.with_inactivity_gap("10 seconds").grace("1 minute")
+    batches = [[dict(seq=0, k="a", ts=0, v=1), dict(seq=1, k="a", ts=10_000, v=2),  # gap inclusive
+                dict(seq=2, k="a", ts=25_000, v=3)],
+               [dict(seq=3, k="a", ts=17_000, v=None)]]  # within 10 s of both sessions
+    got = _stream(spark, str(tmp_path), _aggregate(windows), batches, partitions=1)
+    assert got[0] == [("a", 0, 10_000, 2, 3, 2, 10_000, False), ("a", 25_000, 25_000, 1, 3, 3, 25_000, False)]
+    assert got[1] == [("a", 0, 10_000, None, None, None, 10_000, True), ("a", 0, 25_000, 4, 6, 3, 25_000, False),
+                      ("a", 25_000, 25_000, None, None, None, 25_000, True)]
+
+
+def test_final_results_close_after_grace_plus_gap_exactly_once(spark, tmp_path) -> None:
+    windows = SessionWindows.with_inactivity_gap("5 seconds").grace("2 seconds")
+    batches = [[dict(seq=0, k="a", ts=1000, v=1), dict(seq=1, k="a", ts=4000, v=1)],
+               [dict(seq=2, k="b", ts=11_000, v=1)],  # close time 4 s: [1,4] is still open (4 >= 4)
+               [dict(seq=3, k="b", ts=11_001, v=1)],  # close time 4.001 s: [1,4] closes
+               [dict(seq=4, k="a", ts=8_000, v=1)]]  # within 5 s of the closed session: a new one
+    got = _stream(spark, str(tmp_path), _aggregate(windows, final=True), batches, partitions=1)
+    assert got[0] == got[1] == [] and got.get(3, []) == []
+    assert got[2] == [("a", 1000, 4000, 2, 2, 1, 4000, False)]
+
+
+def test_session_windows_over_timestamp_columns_and_batch_dataframes(spark) -> None:
+    df = spark.createDataFrame([("a", 1500), ("a", 2500), ("a", 9000)], "k string, ms long") \
+        .select("k", F.timestamp_millis("ms").alias("ts"))
+    out = df.kstate.windowed_by(SessionWindows.with_inactivity_gap("2 seconds"), key="k", timestamp="ts").count()
+    assert [c for c, _ in out.dtypes] == ["k", "window_start", "window_end", "count", "timestamp", "tombstone"]
+    assert dict(out.dtypes)["window_end"] == "timestamp"
+    rows = sorted(out.collect(), key=lambda r: r["window_start"])
+    assert [(r["window_start"].microsecond, r["window_end"].second, r["count"], r["tombstone"]) for r in rows] == \
+        [(500000, 2, 2, False), (0, 9, 1, False)]
+
+
+def test_restart_between_every_batch_gives_the_same_output(spark, tmp_path) -> None:
+    windows = SessionWindows.with_inactivity_gap("2 seconds").grace("1 second")
+    rnd = random.Random(5)
+    recs = [dict(seq=i, k=rnd.choice(KEYS), ts=rnd.randint(0, 60) * 500, v=rnd.randint(-3, 9)) for i in range(40)]
+    batches = [recs[i:i + 8] for i in range(0, 40, 8)]
+    for final in (False, True):
+        whole = _stream(spark, str(tmp_path / f"whole{final}"), _aggregate(windows, final), batches, partitions=2)
+        src, ckpt = str(tmp_path / f"src{final}"), str(tmp_path / f"ckpt{final}")
+        restarted = {}
+        with shuffle_partitions(spark, 2):
+            for i, b in enumerate(batches):
+                fs = FileStream(spark, src, ckpt, _aggregate(windows, final), schema=SCHEMA, output_mode="update").start()
+                fs.add_batch(b)
+                restarted[i] = _tuples(fs.batches[i])
+                fs.stop()
+        assert restarted == whole
+
+
+def test_lateness_metrics_report_the_average_and_the_largest(spark, tmp_path) -> None:
+    windows = SessionWindows.with_inactivity_gap("1 second").grace("1 minute")
+    batches = [[dict(seq=0, k="a", ts=10_000, v=1), dict(seq=1, k="d", ts=4_000, v=1),
+                dict(seq=2, k="g", ts=9_000, v=1), dict(seq=3, k="y", ts=10_000, v=1)]]
+    with shuffle_partitions(spark, 3):
+        fs = FileStream(spark, str(tmp_path / "src"), str(tmp_path / "ckpt"), _aggregate(windows), schema=SCHEMA,
+                        output_mode="update")
+        with fs:
+            fs.add_batch(batches[0])
+            progress = fs.query.lastProgress
+    custom = progress["stateOperators"][0]["customMetrics"]
+    # lateness = stream time of the record's partition - ts, when positive; which keys share a
+    # partition decides each record's stream time
+    pm = partition_map(spark, KEYS, "string", 3)
+    lateness, seen = [], {}
+    for r in batches[0]:
+        p = pm[r["k"]]
+        st_ = seen.get(p)
+        lateness.append(max(0, st_ - r["ts"]) if st_ is not None else 0)
+        seen[p] = max(st_ or r["ts"], r["ts"])
+    assert custom["recordsAggregated"] == 4
+    assert custom["recordLatenessMaxMs"] == max(lateness)
+    assert custom["recordLatenessTotalMs"] == sum(lateness)
+    assert custom["recordLatenessAvgMs"] == sum(lateness) // 4
+
+
+# --- property: kstate emits what the model emits, batch by batch ------------------------------
+
+def _records(rnd: random.Random, n: int) -> List[Dict[str, Any]]:
+    recs, prev = [], rnd.randint(0, 20) * 500
+    for i in range(n):
+        r = rnd.random()
+        ts = None if r < 0.07 else (rnd.randint(-10, 60) * 500 + (1 if rnd.random() < 0.2 else 0)
+                                    if r < 0.2 else prev + rnd.randint(-6, 8) * 500)
+        prev = prev if ts is None else ts
+        k = None if rnd.random() < 0.1 else rnd.choice(KEYS)
+        v = None if rnd.random() < 0.1 else rnd.randint(-5, 20)
+        recs.append(dict(seq=i, k=k, ts=ts, v=v))
+    return recs
+
+
+@st.composite
+def scenarios(draw) -> Dict[str, Any]:
+    recs = _records(draw(st.randoms(use_true_random=True)), draw(st.integers(4, 24)))
+    batches = draw(micro_batches(recs))
+    windows = SessionWindows.with_inactivity_gap(draw(st.sampled_from([500, 1000, 2500]))) \
+        .grace(draw(st.sampled_from([0, 1000, 3000])))
+    return dict(records=recs, batches=batches, windows=windows, final=draw(st.booleans()))
+
+
+def check(spark, tmp_factory, sc: Dict[str, Any], partitions: int) -> None:
+    pm = partition_map(spark, KEYS, "string", partitions)
+    part = lambda k: pm.get(k, 0)
+    expected = _model(sc["batches"], sc["windows"], sc["final"], part)
+    got = _stream(spark, str(tmp_factory.mktemp("sagg")), _aggregate(sc["windows"], sc["final"]),
+                  sc["batches"], partitions=partitions)
+    detail = (f"windows={sc['windows']} final={sc['final']} partitions={partitions}\n"
+              f"batches={[[(r['k'], r['ts'], r['v']) for r in b] for b in sc['batches']]}")
+    assert [got.get(i, []) for i in range(len(sc["batches"]))] == expected, detail
+    # the batch DataFrame is one micro-batch in DataFrame order
+    batch = _tuples(run_batch_df(spark, _aggregate(sc["windows"], sc["final"]), sc["records"],
+                                 schema=SCHEMA, partitions=partitions))
+    assert batch == _model([sc["records"]], sc["windows"], sc["final"], part)[0], detail
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_streaming_matches_model(spark, session_tmp, partitions, data) -> None:
+    check(spark, session_tmp, data.draw(scenarios(), label="scenario"), partitions=partitions)
