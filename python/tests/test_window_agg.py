@@ -292,3 +292,42 @@ def check(spark, tmp_factory, sc: Dict[str, Any], partitions: int) -> None:
 @given(data=st.data())
 def test_streaming_matches_model(spark, session_tmp, partitions, data) -> None:
     check(spark, session_tmp, data.draw(scenarios(), label="scenario"), partitions=partitions)
+
+
+@pytest.mark.parametrize("follow", [False, True])
+def test_spark_aggregation_downstream_drops_nothing_as_late(spark, tmp_path, follow) -> None:
+    # One partition races ahead of the query's watermark, the other lags: the lagging
+    # partition's final window comes out after the leading one's later windows. kstate's output
+    # watermark (the smallest window end either partition may still emit) keeps Spark's
+    # append-mode aggregation downstream from dropping it as late.
+    pm = partition_map(spark, KEYS, "string", 2)
+    lead = next(k for k in KEYS if pm[k] == 0)
+    lag = next(k for k in KEYS if pm[k] == 1)
+
+    def build(df):
+        t = df.withColumn("t", F.timestamp_millis("ts")).withWatermark("t", "30 seconds")
+        finals = (t.kstate.windowed_by(TimeWindows.of_size("10 seconds"), key="k", timestamp="t").count()
+                  .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
+        # no withWatermark here: window_end is the event-time column of kstate's output
+        return finals.groupBy(F.window("window_end", "20 seconds")).agg(
+            F.sum("count").alias("total"), F.count(F.lit(1)).alias("windows"))
+
+    batches = [[dict(seq=0, k=lead, ts=1000, v=0), dict(seq=1, k=lag, ts=2000, v=0)],
+               [dict(seq=2, k=lead, ts=45_000, v=0)],  # lead closes [0,10); the watermark passes 10 s
+               [dict(seq=3, k=lead, ts=95_000, v=0)],  # lead closes [40,50); the watermark passes 60 s
+               [dict(seq=4, k=lag, ts=96_000, v=0)],  # only now does lag close its [0,10)
+               [dict(seq=5, k=lead, ts=300_000, v=0), dict(seq=6, k=lag, ts=300_000, v=0)],
+               [dict(seq=7, k=lead, ts=400_000, v=0), dict(seq=8, k=lag, ts=400_000, v=0)]]
+    with shuffle_partitions(spark, 2), session_conf(spark, {"spark.kstate.streamTime.followWatermark": follow}):
+        fs = FileStream(spark, str(tmp_path / "src"), str(tmp_path / "ckpt"), build, schema=SCHEMA,
+                        output_mode="append")
+        with fs:
+            for b in batches:
+                fs.add_batch(b)
+            got = sorted((r["window"]["start"].minute * 60 + r["window"]["start"].second, r["total"], r["windows"])
+                         for r in fs.rows())
+            dropped = sum(s.get("numRowsDroppedByWatermark", 0)
+                          for p in fs.query.recentProgress for s in p["stateOperators"])
+    # downstream windows by kstate window end: [0,20) gets both [0,10) windows, the lagging one too
+    assert got == [(0, 2, 2), (40, 1, 1), (100, 2, 2), (300, 2, 2)]
+    assert dropped == 0

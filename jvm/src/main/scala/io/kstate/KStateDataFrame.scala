@@ -8,7 +8,7 @@ import io.kstate.windows.{SessionWindows, TimeWindows, Windows}
 
 import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, NamedExpression}
-import org.apache.spark.sql.catalyst.plans.logical.Aggregate
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, EventTimeWatermark}
 import org.apache.spark.sql.kstate.OperatorIdentity
 import org.apache.spark.sql.kstate.plans.{AggregateSpec, KStateDeduplicate, KStateSuppress, KStateWindowedAggregate, KStateWindowedDistinct}
 import org.apache.spark.sql.kstate.shim.{RunningQuery, SparkShim}
@@ -221,6 +221,17 @@ final class KStateWindowedStream private[kstate] (
   }
 
   /**
+   * With a watermark on the input and TIMESTAMP bounds, `window_end` is the output's event-time
+   * column: Spark's stateful operators downstream use it with the watermark this operator
+   * propagates (docs/windows.md, "Chaining"), so no `withWatermark` is needed (or allowed) after it.
+   */
+  private def windowEndMetadata: Metadata =
+    if (boundType != LongType &&
+        SparkShim.logicalPlan(df).output.exists(_.metadata.contains(EventTimeWatermark.delayKey))) {
+      new MetadataBuilder().putLong(EventTimeWatermark.delayKey, 0L).build()
+    } else Metadata.empty
+
+  /**
    * The number of records per key and window (Kafka's `count()`), in a column `count`. See
    * [[agg]] for the output.
    */
@@ -269,7 +280,7 @@ final class KStateWindowedStream private[kstate] (
       finalResults = None,
       AttributeReference(keyName, keyArg.dataType, nullable = false)(),
       AttributeReference("window_start", boundType, nullable = false)(),
-      AttributeReference("window_end", boundType, nullable = false)(),
+      AttributeReference("window_end", boundType, nullable = false, windowEndMetadata)(),
       // a session's tombstone row has null aggregates
       spec.results.map { case (n, e) => AttributeReference(n, e.dataType, e.nullable || sessions)() },
       AttributeReference("timestamp", boundType, nullable = false)(),

@@ -60,6 +60,7 @@ case class KStateSessionAggregateExec(
   override def shortName: String = "kstate_session_aggregate"
   override def partitionBy: Seq[Expression] = Seq(key)
   override protected def emitsOnTime: Boolean = true
+  override protected def tracksOutputTime: Boolean = true
 
   private def bufferSchema: StructType =
     StructType(bufferAttributes.map(a => StructField(a.name, a.dataType, a.nullable)))
@@ -204,6 +205,9 @@ case class KStateSessionAggregateExec(
     }
 
     override def finishOutput: Iterator[InternalRow] = out.iterator
+
+    /** Sessions with end < close time are closed: a later row (also a tombstone) ends at or after it. */
+    override def outputTimeFloor: Long = closeTime
 
     override def metrics: KStateTask.Metrics = KStateTask.Metrics(
       CustomMetrics.indices.map(i => CustomMetrics(i)._1 -> counters(i)).toMap,

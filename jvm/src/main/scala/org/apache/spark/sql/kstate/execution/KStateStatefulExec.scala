@@ -45,6 +45,12 @@ trait KStateTask {
   def finishOutput: Iterator[InternalRow] = Iterator.empty
   /** Custom metrics (names from `customMetricDescriptions`) plus state row counts. */
   def metrics: KStateTask.Metrics
+  /**
+   * After `finish`: the smallest event time a row this task's operator emits in later
+   * micro-batches can have (`Long.MinValue`: any). Only for operators with
+   * [[KStateStatefulExec.tracksOutputTime]].
+   */
+  def outputTimeFloor: Long = Long.MinValue
 }
 
 object KStateTask {
@@ -114,6 +120,50 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
   protected def maxMetrics: Set[String] = Set.empty
 
   /**
+   * Whether the operator's output has an event-time column whose future values it can bound
+   * (window ends), so that it reports an output watermark to Spark operators downstream; see
+   * [[produceOutputWatermark]]. Operators that do not track it report none that lets rows pass
+   * as on time when they may not be.
+   */
+  protected def tracksOutputTime: Boolean = false
+
+  /**
+   * Whether the operator holds rows back and emits them later with their own event times (a
+   * suppression buffer) without tracking how old they can be: it then reports no progress of its
+   * output to operators downstream. Operators that emit each row as it arrives (deduplication)
+   * pass the input watermark on, as Spark's own do.
+   */
+  protected def delaysOutput: Boolean = false
+
+  /** Minimum over the state partitions of their tasks' `outputTimeFloor` (driver side). */
+  private lazy val outputTimeFloors: MinAccumulator = {
+    val a = new MinAccumulator
+    sparkContext.register(a, s"kstate output time floor ($operatorName)")
+    a
+  }
+
+  /**
+   * The watermark Spark propagates to stateful operators downstream: never later than an event
+   * time this operator may still emit, so nothing it emits is dropped downstream as late. For an
+   * operator that tracks its output time: the smallest window end a later row can have, minus 1
+   * (Spark treats an event time at the watermark as late), as its partitions reported at the end
+   * of the last micro-batch, capped at the input watermark; before any micro-batch of this run
+   * ended, and for operators that delay rows untracked, `Long.MinValue` (Spark then uses 0:
+   * nothing is late, downstream windows wait); other operators pass the input watermark on. With
+   * Kafka's per-partition stream time an idle or empty partition holds this back;
+   * `spark.kstate.streamTime.followWatermark` raises every partition to the input watermark, so
+   * it follows the input watermark minus the grace.
+   */
+  override def produceOutputWatermark(inputWatermarkMs: Long): Option[Long] =
+    if (tracksOutputTime) {
+      Some(stateInfo.flatMap(i => OutputWatermarks.floor(i.queryRunId, i.operatorId)) match {
+        case Some(f) if f != Long.MinValue => math.min(inputWatermarkMs, f - 1)
+        case _ => Long.MinValue
+      })
+    } else if (delaysOutput) Some(Long.MinValue)
+    else super.produceOutputWatermark(inputWatermarkMs)
+
+  /**
    * Averages reported in progress only, computed when the progress is made: (name, total metric,
    * count metric), the average being total / count over the whole micro-batch.
    */
@@ -155,11 +205,15 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
       val c = longMetric(count).value
       custom.put(n, java.lang.Long.valueOf(if (c == 0) 0L else longMetric(total).value / c))
     }
+    if (tracksOutputTime && !outputTimeFloors.isZero) {
+      stateInfo.foreach(i => OutputWatermarks.record(i.queryRunId, i.operatorId, outputTimeFloors.value))
+    }
     ProgressShim.withCustomMetrics(super.getProgress(), custom)
   }
 
   override protected def doExecute(): RDD[InternalRow] = {
     metrics // initialise on the driver
+    if (tracksOutputTime) outputTimeFloors.reset()
     stateInfo match {
       case Some(info) => executeStreaming(info)
       case None => child.execute().mapPartitionsInternal { rows =>
@@ -212,6 +266,7 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
           storeMetrics.customMetrics.foreach { case (m, v) => metrics.get(m.name).foreach(_ += v) }
           setOperatorMetrics()
           recordTaskMetrics(task.metrics)
+          if (tracksOutputTime) outputTimeFloors.add(task.outputTimeFloor)
         })
       })
   }

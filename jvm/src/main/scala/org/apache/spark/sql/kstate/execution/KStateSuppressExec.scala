@@ -50,6 +50,10 @@ case class KStateSuppressExec(
   override def shortName: String = "kstate_suppress"
   override def partitionBy: Seq[Expression] = Seq(key)
   override protected def emitsOnTime: Boolean = true
+  // windowed tables: later rows are for windows ending after the close time; time limits: a
+  // buffered row can be of any age
+  override protected def tracksOutputTime: Boolean = windowEnd.isDefined
+  override protected def delaysOutput: Boolean = windowEnd.isEmpty
 
   // The buffer lives in column families of its own; the default family only records the schema.
   override protected def stateKeySchema: StructType = StructType(Seq(StructField("key", key.dataType)))
@@ -119,6 +123,10 @@ case class KStateSuppressExec(
     }
 
     override def finishOutput: Iterator[InternalRow] = out.iterator
+
+    /** Windowed tables: windows with end <= stream time - grace were emitted or are dropped. */
+    override def outputTimeFloor: Long =
+      if (expiry == Long.MinValue || expiry == Long.MaxValue) expiry else expiry + 1
 
     override def metrics: KStateTask.Metrics = KStateTask.Metrics(
       CustomMetrics.indices.map(i => CustomMetrics(i)._1 -> counters(i)).toMap,

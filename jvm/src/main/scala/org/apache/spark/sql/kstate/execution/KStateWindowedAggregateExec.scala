@@ -52,6 +52,7 @@ case class KStateWindowedAggregateExec(
   override def shortName: String = "kstate_windowed_aggregate"
   override def partitionBy: Seq[Expression] = Seq(key)
   override protected def emitsOnTime: Boolean = true
+  override protected def tracksOutputTime: Boolean = true
 
   private def timeWindows: TimeWindows = windows match {
     case t: TimeWindows => t
@@ -229,6 +230,12 @@ case class KStateWindowedAggregateExec(
     }
 
     override def finishOutput: Iterator[InternalRow] = out.iterator
+
+    /** Windows with end <= close time are closed: a later row is for a window ending after it. */
+    override def outputTimeFloor: Long = {
+      val close = DedupProcessor.minus(streamTime, graceMs)
+      if (close == Long.MinValue || close == Long.MaxValue) close else close + 1
+    }
 
     override def metrics: KStateTask.Metrics = {
       import KStateWindowedAggregateExec._
