@@ -22,10 +22,10 @@ from .errors import KStateError
 from .session import configure
 from .state_reader import read_state
 from .suppress import BufferConfig, EagerBufferConfig, StrictBufferConfig, Suppressed
-from .windows import SessionWindows, TimeWindows
+from .windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = [
-    "KStateDataFrame", "KStateWindowedStream", "KStateError", "TimeWindows", "SessionWindows", "configure", "jar_path", "to_millis",
+    "KStateDataFrame", "KStateWindowedStream", "KStateError", "TimeWindows", "SessionWindows", "SlidingWindows", "configure", "jar_path", "to_millis",
     "read_state", "Suppressed", "BufferConfig", "StrictBufferConfig", "EagerBufferConfig",
     "EXTENSION", "SPARK_MINOR", "__version__",
 ]

@@ -10,7 +10,7 @@ from ._durations import DurationLike, to_millis
 from ._jvm import check_jvm, translate_errors
 from .errors import KStateError
 from .suppress import Suppressed
-from .windows import SessionWindows, TimeWindows
+from .windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = ["KStateDataFrame", "KStateWindowedStream", "ColumnOrName"]
 
@@ -212,7 +212,7 @@ class KStateDataFrame:
     @translate_errors
     def windowed_by(
         self,
-        windows: Union[TimeWindows, SessionWindows],
+        windows: Union[TimeWindows, SessionWindows, SlidingWindows],
         key: Union[ColumnOrName, Sequence[ColumnOrName]],
         timestamp: ColumnOrName,
     ) -> "KStateWindowedStream":
@@ -220,7 +220,7 @@ class KStateDataFrame:
 
         Parameters
         ----------
-        windows : TimeWindows or SessionWindows
+        windows : TimeWindows, SessionWindows or SlidingWindows
         key : str, Column or list of them
         timestamp : str or Column
             Event time: TIMESTAMP, TIMESTAMP_NTZ, or epoch milliseconds (integral).
@@ -230,10 +230,11 @@ class KStateDataFrame:
         >>> firsts = events.kstate.windowed_by(
         ...     TimeWindows.of_size("1 hour"), key="user", timestamp="ts").distinct()
         """
-        if not isinstance(windows, (TimeWindows, SessionWindows)):
+        if not isinstance(windows, (TimeWindows, SessionWindows, SlidingWindows)):
             raise KStateError(
                 "KSTATE_INVALID_WINDOW",
-                f"Invalid window specification: expected TimeWindows or SessionWindows, got {type(windows).__name__}.")
+                "Invalid window specification: expected TimeWindows, SessionWindows or SlidingWindows, "
+                f"got {type(windows).__name__}.")
         jvm = check_jvm(self._df.sparkSession)
         jstream = self._jkstate().windowedBy(
             windows._to_jvm(jvm), _col(key, "key")._jc, _col(timestamp, "timestamp")._jc)

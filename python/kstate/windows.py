@@ -1,4 +1,5 @@
-"""Window specifications, mirroring Kafka Streams' ``TimeWindows`` and ``SessionWindows``."""
+"""Window specifications, mirroring Kafka Streams' ``TimeWindows``, ``SessionWindows`` and
+``SlidingWindows``."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -7,7 +8,7 @@ from typing import Any
 from ._durations import DurationLike, to_millis
 from .errors import KStateError
 
-__all__ = ["TimeWindows", "SessionWindows", "Windows"]
+__all__ = ["TimeWindows", "SessionWindows", "SlidingWindows", "Windows"]
 
 
 @dataclass(frozen=True)
@@ -85,4 +86,35 @@ class SessionWindows:
         return jvm.io.kstate.windows.SessionWindows.withInactivityGap(self.gap_ms).grace(self.grace_ms)
 
 
-Windows = (TimeWindows, SessionWindows)
+@dataclass(frozen=True)
+class SlidingWindows:
+    """Kafka's sliding windows: fixed-size windows placed by the records themselves.
+
+    For a key's records the windows are each record's left window ``[ts - d, ts]`` (``[0, d]``
+    for a record with ts < d) and its right window ``[ts + 1, ts + 1 + d]`` when that holds a
+    record; both bounds inclusive, ``d`` the time difference. A window is closed once its end <
+    stream time - grace. Aggregations only (not ``distinct()``).
+
+    Examples
+    --------
+    >>> SlidingWindows.of_time_difference("10 seconds").grace("30 seconds")
+    SlidingWindows(time_difference_ms=10000, grace_ms=30000)
+    """
+
+    time_difference_ms: int
+    grace_ms: int = 0
+
+    @staticmethod
+    def of_time_difference(time_difference: DurationLike) -> "SlidingWindows":
+        """Windows of records at most ``time_difference`` apart (inclusive), with no grace."""
+        return SlidingWindows(to_millis(time_difference, "time difference"), 0)
+
+    def grace(self, grace: DurationLike) -> "SlidingWindows":
+        """The same windows with a grace period."""
+        return replace(self, grace_ms=to_millis(grace, "grace"))
+
+    def _to_jvm(self, jvm: Any) -> Any:
+        return jvm.io.kstate.windows.SlidingWindows.ofTimeDifference(self.time_difference_ms).grace(self.grace_ms)
+
+
+Windows = (TimeWindows, SessionWindows, SlidingWindows)

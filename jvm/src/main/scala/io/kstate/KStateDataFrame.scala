@@ -4,7 +4,7 @@ import java.time.{Duration => JDuration}
 
 import io.kstate.dedup.DedupMode
 import io.kstate.suppress.{Suppressed, UntilTimeLimit, UntilWindowCloses}
-import io.kstate.windows.{SessionWindows, TimeWindows, Windows}
+import io.kstate.windows.{SessionWindows, SlidingWindows, TimeWindows, Windows}
 
 import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, NamedExpression}
@@ -299,6 +299,7 @@ final class KStateWindowedStream private[kstate] (
     Option(name).foreach(OperatorIdentity.validateName)
     windows match {
       case t: TimeWindows if !t.isTumbling => throw KStateErrors.unsupportedWindowsForDistinct(t.describe)
+      case s: SlidingWindows => throw KStateErrors.unsupportedWindowsForDistinct(s.describe)
       case _ =>
     }
     SparkShim.ofRows(df, KStateWindowedDistinct(

@@ -46,8 +46,9 @@ object KStateErrors {
 
   def unsupportedWindowsForDistinct(windows: String): KStateException =
     err("KSTATE_UNSUPPORTED_WINDOWS",
-      s"distinct() needs tumbling TimeWindows or SessionWindows, got $windows: hopping windows " +
-        "overlap, so one record would be emitted once per window (KIP-655). Drop advance_by().")
+      s"distinct() needs tumbling TimeWindows or SessionWindows, got $windows: hopping and sliding " +
+        "windows overlap, so one record would be emitted once per window (KIP-655). Use tumbling " +
+        "windows (drop advance_by()) or session windows.")
 
   def invalidName(name: String): KStateException =
     err("KSTATE_INVALID_OPERATOR_NAME",

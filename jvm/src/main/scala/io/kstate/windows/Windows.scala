@@ -64,3 +64,29 @@ object SessionWindows {
     SessionWindows(gapMs, 0L)
   }
 }
+
+/**
+ * Kafka's sliding windows (KIP-450): fixed-size windows placed by the records themselves. For a
+ * key's records, the windows are each record's left window `[ts - d, ts]` (`[0, d]` for a record
+ * with ts < d: Kafka's early records) and its right window `[ts + 1, ts + 1 + d]` when that holds
+ * a record; both bounds inclusive, `d` the time difference. A window is closed once its end <
+ * stream time - grace.
+ */
+final case class SlidingWindows private (timeDifferenceMs: Long, graceMs: Long) extends Windows {
+  def grace(grace: String): SlidingWindows = copy(graceMs = Durations.toMillis("grace", grace))
+  def grace(grace: JDuration): SlidingWindows = copy(graceMs = Durations.toMillis("grace", grace))
+  def grace(graceMs: Long): SlidingWindows = copy(graceMs = Durations.toMillis("grace", graceMs))
+  override def describe: String = s"SlidingWindows(timeDifference=$timeDifferenceMs,grace=$graceMs)"
+}
+
+object SlidingWindows {
+  /** Windows of records at most `timeDifference` apart (inclusive), no grace; add `.grace(...)`. */
+  def ofTimeDifference(timeDifference: String): SlidingWindows =
+    ofTimeDifference(Durations.toMillis("time difference", timeDifference))
+  def ofTimeDifference(timeDifference: JDuration): SlidingWindows =
+    ofTimeDifference(Durations.toMillis("time difference", timeDifference))
+  def ofTimeDifference(timeDifferenceMs: Long): SlidingWindows = {
+    if (timeDifferenceMs < 0) throw KStateErrors.invalidWindow(s"time difference must be >= 0, got $timeDifferenceMs ms")
+    SlidingWindows(timeDifferenceMs, 0L)
+  }
+}

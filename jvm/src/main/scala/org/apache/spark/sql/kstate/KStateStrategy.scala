@@ -1,7 +1,7 @@
 package org.apache.spark.sql.kstate
 
 import io.kstate.{KStateConf, KStateErrors}
-import io.kstate.windows.SessionWindows
+import io.kstate.windows.{SessionWindows, SlidingWindows}
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.Expression
@@ -10,7 +10,7 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.streaming.InternalOutputModes
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateDeduplicateExec, KStateSessionAggregateExec, KStateSuppressExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
+import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateDeduplicateExec, KStateSessionAggregateExec, KStateSlidingAggregateExec, KStateSuppressExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
 import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateStatefulNode, KStateSuppress, KStateWindowedAggregate, KStateWindowedDistinct}
 import org.apache.spark.sql.kstate.shim.RunningQuery
 
@@ -40,6 +40,15 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
       val (name, stateInfo) = streamingIdentity(a)
       KStateSessionAggregateExec(
         a.windows.asInstanceOf[SessionWindows], name, a.fingerprint, normalized(a.key), a.timestamp, a.bufferAttributes,
+        a.initialValues, a.updateExpressions, a.inputBufferAttributes, a.mergeExpressions,
+        a.resultExpressions, a.finalResults, a.output,
+        KStateConf.StateStoreProvider.get(session.sessionState.conf),
+        KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
+        stateInfo, InputPositionExec(planLater(a.child))) :: Nil
+    case a: KStateWindowedAggregate if a.windows.isInstanceOf[SlidingWindows] =>
+      val (name, stateInfo) = streamingIdentity(a)
+      KStateSlidingAggregateExec(
+        a.windows.asInstanceOf[SlidingWindows], name, a.fingerprint, normalized(a.key), a.timestamp, a.bufferAttributes,
         a.initialValues, a.updateExpressions, a.inputBufferAttributes, a.mergeExpressions,
         a.resultExpressions, a.finalResults, a.output,
         KStateConf.StateStoreProvider.get(session.sessionState.conf),

@@ -1,5 +1,6 @@
 package org.apache.spark.sql.kstate.execution
 
+import io.kstate.KStateErrors
 import io.kstate.distinct._
 import io.kstate.dedup.InMemoryDedupState
 import io.kstate.windows.{SessionWindows, TimeWindows, Windows}
@@ -38,10 +39,12 @@ case class KStateWindowedDistinctExec(
   override protected def stateKeySchema: StructType = windows match {
     case _: TimeWindows => StructType(Seq(keyField, StructField("window_start", LongType, nullable = false)))
     case _: SessionWindows => StructType(Seq(keyField))
+    case other => throw KStateErrors.unsupportedWindowsForDistinct(other.describe) // rejected when built
   }
   override protected def stateValueSchema: StructType = windows match {
     case _: TimeWindows => StateStoreDedupState.ValueSchema
     case _: SessionWindows => StateStoreSessionState.ValueSchema
+    case other => throw KStateErrors.unsupportedWindowsForDistinct(other.describe)
   }
   override protected def customMetricDescriptions: Seq[(String, String)] =
     KStateWindowedDistinctExec.CustomMetrics
@@ -59,6 +62,7 @@ case class KStateWindowedDistinctExec(
         case None => new InMemorySessionState[UnsafeRow](_.copy())
       }
       new SessionTask(w, state)
+    case other => throw KStateErrors.unsupportedWindowsForDistinct(other.describe)
   }
 
   /** Row plumbing shared by both window kinds. */
