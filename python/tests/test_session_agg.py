@@ -6,57 +6,33 @@ boundaries, on one and on three state partitions."""
 from __future__ import annotations
 
 import random
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from kstate import BufferConfig, SessionWindows, Suppressed
+from kstate import SessionWindows
 from _property import PROPERTY_SETTINGS, micro_batches
-from _streaming import FileStream, partition_map, run_batch_df, run_stream_batches, shuffle_partitions
+from _streaming import FileStream, partition_map, run_batch_df, shuffle_partitions
+from _windowed import KEYS, SCHEMA, aggregate, model_rows, random_records, stream, tuples
 from models.session_agg_model import SessionAggModel
 
-SCHEMA = "seq LONG, k STRING, ts LONG, v LONG"
-KEYS = ["a", "d", "g", "y"]
-
-
-def _aggregate(windows: SessionWindows, final: bool = False, buffer: Any = None):
-    def build(df):
-        out = df.kstate.windowed_by(windows, key="k", timestamp="ts").agg(
-            F.count(F.lit(1)).alias("n"), F.sum("v").alias("s"), F.max("v").alias("m"))
-        if final:
-            out = out.kstate.suppress(Suppressed.until_window_closes(buffer or BufferConfig.unbounded()))
-        return out
-    return build
+def _aggregate(windows: SessionWindows, final: bool = False):
+    return aggregate(windows, final)
 
 
 def _tuples(rows) -> List[tuple]:
-    return sorted(((r["k"], r["window_start"], r["window_end"], r["n"], r["s"], r["m"], r["timestamp"],
-                    r["tombstone"]) for r in rows), key=repr)
+    return tuples(rows, extra=("tombstone",))
 
 
-def _stream(spark, workdir: str, build, batches: Sequence[Sequence[Dict[str, Any]]],
-            partitions: Optional[int] = None) -> Dict[int, List[Any]]:
-    out = run_stream_batches(spark, workdir, build, batches, SCHEMA, partitions)
-    return {b: _tuples(rows) for b, rows in out.items()}
+def _stream(spark, workdir: str, build, batches, partitions: Optional[int] = None) -> Dict[int, List[Any]]:
+    return stream(spark, workdir, build, batches, partitions, extra=("tombstone",))
 
 
 def _model(batches, windows: SessionWindows, final: bool, part) -> List[List[tuple]]:
-    """Rows the model emits per micro-batch: one model per state partition."""
-    models: Dict[int, SessionAggModel] = {}
-    out = []
-    for b in batches:
-        for r in b:
-            p = part(r["k"])
-            models.setdefault(p, SessionAggModel(windows.gap_ms, windows.grace_ms, final))
-            models[p].process(r["k"], r["ts"], r["v"])
-        rows = []
-        for m in models.values():
-            rows += m.end_batch()
-        out.append(sorted(rows, key=repr))
-    return out
+    return model_rows(batches, lambda: SessionAggModel(windows.gap_ms, windows.grace_ms, final), part)
 
 
 def test_a_record_bridging_two_sessions_merges_them_and_tombstones_both(spark, tmp_path) -> None:
@@ -138,22 +114,9 @@ def test_lateness_metrics_report_the_average_and_the_largest(spark, tmp_path) ->
 
 # --- property: kstate emits what the model emits, batch by batch ------------------------------
 
-def _records(rnd: random.Random, n: int) -> List[Dict[str, Any]]:
-    recs, prev = [], rnd.randint(0, 20) * 500
-    for i in range(n):
-        r = rnd.random()
-        ts = None if r < 0.07 else (rnd.randint(-10, 60) * 500 + (1 if rnd.random() < 0.2 else 0)
-                                    if r < 0.2 else prev + rnd.randint(-6, 8) * 500)
-        prev = prev if ts is None else ts
-        k = None if rnd.random() < 0.1 else rnd.choice(KEYS)
-        v = None if rnd.random() < 0.1 else rnd.randint(-5, 20)
-        recs.append(dict(seq=i, k=k, ts=ts, v=v))
-    return recs
-
-
 @st.composite
 def scenarios(draw) -> Dict[str, Any]:
-    recs = _records(draw(st.randoms(use_true_random=True)), draw(st.integers(4, 24)))
+    recs = random_records(draw(st.randoms(use_true_random=True)), draw(st.integers(4, 24)), jump=(-6, 8))
     batches = draw(micro_batches(recs))
     windows = SessionWindows.with_inactivity_gap(draw(st.sampled_from([500, 1000, 2500]))) \
         .grace(draw(st.sampled_from([0, 1000, 3000])))

@@ -6,57 +6,29 @@ on random input split at random micro-batch boundaries, on one and on three stat
 from __future__ import annotations
 
 import random
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pyspark.sql import functions as F
 
 import kstate
-from kstate import BufferConfig, SlidingWindows, Suppressed
+from kstate import SlidingWindows
 from _property import PROPERTY_SETTINGS, micro_batches
-from _streaming import FileStream, partition_map, run_batch_df, run_stream_batches, shuffle_partitions
+from _streaming import FileStream, partition_map, run_batch_df, shuffle_partitions
+from _windowed import KEYS, SCHEMA, aggregate, model_rows, random_records, stream, tuples
 from models.sliding_agg_model import SlidingAggModel
 
-SCHEMA = "seq LONG, k STRING, ts LONG, v LONG"
-KEYS = ["a", "d", "g", "y"]
-
-
 def _aggregate(windows: SlidingWindows, final: bool = False):
-    def build(df):
-        out = df.kstate.windowed_by(windows, key="k", timestamp="ts").agg(
-            F.count(F.lit(1)).alias("n"), F.sum("v").alias("s"), F.max("v").alias("m"))
-        if final:
-            out = out.kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
-        return out
-    return build
+    return aggregate(windows, final)
 
 
-def _tuples(rows) -> List[tuple]:
-    return sorted(((r["k"], r["window_start"], r["window_end"], r["n"], r["s"], r["m"], r["timestamp"])
-                   for r in rows), key=repr)
-
-
-def _stream(spark, workdir: str, build, batches: Sequence[Sequence[Dict[str, Any]]],
-            partitions: Optional[int] = None) -> Dict[int, List[Any]]:
-    out = run_stream_batches(spark, workdir, build, batches, SCHEMA, partitions)
-    return {b: _tuples(rows) for b, rows in out.items()}
+_tuples = tuples
+_stream = stream
 
 
 def _model(batches, windows: SlidingWindows, final: bool, part) -> List[List[tuple]]:
-    models: Dict[int, SlidingAggModel] = {}
-    out = []
-    for b in batches:
-        for r in b:
-            p = part(r["k"])
-            models.setdefault(p, SlidingAggModel(windows.time_difference_ms, windows.grace_ms, final))
-            models[p].process(r["k"], r["ts"], r["v"])
-        rows = []
-        for m in models.values():
-            rows += m.end_batch()
-        out.append(sorted(rows, key=repr))
-    return out
+    return model_rows(batches, lambda: SlidingAggModel(windows.time_difference_ms, windows.grace_ms, final), part)
 
 
 def test_kafkas_example_and_windows_created_by_a_later_batch(spark, tmp_path) -> None:
@@ -121,22 +93,9 @@ def test_sliding_windows_are_rejected_for_distinct_and_bad_specs_are_named_error
 
 # --- property: kstate emits what the model emits, batch by batch ------------------------------
 
-def _records(rnd: random.Random, n: int) -> List[Dict[str, Any]]:
-    recs, prev = [], rnd.randint(0, 20) * 500
-    for i in range(n):
-        r = rnd.random()
-        ts = None if r < 0.07 else (rnd.randint(-4, 60) * 500 + (1 if rnd.random() < 0.3 else 0)
-                                    if r < 0.2 else prev + rnd.randint(-6, 8) * 500)
-        prev = prev if ts is None else ts
-        k = None if rnd.random() < 0.1 else rnd.choice(KEYS)
-        v = None if rnd.random() < 0.1 else rnd.randint(-5, 20)
-        recs.append(dict(seq=i, k=k, ts=ts, v=v))
-    return recs
-
-
 @st.composite
 def scenarios(draw) -> Dict[str, Any]:
-    recs = _records(draw(st.randoms(use_true_random=True)), draw(st.integers(4, 24)))
+    recs = random_records(draw(st.randoms(use_true_random=True)), draw(st.integers(4, 24)), jump=(-6, 8), low=-4)
     batches = draw(micro_batches(recs))
     windows = SlidingWindows.of_time_difference(draw(st.sampled_from([0, 1000, 2500, 4000]))) \
         .grace(draw(st.sampled_from([0, 1000, 3000])))

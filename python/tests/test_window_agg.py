@@ -6,7 +6,7 @@ boundaries, on one and on three state partitions."""
 from __future__ import annotations
 
 import random
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List
 
 import pytest
 from hypothesis import given
@@ -16,50 +16,19 @@ from pyspark.sql import functions as F
 import kstate
 from kstate import BufferConfig, Suppressed, TimeWindows
 from _property import PROPERTY_SETTINGS, micro_batches
-from _streaming import FileStream, partition_map, run_batch_df, run_stream_batches, session_conf, shuffle_partitions
+from _streaming import FileStream, partition_map, run_batch_df, session_conf, shuffle_partitions
+from _windowed import KEYS, SCHEMA, aggregate, model_rows, random_records, stream, tuples
 from models.window_agg_model import WindowAggModel
 
-SCHEMA = "seq LONG, k STRING, ts LONG, v LONG"
-KEYS = ["a", "d", "g", "y"]
-
-
-
-def _aggregate(windows: TimeWindows, final: bool = False, buffer: Any = None):
-    def build(df):
-        out = df.kstate.windowed_by(windows, key="k", timestamp="ts").agg(
-            F.count(F.lit(1)).alias("n"), F.sum("v").alias("s"), F.max("v").alias("m"))
-        if final:
-            out = out.kstate.suppress(Suppressed.until_window_closes(buffer or BufferConfig.unbounded()))
-        return out
-    return build
-
-
-def _tuples(rows) -> List[tuple]:
-    return sorted(((r["k"], r["window_start"], r["window_end"], r["n"], r["s"], r["m"], r["timestamp"])
-                   for r in rows), key=repr)
-
-
-def _stream(spark, workdir: str, build, batches: Sequence[Sequence[Dict[str, Any]]],
-            partitions: Optional[int] = None) -> Dict[int, List[Any]]:
-    """Output rows of each micro-batch (batch id -> sorted tuples) of a fresh query."""
-    out = run_stream_batches(spark, workdir, build, batches, SCHEMA, partitions)
-    return {b: _tuples(rows) for b, rows in out.items()}
+_aggregate = aggregate
+_tuples = tuples
+_stream = stream
 
 
 def _model(records, batches, windows: TimeWindows, final: bool, part) -> List[List[tuple]]:
     """Rows the model emits per micro-batch: one model per state partition."""
-    models: Dict[int, WindowAggModel] = {}
-    out = []
-    for b in batches:
-        for r in b:
-            p = part(r["k"])
-            models.setdefault(p, WindowAggModel(windows.size_ms, windows.advance_ms, windows.grace_ms, final))
-            models[p].process(r["k"], r["ts"], r["v"])
-        rows = []
-        for m in models.values():
-            rows += m.end_batch()
-        out.append(sorted(rows, key=repr))
-    return out
+    return model_rows(batches, lambda: WindowAggModel(windows.size_ms, windows.advance_ms, windows.grace_ms, final),
+                      part)
 
 
 # --- KIP-328's example: an alert when a user has fewer than 3 events in an hour -----------
@@ -248,22 +217,9 @@ def test_bad_arguments_fail_at_construction(spark, tmp_path) -> None:
 
 # --- property: kstate emits what the model emits, batch by batch ------------------------------
 
-def _records(rnd: random.Random, n: int) -> List[Dict[str, Any]]:
-    recs, prev = [], rnd.randint(0, 20) * 500
-    for i in range(n):
-        r = rnd.random()
-        ts = None if r < 0.07 else (rnd.randint(-10, 60) * 500 + (1 if rnd.random() < 0.2 else 0)
-                                    if r < 0.2 else prev + rnd.randint(-8, 10) * 500)
-        prev = prev if ts is None else ts
-        k = None if rnd.random() < 0.1 else rnd.choice(KEYS)
-        v = None if rnd.random() < 0.1 else rnd.randint(-5, 20)
-        recs.append(dict(seq=i, k=k, ts=ts, v=v))
-    return recs
-
-
 @st.composite
 def scenarios(draw) -> Dict[str, Any]:
-    recs = _records(draw(st.randoms(use_true_random=True)), draw(st.integers(4, 24)))
+    recs = random_records(draw(st.randoms(use_true_random=True)), draw(st.integers(4, 24)))
     batches = draw(micro_batches(recs))
     size = draw(st.sampled_from([2000, 5000, 3000]))
     advance = draw(st.sampled_from([size, size // 2, 1000]))

@@ -1,7 +1,7 @@
 package org.apache.spark.sql.kstate
 
 import io.kstate.{KStateConf, KStateErrors}
-import io.kstate.windows.{SessionWindows, SlidingWindows}
+import io.kstate.windows.{SessionWindows, SlidingWindows, TimeWindows}
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.Expression
@@ -36,32 +36,26 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
         KStateConf.StateStoreProvider.get(session.sessionState.conf),
         KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
         stateInfo, InputPositionExec(planLater(d.child))) :: Nil
-    case a: KStateWindowedAggregate if a.windows.isInstanceOf[SessionWindows] =>
-      val (name, stateInfo) = streamingIdentity(a)
-      KStateSessionAggregateExec(
-        a.windows.asInstanceOf[SessionWindows], name, a.fingerprint, normalized(a.key), a.timestamp, a.bufferAttributes,
-        a.initialValues, a.updateExpressions, a.inputBufferAttributes, a.mergeExpressions,
-        a.resultExpressions, a.finalResults, a.output,
-        KStateConf.StateStoreProvider.get(session.sessionState.conf),
-        KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
-        stateInfo, InputPositionExec(planLater(a.child))) :: Nil
-    case a: KStateWindowedAggregate if a.windows.isInstanceOf[SlidingWindows] =>
-      val (name, stateInfo) = streamingIdentity(a)
-      KStateSlidingAggregateExec(
-        a.windows.asInstanceOf[SlidingWindows], name, a.fingerprint, normalized(a.key), a.timestamp, a.bufferAttributes,
-        a.initialValues, a.updateExpressions, a.inputBufferAttributes, a.mergeExpressions,
-        a.resultExpressions, a.finalResults, a.output,
-        KStateConf.StateStoreProvider.get(session.sessionState.conf),
-        KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
-        stateInfo, InputPositionExec(planLater(a.child))) :: Nil
     case a: KStateWindowedAggregate =>
       val (name, stateInfo) = streamingIdentity(a)
-      KStateWindowedAggregateExec(
-        a.windows, name, a.fingerprint, normalized(a.key), a.timestamp, a.bufferAttributes,
-        a.initialValues, a.updateExpressions, a.resultExpressions, a.finalResults, a.output,
-        KStateConf.StateStoreProvider.get(session.sessionState.conf),
-        KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
-        stateInfo, InputPositionExec(planLater(a.child))) :: Nil
+      val provider = KStateConf.StateStoreProvider.get(session.sessionState.conf)
+      val follow = KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf)
+      val child = InputPositionExec(planLater(a.child))
+      val key = normalized(a.key)
+      (a.windows match {
+        case w: TimeWindows => KStateWindowedAggregateExec(
+          w, name, a.fingerprint, key, a.timestamp, a.bufferAttributes, a.initialValues,
+          a.updateExpressions, a.resultExpressions, a.finalResults, a.output, provider, follow, stateInfo, child)
+        // sessions merge buffers, sliding windows build new windows from kept ones: both merge
+        case w: SessionWindows => KStateSessionAggregateExec(
+          w, name, a.fingerprint, key, a.timestamp, a.bufferAttributes, a.initialValues,
+          a.updateExpressions, a.inputBufferAttributes, a.mergeExpressions, a.resultExpressions,
+          a.finalResults, a.output, provider, follow, stateInfo, child)
+        case w: SlidingWindows => KStateSlidingAggregateExec(
+          w, name, a.fingerprint, key, a.timestamp, a.bufferAttributes, a.initialValues,
+          a.updateExpressions, a.inputBufferAttributes, a.mergeExpressions, a.resultExpressions,
+          a.finalResults, a.output, provider, follow, stateInfo, child)
+      }) :: Nil
     case s: KStateSuppress =>
       val (name, stateInfo) = streamingIdentity(s)
       KStateSuppressExec(

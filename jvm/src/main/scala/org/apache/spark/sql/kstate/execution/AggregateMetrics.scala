@@ -14,6 +14,17 @@ private[execution] object AggregateMetrics {
   val LatenessMax: (String, String) =
     "recordLatenessMaxMs" -> "largest stream time - record timestamp of a record"
 
+  /**
+   * Records Kafka's lateness of a record at `ts` (stream time before it, `Long.MinValue` when
+   * none) into `counters` at `total` and `max`.
+   */
+  def recordLateness(counters: Array[Long], total: Int, max: Int, streamTime: Long, ts: Long): Unit =
+    if (streamTime != Long.MinValue && ts < streamTime) {
+      val lateness = streamTime - ts
+      counters(total) += lateness
+      if (lateness > counters(max)) counters(max) = lateness
+    }
+
   /** For [[KStateStatefulExec.maxMetrics]]. */
   val Maxima: Set[String] = Set(LatenessMax._1)
   /** For [[KStateStatefulExec.averageMetrics]]: `recordLatenessAvgMs` = total / records. */

@@ -92,9 +92,8 @@ case class KStateSessionAggregateExec(
     private val in = child.output
     private val nBuffer = bufferAttributes.length
     private val keyProj = UnsafeProjection.create(Seq(key), in)
-    private val initial = UnsafeProjection.create(initialValues)
-    private val update = UnsafeProjection.create(updateExpressions, bufferAttributes ++ in)
-    private val merge = UnsafeProjection.create(mergeExpressions, bufferAttributes ++ inputBufferAttributes)
+    private val buffers = new AggregateBuffers(in, bufferAttributes, initialValues, updateExpressions,
+      inputBufferAttributes, mergeExpressions)
     // output: key, window start, window end, results (over the buffer), max timestamp, tombstone
     private val helpers = Seq("key" -> key.dataType, "start" -> output(1).dataType,
       "end" -> output(2).dataType, "ts" -> output(output.length - 2).dataType)
@@ -127,11 +126,7 @@ case class KStateSessionAggregateExec(
       if (ts == KStateStatefulExec.NullTime) { count(NullTimestamps); return }
       val k = keyProj(row)
       if (k.isNullAt(0)) { count(NullKeys); return }
-      if (streamTime != SessionAggState.NoStreamTime && ts < streamTime) {
-        val lateness = streamTime - ts
-        count(LatenessTotal, lateness)
-        if (lateness > counters(LatenessMax)) counters(LatenessMax) = lateness
-      }
+      AggregateMetrics.recordLateness(counters, LatenessTotal, LatenessMax, streamTime, ts)
       count(Records)
       if (ts > streamTime) streamTime = ts
       val close = closeTime
@@ -145,18 +140,18 @@ case class KStateSessionAggregateExec(
       val hi = if (ts > Long.MaxValue - gapMs) Long.MaxValue else ts + gapMs
       val (merging, others) = ks.now.partition(s => s.end >= close && s.end >= lo && s.start <= hi)
       if (merging.isEmpty && ts < close) { count(LateDropped); return }
-      var buffer = initial(InternalRow.empty).copy()
+      var buffer = buffers.initial()
       var start = ts
       var end = ts
       var maxTs = ts
       merging.foreach { s => // already in start order
-        buffer = merge(joined(buffer, s.buffer)).copy()
+        buffer = buffers.merge(buffer, s.buffer)
         if (s.start < start) start = s.start
         if (s.end > end) end = s.end
         if (s.maxTs > maxTs) maxTs = s.maxTs
       }
       if (merging.length > 1) count(Merged, merging.length - 1L)
-      buffer = update(joined(buffer, row)).copy()
+      buffer = buffers.update(buffer, row)
       count(Updates)
       ks.now = (new Session(start, end, buffer, maxTs, stored = false) :: others).sortBy(_.start)
     }

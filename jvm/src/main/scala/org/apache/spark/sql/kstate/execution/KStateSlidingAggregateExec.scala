@@ -94,9 +94,8 @@ case class KStateSlidingAggregateExec(
     private val graceMs = windows.graceMs
     private val in = child.output
     private val keyProj = UnsafeProjection.create(Seq(key), in)
-    private val initial = UnsafeProjection.create(initialValues)
-    private val update = UnsafeProjection.create(updateExpressions, bufferAttributes ++ in)
-    private val merge = UnsafeProjection.create(mergeExpressions, bufferAttributes ++ inputBufferAttributes)
+    private val buffers = new AggregateBuffers(in, bufferAttributes, initialValues, updateExpressions,
+      inputBufferAttributes, mergeExpressions)
     private val helpers = Seq("key" -> key.dataType, "start" -> output(1).dataType,
       "end" -> output(2).dataType, "ts" -> output.last.dataType)
       .map { case (n, t) => AttributeReference(s"_kstate_$n", t)() }
@@ -144,21 +143,17 @@ case class KStateSlidingAggregateExec(
       if (ts == KStateStatefulExec.NullTime || ts < 0) { count(NullTimestamps); return }
       val k = keyProj(row)
       if (k.isNullAt(0)) { count(NullKeys); return }
-      if (streamTime != SessionAggState.NoStreamTime && ts < streamTime) {
-        val lateness = streamTime - ts
-        count(LatenessTotal, lateness)
-        if (lateness > counters(LatenessMax)) counters(LatenessMax) = lateness
-      }
+      AggregateMetrics.recordLateness(counters, LatenessTotal, LatenessMax, streamTime, ts)
       count(Records)
       if (ts > streamTime) streamTime = ts
       val close = closeTime
       if (endOf(ts) < close) { count(LateDropped); return }
       val ks = load(k)
-      val own = update(joined(initial(InternalRow.empty), row)).copy()
+      val own = buffers.update(buffers.initial(), row)
       // the open windows containing ts
       ks.windows.valuesIterator.foreach { w =>
         if (w.start <= ts && ts <= endOf(w.start) && endOf(w.start) >= close) {
-          w.buffer = update(joined(w.buffer, row)).copy()
+          w.buffer = buffers.update(w.buffer, row)
           if (ts > w.maxTs) w.maxTs = ts
           w.changed = true
           count(Updates)
@@ -174,8 +169,8 @@ case class KStateSlidingAggregateExec(
         if (end >= close && !ks.windows.contains(start)) {
           val inside = ks.records.filter { case (t, _) => start <= t && t <= end }.sortBy(_._1)
           if (inside.nonEmpty) {
-            var buffer = initial(InternalRow.empty).copy()
-            inside.foreach { case (_, b) => buffer = merge(joined(buffer, b)).copy() }
+            var buffer = buffers.initial()
+            inside.foreach { case (_, b) => buffer = buffers.merge(buffer, b) }
             ks.windows(start) = new Win(start, buffer, inside.last._1, changed = true)
             count(Created)
           }

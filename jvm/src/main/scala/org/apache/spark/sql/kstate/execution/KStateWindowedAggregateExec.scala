@@ -2,10 +2,9 @@ package org.apache.spark.sql.kstate.execution
 
 import scala.collection.mutable.ArrayBuffer
 
-import io.kstate.KStateErrors
 import io.kstate.dedup.DedupProcessor
 import io.kstate.suppress.UntilWindowCloses
-import io.kstate.windows.{TimeWindows, Windows}
+import io.kstate.windows.TimeWindows
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, BoundReference, Expression, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
@@ -33,7 +32,7 @@ import org.apache.spark.sql.types._
  * and then exactly once, in window-end order. Closed windows leave the state either way.
  */
 case class KStateWindowedAggregateExec(
-    windows: Windows,
+    windows: TimeWindows,
     operatorName: String,
     fingerprint: Map[String, String],
     key: Expression,
@@ -54,10 +53,6 @@ case class KStateWindowedAggregateExec(
   override protected def emitsOnTime: Boolean = true
   override protected def tracksOutputTime: Boolean = true
 
-  private def timeWindows: TimeWindows = windows match {
-    case t: TimeWindows => t
-    case other => throw KStateErrors.invalidWindow(s"${other.describe} cannot aggregate yet")
-  }
 
   override protected def stateKeySchema: StructType = StructType(Seq(
     StructField("key", key.dataType, nullable = true),
@@ -84,7 +79,7 @@ case class KStateWindowedAggregateExec(
   private final class Changed(var buffer: UnsafeRow, var maxTs: Long, val end: Long, var storedSize: Int)
 
   private final class AggregateTask(state: WindowAggState) extends KStateTask {
-    private val w = timeWindows
+    private val w = windows
     private val in = child.output
     private val nBuffer = bufferAttributes.length
     private val keyProj = UnsafeProjection.create(Seq(key), in)
@@ -131,11 +126,7 @@ case class KStateWindowedAggregateExec(
       if (ts == KStateStatefulExec.NullTime) { count(NullTimestamps); return }
       val k = keyProj(row)
       if (k.isNullAt(0)) { count(NullKeys); return }
-      if (streamTime != WindowAggState.NoStreamTime && ts < streamTime) {
-        val lateness = streamTime - ts
-        count(LatenessTotal, lateness)
-        if (lateness > counters(LatenessMax)) counters(LatenessMax) = lateness
-      }
+      AggregateMetrics.recordLateness(counters, LatenessTotal, LatenessMax, streamTime, ts)
       count(Records)
       if (ts > streamTime) streamTime = ts
       val closeTime = DedupProcessor.minus(streamTime, graceMs)

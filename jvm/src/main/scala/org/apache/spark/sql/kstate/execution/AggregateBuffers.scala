@@ -1,0 +1,26 @@
+package org.apache.spark.sql.kstate.execution
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, JoinedRow, UnsafeProjection, UnsafeRow}
+
+/**
+ * The aggregate buffers of a windowed aggregation whose windows combine buffers (sessions merge,
+ * sliding windows are built from their records' buffers): a new buffer, one more input row, and
+ * two buffers merged, each a fresh copy. Per task; not thread-safe.
+ */
+private[execution] final class AggregateBuffers(
+    input: Seq[Attribute],
+    bufferAttributes: Seq[Attribute],
+    initialValues: Seq[Expression],
+    updateExpressions: Seq[Expression],
+    inputBufferAttributes: Seq[Attribute],
+    mergeExpressions: Seq[Expression]) {
+  private val initialProj = UnsafeProjection.create(initialValues)
+  private val updateProj = UnsafeProjection.create(updateExpressions, bufferAttributes ++ input)
+  private val mergeProj = UnsafeProjection.create(mergeExpressions, bufferAttributes ++ inputBufferAttributes)
+  private val joined = new JoinedRow()
+
+  def initial(): UnsafeRow = initialProj(InternalRow.empty).copy()
+  def update(buffer: UnsafeRow, row: InternalRow): UnsafeRow = updateProj(joined(buffer, row)).copy()
+  def merge(buffer: UnsafeRow, other: UnsafeRow): UnsafeRow = mergeProj(joined(buffer, other)).copy()
+}
