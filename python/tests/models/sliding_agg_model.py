@@ -22,22 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
 
-NEG_INF = -(2**63)
-
-
-@dataclass
-class Agg:
-    count: int = 0
-    total: Optional[int] = None
-    largest: Optional[int] = None
-    ts: int = NEG_INF
-
-    def add(self, v: Optional[int], ts: int) -> None:
-        self.count += 1
-        if v is not None:
-            self.total = v if self.total is None else self.total + v
-            self.largest = v if self.largest is None else max(self.largest, v)
-        self.ts = max(self.ts, ts)
+from models.window_agg_model import NEG_INF, Agg  # the same aggregates as for time windows
 
 
 Row = Tuple[object, int, int, int, Optional[int], Optional[int], int]  # key, start, end, count, sum, max, ts
