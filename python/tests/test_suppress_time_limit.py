@@ -172,3 +172,25 @@ def check(spark, tmp_factory, sc: Dict[str, Any], partitions: int) -> None:
 @given(data=st.data())
 def test_streaming_matches_model(spark, session_tmp, partitions, data) -> None:
     check(spark, session_tmp, data.draw(scenarios(), label="scenario"), partitions=partitions)
+
+
+def test_buffer_metrics_report_the_peak_and_where_the_buffer_lives(spark, tmp_path) -> None:
+    # five keys buffered, then a record 1 hour later evicts them: the peak is 6 rows, 1 at the end
+    batch = [dict(seq=i, k=k, ts=1000 * i, v=0) for i, k in enumerate(["a", "d", "g", "y", "b"])] + \
+        [dict(seq=5, k="c", ts=4_000_000, v=0)]
+    with shuffle_partitions(spark, 1):
+        for name, buffer in (("heap", BufferConfig.unbounded()),
+                             ("spill", BufferConfig.max_bytes(64).spill_to_disk_when_full())):
+            fs = FileStream(spark, str(tmp_path / f"src{name}"), str(tmp_path / f"ckpt{name}"),
+                            _limited("1 hour", buffer), schema=SCHEMA, output_mode="append")
+            with fs:
+                fs.add_batch(batch)
+                op = fs.query.lastProgress["stateOperators"][0]
+            custom = op["customMetrics"]
+            assert (custom["bufferRecordsMax"], custom["bufferRecords"], custom["resultsEmitted"]) == (6, 1, 5), name
+            assert custom["bufferBytesMax"] > custom["bufferBytes"] > 0, name
+            if name == "heap":  # the committed buffer stays on the heap
+                assert custom["kstateStoreHeapBytes"] > 0 and custom["kstateStoreDbBytes"] == 0, custom
+            else:  # a 64-byte bound: the store spilled its changes and keeps its state in RocksDB
+                assert custom["kstateStoreSpills"] > 0 and custom["kstateStoreHeapBytes"] == 0, custom
+                assert custom["kstateStoreDbBytes"] > 0, custom

@@ -287,3 +287,19 @@ def test_spark_aggregation_downstream_drops_nothing_as_late(spark, tmp_path, fol
     # downstream windows by kstate window end: [0,20) gets both [0,10) windows, the lagging one too
     assert got == [(0, 2, 2), (40, 1, 1), (100, 2, 2), (300, 2, 2)]
     assert dropped == 0
+
+
+def test_late_records_are_counted_per_micro_batch_and_in_total_across_restarts(spark, tmp_path) -> None:
+    windows = TimeWindows.of_size("10 seconds")
+    batches = [[dict(seq=0, k="a", ts=25_000, v=0), dict(seq=1, k="a", ts=3000, v=0)],  # 1 late
+               [dict(seq=2, k="a", ts=4000, v=0), dict(seq=3, k="a", ts=5000, v=0)]]  # 2 late
+    src, ckpt = str(tmp_path / "src"), str(tmp_path / "ckpt")
+    seen = []
+    with shuffle_partitions(spark, 1):
+        for b in batches:  # a restart between the two micro-batches
+            fs = FileStream(spark, src, ckpt, _aggregate(windows), schema=SCHEMA, output_mode="update")
+            with fs:
+                fs.add_batch(b)
+                custom = fs.query.lastProgress["stateOperators"][0]["customMetrics"]
+            seen.append((custom["lateRecordsDropped"], custom["lateRecordsDroppedTotal"]))
+    assert seen == [(1, 1), (2, 3)]

@@ -12,7 +12,7 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference,
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.state.StateStore
-import org.apache.spark.sql.kstate.state.{HeapSessionAggState, SessionAggState, StoreSessionAggState, StoredSession}
+import org.apache.spark.sql.kstate.state.{HeapSessionAggState, RunningTotal, SessionAggState, StateMeta, StoreSessionAggState, StoredSession}
 import org.apache.spark.sql.types._
 
 /**
@@ -75,7 +75,7 @@ case class KStateSessionAggregateExec(
     // one entry per key (all its sessions) and its time index entries
     FinalResultsBuffer.boundHeap(finalResults, store, entriesPerRecord = 2)
     new SessionTask(store.map(s => new StoreSessionAggState(s, stateKeySchema, bufferSchema))
-      .getOrElse(new HeapSessionAggState))
+      .getOrElse(new HeapSessionAggState), new RunningTotal(store.map(new StateMeta(_)), StateMeta.LateDroppedTotal))
   }
 
   /** A session while the batch runs; `stored`: it is in the state as it was at batch start. */
@@ -85,7 +85,7 @@ case class KStateSessionAggregateExec(
   /** A key's sessions in this batch: as stored at batch start, and now (ordered by start). */
   private final class KeySessions(val atStart: Array[StoredSession], var now: List[Session])
 
-  private final class SessionTask(state: SessionAggState) extends KStateTask {
+  private final class SessionTask(state: SessionAggState, lateTotal: RunningTotal) extends KStateTask {
     import KStateSessionAggregateExec._
     private val gapMs = windows.gapMs
     private val graceMs = windows.graceMs
@@ -196,6 +196,7 @@ case class KStateSessionAggregateExec(
       FinalResultsBuffer.checkFull(finalResults, operatorName, state.records, state.bytes)
       counters(BufferRecords) = state.records
       counters(BufferBytes) = state.bytes
+      counters(LateDroppedTotal) = lateTotal.save(counters(LateDropped))
       state.finish(streamTime)
     }
 
@@ -228,7 +229,8 @@ object KStateSessionAggregateExec {
     AggregateMetrics.LatenessTotal,
     AggregateMetrics.LatenessMax,
     "bufferRecords" -> "open sessions kept in state",
-    "bufferBytes" -> "bytes of the open sessions kept in state (keys and buffers)")
+    "bufferBytes" -> "bytes of the open sessions kept in state (keys and buffers)",
+    "lateRecordsDroppedTotal" -> "late records dropped since the query started (kept with the state)")
   private val Records = 0
   private val Updates = 1
   private val Merged = 2
@@ -241,4 +243,5 @@ object KStateSessionAggregateExec {
   private val LatenessMax = 9
   private val BufferRecords = 10
   private val BufferBytes = 11
+  private val LateDroppedTotal = 12
 }

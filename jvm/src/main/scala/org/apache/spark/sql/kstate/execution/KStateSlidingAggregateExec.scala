@@ -13,7 +13,7 @@ import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.state.StateStore
-import org.apache.spark.sql.kstate.state.{HeapSessionAggState, SessionAggState, StoreSessionAggState, StoredSession}
+import org.apache.spark.sql.kstate.state.{HeapSessionAggState, RunningTotal, SessionAggState, StateMeta, StoreSessionAggState, StoredSession}
 import org.apache.spark.sql.types._
 
 /**
@@ -79,7 +79,7 @@ case class KStateSlidingAggregateExec(
   override protected def newTask(store: Option[StateStore]): KStateTask = {
     FinalResultsBuffer.boundHeap(finalResults, store, entriesPerRecord = 2)
     new SlidingTask(store.map(s => new StoreSessionAggState(s, stateKeySchema, bufferSchema))
-      .getOrElse(new HeapSessionAggState))
+      .getOrElse(new HeapSessionAggState), new RunningTotal(store.map(new StateMeta(_)), StateMeta.LateDroppedTotal))
   }
 
   /** A window while the batch runs: `[start, start + d]`; `changed` in this batch. */
@@ -88,7 +88,7 @@ case class KStateSlidingAggregateExec(
   /** A key's windows (by start) and records (ts, own buffer) in this batch. */
   private final class KeyState(val windows: mutable.TreeMap[Long, Win], val records: ArrayBuffer[(Long, UnsafeRow)])
 
-  private final class SlidingTask(state: SessionAggState) extends KStateTask {
+  private final class SlidingTask(state: SessionAggState, lateTotal: RunningTotal) extends KStateTask {
     import KStateSlidingAggregateExec._
     private val d = windows.timeDifferenceMs
     private val graceMs = windows.graceMs
@@ -211,6 +211,7 @@ case class KStateSlidingAggregateExec(
       FinalResultsBuffer.checkFull(finalResults, operatorName, state.records, state.bytes)
       counters(BufferRecords) = state.records
       counters(BufferBytes) = state.bytes
+      counters(LateDroppedTotal) = lateTotal.save(counters(LateDropped))
       state.finish(streamTime)
     }
 
@@ -247,7 +248,8 @@ object KStateSlidingAggregateExec {
     AggregateMetrics.LatenessTotal,
     AggregateMetrics.LatenessMax,
     "bufferRecords" -> "windows and records kept in state",
-    "bufferBytes" -> "bytes of the windows and records kept in state (keys and buffers)")
+    "bufferBytes" -> "bytes of the windows and records kept in state (keys and buffers)",
+    "lateRecordsDroppedTotal" -> "late records dropped since the query started (kept with the state)")
   private val Records = 0
   private val Updates = 1
   private val Created = 2
@@ -260,6 +262,7 @@ object KStateSlidingAggregateExec {
   private val LatenessMax = 9
   private val BufferRecords = 10
   private val BufferBytes = 11
+  private val LateDroppedTotal = 12
   /** State key kinds: a key's windows, and its records' own buffers. */
   private val WindowsKind = 0
   private val RecordsKind = 1

@@ -59,6 +59,7 @@ case class KStateSuppressExec(
   override protected def stateKeySchema: StructType = StructType(Seq(StructField("key", key.dataType)))
   override protected def stateValueSchema: StructType = StructType(Seq(StructField("row", BinaryType)))
   override protected def customMetricDescriptions: Seq[(String, String)] = KStateSuppressExec.CustomMetrics
+  override protected def maxMetrics: Set[String] = Set("bufferRecordsMax", "bufferBytesMax")
 
   override protected def newTask(store: Option[StateStore]): KStateTask = store match {
     case Some(k: KStateStore) => new SuppressTask(k)
@@ -112,10 +113,18 @@ case class KStateSuppressExec(
         return
       }
       if (buffer.put(k.getBytes, rowProj(row).getBytes, ts, bufferTime)) counters(SuppressedUpdates) += 1
+      notePeak()
       evict(emit)
     }
 
+    /** The buffer's largest size in this micro-batch (after a put, before evictions). */
+    private def notePeak(): Unit = {
+      if (buffer.numRecords > counters(BufferRecordsMax)) counters(BufferRecordsMax) = buffer.numRecords
+      if (buffer.numBytes > counters(BufferBytesMax)) counters(BufferBytesMax) = buffer.numBytes
+    }
+
     override def finish(): Unit = {
+      notePeak() // a micro-batch without puts: its size at the start
       evict(r => out += r)
       counters(BufferRecords) = buffer.numRecords
       counters(BufferBytes) = buffer.numBytes
@@ -147,7 +156,9 @@ object KStateSuppressExec {
     "nullTimestampsDropped" -> "records dropped: null timestamp or window end",
     "bufferRecords" -> "rows in the buffer at the end of the micro-batch",
     "bufferBytes" -> "bytes in the buffer at the end of the micro-batch (keys, rows, timestamps)",
-    "lateRecordsDropped" -> "updates dropped: their window had closed (until_window_closes)")
+    "lateRecordsDropped" -> "updates dropped: their window had closed (until_window_closes)",
+    "bufferRecordsMax" -> "most rows in a partition's buffer during the micro-batch (the largest over partitions)",
+    "bufferBytesMax" -> "most bytes in a partition's buffer during the micro-batch (the largest over partitions)")
   private val Emitted = 0
   private val SuppressedUpdates = 1
   private val EarlyEvictions = 2
@@ -156,4 +167,6 @@ object KStateSuppressExec {
   private val BufferRecords = 5
   private val BufferBytes = 6
   private val LateDropped = 7
+  private val BufferRecordsMax = 8
+  private val BufferBytesMax = 9
 }

@@ -12,7 +12,7 @@ import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.state.StateStore
-import org.apache.spark.sql.kstate.state.{HeapWindowAggState, StoreWindowAggState, WindowAggState}
+import org.apache.spark.sql.kstate.state.{HeapWindowAggState, RunningTotal, StateMeta, StoreWindowAggState, WindowAggState}
 import org.apache.spark.sql.types._
 
 /**
@@ -69,7 +69,8 @@ case class KStateWindowedAggregateExec(
     // two entries per window: its value and its time index entry
     FinalResultsBuffer.boundHeap(finalResults, store, entriesPerRecord = 2)
     new AggregateTask(
-      store.map(s => new StoreWindowAggState(s, stateKeySchema)).getOrElse(new HeapWindowAggState))
+      store.map(s => new StoreWindowAggState(s, stateKeySchema)).getOrElse(new HeapWindowAggState),
+      new RunningTotal(store.map(new StateMeta(_)), StateMeta.LateDroppedTotal))
   }
 
   /**
@@ -78,7 +79,7 @@ case class KStateWindowedAggregateExec(
    */
   private final class Changed(var buffer: UnsafeRow, var maxTs: Long, val end: Long, var storedSize: Int)
 
-  private final class AggregateTask(state: WindowAggState) extends KStateTask {
+  private final class AggregateTask(state: WindowAggState, lateTotal: RunningTotal) extends KStateTask {
     private val w = windows
     private val in = child.output
     private val nBuffer = bufferAttributes.length
@@ -217,6 +218,7 @@ case class KStateWindowedAggregateExec(
       FinalResultsBuffer.checkFull(finalResults, operatorName, state.records, state.bytes)
       counters(BufferRecords) = state.records
       counters(BufferBytes) = state.bytes
+      counters(LateDroppedTotal) = lateTotal.save(counters(LateDropped))
       state.finish(streamTime)
     }
 
@@ -254,7 +256,8 @@ object KStateWindowedAggregateExec {
     AggregateMetrics.LatenessTotal,
     AggregateMetrics.LatenessMax,
     "bufferRecords" -> "open windows kept in state",
-    "bufferBytes" -> "bytes of the open windows kept in state (keys and values)")
+    "bufferBytes" -> "bytes of the open windows kept in state (keys and values)",
+    "lateRecordsDroppedTotal" -> "late records dropped since the query started (kept with the state)")
   private val Records = 0
   private val Updates = 1
   private val LateDropped = 2
@@ -266,6 +269,7 @@ object KStateWindowedAggregateExec {
   private val LatenessMax = 8
   private val BufferRecords = 9
   private val BufferBytes = 10
+  private val LateDroppedTotal = 11
   /** With final results, changed windows are written to the store once this many collect. */
   private val FlushEvery = 4096
 

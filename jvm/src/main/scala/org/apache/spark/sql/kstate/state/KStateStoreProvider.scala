@@ -664,7 +664,9 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
       MetricRestoreRecords -> restore.map(_.recordsReplayed).getOrElse(0L),
       MetricRestoredFromSnapshot -> restore.count(_.snapshotVersion.isDefined).toLong,
       MetricSpills -> c.spills,
-      MetricSpilledRecords -> c.spilledRecords)
+      MetricSpilledRecords -> c.spilledRecords,
+      MetricHeapBytes -> (if (heap != null) heap.heapBytes else 0L),
+      MetricDbBytes -> Option(localDb).map(_.dataBytes).getOrElse(0L))
     val mem = if (heap != null) heap.heapBytes else Option(localDb).map(_.memoryBytes).getOrElse(0L)
     StateStoreMetrics(if (countsRows) math.max(numKeys, 0L) else -1L, mem, custom)
   }
@@ -756,9 +758,13 @@ object KStateStoreProvider {
     "kstate store: times uncommitted changes were spilled from the heap to local disk")
   val MetricSpilledRecords = StateStoreCustomSumMetric("kstateStoreSpilledRecords",
     "kstate store: changelog records written by spills")
+  val MetricHeapBytes = StateStoreCustomSizeMetric("kstateStoreHeapBytes",
+    "kstate store: heap bytes (estimated) of the committed state kept on the heap", false)
+  val MetricDbBytes = StateStoreCustomSizeMetric("kstateStoreDbBytes",
+    "kstate store: bytes in its local RocksDB, the disk tier (files and memtables: state off the heap, spilled changes)", false)
   val AllMetrics: Seq[StateStoreCustomMetric] = Seq(MetricDbGets, MetricCommitMs,
     MetricChangelogBytes, MetricChangelogRecords, MetricSnapshotMs, MetricSnapshotsWritten,
     MetricRestoreMs, MetricRestoreRecords, MetricRestoredFromSnapshot, MetricSpills,
-    MetricSpilledRecords)
+    MetricSpilledRecords, MetricHeapBytes, MetricDbBytes)
 }
 

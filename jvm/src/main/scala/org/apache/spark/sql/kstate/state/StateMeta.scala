@@ -36,6 +36,20 @@ object StateMeta {
   val Entries = 1
   val LastPurgeBound = 2
   val Bytes = 3
+  val LateDroppedTotal = 4
   private val KeySchema = StructType(Seq(StructField("slot", IntegerType, nullable = false)))
   private val ValueSchema = StructType(Seq(StructField("value", LongType, nullable = false)))
+}
+
+/**
+ * A count kept across micro-batches in a [[StateMeta]] slot, committed with the state (none for
+ * batch queries: the count starts at 0).
+ */
+final class RunningTotal(meta: Option[StateMeta], slot: Int) {
+  private val before = meta.map(_.get(slot, 0L)).getOrElse(0L)
+  /** The total including this micro-batch's `n`; persisted when the store commits. */
+  def save(n: Long): Long = {
+    meta.foreach(_.put(slot, before + n))
+    before + n
+  }
 }

@@ -59,6 +59,12 @@ private[kstate] final class LocalDb(root: File) extends AutoCloseable {
     prop("rocksdb.cur-size-all-mem-tables") + prop("rocksdb.estimate-table-readers-mem")
   }
 
+  /** Bytes of data in this instance: its table files on local disk and its memtables. */
+  def dataBytes: Long = {
+    def prop(p: String) = try db.getLongProperty(p) catch { case _: RocksDBException => 0L }
+    prop("rocksdb.total-sst-files-size") + prop("rocksdb.cur-size-all-mem-tables")
+  }
+
   override def close(): Unit = {
     try {
       db.close(); writeOptions.close(); readOptions.close(); options.close()
