@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from kstate import SessionWindows
+from kstate import BufferConfig, SessionWindows
 from _property import PROPERTY_SETTINGS, micro_batches
 from _streaming import FileStream, partition_map, run_batch_df, shuffle_partitions
 from _windowed import KEYS, SCHEMA, aggregate, model_rows, random_records, stream, tuples
@@ -143,3 +143,14 @@ def check(spark, tmp_factory, sc: Dict[str, Any], partitions: int) -> None:
 @given(data=st.data())
 def test_streaming_matches_model(spark, session_tmp, partitions, data) -> None:
     check(spark, session_tmp, data.draw(scenarios(), label="scenario"), partitions=partitions)
+
+
+def test_spilling_final_results_equal_unbounded_ones(spark, tmp_path) -> None:
+    rnd = random.Random(4)
+    windows = SessionWindows.with_inactivity_gap("3 seconds").grace("2 seconds")
+    batches = [[dict(seq=i, k=f"k{rnd.randint(0, 2999)}", ts=5 * i + rnd.randint(0, 4000), v=i) for i in range(6000)],
+               [dict(seq=6000, k="z", ts=200_000, v=0)]]
+    spill = BufferConfig.max_bytes(64 * 1024).spill_to_disk_when_full()
+    unbounded = _stream(spark, str(tmp_path / "u"), aggregate(windows, True), batches, partitions=1)
+    spilled = _stream(spark, str(tmp_path / "s"), aggregate(windows, True, spill), batches, partitions=1)
+    assert spilled == unbounded and sum(len(rows) for rows in unbounded.values()) > 2000
