@@ -1,7 +1,9 @@
 """Driver process for the kill -9 test (run as ``python _kill9_driver.py CONFIG.json``).
 
 Runs ONE streaming query: JSON-lines files in ``src`` (one file per micro-batch, files are
-ordered by modification time) -> kstate deduplication -> an idempotent sink: foreachBatch
+ordered by modification time) -> a kstate operator (``operator``: ``dedup``, the default;
+``window_final``, a windowed count suppressed until its windows close; ``time_limit``,
+``suppress(until_time_limit)``) -> an idempotent sink: foreachBatch
 writes each batch's rows to ``out/batch=<id>.json`` (atomically, overwriting), so a replayed
 batch rewrites the same file. Processes every available file, stops and exits 0.
 
@@ -52,7 +54,20 @@ def main(config_path: str) -> int:
         pause("after_write", batch_id)
 
     source = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(cfg["src"])
-    out = dedup(source, cfg["mode"], cfg["interval"])
+    operator = cfg.get("operator", "dedup")
+    if operator == "dedup":
+        out = dedup(source, cfg["mode"], cfg["interval"])
+    else:
+        from kstate import BufferConfig, Suppressed, TimeWindows
+        if operator == "window_final":
+            out = (source.kstate.windowed_by(TimeWindows.of_size(cfg["size"]).grace(cfg["grace"]), key="k",
+                                             timestamp="ts").count()
+                   .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
+        elif operator == "time_limit":
+            out = source.kstate.suppress(Suppressed.until_time_limit(cfg["limit"], BufferConfig.unbounded()),
+                                         key="k", timestamp="ts")
+        else:
+            raise ValueError(f"unknown operator {operator}")
     q = (out.writeStream.foreachBatch(sink).outputMode("append")
          .option("checkpointLocation", cfg["checkpoint"]).start())
     q.processAllAvailable()
