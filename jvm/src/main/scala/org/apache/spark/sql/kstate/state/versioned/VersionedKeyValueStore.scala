@@ -26,27 +26,43 @@ import org.apache.spark.sql.kstate.state.KStateStore
  *  - Observed stream time is the largest timestamp put so far; it is persisted with the store
  *    when it commits.
  *  - `cleanup()` deletes versions whose validTo is at or before stream time minus retention,
- *    and latest tombstones that old, through a time index: it touches only expired entries.
+ *    and latest tombstones that old, through a time index by segment: it reads only the keys that
+ *    have versions in an expired time segment, and nothing while no segment has expired.
  *
  * Layout (in four column families of the owning store; `flip` maps signed to unsigned order):
  * {{{
- *   latest   key                                   -> validFrom:8 tomb:1 value
+ *   latest   key                                   -> validFrom:8 indexed:8 tomb:1 value
  *   history  klen:4 key ~flip(validFrom):8          -> validTo:8 tomb:1 value   (newest first)
- *   expiry   flip(expiresAt):8 kind:1 klen:4 key validFrom:8  -> ()
- *   meta     "t"                                    -> observed stream time:8
+ *   expiry   flip(segment):8 kind:1 key             -> ()
+ *   meta     "t"                                    -> stream time:8 lowest segment:8 cleaned through:8
  * }}}
+ * Time is cut into segments of `segmentIntervalMs` (Kafka's default for the retention, unless
+ * given). The expiry index holds one entry per key and segment in which the key has history
+ * versions ending (kind 0), or a latest tombstone (kind 1), not one per version: `indexed` in the
+ * latest entry is the segment the key's last entry was written for, so the common put (a new
+ * latest version moving the previous one into history) writes two entries, and an index entry
+ * only when the history reaches a new segment. Cleanup drains the index up to the last segment
+ * wholly at or before the cutoff and deletes each of those keys' expired versions.
+ * The segment interval only sets the index's granularity: reopening with another is safe.
+ *
  * Not thread-safe; lives for one store version (one task).
  */
 final class VersionedKeyValueStore(
     store: KStateStore,
     name: String,
     historyRetentionMs: Long,
-    gracePeriodMs: Long) {
+    gracePeriodMs: Long,
+    segmentIntervalMs: Long) {
   import VersionedKeyValueStore._
+
+  def this(store: KStateStore, name: String, historyRetentionMs: Long, gracePeriodMs: Long) =
+    this(store, name, historyRetentionMs, gracePeriodMs,
+      VersionedKeyValueStore.defaultSegmentInterval(historyRetentionMs))
 
   if (historyRetentionMs < 0 || gracePeriodMs < 0 || gracePeriodMs > historyRetentionMs) {
     throw KStateErrors.invalidVersionedStoreConfig(name, historyRetentionMs, gracePeriodMs)
   }
+  require(segmentIntervalMs > 0, s"segment interval must be positive, got $segmentIntervalMs ms")
 
   private val latest = store.bytes(s"kstate_vs_${name}_latest")
   private val history = store.bytes(s"kstate_vs_${name}_history")
@@ -54,13 +70,21 @@ final class VersionedKeyValueStore(
   private val meta = store.bytes(s"kstate_vs_${name}_meta")
   private val StreamTimeKey = Array[Byte]('t')
 
-  private var streamTime: Long = Option(meta.get(StreamTimeKey)).map(b => ByteBuffer.wrap(b).getLong)
-    .getOrElse(NoTime)
-  private var streamTimeMoved = false
-  // Stream time is written once, when the store commits, not at every put that advances it.
-  store.beforeCommit(() => if (streamTimeMoved) {
-    meta.put(StreamTimeKey, ByteBuffer.allocate(8).putLong(streamTime).array())
-    streamTimeMoved = false
+  private var streamTime: Long = NoTime
+  /** No expiry entry is below this segment (cleanup reads from here; nothing to do above `cleanedThrough`). */
+  private var lowestSegment: Long = Long.MaxValue
+  /** The last segment a cleanup drained: an index entry for it or below is gone. */
+  private var cleanedThrough: Long = Long.MinValue
+  Option(meta.get(StreamTimeKey)).map(ByteBuffer.wrap).foreach { b =>
+    streamTime = b.getLong
+    if (b.remaining >= 16) { lowestSegment = b.getLong; cleanedThrough = b.getLong }
+  }
+  private var metaMoved = false
+  // Written once, when the store commits, not at every put that moves it.
+  store.beforeCommit(() => if (metaMoved) {
+    meta.put(StreamTimeKey, ByteBuffer.allocate(24).putLong(streamTime).putLong(lowestSegment)
+      .putLong(cleanedThrough).array())
+    metaMoved = false
   })
 
   /** The largest timestamp put so far (`Long.MinValue` before the first put). */
@@ -70,19 +94,20 @@ final class VersionedKeyValueStore(
     if (timestamp < minus(streamTime, gracePeriodMs)) return NotPut
     if (timestamp > streamTime) {
       streamTime = timestamp
-      streamTimeMoved = true
+      metaMoved = true
     }
     val cur = latestOf(key)
     if (cur == null || timestamp > cur.from) {
-      if (cur != null) {
-        if (cur.tomb) expiry.delete(expiryKey(cur.from, KindTombstone, key, cur.from))
-        writeHistory(key, cur.from, timestamp, cur.value)
+      // a latest tombstone moving into history leaves a stale tombstone index entry: cleanup
+      // checks the latest entry before it deletes anything
+      val indexed = if (cur == null) NoSegment else {
+        history.put(historyKey(key, cur.from), entry(timestamp, cur.value))
+        indexHistory(key, timestamp, cur.indexed)
       }
-      writeLatest(key, timestamp, value)
+      writeLatest(key, timestamp, indexed, value)
       Latest
     } else if (timestamp == cur.from) {
-      if (cur.tomb) expiry.delete(expiryKey(cur.from, KindTombstone, key, cur.from))
-      writeLatest(key, timestamp, value)
+      writeLatest(key, timestamp, cur.indexed, value, tombIndexed = cur.tomb)
       Latest
     } else {
       insertIntoHistory(key, value, timestamp, cur.from)
@@ -115,39 +140,58 @@ final class VersionedKeyValueStore(
   /** Deletes expired versions and tombstones; returns how many entries it removed. */
   def cleanup(): Int = {
     val cutoff = minus(streamTime, historyRetentionMs)
-    if (cutoff == NoTime) return 0
-    val it = expiry.scan(Array.emptyByteArray, Some(flip(cutoff + 1)))
+    if (cutoff == NoTime || cutoff == Long.MaxValue) return 0
+    // segments wholly at or before the cutoff: validTo < bound
+    val lastExpired = Math.floorDiv(cutoff + 1, segmentIntervalMs) - 1
+    if (lowestSegment > lastExpired) return 0
+    val bound = segmentStart(lastExpired + 1)
+    val it = expiry.scan(flip(lowestSegment), Some(flip(lastExpired + 1)))
+    val entries = new java.util.ArrayList[Array[Byte]]()
+    try it.foreach { case (k, _) => entries.add(k) } finally it.close()
+    val seen = new java.util.HashSet[java.nio.ByteBuffer]()
     var removed = 0
-    try it.foreach { case (k, _) =>
-      val b = ByteBuffer.wrap(k)
-      val expiresAt = b.getLong ^ Long.MinValue
-      val kind = b.get
-      val userKey = new Array[Byte](b.getInt)
-      b.get(userKey)
-      val from = b.getLong
-      kind match {
-        case KindHistory =>
-          val hk = historyKey(userKey, from)
-          val h = history.get(hk)
-          if (h != null && ByteBuffer.wrap(h).getLong == expiresAt) history.delete(hk)
+    entries.forEach { k =>
+      val kind = k(8)
+      val userKey = java.util.Arrays.copyOfRange(k, 9, k.length)
+      if (seen.add(ByteBuffer.wrap(java.util.Arrays.copyOfRange(k, 8, k.length)))) kind match {
+        case KindHistory => removed += deleteHistoryBefore(userKey, bound)
         case KindTombstone =>
           val cur = latestOf(userKey)
-          if (cur != null && cur.tomb && cur.from == from) latest.delete(userKey)
+          if (cur != null && cur.tomb && cur.from < bound) { latest.delete(userKey); removed += 1 }
       }
       expiry.delete(k)
-      removed += 1
-    } finally it.close()
+    }
+    lowestSegment = lastExpired + 1
+    cleanedThrough = lastExpired
+    metaMoved = true
     removed
+  }
+
+  /** Deletes `key`'s history versions with validTo < `bound`; returns how many. */
+  private def deleteHistoryBefore(key: Array[Byte], bound: Long): Int = {
+    val prefix = keyPrefix(key)
+    val it = history.scan(prefix, org.apache.spark.sql.kstate.state.store.Bytes.prefixEnd(prefix))
+    val expired = new java.util.ArrayList[Array[Byte]]()
+    try it.foreach { case (k, v) => if (ByteBuffer.wrap(v).getLong < bound) expired.add(k) } finally it.close()
+    expired.forEach(k => history.delete(k))
+    expired.size
   }
 
   // ---- internals ---------------------------------------------------------------------------
 
+  /** A version; for the latest, `indexed` is the segment its key's last history index entry is for. */
   private final class Version(val from: Long, val validTo: Long, val tomb: Boolean,
-      val value: Array[Byte])
+      val value: Array[Byte], val indexed: Long = NoSegment)
 
   private def latestOf(key: Array[Byte]): Version = {
     val b = latest.get(key)
-    if (b == null) null else decode(b, from = ByteBuffer.wrap(b).getLong, validTo = Latest)
+    if (b == null) null
+    else {
+      val bb = ByteBuffer.wrap(b)
+      val tomb = b(16) == 1
+      new Version(bb.getLong(0), Latest, tomb, if (tomb) null else java.util.Arrays.copyOfRange(b, 17, b.length),
+        bb.getLong(8))
+    }
   }
 
   private def decode(b: Array[Byte], from: Long, validTo: Long): Version = {
@@ -155,14 +199,38 @@ final class VersionedKeyValueStore(
     new Version(from, validTo, tomb, if (tomb) null else java.util.Arrays.copyOfRange(b, 9, b.length))
   }
 
-  private def writeLatest(key: Array[Byte], from: Long, value: Array[Byte]): Unit = {
-    latest.put(key, entry(from, value))
-    if (value == null) expiry.put(expiryKey(from, KindTombstone, key, from), Array.emptyByteArray)
+  private def segmentOf(t: Long): Long = Math.floorDiv(t, segmentIntervalMs)
+  private def segmentStart(segment: Long): Long =
+    if (segment > Long.MaxValue / segmentIntervalMs) Long.MaxValue else segment * segmentIntervalMs
+
+  private def addIndex(segment: Long, kind: Byte, key: Array[Byte]): Unit = {
+    expiry.put(expiryKey(segment, kind, key), Array.emptyByteArray)
+    if (segment < lowestSegment) { lowestSegment = segment; metaMoved = true }
+  }
+
+  /**
+   * Indexes a history version of `key` ending at `validTo`, unless the key's entry for that
+   * segment is known to exist (`indexed`, and no cleanup has drained that segment); returns the
+   * segment indexed.
+   */
+  private def indexHistory(key: Array[Byte], validTo: Long, indexed: Long): Long = {
+    val s = segmentOf(validTo)
+    if (s != indexed || s <= cleanedThrough) addIndex(s, KindHistory, key)
+    s
+  }
+
+  /** `tombIndexed`: the latest is already a tombstone at `from`, indexed. */
+  private def writeLatest(key: Array[Byte], from: Long, indexed: Long, value: Array[Byte],
+      tombIndexed: Boolean = false): Unit = {
+    val b = ByteBuffer.allocate(17 + (if (value == null) 0 else value.length)).putLong(from).putLong(indexed)
+    if (value == null) b.put(1.toByte) else b.put(0.toByte).put(value)
+    latest.put(key, b.array())
+    if (value == null && !tombIndexed) addIndex(segmentOf(from), KindTombstone, key)
   }
 
   private def writeHistory(key: Array[Byte], from: Long, validTo: Long, value: Array[Byte]): Unit = {
     history.put(historyKey(key, from), entry(validTo, value))
-    expiry.put(expiryKey(validTo, KindHistory, key, from), Array.emptyByteArray)
+    indexHistory(key, validTo, NoSegment)
   }
 
   /** The history version of `key` with the largest validFrom <= ts. */
@@ -197,7 +265,6 @@ final class VersionedKeyValueStore(
       val next = nextFrom(key, ts, latestFrom)
       if (h != null && h.validTo > ts) {
         // ts splits h's validity: h now ends where the new version begins
-        expiry.delete(expiryKey(h.validTo, KindHistory, key, h.from))
         writeHistory(key, h.from, ts, h.value)
       }
       writeHistory(key, ts, next, value)
@@ -219,7 +286,7 @@ object VersionedKeyValueStore {
   /** `t - d`, saturating at `Long.MinValue` (no stream time yet means no cutoff). */
   private def minus(t: Long, d: Long): Long = if (t == NoTime || t < Long.MinValue + d) NoTime else t - d
 
-  private def flip(ts: Long): Array[Byte] = ByteBuffer.allocate(8).putLong(ts ^ Long.MinValue).array()
+  private def flip(segment: Long): Array[Byte] = ByteBuffer.allocate(8).putLong(segment ^ Long.MinValue).array()
 
   private def keyPrefix(key: Array[Byte]): Array[Byte] =
     ByteBuffer.allocate(4 + key.length).putInt(key.length).put(key).array()
@@ -228,9 +295,22 @@ object VersionedKeyValueStore {
     ByteBuffer.allocate(12 + key.length).putInt(key.length).put(key)
       .putLong(~(from ^ Long.MinValue)).array()
 
-  private def expiryKey(expiresAt: Long, kind: Byte, key: Array[Byte], from: Long): Array[Byte] =
-    ByteBuffer.allocate(21 + key.length).putLong(expiresAt ^ Long.MinValue).put(kind)
-      .putInt(key.length).put(key).putLong(from).array()
+  private def expiryKey(segment: Long, kind: Byte, key: Array[Byte]): Array[Byte] =
+    ByteBuffer.allocate(9 + key.length).putLong(segment ^ Long.MinValue).put(kind).put(key).array()
+
+  /** No index entry written (a key without history). */
+  private val NoSegment = Long.MinValue
+
+  /**
+   * The segment interval when none is given, from the history retention, in the same steps as
+   * Kafka's default: a third of it (at least 2 s) up to 1 minute, a fifth (at least 20 s) up to 5
+   * minutes, a twelfth (at least 1 minute) up to an hour, else a 24th (at least 5 minutes).
+   */
+  def defaultSegmentInterval(historyRetentionMs: Long): Long =
+    if (historyRetentionMs <= 60000L) math.max(historyRetentionMs / 3, 2000L)
+    else if (historyRetentionMs <= 300000L) math.max(historyRetentionMs / 5, 20000L)
+    else if (historyRetentionMs <= 3600000L) math.max(historyRetentionMs / 12, 60000L)
+    else math.max(historyRetentionMs / 24, 300000L)
 
   private def entry(ts: Long, value: Array[Byte]): Array[Byte] = {
     val b = ByteBuffer.allocate(9 + (if (value == null) 0 else value.length)).putLong(ts)

@@ -21,10 +21,11 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
   private def str(r: VersionedRecord): Option[(String, Long, Option[Long])] =
     Option(r).map(x => (new String(x.value, "UTF-8"), x.timestamp, x.validTo))
 
-  private def withStore(retention: Long = 100, grace: Long = 100)(f: VersionedKeyValueStore => Unit): Unit = {
+  private def withStore(retention: Long = 100, grace: Long = 100, segment: Long = 10)(
+      f: VersionedKeyValueStore => Unit): Unit = {
     val p = provider()
     val s = p.getStore(0)
-    f(new VersionedKeyValueStore(s, "t", retention, grace))
+    f(new VersionedKeyValueStore(s, "t", retention, grace, segment))
     p.close()
   }
 
@@ -76,19 +77,39 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
   }
 
   test("history older than retention is not served and cleanup removes only expired entries") {
-    withStore(retention = 50, grace = 10) { vs =>
+    withStore(retention = 50, grace = 10, segment = 10) { vs =>
       vs.put(b("k"), b("a"), 10); vs.put(b("k"), b("b"), 20)
       vs.put(b("d"), b("x"), 30); vs.delete(b("d"), 40)
       assert(vs.put(b("k"), b("c"), 100) == Latest)
       // stream time 100, cutoff 50: a [10,20) and b [20,100): b is still needed for as-of 50..99
       assert(vs.get(b("k"), 49) == null)
       assert(str(vs.get(b("k"), 50)) == Some(("b", 20L, Some(100L))))
-      val removed = vs.cleanup() // a (validTo 20), x (validTo 40), d's tombstone (at 40)
+      // segments of 10: 0..4 end at or before the cutoff 50; a (validTo 20), x (validTo 40) and d's
+      // tombstone (at 40) are in them, b (validTo 100) is not
+      val removed = vs.cleanup()
       assert(removed == 3)
       assert(vs.cleanup() == 0)
       assert(str(vs.get(b("k"), 50)) == Some(("b", 20L, Some(100L))))
       assert(vs.get(b("d")) == null)
     }
+  }
+
+  test("the expiry index holds one entry per key and segment, not per version") {
+    val p = provider()
+    val s = p.getStore(0)
+    val vs = new VersionedKeyValueStore(s, "t", 1000, 1000, 100)
+    (1 to 9).foreach(i => vs.put(b("k"), b(s"v$i"), i * 10L)) // 8 versions end in segment 0
+    def index = { val it = s.bytes("kstate_vs_t_expiry").scan(Array.emptyByteArray, None); try it.size finally it.close() }
+    assert(index == 1)
+    vs.put(b("k"), b("v10"), 150) // v9 ends at 150: segment 1
+    assert(index == 2)
+    (1 to 8).foreach(i => assert(str(vs.get(b("k"), i * 10L + 5)) == Some((s"v$i", i * 10L, Some(i * 10L + 10)))))
+    vs.put(b("x"), b("x"), 1200) // cutoff 200: segments 0 and 1 are expired
+    assert(vs.cleanup() == 9 && index == 0)
+    assert(str(vs.get(b("k"))) == Some(("v10", 150L, None)))
+    vs.put(b("k"), b("v11"), 1250) // v10 ends at 1250, segment 12: one new entry
+    assert(index == 1)
+    p.close()
   }
 
   test("grace may not exceed history retention: named error") {
@@ -135,12 +156,13 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
     forAll(Gen.listOfN(60, ops), Gen.choose(0L, 40L), Gen.choose(0L, 40L),
       minSuccessful(25)) { (program, g, extra) =>
       val (retention, grace) = (g + extra, g)
+      val segment = 1L + (g * 7 + extra) % 30 // small segments: cleanups drain the index often
       val model = new Model(retention, grace)
       val root = ProviderFixture.tmp()
       var p = provider(root)
       var version = 0L
       var store: KStateStore = p.getStore(version)
-      var vs = new VersionedKeyValueStore(store, "t", retention, grace)
+      var vs = new VersionedKeyValueStore(store, "t", retention, grace, segment)
       program.foreach {
         case Put(k, v, ts) =>
           assert(vs.put(b(k), v.map(b).orNull, ts) == model.put(k, v, ts), s"put $k@$ts")
@@ -151,18 +173,18 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
         case Commit =>
           version = store.commit()
           store = p.getStore(version)
-          vs = new VersionedKeyValueStore(store, "t", retention, grace)
+          vs = new VersionedKeyValueStore(store, "t", retention, grace, segment)
         case Restart =>
           version = store.commit()
           p.close()
           p = provider(root)
           store = p.getStore(version)
-          vs = new VersionedKeyValueStore(store, "t", retention, grace)
+          vs = new VersionedKeyValueStore(store, "t", retention, grace, segment)
       }
       // a full restart from the checkpoint at the end sees the same latest values
       version = store.commit(); p.close()
       p = provider(root)
-      vs = new VersionedKeyValueStore(p.getStore(version), "t", retention, grace)
+      vs = new VersionedKeyValueStore(p.getStore(version), "t", retention, grace, segment)
       Seq("a", "b", "c").foreach(k => assert(str(vs.get(b(k))) == model.get(k)))
       assert(vs.observedStreamTime == model.streamTime)
       p.close()
