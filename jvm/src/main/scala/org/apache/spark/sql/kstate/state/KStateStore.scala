@@ -110,8 +110,9 @@ final class KStateStore private[state] (
   // ---- reads -------------------------------------------------------------------------------
 
   /** The current bytes of `key`: this version's change if any, else the committed value. */
-  private def current(bytes: Array[Byte]): Array[Byte] = {
-    val key = new HashedKey(bytes)
+  private def current(bytes: Array[Byte]): Array[Byte] = current(new HashedKey(bytes))
+
+  private def current(key: HashedKey): Array[Byte] = {
     val e = changes.lookup(key)
     if (e != null && e.value != null) {
       if (e.isDelete) null else e.value
@@ -259,7 +260,9 @@ final class KStateStore private[state] (
     try it.foreach { case (k, _) => write(k, WriteSet.Deleted) } finally it.close()
   }
 
-  private def write(key: Array[Byte], value: Array[Byte]): Unit = {
+  private def write(key: Array[Byte], value: Array[Byte]): Unit = write(new HashedKey(key), value)
+
+  private def write(key: HashedKey, value: Array[Byte]): Unit = {
     changes.write(key, value)
     spillIfFull()
   }
@@ -307,6 +310,15 @@ final class KStateStore private[state] (
 
   private[kstate] final class RawFamily(prefix: Array[Byte]) {
     def get(key: Array[Byte]): Array[Byte] = current(Bytes.concat(prefix, key))
+    /** `key` with this family's prefix, hashed once: for reading and then writing one key. */
+    def hashed(key: Array[Byte]): HashedKey = new HashedKey(Bytes.concat(prefix, key))
+    def get(key: HashedKey): Array[Byte] = current(key)
+    def put(key: HashedKey, value: Array[Byte]): Unit = { checkWritable("put"); write(key, value) }
+    /** A buffer for a key of `length` bytes with this family's prefix already written. */
+    def keyBuffer(length: Int): java.nio.ByteBuffer =
+      java.nio.ByteBuffer.allocate(prefix.length + length).put(prefix)
+    /** Writes under a key that already starts with this family's prefix (from [[keyBuffer]]). */
+    def putPrefixed(key: Array[Byte], value: Array[Byte]): Unit = { checkWritable("put"); write(key, value) }
     def put(key: Array[Byte], value: Array[Byte]): Unit = {
       checkWritable("put"); write(Bytes.concat(prefix, key), value)
     }

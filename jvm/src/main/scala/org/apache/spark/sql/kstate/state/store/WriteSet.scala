@@ -46,8 +46,9 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
 
   def lookup(key: HashedKey): Entry = entries.get(key)
 
-  def write(key: Array[Byte], value: Array[Byte]): Unit = {
-    val k = new HashedKey(key)
+  def write(key: Array[Byte], value: Array[Byte]): Unit = write(new HashedKey(key), value)
+
+  def write(k: HashedKey, value: Array[Byte]): Unit = {
     val e = entries.get(k)
     if (e == null) insert(new Entry(k, value, Unknown))
     else {

@@ -96,17 +96,28 @@ final class VersionedKeyValueStore(
       streamTime = timestamp
       metaMoved = true
     }
-    val cur = latestOf(key)
-    if (cur == null || timestamp > cur.from) {
-      // a latest tombstone moving into history leaves a stale tombstone index entry: cleanup
-      // checks the latest entry before it deletes anything
-      val indexed = if (cur == null) NoSegment else {
-        history.put(historyKey(key, cur.from), entry(timestamp, cur.value))
-        indexHistory(key, timestamp, cur.indexed)
+    val latestKey = latest.hashed(key)
+    val raw = latest.get(latestKey)
+    val rawFrom = if (raw == null) NoTime else ByteBuffer.wrap(raw).getLong(0)
+    if (raw == null || timestamp > rawFrom) {
+      // The common case, on the latest entry's bytes: it moves into history unchanged but for
+      // its header (validFrom:8 indexed:8 tomb:1 value -> validTo:8 tomb:1 value). A latest
+      // tombstone moving into history leaves a stale tombstone index entry: cleanup checks the
+      // latest entry before it deletes anything.
+      val indexed = if (raw == null) NoSegment else {
+        val h = new Array[Byte](raw.length - 8)
+        ByteBuffer.wrap(h).putLong(timestamp)
+        System.arraycopy(raw, 16, h, 8, raw.length - 16)
+        history.putPrefixed(history.keyBuffer(12 + key.length).putInt(key.length).put(key)
+          .putLong(~(rawFrom ^ Long.MinValue)).array(), h)
+        indexHistory(key, timestamp, ByteBuffer.wrap(raw).getLong(8))
       }
-      writeLatest(key, timestamp, indexed, value)
-      Latest
-    } else if (timestamp == cur.from) {
+      latest.put(latestKey, latestEntry(timestamp, indexed, value))
+      if (value == null) addIndex(segmentOf(timestamp), KindTombstone, key)
+      return Latest
+    }
+    val cur = decodeLatest(raw)
+    if (timestamp == cur.from) {
       writeLatest(key, timestamp, cur.indexed, value, tombIndexed = cur.tomb)
       Latest
     } else {
@@ -183,8 +194,10 @@ final class VersionedKeyValueStore(
   private final class Version(val from: Long, val validTo: Long, val tomb: Boolean,
       val value: Array[Byte], val indexed: Long = NoSegment)
 
-  private def latestOf(key: Array[Byte]): Version = {
-    val b = latest.get(key)
+  private def latestOf(key: Array[Byte]): Version = decodeLatest(latest.get(key))
+
+  /** The version in latest-entry bytes `b` (null for null). */
+  private def decodeLatest(b: Array[Byte]): Version =
     if (b == null) null
     else {
       val bb = ByteBuffer.wrap(b)
@@ -192,7 +205,6 @@ final class VersionedKeyValueStore(
       new Version(bb.getLong(0), Latest, tomb, if (tomb) null else java.util.Arrays.copyOfRange(b, 17, b.length),
         bb.getLong(8))
     }
-  }
 
   private def decode(b: Array[Byte], from: Long, validTo: Long): Version = {
     val tomb = b(8) == 1
@@ -222,10 +234,14 @@ final class VersionedKeyValueStore(
   /** `tombIndexed`: the latest is already a tombstone at `from`, indexed. */
   private def writeLatest(key: Array[Byte], from: Long, indexed: Long, value: Array[Byte],
       tombIndexed: Boolean = false): Unit = {
+    latest.put(key, latestEntry(from, indexed, value))
+    if (value == null && !tombIndexed) addIndex(segmentOf(from), KindTombstone, key)
+  }
+
+  private def latestEntry(from: Long, indexed: Long, value: Array[Byte]): Array[Byte] = {
     val b = ByteBuffer.allocate(17 + (if (value == null) 0 else value.length)).putLong(from).putLong(indexed)
     if (value == null) b.put(1.toByte) else b.put(0.toByte).put(value)
-    latest.put(key, b.array())
-    if (value == null && !tombIndexed) addIndex(segmentOf(from), KindTombstone, key)
+    b.array()
   }
 
   private def writeHistory(key: Array[Byte], from: Long, validTo: Long, value: Array[Byte]): Unit = {
