@@ -4,6 +4,7 @@ suppressed until its windows close), its output as sorted tuples, random input, 
 reference models run per state partition and micro-batch."""
 from __future__ import annotations
 
+import os
 import random
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -70,3 +71,42 @@ def random_records(rnd: random.Random, n: int, jump: Sequence[int] = (-8, 10), l
         v = None if rnd.random() < 0.1 else rnd.randint(-5, 20)
         recs.append(dict(seq=i, k=k, ts=ts, v=v))
     return recs
+
+
+def check_against_model(spark, workdir: str, sc: Dict[str, Any], partitions: int,
+                        model_for: Callable[[Any, bool], Any], extra: Sequence[str] = ()) -> None:
+    """kstate's output of scenario ``sc`` (records, batches, windows, final) equals the model's,
+    micro-batch by micro-batch, and as one batch DataFrame (one micro-batch in DataFrame order)."""
+    from _streaming import partition_map, run_batch_df
+    pm = partition_map(spark, KEYS, "string", partitions)
+    part = lambda k: pm.get(k, 0)
+    new_model = lambda: model_for(sc["windows"], sc["final"])
+    expected = model_rows(sc["batches"], new_model, part)
+    build = aggregate(sc["windows"], sc["final"])
+    got = stream(spark, workdir, build, sc["batches"], partitions, extra)
+    detail = (f"windows={sc['windows']} final={sc['final']} partitions={partitions}\n"
+              f"batches={[[(r['k'], r['ts'], r['v']) for r in b] for b in sc['batches']]}")
+    assert [got.get(i, []) for i in range(len(sc["batches"]))] == expected, detail
+    batch = tuples(run_batch_df(spark, build, sc["records"], schema=SCHEMA, partitions=partitions), extra)
+    assert batch == model_rows([sc["records"]], new_model, part)[0], detail
+
+
+def check_restart_between_every_batch(spark, workdir: str, windows: Any, seed: int,
+                                      extra: Sequence[str] = ()) -> None:
+    """Restarting the query between every micro-batch gives the output of one uninterrupted run,
+    with and without suppression (2 state partitions)."""
+    from _streaming import FileStream, shuffle_partitions
+    rnd = random.Random(seed)
+    recs = [dict(seq=i, k=rnd.choice(KEYS), ts=rnd.randint(0, 60) * 500, v=rnd.randint(-3, 9)) for i in range(40)]
+    batches = [recs[i:i + 8] for i in range(0, 40, 8)]
+    for final in (False, True):
+        whole = stream(spark, os.path.join(workdir, f"whole{final}"), aggregate(windows, final), batches, 2, extra)
+        src, ckpt = os.path.join(workdir, f"src{final}"), os.path.join(workdir, f"ckpt{final}")
+        restarted = {}
+        with shuffle_partitions(spark, 2):
+            for i, b in enumerate(batches):
+                fs = FileStream(spark, src, ckpt, aggregate(windows, final), schema=SCHEMA, output_mode="update").start()
+                fs.add_batch(b)
+                restarted[i] = tuples(fs.batches[i], extra)
+                fs.stop()
+        assert restarted == whole, f"final={final}"

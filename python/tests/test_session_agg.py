@@ -15,8 +15,9 @@ from pyspark.sql import functions as F
 
 from kstate import BufferConfig, SessionWindows
 from _property import PROPERTY_SETTINGS, micro_batches
-from _streaming import FileStream, partition_map, run_batch_df, shuffle_partitions
-from _windowed import KEYS, SCHEMA, aggregate, model_rows, random_records, stream, tuples
+from _streaming import FileStream, partition_map, shuffle_partitions
+from _windowed import (KEYS, SCHEMA, aggregate, check_against_model, check_restart_between_every_batch,
+                       random_records, stream, tuples)
 from models.session_agg_model import SessionAggModel
 
 def _aggregate(windows: SessionWindows, final: bool = False):
@@ -29,10 +30,6 @@ def _tuples(rows) -> List[tuple]:
 
 def _stream(spark, workdir: str, build, batches, partitions: Optional[int] = None) -> Dict[int, List[Any]]:
     return stream(spark, workdir, build, batches, partitions, extra=("tombstone",))
-
-
-def _model(batches, windows: SessionWindows, final: bool, part) -> List[List[tuple]]:
-    return model_rows(batches, lambda: SessionAggModel(windows.gap_ms, windows.grace_ms, final), part)
 
 
 def test_a_record_bridging_two_sessions_merges_them_and_tombstones_both(spark, tmp_path) -> None:
@@ -69,21 +66,7 @@ def test_session_windows_over_timestamp_columns_and_batch_dataframes(spark) -> N
 
 
 def test_restart_between_every_batch_gives_the_same_output(spark, tmp_path) -> None:
-    windows = SessionWindows.with_inactivity_gap("2 seconds").grace("1 second")
-    rnd = random.Random(5)
-    recs = [dict(seq=i, k=rnd.choice(KEYS), ts=rnd.randint(0, 60) * 500, v=rnd.randint(-3, 9)) for i in range(40)]
-    batches = [recs[i:i + 8] for i in range(0, 40, 8)]
-    for final in (False, True):
-        whole = _stream(spark, str(tmp_path / f"whole{final}"), _aggregate(windows, final), batches, partitions=2)
-        src, ckpt = str(tmp_path / f"src{final}"), str(tmp_path / f"ckpt{final}")
-        restarted = {}
-        with shuffle_partitions(spark, 2):
-            for i, b in enumerate(batches):
-                fs = FileStream(spark, src, ckpt, _aggregate(windows, final), schema=SCHEMA, output_mode="update").start()
-                fs.add_batch(b)
-                restarted[i] = _tuples(fs.batches[i])
-                fs.stop()
-        assert restarted == whole
+    check_restart_between_every_batch(spark, str(tmp_path), SessionWindows.with_inactivity_gap("2 seconds").grace("1 second"), seed=5, extra=("tombstone",))
 
 
 def test_lateness_metrics_report_the_average_and_the_largest(spark, tmp_path) -> None:
@@ -124,18 +107,8 @@ def scenarios(draw) -> Dict[str, Any]:
 
 
 def check(spark, tmp_factory, sc: Dict[str, Any], partitions: int) -> None:
-    pm = partition_map(spark, KEYS, "string", partitions)
-    part = lambda k: pm.get(k, 0)
-    expected = _model(sc["batches"], sc["windows"], sc["final"], part)
-    got = _stream(spark, str(tmp_factory.mktemp("sagg")), _aggregate(sc["windows"], sc["final"]),
-                  sc["batches"], partitions=partitions)
-    detail = (f"windows={sc['windows']} final={sc['final']} partitions={partitions}\n"
-              f"batches={[[(r['k'], r['ts'], r['v']) for r in b] for b in sc['batches']]}")
-    assert [got.get(i, []) for i in range(len(sc["batches"]))] == expected, detail
-    # the batch DataFrame is one micro-batch in DataFrame order
-    batch = _tuples(run_batch_df(spark, _aggregate(sc["windows"], sc["final"]), sc["records"],
-                                 schema=SCHEMA, partitions=partitions))
-    assert batch == _model([sc["records"]], sc["windows"], sc["final"], part)[0], detail
+    check_against_model(spark, str(tmp_factory.mktemp("sagg")), sc, partitions,
+                        lambda w, final: SessionAggModel(w.gap_ms, w.grace_ms, final), extra=("tombstone",))
 
 
 @pytest.mark.parametrize("partitions", [1, 3])

@@ -5,8 +5,7 @@ restart, construction-time errors, and a property test against the independent r
 on random input split at random micro-batch boundaries, on one and on three state partitions."""
 from __future__ import annotations
 
-import random
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 import pytest
 from hypothesis import given
@@ -15,8 +14,8 @@ from hypothesis import strategies as st
 import kstate
 from kstate import SlidingWindows
 from _property import PROPERTY_SETTINGS, micro_batches
-from _streaming import FileStream, partition_map, run_batch_df, shuffle_partitions
-from _windowed import KEYS, SCHEMA, aggregate, model_rows, random_records, stream, tuples
+from _windowed import (aggregate, check_against_model, check_restart_between_every_batch,
+                       random_records, stream, tuples)
 from models.sliding_agg_model import SlidingAggModel
 
 def _aggregate(windows: SlidingWindows, final: bool = False):
@@ -25,10 +24,6 @@ def _aggregate(windows: SlidingWindows, final: bool = False):
 
 _tuples = tuples
 _stream = stream
-
-
-def _model(batches, windows: SlidingWindows, final: bool, part) -> List[List[tuple]]:
-    return model_rows(batches, lambda: SlidingAggModel(windows.time_difference_ms, windows.grace_ms, final), part)
 
 
 def test_kafkas_example_and_windows_created_by_a_later_batch(spark, tmp_path) -> None:
@@ -64,21 +59,7 @@ def test_a_record_is_kept_until_its_right_window_closes(spark, tmp_path) -> None
 
 
 def test_restart_between_every_batch_gives_the_same_output(spark, tmp_path) -> None:
-    windows = SlidingWindows.of_time_difference("2 seconds").grace("1 second")
-    rnd = random.Random(11)
-    recs = [dict(seq=i, k=rnd.choice(KEYS), ts=rnd.randint(0, 60) * 500, v=rnd.randint(-3, 9)) for i in range(40)]
-    batches = [recs[i:i + 8] for i in range(0, 40, 8)]
-    for final in (False, True):
-        whole = _stream(spark, str(tmp_path / f"whole{final}"), _aggregate(windows, final), batches, partitions=2)
-        src, ckpt = str(tmp_path / f"src{final}"), str(tmp_path / f"ckpt{final}")
-        restarted = {}
-        with shuffle_partitions(spark, 2):
-            for i, b in enumerate(batches):
-                fs = FileStream(spark, src, ckpt, _aggregate(windows, final), schema=SCHEMA, output_mode="update").start()
-                fs.add_batch(b)
-                restarted[i] = _tuples(fs.batches[i])
-                fs.stop()
-        assert restarted == whole
+    check_restart_between_every_batch(spark, str(tmp_path), SlidingWindows.of_time_difference("2 seconds").grace("1 second"), seed=11, extra=())
 
 
 def test_sliding_windows_are_rejected_for_distinct_and_bad_specs_are_named_errors(spark) -> None:
@@ -103,17 +84,8 @@ def scenarios(draw) -> Dict[str, Any]:
 
 
 def check(spark, tmp_factory, sc: Dict[str, Any], partitions: int) -> None:
-    pm = partition_map(spark, KEYS, "string", partitions)
-    part = lambda k: pm.get(k, 0)
-    expected = _model(sc["batches"], sc["windows"], sc["final"], part)
-    got = _stream(spark, str(tmp_factory.mktemp("slagg")), _aggregate(sc["windows"], sc["final"]),
-                  sc["batches"], partitions=partitions)
-    detail = (f"windows={sc['windows']} final={sc['final']} partitions={partitions}\n"
-              f"batches={[[(r['k'], r['ts'], r['v']) for r in b] for b in sc['batches']]}")
-    assert [got.get(i, []) for i in range(len(sc["batches"]))] == expected, detail
-    batch = _tuples(run_batch_df(spark, _aggregate(sc["windows"], sc["final"]), sc["records"],
-                                 schema=SCHEMA, partitions=partitions))
-    assert batch == _model([sc["records"]], sc["windows"], sc["final"], part)[0], detail
+    check_against_model(spark, str(tmp_factory.mktemp("slagg")), sc, partitions,
+                        lambda w, final: SlidingAggModel(w.time_difference_ms, w.grace_ms, final), extra=())
 
 
 @pytest.mark.parametrize("partitions", [1, 3])

@@ -6,7 +6,7 @@ boundaries, on one and on three state partitions."""
 from __future__ import annotations
 
 import random
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 import pytest
 from hypothesis import given
@@ -16,19 +16,14 @@ from pyspark.sql import functions as F
 import kstate
 from kstate import BufferConfig, Suppressed, TimeWindows
 from _property import PROPERTY_SETTINGS, micro_batches
-from _streaming import FileStream, partition_map, run_batch_df, session_conf, shuffle_partitions
-from _windowed import KEYS, SCHEMA, aggregate, model_rows, random_records, stream, tuples
+from _streaming import FileStream, partition_map, session_conf, shuffle_partitions
+from _windowed import (KEYS, SCHEMA, aggregate, check_against_model, check_restart_between_every_batch,
+                       random_records, stream, tuples)
 from models.window_agg_model import WindowAggModel
 
 _aggregate = aggregate
 _tuples = tuples
 _stream = stream
-
-
-def _model(records, batches, windows: TimeWindows, final: bool, part) -> List[List[tuple]]:
-    """Rows the model emits per micro-batch: one model per state partition."""
-    return model_rows(batches, lambda: WindowAggModel(windows.size_ms, windows.advance_ms, windows.grace_ms, final),
-                      part)
 
 
 # --- KIP-328's example: an alert when a user has fewer than 3 events in an hour -----------
@@ -75,21 +70,7 @@ def test_timestamp_columns_give_timestamp_window_bounds(spark) -> None:
 
 
 def test_restart_between_every_batch_gives_the_same_output(spark, tmp_path) -> None:
-    windows = TimeWindows.of_size("10 seconds").advance_by("5 seconds").grace("3 seconds")
-    rnd = random.Random(3)
-    recs = [dict(seq=i, k=rnd.choice(KEYS), ts=rnd.randint(0, 60) * 500, v=rnd.randint(-3, 9)) for i in range(40)]
-    batches = [recs[i:i + 8] for i in range(0, 40, 8)]
-    for final in (False, True):
-        whole = _stream(spark, str(tmp_path / f"whole{final}"), _aggregate(windows, final), batches, partitions=2)
-        src, ckpt = str(tmp_path / f"src{final}"), str(tmp_path / f"ckpt{final}")
-        restarted = {}
-        with shuffle_partitions(spark, 2):
-            for i, b in enumerate(batches):
-                fs = FileStream(spark, src, ckpt, _aggregate(windows, final), schema=SCHEMA, output_mode="update").start()
-                fs.add_batch(b)
-                restarted[i] = _tuples(fs.batches[i])
-                fs.stop()
-        assert restarted == whole
+    check_restart_between_every_batch(spark, str(tmp_path), TimeWindows.of_size("10 seconds").advance_by("5 seconds").grace("3 seconds"), seed=3, extra=())
 
 
 def test_shut_down_when_full_then_restart_with_a_larger_buffer_loses_nothing(spark, tmp_path) -> None:
@@ -229,18 +210,8 @@ def scenarios(draw) -> Dict[str, Any]:
 
 
 def check(spark, tmp_factory, sc: Dict[str, Any], partitions: int) -> None:
-    pm = partition_map(spark, KEYS, "string", partitions)
-    part = lambda k: pm.get(k, 0)
-    expected = _model(sc["records"], sc["batches"], sc["windows"], sc["final"], part)
-    got = _stream(spark, str(tmp_factory.mktemp("wagg")), _aggregate(sc["windows"], sc["final"]),
-                  sc["batches"], partitions=partitions)
-    detail = (f"windows={sc['windows']} final={sc['final']} partitions={partitions}\n"
-              f"batches={[[(r['k'], r['ts'], r['v']) for r in b] for b in sc['batches']]}")
-    assert [got.get(i, []) for i in range(len(sc["batches"]))] == expected, detail
-    # the batch DataFrame is one micro-batch in DataFrame order
-    batch = _tuples(run_batch_df(spark, _aggregate(sc["windows"], sc["final"]), sc["records"],
-                                 schema=SCHEMA, partitions=partitions))
-    assert batch == _model(sc["records"], [sc["records"]], sc["windows"], sc["final"], part)[0], detail
+    check_against_model(spark, str(tmp_factory.mktemp("wagg")), sc, partitions,
+                        lambda w, final: WindowAggModel(w.size_ms, w.advance_ms, w.grace_ms, final), extra=())
 
 
 @pytest.mark.parametrize("partitions", [1, 3])
