@@ -1,6 +1,5 @@
 package org.apache.spark.sql.kstate.execution
 
-import scala.collection.mutable
 import scala.collection.mutable.ArrayBuffer
 
 import io.kstate.dedup.DedupProcessor
@@ -8,11 +7,11 @@ import io.kstate.suppress.UntilWindowCloses
 import io.kstate.windows.SessionWindows
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, BoundReference, Expression, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Expression, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.state.StateStore
-import org.apache.spark.sql.kstate.state.{HeapSessionAggState, RunningTotal, SessionAggState, StateMeta, StoreSessionAggState, StoredSession}
+import org.apache.spark.sql.kstate.state.{RunningTotal, SessionAggState, StoredSession}
 import org.apache.spark.sql.types._
 
 /**
@@ -55,27 +54,17 @@ case class KStateSessionAggregateExec(
     providerClass: String,
     followWatermark: Boolean,
     stateInfo: Option[StatefulOperatorStateInfo],
-    child: SparkPlan) extends KStateStatefulExec {
+    child: SparkPlan) extends MergingAggregateExec {
 
   override def shortName: String = "kstate_session_aggregate"
-  override def partitionBy: Seq[Expression] = Seq(key)
-  override protected def emitsOnTime: Boolean = true
-  override protected def tracksOutputTime: Boolean = true
 
-  private def bufferSchema: StructType =
-    StructType(bufferAttributes.map(a => StructField(a.name, a.dataType, a.nullable)))
   override protected def stateKeySchema: StructType = SessionAggState.keySchema(key.dataType)
-  override protected def stateValueSchema: StructType = SessionAggState.valueSchema(bufferSchema)
   override protected def customMetricDescriptions: Seq[(String, String)] =
     KStateSessionAggregateExec.CustomMetrics
-  override protected def maxMetrics: Set[String] = AggregateMetrics.Maxima
-  override protected def averageMetrics: Seq[(String, String, String)] = AggregateMetrics.Averages
 
   override protected def newTask(store: Option[StateStore]): KStateTask = {
-    // one entry per key (all its sessions) and its time index entries
-    FinalResultsBuffer.boundHeap(finalResults, store, entriesPerRecord = 2)
-    new SessionTask(store.map(s => new StoreSessionAggState(s, stateKeySchema, bufferSchema))
-      .getOrElse(new HeapSessionAggState), new RunningTotal(store.map(new StateMeta(_)), StateMeta.LateDroppedTotal))
+    val (state, lateTotal) = openState(store)
+    new SessionTask(state, lateTotal)
   }
 
   /** A session while the batch runs; `stored`: it is in the state as it was at batch start. */
@@ -186,7 +175,7 @@ case class KStateSessionAggregateExec(
         val (gone, open) = ks.now.partition(s => close != Long.MinValue && s.end < close)
         gone.foreach(s => closed(k, StoredSession(s.start, s.end, s.maxTs, s.buffer)))
         if (gone.nonEmpty || ks.now.exists(!_.stored) || ks.now.length != ks.atStart.length) {
-          state.put(k, open.map(s => StoredSession(s.start, s.end, s.maxTs, s.buffer)))
+          state.put(k, open.map(s => StoredSession(s.start, s.end, s.maxTs, s.buffer)), ks.atStart.toSeq)
         }
       }
       touched.clear()

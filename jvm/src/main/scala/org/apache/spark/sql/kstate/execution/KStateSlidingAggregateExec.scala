@@ -9,11 +9,10 @@ import io.kstate.windows.SlidingWindows
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Expression, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.state.StateStore
-import org.apache.spark.sql.kstate.state.{HeapSessionAggState, RunningTotal, SessionAggState, StateMeta, StoreSessionAggState, StoredSession}
+import org.apache.spark.sql.kstate.state.{RunningTotal, SessionAggState, StoredSession}
 import org.apache.spark.sql.types._
 
 /**
@@ -58,35 +57,30 @@ case class KStateSlidingAggregateExec(
     providerClass: String,
     followWatermark: Boolean,
     stateInfo: Option[StatefulOperatorStateInfo],
-    child: SparkPlan) extends KStateStatefulExec {
+    child: SparkPlan) extends MergingAggregateExec {
 
   override def shortName: String = "kstate_sliding_aggregate"
-  override def partitionBy: Seq[Expression] = Seq(key)
-  override protected def emitsOnTime: Boolean = true
-  override protected def tracksOutputTime: Boolean = true
 
-  private def bufferSchema: StructType =
-    StructType(bufferAttributes.map(a => StructField(a.name, a.dataType, a.nullable)))
   // (key, kind): kind 0 holds the key's windows, kind 1 its records' own buffers
   override protected def stateKeySchema: StructType = StructType(Seq(
     StructField("key", key.dataType, nullable = true), StructField("kind", IntegerType, nullable = false)))
-  override protected def stateValueSchema: StructType = SessionAggState.valueSchema(bufferSchema)
   override protected def customMetricDescriptions: Seq[(String, String)] =
     KStateSlidingAggregateExec.CustomMetrics
-  override protected def maxMetrics: Set[String] = AggregateMetrics.Maxima
-  override protected def averageMetrics: Seq[(String, String, String)] = AggregateMetrics.Averages
 
   override protected def newTask(store: Option[StateStore]): KStateTask = {
-    FinalResultsBuffer.boundHeap(finalResults, store, entriesPerRecord = 2)
-    new SlidingTask(store.map(s => new StoreSessionAggState(s, stateKeySchema, bufferSchema))
-      .getOrElse(new HeapSessionAggState), new RunningTotal(store.map(new StateMeta(_)), StateMeta.LateDroppedTotal))
+    val (state, lateTotal) = openState(store)
+    new SlidingTask(state, lateTotal)
   }
 
   /** A window while the batch runs: `[start, start + d]`; `changed` in this batch. */
   private final class Win(val start: Long, var buffer: UnsafeRow, var maxTs: Long, var changed: Boolean)
 
-  /** A key's windows (by start) and records (ts, own buffer) in this batch. */
-  private final class KeyState(val windows: mutable.TreeMap[Long, Win], val records: ArrayBuffer[(Long, UnsafeRow)])
+  /**
+   * A key's windows (by start) and records (ts, own buffer) in this batch, and both as stored when
+   * the batch began.
+   */
+  private final class KeyState(val windows: mutable.TreeMap[Long, Win], val records: ArrayBuffer[(Long, UnsafeRow)],
+      val storedWindows: Array[StoredSession], val storedRecords: Array[StoredSession])
 
   private final class SlidingTask(state: SessionAggState, lateTotal: RunningTotal) extends KStateTask {
     import KStateSlidingAggregateExec._
@@ -107,7 +101,6 @@ case class KStateSlidingAggregateExec(
     }
     private val toStateKey = UnsafeProjection.create(stateKeySchema)
     private val joined = new JoinedRow()
-    private val kindWriter = new UnsafeRowWriter(1)
     private val touched = new java.util.LinkedHashMap[UnsafeRow, KeyState]()
     private val out = ArrayBuffer.empty[InternalRow]
     private var streamTime = state.streamTime
@@ -129,11 +122,13 @@ case class KStateSlidingAggregateExec(
     private def load(k: UnsafeRow): KeyState = {
       var ks = touched.get(k)
       if (ks == null) {
+        val storedWindows = state.get(stateKey(k, WindowsKind))
+        val storedRecords = state.get(stateKey(k, RecordsKind))
         val ws = mutable.TreeMap.empty[Long, Win]
-        state.get(stateKey(k, WindowsKind)).foreach(s => ws(s.start) = new Win(s.start, s.buffer, s.maxTs, changed = false))
+        storedWindows.foreach(s => ws(s.start) = new Win(s.start, s.buffer, s.maxTs, changed = false))
         val rs = ArrayBuffer.empty[(Long, UnsafeRow)]
-        state.get(stateKey(k, RecordsKind)).foreach(s => rs += ((s.start, s.buffer)))
-        ks = new KeyState(ws, rs)
+        storedRecords.foreach(s => rs += ((s.start, s.buffer)))
+        ks = new KeyState(ws, rs, storedWindows, storedRecords)
         touched.put(k.copy(), ks)
       }
       ks
@@ -193,11 +188,12 @@ case class KStateSlidingAggregateExec(
           gone.foreach(w => closing += ((endOf(w.start), result(k, w.start, w.buffer, w.maxTs))))
         }
         count(Closed, gone.length.toLong)
-        state.put(stateKey(k, WindowsKind), open.map(w => StoredSession(w.start, endOf(w.start), w.maxTs, w.buffer)))
+        state.put(stateKey(k, WindowsKind), open.map(w => StoredSession(w.start, endOf(w.start), w.maxTs, w.buffer)),
+          ks.storedWindows.toSeq)
         // a record is kept while a window that is still open can contain it or start right after
         // it (its right window, created by a later record): ts + d + 1 >= close time
         state.put(stateKey(k, RecordsKind), ks.records.toSeq.filter { case (t, _) => close == Long.MinValue || neededUntil(t) >= close }
-          .map { case (t, b) => StoredSession(t, neededUntil(t), t, b) })
+          .map { case (t, b) => StoredSession(t, neededUntil(t), t, b) }, ks.storedRecords.toSeq)
       }
       touched.clear()
       // other keys: windows that close now, and records no open window can contain

@@ -17,7 +17,8 @@ final case class StoredSession(start: Long, end: Long, maxTs: Long, buffer: Unsa
  * entry per key, the sessions ordered by start), a time index by session end for closing them,
  * stream time, and session and byte counts (for suppression limits).
  *
- * `put` with no sessions removes the key. `closeBefore(bound)` removes every session with
+ * `put` with no sessions removes the key; it takes the key's stored sessions from the caller, who
+ * read them (no second read). `closeBefore(bound)` removes every session with
  * end < bound and calls `f(key, session)` for each; keys are found through the time index, so it
  * reads only keys with a session that ends before the bound. Rows handed in are copied when
  * kept; rows handed out are the caller's to keep.
@@ -25,7 +26,8 @@ final case class StoredSession(start: Long, end: Long, maxTs: Long, buffer: Unsa
 trait SessionAggState {
   def streamTime: Long
   def get(key: UnsafeRow): Array[StoredSession]
-  def put(key: UnsafeRow, sessions: Seq[StoredSession]): Unit
+  /** Replaces `key`'s sessions; `old` are its sessions as `get` returned them (for the counts). */
+  def put(key: UnsafeRow, sessions: Seq[StoredSession], old: Seq[StoredSession]): Unit
   def closeBefore(bound: Long)(f: (UnsafeRow, StoredSession) => Unit): Long
   def records: Long
   def bytes: Long
@@ -77,10 +79,9 @@ final class StoreSessionAggState(store: StateStore, keySchema: StructType, buffe
       }
     }
 
-  override def put(key: UnsafeRow, sessions: Seq[StoredSession]): Unit = {
-    val old = get(key)
+  override def put(key: UnsafeRow, sessions: Seq[StoredSession], old: Seq[StoredSession]): Unit = {
     count += sessions.length - old.length
-    size += (if (sessions.isEmpty) 0L else bytesOf(key, sessions)) - (if (old.isEmpty) 0L else bytesOf(key, old.toSeq))
+    size += (if (sessions.isEmpty) 0L else bytesOf(key, sessions)) - (if (old.isEmpty) 0L else bytesOf(key, old))
     if (sessions.isEmpty) store.remove(key)
     else {
       // an index entry per new end; entries whose session changed or left are skipped when drained
@@ -98,7 +99,7 @@ final class StoreSessionAggState(store: StateStore, keySchema: StructType, buffe
       if (closed.nonEmpty) {
         val k = key.copy()
         closed.foreach { s => f(k, s); n += 1 }
-        put(k, open.toSeq)
+        put(k, open.toSeq, sessions.toSeq)
       }
     }
     n
@@ -109,9 +110,7 @@ final class StoreSessionAggState(store: StateStore, keySchema: StructType, buffe
 
   override def finish(streamTime: Long): Unit = {
     time = streamTime
-    meta.put(StateMeta.StreamTime, time)
-    meta.put(StateMeta.Entries, count)
-    meta.put(StateMeta.Bytes, size)
+    meta.putCounts(time, count, size)
   }
 }
 
@@ -126,11 +125,10 @@ final class HeapSessionAggState extends SessionAggState {
   override def streamTime: Long = NoStreamTime
   override def get(key: UnsafeRow): Array[StoredSession] = sessions.getOrElse(key, Array.empty)
 
-  override def put(key: UnsafeRow, ss: Seq[StoredSession]): Unit = {
+  override def put(key: UnsafeRow, ss: Seq[StoredSession], old: Seq[StoredSession]): Unit = {
     val k = key.copy()
-    val old = get(k)
     count += ss.length - old.length
-    size += (if (ss.isEmpty) 0L else bytesOf(k, ss)) - (if (old.isEmpty) 0L else bytesOf(k, old.toSeq))
+    size += (if (ss.isEmpty) 0L else bytesOf(k, ss)) - (if (old.isEmpty) 0L else bytesOf(k, old))
     if (ss.isEmpty) sessions.remove(k)
     else {
       ss.foreach(s => if (!old.exists(_.end == s.end)) byEnd.getOrElseUpdate(s.end, mutable.LinkedHashSet.empty) += k)
@@ -144,10 +142,11 @@ final class HeapSessionAggState extends SessionAggState {
       val (end, keys) = byEnd.head
       byEnd.remove(end)
       keys.foreach { k =>
-        val (closed, open) = get(k).partition(_.end < bound)
+        val stored = get(k)
+        val (closed, open) = stored.partition(_.end < bound)
         if (closed.nonEmpty) {
           closed.foreach { s => f(k, s); n += 1 }
-          put(k, open.toSeq)
+          put(k, open.toSeq, stored.toSeq)
         }
       }
     }

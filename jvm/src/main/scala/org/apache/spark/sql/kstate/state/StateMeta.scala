@@ -24,6 +24,13 @@ final class StateMeta(store: StateStore) {
   def get(slot: Int, default: Long): Long =
     Option(store.get(key(slot), Cf)).map(_.getLong(0)).getOrElse(default)
 
+  /** Stream time and the state's entry and byte counts, as the windowed aggregations keep them. */
+  def putCounts(streamTime: Long, entries: Long, bytes: Long): Unit = {
+    put(StreamTime, streamTime)
+    put(Entries, entries)
+    put(Bytes, bytes)
+  }
+
   def put(slot: Int, value: Long): Unit = {
     valueWriter.reset(); valueWriter.zeroOutNullBytes(); valueWriter.write(0, value)
     store.put(key(slot), valueWriter.getRow, Cf)

@@ -75,9 +75,7 @@ final class StoreWindowAggState(store: StateStore, keySchema: StructType) extend
 
   override def finish(streamTime: Long): Unit = {
     time = streamTime
-    meta.put(StateMeta.StreamTime, time)
-    meta.put(StateMeta.Entries, count)
-    meta.put(StateMeta.Bytes, size)
+    meta.putCounts(time, count, size)
   }
 }
 
