@@ -170,6 +170,21 @@ object StoreBench {
     }
   }
 
+  /**
+   * The goal's pair (heap copy, batch per round, vs the raw floor): one untimed warm-up run of
+   * each (JIT), then `reps` runs of each, alternating which goes first. Returns
+   * ((puts/s, gets/s) of kstate, (puts/s, gets/s) raw) per repetition.
+   */
+  private def versionedGoal(keys: Int, rounds: Int, reps: Int): Seq[((Double, Double), (Double, Double))] = {
+    versionedRun(keys, rounds, batchPerRound = true, heapState = "2g"); rawRun(keys, rounds)
+    (0 until reps).map { r =>
+      if (r % 2 == 0) { val v = versionedRun(keys, rounds, batchPerRound = true, heapState = "2g"); (v, rawRun(keys, rounds)) }
+      else { val raw = rawRun(keys, rounds); (versionedRun(keys, rounds, batchPerRound = true, heapState = "2g"), raw) }
+    }
+  }
+
+  private def median(xs: Seq[Double]): Double = xs.sorted.apply(xs.size / 2)
+
   private def longBytes(i: Long): Array[Byte] = ByteBuffer.allocate(8).putLong(i).array()
   private def versionKey(i: Long, r: Int): Array[Byte] = ByteBuffer.allocate(16).putLong(i).putLong(r).array()
 
@@ -181,15 +196,16 @@ object StoreBench {
     val kstate = "io.kstate.KStateStoreProvider"
     val rocks = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
+    val reps = if (quick) 1 else 3
+    val (vk, vr) = if (quick) (20000, 5) else (100000, 10)
     if (args.sliding(2).exists(_.sameElements(Seq("--only", "versioned")))) {
-      val (vk, vr) = if (quick) (20000, 5) else (100000, 10)
-      val (vPut, vGet) = versionedRun(vk, vr, batchPerRound = true, heapState = "2g")
-      val (rPut, rGet) = rawRun(vk, vr)
-      println(f"versioned, batch per round, heap copy: ${vPut / 1000}%8.1fk puts/s  ${vGet / 1000}%8.1fk as-of gets/s")
-      println(f"raw RocksDB                          : ${rPut / 1000}%8.1fk puts/s  ${rGet / 1000}%8.1fk gets/s")
+      val pairs = versionedGoal(vk, vr, reps)
+      println(s"heap copy puts/s per run: ${pairs.map(p => f"${p._1._1 / 1000}%.1fk").mkString("/")}; " +
+        s"raw RocksDB puts/s: ${pairs.map(p => f"${p._2._1 / 1000}%.1fk").mkString("/")}")
+      println(f"medians: puts ${median(pairs.map(_._1._1)) / 1000}%.1fk vs ${median(pairs.map(_._2._1)) / 1000}%.1fk, " +
+        f"as-of gets ${median(pairs.map(_._1._2)) / 1000}%.1fk vs ${median(pairs.map(_._2._2)) / 1000}%.1fk")
       return
     }
-    val reps = if (quick) 1 else 3
     println(s"restore: $keys keys in 10 versions (snapshot at 5, changelogs 6..10), " +
       s"median of $reps runs, order alternating")
     // kstate's provider twice: working copy on the heap (default) and in RocksDB (budget 0)
@@ -201,7 +217,6 @@ object StoreBench {
       val order = if (r % 2 == 0) Seq(kstate, kstateDb, rocks) else Seq(rocks, kstateDb, kstate)
       order.map(v => v -> run(v)).toMap
     }
-    def median(xs: Seq[Double]): Double = xs.sorted.apply(xs.size / 2)
     runs.foreach(m => require(m.values.forall(_._3 == keys), s"restored key counts: $m"))
     val (kw, kr) = (median(runs.map(_(kstate)._1)), median(runs.map(_(kstate)._2)))
     val (dw, dr) = (median(runs.map(_(kstateDb)._1)), median(runs.map(_(kstateDb)._2)))
@@ -214,15 +229,8 @@ object StoreBench {
     println(f"  Spark RocksDB   : write $rw%7.2f s, restore $rr%6.2f s")
     println(f"  restore speed-up kstate vs RocksDB: ${rr / kr}%.2fx")
 
-    val (vk, vr) = if (quick) (20000, 5) else (100000, 10)
     println(s"versioned store: $vk keys x $vr versions, then as-of gets")
-    // the goal's pair (heap copy vs the raw floor): one untimed warm-up run of each (JIT), then
-    // alternating, medians of `reps` runs each
-    versionedRun(vk, vr, batchPerRound = true, heapState = "2g"); rawRun(vk, vr)
-    val pairs = (0 until reps).map { r =>
-      if (r % 2 == 0) { val v = versionedRun(vk, vr, batchPerRound = true, heapState = "2g"); (v, rawRun(vk, vr)) }
-      else { val raw = rawRun(vk, vr); (versionedRun(vk, vr, batchPerRound = true, heapState = "2g"), raw) }
-    }
+    val pairs = versionedGoal(vk, vr, reps)
     println(s"  heap copy puts/s per run: ${pairs.map(p => f"${p._1._1 / 1000}%.1fk").mkString("/")}; " +
       s"raw RocksDB puts/s: ${pairs.map(p => f"${p._2._1 / 1000}%.1fk").mkString("/")}")
     val (vPut, vGet) = (median(pairs.map(_._1._1)), median(pairs.map(_._1._2)))

@@ -1,6 +1,6 @@
 package org.apache.spark.sql.kstate.state.store
 
-import java.util.{Arrays, HashMap}
+import java.util.Arrays
 
 /**
  * The committed entries of a store's working copy kept on the JVM heap: the working copy of a
@@ -8,61 +8,85 @@ import java.util.{Arrays, HashMap}
  * scans walk a sorted index, so a state that fits in memory pays neither JNI calls nor
  * RocksDB's write path.
  *
- * Layout: a hash map from key bytes to value bytes, plus a sorted index (parallel arrays of
- * keys and values in unsigned key order) for ordered reads (scans, counts, range deletes).
- * The index is kept only while ordered reads use it:
- *  - while they do (an ordered read since the last commit, [[keepsIndex]]), a version's changes
- *    arrive sorted ([[applySorted]]) and renew the index by one linear merge;
- *  - otherwise a version's changes arrive in any order ([[applyUnsorted]]), update the map only
- *    and drop the index: a state read only by key and by unordered iteration (Spark's
- *    aggregations and deduplication) never pays for a sort, as with Spark's HDFS provider;
- *  - single puts and deletes (a restore replaying files) only invalidate it.
- * An invalid index is rebuilt by one sort of all entries when an ordered read next needs it.
- * The index arrays are never modified once built, only replaced, so a scan keeps the arrays it
- * started on and is frozen at the version it was opened at, like a RocksDB snapshot.
+ * Layout, built so that the state is a few large arrays to the garbage collector, not two small
+ * ones per entry:
+ *  - the entries' bytes: records in the pages of an [[EntryArena]], each addressed by a `long`;
+ *  - a hash index ([[AddressTable]]) from key to record address;
+ *  - a sorted index for ordered reads (scans, counts, range deletes): record addresses in
+ *    unsigned key order. It is kept only while ordered reads use it:
+ *    - while they do (an ordered read since the last commit, [[keepsIndex]]), a version's
+ *      changes arrive sorted ([[applySorted]]) and renew the index by one linear merge;
+ *    - otherwise a version's changes arrive in any order ([[applyUnsorted]]), update the hash
+ *      index only and drop the sorted one: a state read only by key and by unordered iteration
+ *      (Spark's aggregations and deduplication) never pays for a sort, as with Spark's HDFS
+ *      provider;
+ *    - single puts and deletes (a restore replaying files) only invalidate it.
+ *    An invalid index is rebuilt by one sort of all keys when an ordered read next needs it.
+ *
+ * Every put appends a record; the record it replaces, and a deleted one, become garbage. Once
+ * garbage exceeds the live bytes (and `minGarbageBytes`), the live records are
+ * copied into a new arena, in key order while the sorted index is valid (amortised: the copy is
+ * no larger than the garbage that triggered it).
  *
  * Rules:
  *  - Only committed versions (and a restore in progress) live here: a store's uncommitted
  *    changes stay in its write set, and a store that spills moves the working copy to RocksDB
  *    first. So the state changes only when a version is committed or restored.
- *  - Arrays handed in are kept, not copied (they come from write sets and state files, which
- *    never touch them again); arrays handed out are copies, so no caller can alter the state.
- *  - `heapBytes` estimates the heap held: per entry [[HeapState.EntryBytes]] plus both arrays.
+ *  - The sorted index arrays and the arena's pages are never modified once written, only
+ *    replaced or appended to, so a scan keeps the ones it started on and is frozen at the
+ *    version it was opened at, like a RocksDB snapshot.
+ *  - Arrays handed in are copied into the arena (the caller may reuse them); arrays handed out
+ *    are fresh copies, so no caller can alter the state.
+ *  - `heapBytes` is the heap held: the arena's pages, the hash index's and the sorted index's
+ *    arrays.
  *  - Not thread-safe: the owning provider serialises access.
  */
-private[kstate] final class HeapState {
+private[kstate] final class HeapState(private[store] val minGarbageBytes: Long = HeapState.MinGarbageBytes) {
   import HeapState._
 
-  private val map = new HashMap[HashedKey, Array[Byte]]()
-  // The sorted index: keys(0 until indexSize) ascending, values aligned; valid only when
-  // `indexed`. Slots below indexSize are never written again; appendSorted fills slots above it.
-  private var keys: Array[Array[Byte]] = NoArrays
-  private var values: Array[Array[Byte]] = NoArrays
+  private var arena = new EntryArena
+  private var table = new AddressTable
+  // The sorted index: index(0 until indexSize) are record addresses in ascending key order;
+  // valid only when `indexed`. Slots below indexSize are never written again; appendSorted
+  // fills slots above it.
+  private var index: Array[Long] = NoAddresses
   private var indexSize = 0
   private var indexed = true
   /** Whether an ordered read used the index since the last version was applied. */
   private var indexUsed = false
-  private var heap = 0L
+  /** Bytes of the live records in the arena. */
+  private var live = 0L
 
-  def heapBytes: Long = heap
+  def heapBytes: Long = arena.allocatedBytes + table.tableBytes + (16L + 8L * index.length)
 
-  def size: Int = map.size
+  def size: Int = table.size
+
+  /** Bytes of the live records (for tests: the arena's other bytes are garbage or free). */
+  private[store] def liveBytes: Long = live
+
+  /** Bytes of records written to the current arena, live or garbage (for tests). */
+  private[store] def arenaUsedBytes: Long = arena.usedBytes
 
   def get(key: HashedKey): Array[Byte] = {
-    val v = map.get(key)
-    if (v == null) null else v.clone()
+    val a = table.get(arena.pages, key.bytes, key.hashCode)
+    if (a == AddressTable.Empty) null else EntryArena.value(arena.pages, a)
   }
 
-  def contains(key: HashedKey): Boolean = map.containsKey(key)
+  def contains(key: HashedKey): Boolean = table.get(arena.pages, key.bytes, key.hashCode) != AddressTable.Empty
 
   /** Puts one entry (restores); the index is rebuilt when next needed. */
   def put(key: Array[Byte], value: Array[Byte]): Unit = {
-    putInMap(new HashedKey(key), value)
+    putEntry(key, HashedKey.hashOf(key), value)
     indexed = false
+    maybeCompact()
   }
 
   /** Deletes one entry (restores); the index is rebuilt when next needed. */
-  def delete(key: Array[Byte]): Unit = if (removeFromMap(new HashedKey(key))) indexed = false
+  def delete(key: Array[Byte]): Unit =
+    if (removeEntry(key, HashedKey.hashOf(key))) {
+      indexed = false
+      maybeCompact()
+    }
 
   /**
    * Applies one version's changes: `changes` sorted by key without duplicates, a value of
@@ -78,60 +102,58 @@ private[kstate] final class HeapState {
 
   /**
    * Applies one version's changes in any order (no duplicate keys; [[WriteSet.Deleted]]
-   * deletes) to the map and drops the sorted index. Returns the change in the number of entries.
+   * deletes) to the hash index and drops the sorted one. Returns the change in the number of
+   * entries.
    */
   def applyUnsorted(changes: Array[WriteSet.Entry]): Long = {
-    val before = map.size
-    applyToMap(changes, changes.length)
-    keys = NoArrays; values = NoArrays; indexSize = 0; indexed = false
+    val before = table.size
+    table.ensureCapacity(before + changes.length)
+    applyToTable(changes, changes.length)
+    index = NoAddresses; indexSize = 0; indexed = false
     indexUsed = false
-    (map.size - before).toLong
+    maybeCompact()
+    (table.size - before).toLong
   }
 
   /** [[applySorted]] of `changes(0 until count)`. */
   def applySorted(changes: Array[WriteSet.Entry], count: Int): Long = {
-    val before = map.size
+    val before = table.size
+    table.ensureCapacity(before + count)
     indexUsed = false
-    if (!indexed) applyToMap(changes, count)
+    if (!indexed) applyToTable(changes, count)
     else if (count > 0 && noDeletes(changes, count) &&
-        (indexSize == 0 || Bytes.Order.compare(keys(indexSize - 1), changes(0).key) < 0)) {
+        (indexSize == 0 || EntryArena.compareKey(arena.pages, index(indexSize - 1), changes(0).key) < 0)) {
       appendSorted(changes, count)
     } else {
       val size = indexSize
-      val outK = new Array[Array[Byte]](size + count)
-      val outV = new Array[Array[Byte]](outK.length)
+      val out = new Array[Long](size + count)
       var i = 0
       var n = 0
       var c = 0
       while (c < count) {
         val e = changes(c)
         c += 1
-        // copy the unchanged keys before e in one block, found by galloping (a few changes
-        // into a large index cost O(changes x log gap) comparisons, not one per index key)
+        // copy the unchanged entries before e in one block, found by galloping (a few changes
+        // into a large index cost O(changes x log gap) comparisons, not one per index entry)
         val pos = gallop(i, size, e.key)
-        System.arraycopy(keys, i, outK, n, pos - i)
-        System.arraycopy(values, i, outV, n, pos - i)
+        System.arraycopy(index, i, out, n, pos - i)
         n += pos - i
         i = pos
-        val replaces = i < size && Bytes.Order.compare(keys(i), e.key) == 0
-        if (e.isDelete) removeFromMap(e.hashed)
+        val replaces = i < size && EntryArena.compareKey(arena.pages, index(i), e.key) == 0
+        if (e.isDelete) removeEntry(e.key, e.hash)
         else {
-          putInMap(e.hashed, e.value)
-          // the map keeps the key array it already had; so does the index
-          outK(n) = if (replaces) keys(i) else e.key
-          outV(n) = e.value
+          out(n) = putEntry(e.key, e.hash, e.value)
           n += 1
         }
         if (replaces) i += 1
       }
-      System.arraycopy(keys, i, outK, n, size - i)
-      System.arraycopy(values, i, outV, n, size - i)
+      System.arraycopy(index, i, out, n, size - i)
       n += size - i
-      keys = outK
-      values = outV
+      index = out
       indexSize = n
     }
-    (map.size - before).toLong
+    maybeCompact()
+    (table.size - before).toLong
   }
 
   /**
@@ -139,17 +161,14 @@ private[kstate] final class HeapState {
    * snapshot, which is written in key order): amortised constant work per key, no merge.
    */
   private def appendSorted(changes: Array[WriteSet.Entry], count: Int): Unit = {
-    if (indexSize + count > keys.length) {
-      val capacity = math.max(indexSize + count, math.min(Int.MaxValue - 8, keys.length.toLong * 2).toInt)
-      keys = Arrays.copyOf(keys, capacity)
-      values = Arrays.copyOf(values, capacity)
+    if (indexSize + count > index.length) {
+      val capacity = math.max(indexSize + count, math.min(Int.MaxValue - 8, index.length.toLong * 2).toInt)
+      index = Arrays.copyOf(index, capacity)
     }
     var c = 0
     while (c < count) {
       val e = changes(c)
-      putInMap(e.hashed, e.value)
-      keys(indexSize + c) = e.key
-      values(indexSize + c) = e.value
+      index(indexSize + c) = putEntry(e.key, e.hash, e.value)
       c += 1
     }
     indexSize += count
@@ -159,13 +178,19 @@ private[kstate] final class HeapState {
   def deleteRange(from: Array[Byte], until: Option[Array[Byte]]): Long = {
     orderedRead()
     val (lo, hi) = bounds(from, until)
+    val pages = arena.pages
     var i = lo
-    while (i < hi) { removeFromMap(new HashedKey(keys(i))); i += 1 }
+    while (i < hi) {
+      val a = index(i)
+      table.removeAddress(EntryArena.keyHash(pages, a), a)
+      live -= EntryArena.recordBytes(pages, a)
+      i += 1
+    }
     if (hi > lo) {
-      keys = without(keys, indexSize, lo, hi)
-      values = without(values, indexSize, lo, hi)
+      index = without(index, indexSize, lo, hi)
       indexSize -= hi - lo
     }
+    maybeCompact()
     (hi - lo).toLong
   }
 
@@ -180,101 +205,158 @@ private[kstate] final class HeapState {
   def scan(from: Array[Byte], until: Option[Array[Byte]]): StateScan = {
     orderedRead()
     val (lo, hi) = bounds(from, until)
-    new IndexScan(keys, values, lo, hi)
+    new IndexScan(arena.pages, index, lo, hi)
   }
 
   /**
-   * Every entry, without copying (for snapshots and moving to RocksDB): in key order while the
-   * index is valid, else in the map's order (no sort just for this).
+   * Every entry as fresh arrays (for snapshots and moving to RocksDB): in key order while the
+   * index is valid, else in the hash index's order (no sort just for this).
    */
-  def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit =
+  def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit = {
+    val pages = arena.pages
     if (indexed) {
       var i = 0
-      while (i < indexSize) { f(keys(i), values(i)); i += 1 }
-    } else map.forEach((k, v) => f(k.bytes, v))
+      while (i < indexSize) { f(EntryArena.key(pages, index(i)), EntryArena.value(pages, index(i))); i += 1 }
+    } else {
+      var s = 0
+      while (s < table.slots) {
+        val a = table.addressAt(s)
+        if (a != AddressTable.Empty) f(EntryArena.key(pages, a), EntryArena.value(pages, a))
+        s += 1
+      }
+    }
+  }
 
   /**
    * The entries whose key starts with `prefix`, except those `skip` names, in no particular
-   * order, as (keys, values) arrays captured now (for an unordered iteration). The arrays
-   * hold the state's own byte arrays: callers hand out copies.
+   * order, as (keys, values) arrays captured now (for an unordered iteration). The arrays are
+   * fresh copies the caller may hand out.
    */
   def entriesWithPrefix(prefix: Array[Byte], skip: HashedKey => Boolean)
       : (Array[Array[Byte]], Array[Array[Byte]]) = {
     val ks = new java.util.ArrayList[Array[Byte]]()
     val vs = new java.util.ArrayList[Array[Byte]]()
-    map.forEach { (k, v) =>
-      if (Bytes.startsWith(k.bytes, prefix) && !skip(k)) { ks.add(k.bytes); vs.add(v) }
+    val pages = arena.pages
+    var s = 0
+    while (s < table.slots) {
+      val a = table.addressAt(s)
+      if (a != AddressTable.Empty && EntryArena.startsWith(pages, a, prefix)) {
+        val k = EntryArena.key(pages, a)
+        if (!skip(HashedKey.withHash(k, table.hashAt(s)))) { ks.add(k); vs.add(EntryArena.value(pages, a)) }
+      }
+      s += 1
     }
     (ks.toArray(NoArrays), vs.toArray(NoArrays))
   }
 
   def clear(): Unit = {
-    map.clear()
-    keys = NoArrays; values = NoArrays; indexSize = 0; indexed = true; indexUsed = false
-    heap = 0L
+    arena = new EntryArena
+    table = new AddressTable
+    index = NoAddresses; indexSize = 0; indexed = true; indexUsed = false
+    live = 0L
   }
 
-  /** `changes(0 until count)` to the map only (the index is invalid or dropped). */
-  private def applyToMap(changes: Array[WriteSet.Entry], count: Int): Unit = {
+  /** `changes(0 until count)` to the hash index only (the sorted index is invalid or dropped). */
+  private def applyToTable(changes: Array[WriteSet.Entry], count: Int): Unit = {
     var c = 0
     while (c < count) {
       val e = changes(c)
-      if (e.isDelete) removeFromMap(e.hashed) else putInMap(e.hashed, e.value)
+      if (e.isDelete) removeEntry(e.key, e.hash) else putEntry(e.key, e.hash, e.value)
       c += 1
     }
   }
 
-  private def putInMap(key: HashedKey, value: Array[Byte]): Unit = {
-    val old = map.put(key, value)
-    heap += WriteSet.arrayBytes(value) +
-      (if (old == null) EntryBytes + WriteSet.arrayBytes(key.bytes) else -WriteSet.arrayBytes(old))
+  /** Appends the entry's record and points the hash index at it; returns its address. */
+  private def putEntry(key: Array[Byte], hash: Int, value: Array[Byte]): Long = {
+    val a = arena.append(key, value)
+    val pages = arena.pages
+    val old = table.put(pages, key, hash, a)
+    live += EntryArena.recordBytes(key.length, value.length)
+    if (old != AddressTable.Empty) live -= EntryArena.recordBytes(pages, old)
+    a
   }
 
-  private def removeFromMap(key: HashedKey): Boolean = {
-    val old = map.remove(key)
-    if (old != null) heap -= EntryBytes + WriteSet.arrayBytes(key.bytes) + WriteSet.arrayBytes(old)
-    old != null
+  private def removeEntry(key: Array[Byte], hash: Int): Boolean = {
+    val pages = arena.pages
+    val old = table.remove(pages, key, hash)
+    if (old != AddressTable.Empty) live -= EntryArena.recordBytes(pages, old)
+    old != AddressTable.Empty
   }
+
+  /** Copies the live records into a new arena once garbage outweighs them (see the class doc). */
+  private def maybeCompact(): Unit =
+    if (arena.usedBytes - live > math.max(live, minGarbageBytes)) {
+      val from = arena.pages
+      val to = new EntryArena(live)
+      if (indexed) {
+        // in key order, so that scans read pages front to back; the hash index is rebuilt
+        val t = new AddressTable(indexSize)
+        val moved = new Array[Long](indexSize)
+        var i = 0
+        while (i < indexSize) {
+          val a = to.copyOf(from, index(i))
+          moved(i) = a
+          t.putNew(EntryArena.keyHash(to.pages, a), a)
+          i += 1
+        }
+        table = t
+        index = moved
+      } else {
+        var s = 0
+        while (s < table.slots) {
+          val a = table.addressAt(s)
+          if (a != AddressTable.Empty) table.setAddressAt(s, to.copyOf(from, a))
+          s += 1
+        }
+      }
+      arena = to
+    }
 
   /** Makes the sorted index valid for an ordered read, and notes that one happened. */
   private def orderedRead(): Unit = {
-    index()
+    sortIndex()
     indexUsed = true
   }
 
-  /** Makes the sorted index valid: one sort of all entries, after single puts and deletes. */
-  private def index(): Unit = if (!indexed) {
-    val n = map.size
-    val ks = new Array[Array[Byte]](n)
-    val vs = new Array[Array[Byte]](n)
+  /** Makes the sorted index valid: one sort of all keys, after single puts and deletes. */
+  private def sortIndex(): Unit = if (!indexed) {
+    val n = table.size
+    val pages = arena.pages
+    val addrs = new Array[Long](n)
+    val keys = new Array[Array[Byte]](n)
     var i = 0
-    map.forEach { (k, v) => ks(i) = k.bytes; vs(i) = v; i += 1 }
-    val order = KeySort.order(ks, n)
-    keys = new Array[Array[Byte]](n)
-    values = new Array[Array[Byte]](n)
+    var s = 0
+    while (s < table.slots) {
+      val a = table.addressAt(s)
+      if (a != AddressTable.Empty) { addrs(i) = a; keys(i) = EntryArena.key(pages, a); i += 1 }
+      s += 1
+    }
+    val order = KeySort.order(keys, n)
+    index = new Array[Long](n)
     i = 0
-    while (i < n) { keys(i) = ks(order(i)); values(i) = vs(order(i)); i += 1 }
+    while (i < n) { index(i) = addrs(order(i)); i += 1 }
     indexSize = n
     indexed = true
   }
 
-  /** The first position p in [from, size) with keys(p) >= key (size if none), by galloping. */
+  /** The first position p in [from, size) with key(p) >= key (size if none), by galloping. */
   private def gallop(from: Int, size: Int, key: Array[Byte]): Int = {
+    val pages = arena.pages
     // find a window (lo, hi] that holds the answer, doubling the step
-    var lo = from - 1 // keys(lo) < key, or lo = from - 1
+    var lo = from - 1 // key(lo) < key, or lo = from - 1
     var step = 1
     var hi = from
-    while (hi < size && Bytes.Order.compare(keys(hi), key) < 0) {
+    while (hi < size && EntryArena.compareKey(pages, index(hi), key) < 0) {
       lo = hi
       hi = math.min(size, hi + step)
       step <<= 1
     }
-    // now keys(lo) < key (or lo = from - 1) and (hi == size or keys(hi) >= key)
+    // now key(lo) < key (or lo = from - 1) and (hi == size or key(hi) >= key)
     var l = lo + 1
     var h = hi
     while (l < h) {
       val mid = (l + h) >>> 1
-      if (Bytes.Order.compare(keys(mid), key) < 0) l = mid + 1 else h = mid
+      if (EntryArena.compareKey(pages, index(mid), key) < 0) l = mid + 1 else h = mid
     }
     l
   }
@@ -288,24 +370,22 @@ private[kstate] final class HeapState {
 
   /** The first index position whose key is >= `key`. */
   private def lowerBound(key: Array[Byte]): Int = {
+    val pages = arena.pages
     var lo = 0
     var hi = indexSize
     while (lo < hi) {
       val mid = (lo + hi) >>> 1
-      if (Bytes.Order.compare(keys(mid), key) < 0) lo = mid + 1 else hi = mid
+      if (EntryArena.compareKey(pages, index(mid), key) < 0) lo = mid + 1 else hi = mid
     }
     lo
   }
 }
 
 private[kstate] object HeapState {
-  /**
-   * Heap of one entry beyond its arrays, for a 64-bit JVM with compressed references: the hash
-   * map node (32), its table slot (8, at the map's load factor), the key wrapper (24) and the
-   * two index slots (8).
-   */
-  final val EntryBytes: Long = 72L
+  /** Garbage below this many bytes never triggers a compaction (small states; tests lower it). */
+  final val MinGarbageBytes: Long = 256L * 1024
 
+  private val NoAddresses = new Array[Long](0)
   private val NoArrays = new Array[Array[Byte]](0)
 
   private def noDeletes(changes: Array[WriteSet.Entry], count: Int): Boolean = {
@@ -315,21 +395,21 @@ private[kstate] object HeapState {
   }
 
   /** A copy of `a(0 until size)` without positions [lo, hi). */
-  private def without(a: Array[Array[Byte]], size: Int, lo: Int, hi: Int): Array[Array[Byte]] = {
-    val out = new Array[Array[Byte]](size - (hi - lo))
+  private def without(a: Array[Long], size: Int, lo: Int, hi: Int): Array[Long] = {
+    val out = new Array[Long](size - (hi - lo))
     System.arraycopy(a, 0, out, 0, lo)
     System.arraycopy(a, hi, out, lo, size - hi)
     out
   }
 
-  /** A scan over index arrays captured when it was opened; hands out copies. */
-  private final class IndexScan(keys: Array[Array[Byte]], values: Array[Array[Byte]], from: Int,
-      until: Int) extends StateScan {
+  /** A scan over the index array and arena pages captured when it was opened; hands out copies. */
+  private final class IndexScan(pages: Array[Array[Byte]], index: Array[Long], from: Int, until: Int)
+    extends StateScan {
     private var i = from
     private var closed = false
     override def valid: Boolean = !closed && i < until
-    override def key: Array[Byte] = keys(i).clone()
-    override def value: Array[Byte] = values(i).clone()
+    override def key: Array[Byte] = EntryArena.key(pages, index(i))
+    override def value: Array[Byte] = EntryArena.value(pages, index(i))
     override def next(): Unit = i += 1
     override def close(): Unit = closed = true
   }

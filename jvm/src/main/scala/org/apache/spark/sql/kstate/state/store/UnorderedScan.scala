@@ -10,7 +10,8 @@ package org.apache.spark.sql.kstate.state.store
  * It serves Spark's `iterator()` on plain-key families, whose order Spark's contract leaves
  * open (the HDFS provider iterates a hash map): a heap working copy then needs no sorted index.
  * Yields (key, value) arrays the caller may keep but must not change: the write set's own
- * (as [[MergedScan]] does) and copies of the committed ones.
+ * (as [[MergedScan]] does) and the committed ones, which the working copy handed out as copies
+ * (see [[HeapState.entriesWithPrefix]]).
  */
 private[kstate] final class UnorderedScan(
     changedKeys: Array[Array[Byte]],
@@ -29,7 +30,7 @@ private[kstate] final class UnorderedScan(
       if (i < changedKeys.length) (changedKeys(i), changedValues(i))
       else {
         val j = i - changedKeys.length
-        (committedKeys(j).clone(), committedValues(j).clone())
+        (committedKeys(j), committedValues(j))
       }
     i += 1
     out

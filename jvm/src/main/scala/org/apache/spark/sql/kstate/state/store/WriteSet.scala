@@ -1,13 +1,16 @@
 package org.apache.spark.sql.kstate.state.store
 
-import java.util.{ArrayList, Arrays, Collection, HashMap, TreeMap}
+import java.util.{ArrayList, Arrays, TreeMap}
 
 /**
  * The uncommitted changes of one store version. An entry is either a write (new value bytes),
  * a delete ([[WriteSet.Deleted]]), or a read-only note of whether the key existed before this
  * version (value null), kept so that row counting does not look the key up twice.
  *
- * Point operations use a hash map. Ordered scans and the commit need the changes in RocksDB's
+ * Point operations use a hash table of the entries by open addressing (parallel arrays of hash
+ * codes and entries, linear probing): an entry is three objects (itself, its key and value
+ * arrays) and no map node, which matters because a version's entries live until it commits and
+ * every young collection meanwhile copies them. Ordered scans and the commit need the changes in RocksDB's
  * key order, so a sorted view is built when first needed, and only then:
  *  - `base`: the entries sorted by key when it was built (one sort of an array);
  *  - `tail`: entries inserted since, unsorted. Once it reaches an eighth of `base` it is sorted
@@ -17,14 +20,21 @@ import java.util.{ArrayList, Arrays, Collection, HashMap, TreeMap}
  *    re-sorts everything per scan.
  * Versions that never scan in order pay for one sort, at commit.
  *
- * `heapBytes` estimates the JVM heap the entries occupy (arrays, wrappers, map nodes; see
+ * `heapBytes` estimates the JVM heap the entries occupy (arrays, entries, table slots; see
  * [[WriteSet.heapBytesOf]]) plus the sorted view's; the store spills the write set to its local
  * database when the estimate passes its limit, then calls `clear()`.
  */
 private[kstate] final class WriteSet(expectedEntries: Int = 0) {
   import WriteSet._
 
-  private val entries = new HashMap[HashedKey, Entry](math.max(16, (expectedEntries / 0.75).toInt + 1))
+  // The hash table: slots(i) null when empty; hashes(i) the hash of slots(i)'s key.
+  private var hashes: Array[Int] = _
+  private var slots: Array[Entry] = _
+  private var count = 0
+  // The entries in insertion order: also their order in memory (allocated one after another),
+  // so the commit's passes over all entries read memory front to back, not at random.
+  private var inserted = new Array[Entry](math.max(16, expectedEntries))
+  allocate(AddressTable.capacityFor(expectedEntries))
   private var entriesHeap = 0L
   private var base: Array[Entry] = _ // null: no sorted view
   private val tail = new ArrayList[Entry]()
@@ -35,33 +45,79 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
   def heapBytes: Long = entriesHeap + viewHeap
 
   /** Number of entries (changes and existence notes). */
-  def numEntries: Long = entries.size.toLong
+  def numEntries: Long = count.toLong
 
   /** Forgets every entry (after they were spilled). */
   def clear(): Unit = {
-    entries.clear()
+    allocate(AddressTable.MinCapacity)
+    inserted = new Array[Entry](16)
+    count = 0
     entriesHeap = 0L
     dropSortedView()
   }
 
-  def lookup(key: HashedKey): Entry = entries.get(key)
+  def lookup(key: HashedKey): Entry = {
+    val s = find(key.bytes, key.hashCode)
+    if (s >= 0) slots(s) else null
+  }
 
   def write(key: Array[Byte], value: Array[Byte]): Unit = write(new HashedKey(key), value)
 
   def write(k: HashedKey, value: Array[Byte]): Unit = {
-    val e = entries.get(k)
-    if (e == null) insert(new Entry(k, value, Unknown))
+    val s = find(k.bytes, k.hashCode)
+    if (s < 0) insert(~s, new Entry(k.bytes, k.hashCode, value, Unknown))
     else {
+      val e = slots(s)
       entriesHeap += arrayBytes(value) - arrayBytes(e.value)
       e.value = value
     }
   }
 
-  def noteRead(key: HashedKey, existed: Boolean): Unit =
-    if (!entries.containsKey(key)) insert(new Entry(key, null, if (existed) Present else Absent))
+  def noteRead(key: HashedKey, existed: Boolean): Unit = {
+    val s = find(key.bytes, key.hashCode)
+    if (s < 0) insert(~s, new Entry(key.bytes, key.hashCode, null, if (existed) Present else Absent))
+  }
 
-  private def insert(e: Entry): Unit = {
-    entries.put(e.hashed, e)
+  /** The slot holding `key`, or `~slot` of the free slot where it would go. */
+  private def find(key: Array[Byte], hash: Int): Int = {
+    val mask = slots.length - 1
+    var i = hash & mask
+    while (true) {
+      val e = slots(i)
+      if (e == null) return ~i
+      if (hashes(i) == hash && Arrays.equals(e.key, key)) return i
+      i = (i + 1) & mask
+    }
+    throw new IllegalStateException("unreachable")
+  }
+
+  private def allocate(capacity: Int): Unit = {
+    hashes = new Array[Int](capacity)
+    slots = new Array[Entry](capacity)
+  }
+
+  /** Every entry, in insertion order. */
+  private def allEntries: Array[Entry] = Arrays.copyOf(inserted, count)
+
+  /** Rebuilds the table with `capacity` slots from `all` (distinct keys, in insertion order). */
+  private def rebuild(all: Array[Entry], capacity: Int): Unit = {
+    allocate(capacity)
+    val mask = capacity - 1
+    all.foreach { e =>
+      var i = e.hash & mask
+      while (slots(i) != null) i = (i + 1) & mask
+      hashes(i) = e.hash; slots(i) = e
+    }
+    if (all ne inserted) inserted = Arrays.copyOf(all, math.max(16, all.length))
+    count = all.length
+  }
+
+  private def insert(slot: Int, e: Entry): Unit = {
+    hashes(slot) = e.hash; slots(slot) = e
+    if (count == inserted.length) inserted = Arrays.copyOf(inserted, count * 2)
+    inserted(count) = e
+    count += 1
+    if (count > slots.length * AddressTable.MaxLoad) rebuild(allEntries, slots.length * 2)
     entriesHeap += heapBytesOf(e.key, e.value)
     if (base != null) {
       tail.add(e)
@@ -80,7 +136,7 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
   /** Makes `base` plus `tailIndex` (null when the tail is empty) a sorted view of all entries. */
   private def sortedView(): Unit =
     if (base == null) {
-      base = sortedArray(entries.values())
+      base = sortedArray(allEntries)
       viewHeap = SlotBytes * base.length
     } else if (!tail.isEmpty) {
       if (tail.size >= math.max(MinTailMerge, base.length / 8)) mergeTail()
@@ -153,25 +209,27 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
 
   /** Drops every entry with a key in [from, until) (rare: a dropped column family). */
   def clearRange(from: Array[Byte], until: Option[Array[Byte]]): Unit = {
-    val it = entries.values().iterator()
-    while (it.hasNext) {
-      val e = it.next()
-      if (Bytes.Order.compare(e.key, from) >= 0 && until.forall(u => Bytes.Order.compare(e.key, u) < 0)) {
-        entriesHeap -= heapBytesOf(e.key, e.value)
-        it.remove()
-      }
+    val (dropped, kept) = allEntries.partition { e =>
+      Bytes.Order.compare(e.key, from) >= 0 && until.forall(u => Bytes.Order.compare(e.key, u) < 0)
     }
+    dropped.foreach(e => entriesHeap -= heapBytesOf(e.key, e.value))
+    rebuild(kept, slots.length)
     dropSortedView()
   }
 
   /**
-   * All written or deleted entries in no particular order, for a commit that needs no order (a
-   * heap working copy that keeps no sorted index): no sort at all.
+   * All written or deleted entries in the order they were first written (or read), for a commit
+   * that needs no key order (a heap working copy that keeps no sorted index): no sort at all.
    */
   def unsortedChanges: Array[Entry] = {
-    val out = new Array[Entry](entries.size)
+    val out = new Array[Entry](count)
     var n = 0
-    entries.values().forEach(e => if (e.value != null) { out(n) = e; n += 1 })
+    var i = 0
+    while (i < count) {
+      val e = inserted(i)
+      if (e.value != null) { out(n) = e; n += 1 }
+      i += 1
+    }
     if (n == out.length) out else Arrays.copyOf(out, n)
   }
 
@@ -182,8 +240,11 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
   def writesWithPrefix(prefix: Array[Byte]): (Array[Array[Byte]], Array[Array[Byte]]) = {
     val ks = new ArrayList[Array[Byte]]()
     val vs = new ArrayList[Array[Byte]]()
-    entries.values().forEach { e =>
+    var i = 0
+    while (i < count) {
+      val e = inserted(i)
       if (e.value != null && !e.isDelete && Bytes.startsWith(e.key, prefix)) { ks.add(e.key); vs.add(e.value) }
+      i += 1
     }
     (ks.toArray(new Array[Array[Byte]](0)), vs.toArray(new Array[Array[Byte]](0)))
   }
@@ -195,7 +256,7 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
    */
   def sortedChanges: Array[Entry] = {
     val all =
-      if (base == null) sortedArray(entries.values())
+      if (base == null) sortedArray(allEntries)
       else {
         if (!tail.isEmpty) mergeTail()
         base
@@ -222,11 +283,11 @@ private[kstate] object WriteSet {
 
   /**
    * Heap estimate of one entry beyond its arrays, for a 64-bit JVM with compressed references:
-   * the key wrapper (24), the entry (24), the hash map node (32) and its table slot (8, at the
-   * map's load factor). The sorted view adds [[SlotBytes]] per entry, and [[IndexEntryBytes]] per
-   * entry of the tail's index.
+   * the entry (24), its two table slots (16, at the table's load factor) and its slot in the
+   * insertion order (8, at that array's growth). The sorted view adds [[SlotBytes]] per entry,
+   * and [[IndexEntryBytes]] per entry of the tail's index.
    */
-  final val EntryOverheadBytes: Long = 88L
+  final val EntryOverheadBytes: Long = 48L
   /** A tree node of the tail's index. */
   final val IndexEntryBytes: Long = 40L
   /** A reference in the sorted view's arrays. */
@@ -235,8 +296,10 @@ private[kstate] object WriteSet {
   private final val MinTailMerge = 1024
 
   /** `entries` in key order. */
-  private def sortedArray(entries: Collection[Entry]): Array[Entry] = {
-    val all = entries.toArray(new Array[Entry](0))
+  private def sortedArray(entries: java.util.Collection[Entry]): Array[Entry] =
+    sortedArray(entries.toArray(new Array[Entry](0)))
+
+  private def sortedArray(all: Array[Entry]): Array[Entry] = {
     val order = KeySort.order(all.map(_.key), all.length)
     order.map(all(_))
   }
@@ -248,9 +311,12 @@ private[kstate] object WriteSet {
   def heapBytesOf(key: Array[Byte], value: Array[Byte]): Long =
     EntryOverheadBytes + arrayBytes(key) + arrayBytes(value)
 
-  /** `value`: new bytes, [[Deleted]], or null (read only). `existed`: before this version. */
-  final class Entry(val hashed: HashedKey, var value: Array[Byte], var existed: Byte) {
-    def key: Array[Byte] = hashed.bytes
+  /**
+   * `key` with its hash ([[HashedKey.hashOf]]); `value`: new bytes, [[Deleted]], or null (read
+   * only). `existed`: before this version.
+   */
+  final class Entry(val key: Array[Byte], val hash: Int, var value: Array[Byte], var existed: Byte) {
+    def this(k: HashedKey, value: Array[Byte], existed: Byte) = this(k.bytes, k.hashCode, value, existed)
     def isDelete: Boolean = value eq Deleted
   }
 

@@ -60,9 +60,19 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   private def inRange(k: List[Int], from: List[Int], until: Option[List[Int]]): Boolean =
     !lessUnsigned(k, from) && until.forall(u => lessUnsigned(k, u))
 
-  private def expectedHeap(m: mutable.Map[List[Int], Array[Byte]]): Long = m.map { case (k, v) =>
-    HeapState.EntryBytes + WriteSet.arrayBytes(bytes(k)) + WriteSet.arrayBytes(v)
-  }.sum
+  /** Bytes of the model's entries as records in the arena. */
+  private def liveBytes(m: mutable.Map[List[Int], Array[Byte]]): Long =
+    m.map { case (k, v) => EntryArena.recordBytes(k.length, v.length) }.sum
+
+  /**
+   * The heap accounting: live record bytes match the model, the heap held covers them, and
+   * garbage never outgrows the live bytes by more than the compaction threshold.
+   */
+  private def checkHeap(h: HeapState, m: mutable.Map[List[Int], Array[Byte]]): Unit = {
+    assert(h.liveBytes == liveBytes(m))
+    assert(h.heapBytes >= h.arenaUsedBytes)
+    assert(h.arenaUsedBytes - h.liveBytes <= math.max(h.liveBytes, h.minGarbageBytes))
+  }
 
   private def scanAll(h: HeapState, from: List[Int], until: Option[List[Int]]): List[(List[Int], List[Byte])] = {
     val s = h.scan(bytes(from), until.map(bytes))
@@ -72,8 +82,10 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   }
 
   test("property: gets, scans, counts and heap estimate agree with a sorted model") {
-    forAll(Gen.listOf(opGen), keyGen, Gen.option(keyGen)) { (ops, from, until) =>
-      val h = new HeapState
+    // a tiny compaction threshold in most cases, so that compactions run often, mid-sequence
+    forAll(Gen.listOf(opGen), keyGen, Gen.option(keyGen), Gen.oneOf(0L, 16L, 200L, HeapState.MinGarbageBytes)) {
+        (ops, from, until, threshold) =>
+      val h = new HeapState(threshold)
       val m = mutable.Map.empty[List[Int], Array[Byte]]
       var frozen: Option[(StateScan, List[(List[Int], List[Byte])])] = None
       ops.zipWithIndex.foreach { case (op, i) =>
@@ -107,7 +119,7 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
         assert(out.toList == expected)
       }
       assert(h.size == m.size)
-      assert(h.heapBytes == expectedHeap(m))
+      checkHeap(h, m)
       m.foreach { case (k, v) => assert(h.get(hk(k)).toList == v.toList && h.contains(hk(k))) }
       assert(scanAll(h, Nil, None) == model(m))
       val ranged = model(m).filter { case (k, _) => inRange(k, from, until) }
@@ -142,7 +154,7 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     assert(h.count(Array.emptyByteArray, None) == 4)
     assert(h.keepsIndex)
     assert(scanAll(h, List(3), None).map(_._1) == List(List(3), List(4), List(5)))
-    assert(h.heapBytes == expectedHeap(mutable.Map(List(2, 3, 4, 5).map(k => List(k) -> Array((k * 10).toByte)): _*)))
+    checkHeap(h, mutable.Map(List(2, 3, 4, 5).map(k => List(k) -> Array((k * 10).toByte)): _*))
   }
 
   test("a scan is frozen when opened, and hands out copies") {
@@ -175,7 +187,33 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     assert(h.count(bytes(List(4)), Some(bytes(List(10)))) == 4)
     assert(h.deleteRange(bytes(List(2)), Some(bytes(List(5)))) == 3)
     assert(scanAll(h, Nil, None).map(_._1) == List(1, 5, 6, 9, 10, 11).map(List(_)))
-    assert(h.heapBytes == expectedHeap(mutable.Map(List(1, 5, 6, 9, 10, 11).map(k => List(k) -> Array(k.toByte)): _*)))
+    checkHeap(h, mutable.Map(List(1, 5, 6, 9, 10, 11).map(k => List(k) -> Array(k.toByte)): _*))
+  }
+
+  test("compaction copies only live records; scans opened before it still read their version") {
+    val h = new HeapState(minGarbageBytes = 0)
+    def version(ks: Seq[Int], v: Int): Array[WriteSet.Entry] =
+      ks.map(k => new WriteSet.Entry(new HashedKey(bytes(List(k))), Array.fill(10)(v.toByte), WriteSet.Unknown)).toArray
+    h.applySorted(version(1 to 20, 1))
+    assert(scanAll(h, Nil, None).size == 20) // keeps the sorted index from now on
+    val before = h.scan(Array.emptyByteArray, None)
+    val usedBefore = h.arenaUsedBytes
+    h.applySorted(version(1 to 20, 2)) // every record replaced: garbage == live, no compaction yet
+    assert(h.arenaUsedBytes == 2 * usedBefore)
+    h.applySorted(version(1 to 10, 3)) // garbage > live: compacted, in key order
+    assert(h.arenaUsedBytes == h.liveBytes && h.liveBytes == usedBefore)
+    assert(scanAll(h, Nil, None) == (1 to 20).toList.map(k => List(k) -> List.fill(10)((if (k <= 10) 3 else 2).toByte)))
+    (1 to 20).foreach(k => assert(h.get(hk(List(k)))(0) == (if (k <= 10) 3 else 2)))
+    val seen = mutable.ListBuffer.empty[(Int, Byte)]
+    while (before.valid) { seen += before.key(0).toInt -> before.value(0); before.next() }
+    assert(seen.toList == (1 to 20).toList.map(_ -> 1.toByte))
+    // without the sorted index, the hash index's addresses are moved in place
+    h.applyUnsorted(version(20 to 1 by -1, 4))
+    h.applyUnsorted(version(1 to 20, 5))
+    assert(h.arenaUsedBytes <= 2 * h.liveBytes)
+    (1 to 20).foreach(k => assert(h.get(hk(List(k)))(0) == 5))
+    h.delete(bytes(List(7)))
+    assert(h.size == 19 && h.get(hk(List(7))) == null)
   }
 
   test("the budget admits reservations up to the limit and takes releases back") {
