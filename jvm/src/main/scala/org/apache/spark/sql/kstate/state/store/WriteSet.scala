@@ -41,8 +41,14 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
   private var tailIndex: TreeMap[Array[Byte], Entry] = _
   private var viewHeap = 0L
 
-  /** Estimated heap bytes held by the entries and the sorted view (see [[WriteSet.heapBytesOf]]). */
-  def heapBytes: Long = entriesHeap + viewHeap
+  /**
+   * Estimated heap bytes held by the entries (see [[WriteSet.heapBytesOf]]), the hash table's
+   * and insertion order's arrays at their current capacities, and the sorted view.
+   */
+  def heapBytes: Long = entriesHeap + tableBytes + viewHeap
+
+  /** Heap of the hash table's two arrays and the insertion-order array. */
+  private[store] def tableBytes: Long = 48L + 8L * slots.length + 4L * inserted.length
 
   /** Number of entries (changes and existence notes). */
   def numEntries: Long = count.toLong
@@ -99,17 +105,18 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
   /** Every entry, in insertion order. */
   private def allEntries: Array[Entry] = Arrays.copyOf(inserted, count)
 
-  /** Rebuilds the table with `capacity` slots from `all` (distinct keys, in insertion order). */
-  private def rebuild(all: Array[Entry], capacity: Int): Unit = {
+  /** Rebuilds the table with `capacity` slots from the first `count` entries of `inserted`. */
+  private def rebuild(capacity: Int): Unit = {
     allocate(capacity)
     val mask = capacity - 1
-    all.foreach { e =>
+    var n = 0
+    while (n < count) {
+      val e = inserted(n)
       var i = e.hash & mask
       while (slots(i) != null) i = (i + 1) & mask
       hashes(i) = e.hash; slots(i) = e
+      n += 1
     }
-    if (all ne inserted) inserted = Arrays.copyOf(all, math.max(16, all.length))
-    count = all.length
   }
 
   private def insert(slot: Int, e: Entry): Unit = {
@@ -117,7 +124,7 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
     if (count == inserted.length) inserted = Arrays.copyOf(inserted, count * 2)
     inserted(count) = e
     count += 1
-    if (count > slots.length * AddressTable.MaxLoad) rebuild(allEntries, slots.length * 2)
+    if (count > slots.length * AddressTable.MaxLoad) rebuild(slots.length * 2)
     entriesHeap += heapBytesOf(e.key, e.value)
     if (base != null) {
       tail.add(e)
@@ -213,7 +220,9 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
       Bytes.Order.compare(e.key, from) >= 0 && until.forall(u => Bytes.Order.compare(e.key, u) < 0)
     }
     dropped.foreach(e => entriesHeap -= heapBytesOf(e.key, e.value))
-    rebuild(kept, slots.length)
+    inserted = Arrays.copyOf(kept, math.max(16, kept.length))
+    count = kept.length
+    rebuild(AddressTable.capacityFor(count))
     dropSortedView()
   }
 
@@ -283,11 +292,12 @@ private[kstate] object WriteSet {
 
   /**
    * Heap estimate of one entry beyond its arrays, for a 64-bit JVM with compressed references:
-   * the entry (24), its two table slots (16, at the table's load factor) and its slot in the
-   * insertion order (8, at that array's growth). The sorted view adds [[SlotBytes]] per entry,
-   * and [[IndexEntryBytes]] per entry of the tail's index.
+   * the entry object (12-byte header, three references, an int and a byte: 32). The table's
+   * slots are counted by capacity ([[WriteSet.tableBytes]]).
+   * The sorted view adds [[SlotBytes]] per entry, and [[IndexEntryBytes]] per entry of the
+   * tail's index.
    */
-  final val EntryOverheadBytes: Long = 48L
+  final val EntryOverheadBytes: Long = 32L
   /** A tree node of the tail's index. */
   final val IndexEntryBytes: Long = 40L
   /** A reference in the sorted view's arrays. */

@@ -64,9 +64,15 @@ class WriteSetSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       assert(ws.numEntries == (changes.keySet ++ noted.keySet).size)
       val entriesHeap = (changes.map { case (k, v) => WriteSet.heapBytesOf(key(k), bytesOf(v)) } ++
         noted.keys.toSeq.map(k => WriteSet.heapBytesOf(key(k), null))).sum
-      assert(ws.heapBytes >= entriesHeap && ws.heapBytes <= entriesHeap + ws.numEntries * (WriteSet.SlotBytes + WriteSet.IndexEntryBytes))
+      // the table's arrays: two slots (int and reference) per table slot at most MaxLoad full,
+      // and the insertion order, which at most doubles past the entries
+      val table = ws.tableBytes
+      assert(table <= 48L + 8L * AddressTable.capacityFor(2 * ws.numEntries.toInt) + 4L * math.max(16L, 2 * ws.numEntries))
+      assert(table >= 48L + 8L * ws.numEntries / AddressTable.MaxLoad + 4L * ws.numEntries)
+      assert(ws.heapBytes >= entriesHeap + table &&
+        ws.heapBytes <= entriesHeap + table + ws.numEntries * (WriteSet.SlotBytes + WriteSet.IndexEntryBytes))
       ws.clear()
-      assert(ws.heapBytes == 0 && ws.numEntries == 0 && ws.changesIn(key(0), None).isEmpty)
+      assert(ws.heapBytes == ws.tableBytes && ws.tableBytes < 512 && ws.numEntries == 0 && ws.changesIn(key(0), None).isEmpty)
     }
   }
 }
