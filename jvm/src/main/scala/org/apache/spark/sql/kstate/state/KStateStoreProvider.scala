@@ -353,12 +353,9 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     if (heap == null || pending != null) None
     else {
       val (changedKeys, changedValues) = store.changes.writesWithPrefix(prefix)
-      val changes = store.changes
-      val (keys, values) = heap.entriesWithPrefix(prefix, k => {
-        val e = changes.lookup(k)
-        e != null && e.value != null
-      })
-      Some(new UnorderedScan(changedKeys, changedValues, keys, values))
+      // the committed side skips keys this version changed (wrote or deleted) when opened
+      val changed = store.changes.changedKeysWithPrefix(prefix)
+      Some(new UnorderedScan(changedKeys, changedValues, heap.entriesWithPrefix(prefix, changed.contains)))
     }
 
   /**

@@ -39,6 +39,9 @@ private[store] final class AddressTable(expectedEntries: Int = 0) {
   /** Replaces the address in an occupied slot (the record moved; same key). */
   def setAddressAt(slot: Int, addr: Long): Unit = addrs(slot) = addr
 
+  /** Copies of the slot arrays (addresses, hashes), for an iteration unaffected by later changes. */
+  def copyOfSlots: (Array[Long], Array[Int]) = (addrs.clone(), hashes.clone())
+
   /** Heap of the two slot arrays. */
   def tableBytes: Long = tableBytesOf(addrs.length)
 

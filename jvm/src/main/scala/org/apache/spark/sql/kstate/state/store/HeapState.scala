@@ -229,24 +229,34 @@ private[kstate] final class HeapState(private[store] val minGarbageBytes: Long =
 
   /**
    * The entries whose key starts with `prefix`, except those `skip` names, in no particular
-   * order, as (keys, values) arrays captured now (for an unordered iteration). The arrays are
-   * fresh copies the caller may hand out.
+   * order (for an unordered iteration), as fresh arrays the caller may hand out. Read lazily
+   * from a copy of the hash index's slots taken now (primitive arrays: a copy, not an object per
+   * entry) and the current pages, so the iteration is frozen at this version whatever is
+   * committed later, and holds no more than one entry at a time.
    */
-  def entriesWithPrefix(prefix: Array[Byte], skip: HashedKey => Boolean)
-      : (Array[Array[Byte]], Array[Array[Byte]]) = {
-    val ks = new java.util.ArrayList[Array[Byte]]()
-    val vs = new java.util.ArrayList[Array[Byte]]()
+  def entriesWithPrefix(prefix: Array[Byte], skip: HashedKey => Boolean): Iterator[(Array[Byte], Array[Byte])] = {
     val pages = arena.pages
-    var s = 0
-    while (s < table.slots) {
-      val a = table.addressAt(s)
-      if (a != AddressTable.Empty && EntryArena.startsWith(pages, a, prefix)) {
-        val k = EntryArena.key(pages, a)
-        if (!skip(HashedKey.withHash(k, table.hashAt(s)))) { ks.add(k); vs.add(EntryArena.value(pages, a)) }
+    val (addrs, hashes) = table.copyOfSlots
+    new Iterator[(Array[Byte], Array[Byte])] {
+      private var s = -1
+      advance()
+      private def advance(): Unit = {
+        s += 1
+        while (s < addrs.length && !wanted(s)) s += 1
       }
-      s += 1
+      private def wanted(slot: Int): Boolean = {
+        val a = addrs(slot)
+        a != AddressTable.Empty && EntryArena.startsWith(pages, a, prefix) &&
+          !skip(HashedKey.withHash(EntryArena.key(pages, a), hashes(slot)))
+      }
+      override def hasNext: Boolean = s < addrs.length
+      override def next(): (Array[Byte], Array[Byte]) = {
+        if (!hasNext) throw new NoSuchElementException("end of the heap state's entries")
+        val a = addrs(s)
+        advance()
+        (EntryArena.key(pages, a), EntryArena.value(pages, a))
+      }
     }
-    (ks.toArray(NoArrays), vs.toArray(NoArrays))
   }
 
   def clear(): Unit = {
@@ -386,7 +396,6 @@ private[kstate] object HeapState {
   final val MinGarbageBytes: Long = 256L * 1024
 
   private val NoAddresses = new Array[Long](0)
-  private val NoArrays = new Array[Array[Byte]](0)
 
   private def noDeletes(changes: Array[WriteSet.Entry], count: Int): Boolean = {
     var c = 0

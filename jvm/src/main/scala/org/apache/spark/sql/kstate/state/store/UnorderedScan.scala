@@ -10,31 +10,26 @@ package org.apache.spark.sql.kstate.state.store
  * It serves Spark's `iterator()` on plain-key families, whose order Spark's contract leaves
  * open (the HDFS provider iterates a hash map): a heap working copy then needs no sorted index.
  * Yields (key, value) arrays the caller may keep but must not change: the write set's own
- * (as [[MergedScan]] does) and the committed ones, which the working copy handed out as copies
- * (see [[HeapState.entriesWithPrefix]]).
+ * (as [[MergedScan]] does) and the committed ones, which the working copy hands out as copies,
+ * one at a time (see [[HeapState.entriesWithPrefix]]).
  */
 private[kstate] final class UnorderedScan(
     changedKeys: Array[Array[Byte]],
     changedValues: Array[Array[Byte]],
-    committedKeys: Array[Array[Byte]],
-    committedValues: Array[Array[Byte]]) extends Iterator[(Array[Byte], Array[Byte])] with AutoCloseable {
+    committed: Iterator[(Array[Byte], Array[Byte])]) extends Iterator[(Array[Byte], Array[Byte])] with AutoCloseable {
 
   private var i = 0
-  private val total = changedKeys.length + committedKeys.length
+  private var closed = false
 
-  override def hasNext: Boolean = i < total
+  override def hasNext: Boolean = !closed && (i < changedKeys.length || committed.hasNext)
 
   override def next(): (Array[Byte], Array[Byte]) = {
-    if (i >= total) throw new NoSuchElementException("end of state store scan")
-    val out =
-      if (i < changedKeys.length) (changedKeys(i), changedValues(i))
-      else {
-        val j = i - changedKeys.length
-        (committedKeys(j), committedValues(j))
-      }
-    i += 1
-    out
+    if (!hasNext) throw new NoSuchElementException("end of state store scan")
+    if (i < changedKeys.length) {
+      i += 1
+      (changedKeys(i - 1), changedValues(i - 1))
+    } else committed.next()
   }
 
-  override def close(): Unit = i = total
+  override def close(): Unit = closed = true
 }

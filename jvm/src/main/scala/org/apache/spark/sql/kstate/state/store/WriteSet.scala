@@ -258,6 +258,18 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
     (ks.toArray(new Array[Array[Byte]](0)), vs.toArray(new Array[Array[Byte]](0)))
   }
 
+  /** The keys written or deleted under `prefix`, as a set captured now. */
+  def changedKeysWithPrefix(prefix: Array[Byte]): java.util.HashSet[HashedKey] = {
+    val out = new java.util.HashSet[HashedKey]()
+    var i = 0
+    while (i < count) {
+      val e = inserted(i)
+      if (e.value != null && Bytes.startsWith(e.key, prefix)) out.add(HashedKey.withHash(e.key, e.hash))
+      i += 1
+    }
+    out
+  }
+
   /**
    * All written or deleted entries in key order (RocksDB applies sorted write batches and
    * multi-gets markedly faster than random-order ones; the heap working copy merges them).
