@@ -194,8 +194,7 @@ case class KStateSessionAggregateExec(
     /** Sessions with end < close time are closed: a later row (also a tombstone) ends at or after it. */
     override def outputTimeFloor: Long = closeTime
 
-    override def metrics: KStateTask.Metrics = KStateTask.Metrics(
-      CustomMetrics.indices.map(i => CustomMetrics(i)._1 -> counters(i)).toMap,
+    override def metrics: KStateTask.Metrics = KStateTask.Metrics.ofCounters(CustomMetrics, counters,
       totalStateRows = state.records,
       updatedStateRows = counters(Updates),
       removedStateRows = counters(Closed))

@@ -220,8 +220,7 @@ case class KStateSlidingAggregateExec(
     /** Windows with end < close time are closed: a later row ends at or after it. */
     override def outputTimeFloor: Long = closeTime
 
-    override def metrics: KStateTask.Metrics = KStateTask.Metrics(
-      CustomMetrics.indices.map(i => CustomMetrics(i)._1 -> counters(i)).toMap,
+    override def metrics: KStateTask.Metrics = KStateTask.Metrics.ofCounters(CustomMetrics, counters,
       totalStateRows = state.records,
       updatedStateRows = counters(Updates),
       removedStateRows = counters(Closed))

@@ -56,6 +56,14 @@ trait KStateTask {
 object KStateTask {
   final case class Metrics(custom: Map[String, Long], totalStateRows: Long, updatedStateRows: Long,
       removedStateRows: Long)
+
+  object Metrics {
+    /** Custom metrics named by `descs` (name, description), each valued by `counters` at its position. */
+    def ofCounters(descs: Seq[(String, String)], counters: Array[Long], totalStateRows: Long,
+        updatedStateRows: Long, removedStateRows: Long): Metrics =
+      Metrics(descs.indices.map(i => descs(i)._1 -> counters(i)).toMap, totalStateRows, updatedStateRows,
+        removedStateRows)
+  }
 }
 
 /**

@@ -137,8 +137,7 @@ case class KStateSuppressExec(
     override def outputTimeFloor: Long =
       if (expiry == Long.MinValue || expiry == Long.MaxValue) expiry else expiry + 1
 
-    override def metrics: KStateTask.Metrics = KStateTask.Metrics(
-      CustomMetrics.indices.map(i => CustomMetrics(i)._1 -> counters(i)).toMap,
+    override def metrics: KStateTask.Metrics = KStateTask.Metrics.ofCounters(CustomMetrics, counters,
       totalStateRows = buffer.numRecords,
       updatedStateRows = 0L,
       removedStateRows = counters(Emitted))

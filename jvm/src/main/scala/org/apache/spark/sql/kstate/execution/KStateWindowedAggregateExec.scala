@@ -232,8 +232,7 @@ case class KStateWindowedAggregateExec(
 
     override def metrics: KStateTask.Metrics = {
       import KStateWindowedAggregateExec._
-      KStateTask.Metrics(
-        CustomMetrics.indices.map(i => CustomMetrics(i)._1 -> counters(i)).toMap,
+      KStateTask.Metrics.ofCounters(CustomMetrics, counters,
         totalStateRows = state.records,
         updatedStateRows = counters(Updates),
         removedStateRows = counters(Closed))

@@ -352,9 +352,8 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   private[state] def unorderedScan(store: KStateStore, prefix: Array[Byte]): Option[UnorderedScan] =
     if (heap == null || pending != null) None
     else {
-      val (changedKeys, changedValues) = store.changes.writesWithPrefix(prefix)
       // the committed side skips keys this version changed (wrote or deleted) when opened
-      val changed = store.changes.changedKeysWithPrefix(prefix)
+      val (changedKeys, changedValues, changed) = store.changes.changesWithPrefix(prefix)
       Some(new UnorderedScan(changedKeys, changedValues, heap.entriesWithPrefix(prefix, changed.contains)))
     }
 

@@ -243,31 +243,25 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
   }
 
   /**
-   * The written (not deleted) entries whose key starts with `prefix`, in no particular order, as
-   * (key, value) arrays captured now: later writes do not show through.
+   * The changes under `prefix`, captured now (later writes do not show through), in one pass:
+   * the written (not deleted) entries in no particular order as (key, value) arrays, and the set
+   * of every key written or deleted.
    */
-  def writesWithPrefix(prefix: Array[Byte]): (Array[Array[Byte]], Array[Array[Byte]]) = {
+  def changesWithPrefix(prefix: Array[Byte])
+      : (Array[Array[Byte]], Array[Array[Byte]], java.util.HashSet[HashedKey]) = {
     val ks = new ArrayList[Array[Byte]]()
     val vs = new ArrayList[Array[Byte]]()
+    val changed = new java.util.HashSet[HashedKey]()
     var i = 0
     while (i < count) {
       val e = inserted(i)
-      if (e.value != null && !e.isDelete && Bytes.startsWith(e.key, prefix)) { ks.add(e.key); vs.add(e.value) }
+      if (e.value != null && Bytes.startsWith(e.key, prefix)) {
+        changed.add(HashedKey.withHash(e.key, e.hash))
+        if (!e.isDelete) { ks.add(e.key); vs.add(e.value) }
+      }
       i += 1
     }
-    (ks.toArray(new Array[Array[Byte]](0)), vs.toArray(new Array[Array[Byte]](0)))
-  }
-
-  /** The keys written or deleted under `prefix`, as a set captured now. */
-  def changedKeysWithPrefix(prefix: Array[Byte]): java.util.HashSet[HashedKey] = {
-    val out = new java.util.HashSet[HashedKey]()
-    var i = 0
-    while (i < count) {
-      val e = inserted(i)
-      if (e.value != null && Bytes.startsWith(e.key, prefix)) out.add(HashedKey.withHash(e.key, e.hash))
-      i += 1
-    }
-    out
+    (ks.toArray(new Array[Array[Byte]](0)), vs.toArray(new Array[Array[Byte]](0)), changed)
   }
 
   /**
