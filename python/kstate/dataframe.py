@@ -38,8 +38,21 @@ def _name(name: Optional[str]) -> Optional[str]:
     return name
 
 
+def _order(order: object) -> str:
+    if not isinstance(order, str):
+        raise KStateError(
+            "KSTATE_INVALID_PROCESSING_ORDER",
+            f"order must be 'auto', 'task' or 'event_time', got {order!r}.")
+    return order
+
+
 class KStateDataFrame:
     """kstate's operations on one DataFrame, reached as ``df.kstate``.
+
+    Every method that builds a stateful operator takes ``order=``: the order in which the
+    operator processes each micro-batch's records (``"auto"``, ``"task"`` or ``"event_time"``;
+    default: the session's ``spark.kstate.processingOrder``, itself ``"auto"``). See
+    ``docs/operators.md``, "Processing order".
 
     Arguments are validated when the DataFrame is built: an unknown column, a wrong type, a
     non-deterministic expression or a bad duration raises :class:`kstate.KStateError` at once.
@@ -48,9 +61,10 @@ class KStateDataFrame:
     def __init__(self, df: DataFrame):
         self._df = df
 
-    def _jkstate(self):
+    def _jkstate(self, order: Optional[str] = None):
         jvm = check_jvm(self._df.sparkSession)
-        return jvm.io.kstate.KStateDataFrame.apply(self._df._jdf)
+        jkstate = jvm.io.kstate.KStateDataFrame.apply(self._df._jdf)
+        return jkstate if order is None else jkstate.withProcessingOrder(_order(order))
 
     def _wrap(self, jdf) -> DataFrame:
         return DataFrame(jdf, self._df.sparkSession)
@@ -66,6 +80,7 @@ class KStateDataFrame:
         key: Union[ColumnOrName, Sequence[ColumnOrName]],
         timestamp: ColumnOrName,
         name: Optional[str] = None,
+        order: Optional[str] = None,
     ) -> DataFrame:
         """Drops records whose key was already forwarded within ``interval`` (KIP-655).
 
@@ -86,6 +101,11 @@ class KStateDataFrame:
             Event time: TIMESTAMP, TIMESTAMP_NTZ, or epoch milliseconds (integral).
         name : str, optional
             Stable operator name in the checkpoint (letters, digits, ``_ - .``).
+        order : str, optional
+            Processing order of each micro-batch's records: ``"auto"`` (Kafka task order when
+            the input is an ordered log such as a Kafka topic, event-time order otherwise; a
+            static DataFrame's own order), ``"task"`` or ``"event_time"``. Default: the
+            session's ``spark.kstate.processingOrder``.
 
         Returns
         -------
@@ -96,7 +116,7 @@ class KStateDataFrame:
         --------
         >>> deduped = events.kstate.deduplicate_by_key("10 minutes", key="user", timestamp="ts")
         """
-        return self._wrap(self._jkstate().deduplicateByKey(
+        return self._wrap(self._jkstate(order).deduplicateByKey(
             self._duration(interval), _col(key, "key")._jc, _col(timestamp, "timestamp")._jc,
             _name(name)))
 
@@ -108,6 +128,7 @@ class KStateDataFrame:
         key: Union[ColumnOrName, Sequence[ColumnOrName]],
         timestamp: ColumnOrName,
         name: Optional[str] = None,
+        order: Optional[str] = None,
     ) -> DataFrame:
         """Like :meth:`deduplicate_by_key`, but duplicates must share key *and* ``id`` (KIP-655).
 
@@ -117,7 +138,7 @@ class KStateDataFrame:
         ----------
         id : str or Column
             Deduplication id, a deterministic expression over the record (Kafka's idSelector).
-        interval, key, timestamp, name
+        interval, key, timestamp, name, order
             As for :meth:`deduplicate_by_key`.
 
         Examples
@@ -125,7 +146,7 @@ class KStateDataFrame:
         >>> deduped = events.kstate.deduplicate_by_key_value(
         ...     F.col("payload.event_id"), "1 hour", key="device", timestamp="ts")
         """
-        return self._wrap(self._jkstate().deduplicateByKeyValue(
+        return self._wrap(self._jkstate(order).deduplicateByKeyValue(
             _col(id, "id")._jc, self._duration(interval), _col(key, "key")._jc,
             _col(timestamp, "timestamp")._jc, _name(name)))
 
@@ -136,17 +157,18 @@ class KStateDataFrame:
         interval: DurationLike,
         timestamp: ColumnOrName,
         name: Optional[str] = None,
+        order: Optional[str] = None,
     ) -> DataFrame:
         """Drops records whose ``id`` was already forwarded within ``interval``, across all
         input partitions: records are repartitioned by ``id`` (KIP-655 ``deduplicate``).
 
-        Records with a null id are always forwarded.
+        Records with a null id are always forwarded. ``order`` as for :meth:`deduplicate_by_key`.
 
         Examples
         --------
         >>> deduped = events.kstate.deduplicate("event_id", "1 hour", timestamp="ts")
         """
-        return self._wrap(self._jkstate().deduplicate(
+        return self._wrap(self._jkstate(order).deduplicate(
             _col(id, "id")._jc, self._duration(interval), _col(timestamp, "timestamp")._jc,
             _name(name)))
 
@@ -159,6 +181,7 @@ class KStateDataFrame:
         name: Optional[str] = None,
         window_end: Optional[ColumnOrName] = None,
         grace: Optional[DurationLike] = None,
+        order: Optional[str] = None,
     ) -> DataFrame:
         """KIP-328 ``suppress``: hold back updates of this table.
 
@@ -189,6 +212,8 @@ class KStateDataFrame:
             The operator's name in the checkpoint.
         window_end, grace : optional
             For ``until_window_closes`` on a table kstate did not window.
+        order : str, optional
+            As for :meth:`deduplicate_by_key`.
 
         Examples
         --------
@@ -206,7 +231,7 @@ class KStateDataFrame:
         jts = None if timestamp is None else _col(timestamp, "timestamp")._jc
         jend = None if window_end is None else _col(window_end, "window_end")._jc
         jgrace = None if grace is None else str(to_millis(grace, "grace"))
-        return self._wrap(self._jkstate().suppressTable(
+        return self._wrap(self._jkstate(order).suppressTable(
             suppressed._to_jvm(jvm), jkey, jts, jend, jgrace, _name(name)))
 
     @translate_errors
@@ -215,6 +240,7 @@ class KStateDataFrame:
         windows: Union[TimeWindows, SessionWindows, SlidingWindows],
         key: Union[ColumnOrName, Sequence[ColumnOrName]],
         timestamp: ColumnOrName,
+        order: Optional[str] = None,
     ) -> "KStateWindowedStream":
         """Groups records by ``key`` into ``windows`` by event time (Kafka's ``windowedBy``).
 
@@ -224,6 +250,9 @@ class KStateDataFrame:
         key : str, Column or list of them
         timestamp : str or Column
             Event time: TIMESTAMP, TIMESTAMP_NTZ, or epoch milliseconds (integral).
+        order : str, optional
+            Processing order of the windowed operator built from this stream, as for
+            :meth:`deduplicate_by_key`.
 
         Examples
         --------
@@ -236,7 +265,7 @@ class KStateDataFrame:
                 "Invalid window specification: expected TimeWindows, SessionWindows or SlidingWindows, "
                 f"got {type(windows).__name__}.")
         jvm = check_jvm(self._df.sparkSession)
-        jstream = self._jkstate().windowedBy(
+        jstream = self._jkstate(order).windowedBy(
             windows._to_jvm(jvm), _col(key, "key")._jc, _col(timestamp, "timestamp")._jc)
         return KStateWindowedStream(jstream, self._df)
 

@@ -27,6 +27,24 @@ object KStateConf {
       "Default false: stream time is the largest event timestamp the partition has seen, as " +
       "in Kafka Streams.")(_.trim.toBoolean)
 
+  val ProcessingOrderPolicy: Entry[ProcessingOrder] = Entry[ProcessingOrder](
+    "spark.kstate.processingOrder",
+    ProcessingOrder.Auto,
+    "Order in which kstate operators process the records of one state partition's micro-batch, " +
+      "unless an operator sets its own: 'auto' (Kafka task order where every source of the " +
+      "operator's input is an ordered log such as Kafka, event-time order otherwise; a static " +
+      "DataFrame's own order), 'task' or 'event_time'. Default auto.")(
+    ProcessingOrder.parse("spark.kstate.processingOrder", _))
+
+  val OrderSpillThreshold: Entry[Long] = Entry(
+    "spark.kstate.processingOrder.spillThreshold",
+    Long.MaxValue,
+    "Most bytes of input rows one task holds in memory while it orders a state partition's " +
+      "micro-batch; past it sorted runs are written to local disk and merged as they are read " +
+      "(Spark's external sorter). Independently of it, the sort spills whenever Spark's task " +
+      "memory manager cannot grant more execution memory. Accepts sizes such as '64m'. " +
+      "Default: no limit of its own.")(parseBytes)
+
   /**
    * Read by kstate's state store provider from the store's configuration, hence the
    * `spark.sql.streaming.stateStore.` prefix (Spark hands those to providers).

@@ -22,7 +22,19 @@ import org.apache.spark.sql.types._
  * columns, wrong types, non-deterministic expressions and bad durations raise a
  * [[KStateException]] that names the argument.
  */
-final class KStateDataFrame(df: DataFrame) {
+final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
+  def this(df: DataFrame) = this(df, None)
+
+  /**
+   * The same operations, with the operators built through them processing each micro-batch in
+   * `order` instead of the session's `spark.kstate.processingOrder` ([[ProcessingOrder]];
+   * docs/operators.md, "Processing order"): e.g.
+   * `df.kstate.withProcessingOrder(ProcessingOrder.EventTime).deduplicateByKey(...)`.
+   */
+  def withProcessingOrder(order: ProcessingOrder): KStateDataFrame = new KStateDataFrame(df, Option(order))
+  /** [[withProcessingOrder]] by name: `auto`, `task` or `event_time`. */
+  def withProcessingOrder(order: String): KStateDataFrame =
+    withProcessingOrder(ProcessingOrder.parse("withProcessingOrder", order))
 
   /**
    * KIP-655 `deduplicateByKey`: drops a record when a record with the same key was forwarded
@@ -67,7 +79,7 @@ final class KStateDataFrame(df: DataFrame) {
   def windowedBy(windows: Windows, key: Column, timestamp: Column): KStateWindowedStream = {
     RunningQuery.register(SparkShim.session(df))
     val ts = checked("timestamp", timestamp, eventTime)
-    new KStateWindowedStream(df, windows, checked("key", key, comparable), ts.expr, ts.dataType)
+    new KStateWindowedStream(df, windows, checked("key", key, comparable), ts.expr, ts.dataType, order)
   }
 
   /**
@@ -154,7 +166,8 @@ final class KStateDataFrame(df: DataFrame) {
     val keyE = checked("key", key, comparable).expr
     val tsE = checked("timestamp", timestamp, eventTime).expr
     val endE = windowEnd.map(c => checked("window_end", c, eventTime).expr)
-    SparkShim.ofRows(df, KStateSuppress(suppressed, limitMs, Option(name), keyE, tsE, endE, SparkShim.logicalPlan(df)))
+    SparkShim.ofRows(df, KStateSuppress(suppressed, limitMs, Option(name), keyE, tsE, endE, order,
+      SparkShim.logicalPlan(df)))
   }
 
   private def dedup(
@@ -170,7 +183,7 @@ final class KStateDataFrame(df: DataFrame) {
     val idE = id.map(c => checked("id", c, comparable).expr)
     val tsE = checked("timestamp", timestamp, eventTime).expr
     SparkShim.ofRows(df, KStateDeduplicate(
-      mode, intervalMs, name, keyE, idE, tsE, SparkShim.logicalPlan(df)))
+      mode, intervalMs, name, keyE, idE, tsE, order, SparkShim.logicalPlan(df)))
   }
 
   private[kstate] def comparable(role: String, dt: DataType): Unit = {
@@ -211,7 +224,7 @@ final class KStateDataFrame(df: DataFrame) {
  */
 final class KStateWindowedStream private[kstate] (
     df: DataFrame, windows: Windows, keyArg: KStateDataFrame.Checked, timestamp: Expression,
-    timestampType: DataType) {
+    timestampType: DataType, order: Option[ProcessingOrder]) {
   private def key: Expression = keyArg.expr
 
   /** Window bounds and result timestamps: TIMESTAMP for timestamp columns, else epoch ms. */
@@ -285,7 +298,7 @@ final class KStateWindowedStream private[kstate] (
       spec.results.map { case (n, e) => AttributeReference(n, e.dataType, e.nullable || sessions)() },
       AttributeReference("timestamp", boundType, nullable = false)(),
       if (sessions) Some(AttributeReference("tombstone", BooleanType, nullable = false)()) else None,
-      SparkShim.logicalPlan(df)))
+      order, SparkShim.logicalPlan(df)))
   }
 
   /**
@@ -306,7 +319,7 @@ final class KStateWindowedStream private[kstate] (
       windows, Option(name), key, timestamp,
       AttributeReference("window_start", boundType, nullable = false)(),
       AttributeReference("window_end", boundType, nullable = false)(),
-      SparkShim.logicalPlan(df)))
+      order, SparkShim.logicalPlan(df)))
   }
 }
 

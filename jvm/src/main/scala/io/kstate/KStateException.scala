@@ -195,5 +195,10 @@ object KStateErrors {
   def unsupportedSuppress(why: String): KStateException =
     err("KSTATE_UNSUPPORTED_SUPPRESS", s"Cannot suppress this DataFrame: $why.")
 
+  def invalidProcessingOrder(what: String, value: String): KStateException =
+    err("KSTATE_INVALID_PROCESSING_ORDER",
+      s"Invalid processing order for $what: '$value'. Use 'auto' (the default: Kafka task order " +
+        "for an ordered log such as Kafka, event-time order otherwise), 'task' or 'event_time'.")
+
   def internal(msg: String): KStateException = err("KSTATE_INTERNAL_ERROR", msg)
 }

@@ -1,6 +1,6 @@
 package org.apache.spark.sql.kstate
 
-import io.kstate.{KStateConf, KStateErrors}
+import io.kstate.{KStateConf, KStateErrors, ProcessingOrder}
 import io.kstate.windows.{SessionWindows, SlidingWindows, TimeWindows}
 
 import org.apache.spark.sql.SparkSession
@@ -28,14 +28,14 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
         d.timestamp, d.partitionBy.map(normalized),
         d.output, KStateConf.StateStoreProvider.get(session.sessionState.conf),
         KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
-        stateInfo, InputPositionExec(planLater(d.child))) :: Nil
+        orderOf(d), stateInfo, InputPositionExec(planLater(d.child))) :: Nil
     case d: KStateWindowedDistinct =>
       val (name, stateInfo) = streamingIdentity(d)
       KStateWindowedDistinctExec(
         d.windows, name, d.fingerprint, normalized(d.key), d.timestamp, d.output,
         KStateConf.StateStoreProvider.get(session.sessionState.conf),
         KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
-        stateInfo, InputPositionExec(planLater(d.child))) :: Nil
+        orderOf(d), stateInfo, InputPositionExec(planLater(d.child))) :: Nil
     case a: KStateWindowedAggregate =>
       val (name, stateInfo) = streamingIdentity(a)
       val provider = KStateConf.StateStoreProvider.get(session.sessionState.conf)
@@ -45,16 +45,16 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
       (a.windows match {
         case w: TimeWindows => KStateWindowedAggregateExec(
           w, name, a.fingerprint, key, a.timestamp, a.bufferAttributes, a.initialValues,
-          a.updateExpressions, a.resultExpressions, a.finalResults, a.output, provider, follow, stateInfo, child)
+          a.updateExpressions, a.resultExpressions, a.finalResults, a.output, provider, follow, orderOf(a), stateInfo, child)
         // sessions merge buffers, sliding windows build new windows from kept ones: both merge
         case w: SessionWindows => KStateSessionAggregateExec(
           w, name, a.fingerprint, key, a.timestamp, a.bufferAttributes, a.initialValues,
           a.updateExpressions, a.inputBufferAttributes, a.mergeExpressions, a.resultExpressions,
-          a.finalResults, a.output, provider, follow, stateInfo, child)
+          a.finalResults, a.output, provider, follow, orderOf(a), stateInfo, child)
         case w: SlidingWindows => KStateSlidingAggregateExec(
           w, name, a.fingerprint, key, a.timestamp, a.bufferAttributes, a.initialValues,
           a.updateExpressions, a.inputBufferAttributes, a.mergeExpressions, a.resultExpressions,
-          a.finalResults, a.output, provider, follow, stateInfo, child)
+          a.finalResults, a.output, provider, follow, orderOf(a), stateInfo, child)
       }) :: Nil
     case s: KStateSuppress =>
       val (name, stateInfo) = streamingIdentity(s)
@@ -62,7 +62,7 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
         s.suppressed, s.limitMs, name, s.fingerprint, normalized(s.key), s.timestamp, s.windowEnd, s.output,
         KStateConf.StateStoreProvider.get(session.sessionState.conf),
         KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
-        stateInfo, InputPositionExec(planLater(s.child))) :: Nil
+        orderOf(s), stateInfo, InputPositionExec(planLater(s.child))) :: Nil
     case _ => Nil
   }
 
@@ -71,6 +71,10 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
    * first, as Spark does for grouping keys, so equal values are equal keys.
    */
   private def normalized(e: Expression): Expression = NormalizeFloatingNumbers.normalize(e)
+
+  /** The operator's own processing order, else the session's. */
+  private def orderOf(node: KStateStatefulNode): ProcessingOrder =
+    node.processingOrder.getOrElse(KStateConf.ProcessingOrderPolicy.get(session.sessionState.conf))
 
   private def streamingIdentity(node: KStateStatefulNode) = {
     val query = if (node.isStreaming) RunningQuery.current(session) else None

@@ -1,5 +1,6 @@
 package org.apache.spark.sql.kstate.execution
 
+import io.kstate.ProcessingOrder
 import io.kstate.dedup.{DedupCounters, DedupMode, DedupProcessor, InMemoryDedupState}
 
 import org.apache.spark.sql.catalyst.InternalRow
@@ -22,6 +23,7 @@ case class KStateDeduplicateExec(
     output: Seq[Attribute],
     providerClass: String,
     followWatermark: Boolean,
+    processingOrder: ProcessingOrder,
     stateInfo: Option[StatefulOperatorStateInfo],
     child: SparkPlan) extends KStateStatefulExec {
 

@@ -1,5 +1,7 @@
 package org.apache.spark.sql.kstate.execution
 
+import io.kstate.ProcessingOrder
+
 import scala.collection.mutable.ArrayBuffer
 
 import io.kstate.dedup.DedupProcessor
@@ -53,6 +55,7 @@ case class KStateSessionAggregateExec(
     output: Seq[Attribute],
     providerClass: String,
     followWatermark: Boolean,
+    processingOrder: ProcessingOrder,
     stateInfo: Option[StatefulOperatorStateInfo],
     child: SparkPlan) extends MergingAggregateExec {
 

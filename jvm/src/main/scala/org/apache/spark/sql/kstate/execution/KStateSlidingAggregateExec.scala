@@ -1,5 +1,7 @@
 package org.apache.spark.sql.kstate.execution
 
+import io.kstate.ProcessingOrder
+
 import scala.collection.mutable
 import scala.collection.mutable.ArrayBuffer
 
@@ -56,6 +58,7 @@ case class KStateSlidingAggregateExec(
     output: Seq[Attribute],
     providerClass: String,
     followWatermark: Boolean,
+    processingOrder: ProcessingOrder,
     stateInfo: Option[StatefulOperatorStateInfo],
     child: SparkPlan) extends MergingAggregateExec {
 

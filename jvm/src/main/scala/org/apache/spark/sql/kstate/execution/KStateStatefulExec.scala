@@ -14,8 +14,10 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.execution.streaming.operators.stateful._
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.internal.SQLConf
+import io.kstate.{KStateConf, ProcessingOrder}
+
 import org.apache.spark.sql.kstate.OperatorIdentity
-import org.apache.spark.sql.kstate.shim.{ProgressShim, RunningQuery}
+import org.apache.spark.sql.kstate.shim.{OrderedLog, ProgressShim, RunningQuery}
 import org.apache.spark.sql.streaming.StateOperatorProgress
 import org.apache.spark.sql.kstate.state.KStateStoreRDD
 import org.apache.spark.sql.types.{DataType, StructType}
@@ -70,14 +72,14 @@ object KStateTask {
  * Shared machinery of kstate's stateful physical operators.
  *
  * Streaming (`stateInfo` set at planning from the running query): per state partition, opens
- * the kstate-chosen state store (independent of the session's provider), restores Kafka task
- * order ([[TaskOrder]]), runs the operator's [[KStateTask]], commits, and returns the output in
- * processing order. Mixes in [[StateStoreWriter]] so Spark's operator metadata, schema files,
+ * the kstate-chosen state store (independent of the session's provider), puts the micro-batch's
+ * rows in the operator's processing order ([[InputOrder]]), runs the operator's [[KStateTask]],
+ * commits, and returns the output in processing order. Mixes in [[StateStoreWriter]] so Spark's operator metadata, schema files,
  * watermark propagation, progress reporting and restart checks treat it like a built-in
  * stateful operator.
  *
- * Batch (`stateInfo` None): the whole input is one batch in DataFrame order; state lives on the
- * task's heap and is discarded.
+ * Batch (`stateInfo` None): the whole input is one batch (in DataFrame order unless the
+ * operator's processing order says otherwise); state lives on the task's heap and is discarded.
  *
  * The child is an [[InputPositionExec]]; its last two columns give each row's input position.
  */
@@ -88,6 +90,8 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
   def timestamp: Expression
   def providerClass: String
   def followWatermark: Boolean
+  /** The processing order asked for (the operator's own, else the session's). */
+  def processingOrder: ProcessingOrder
 
   /** Schema of the state store's default column family (recorded for Spark's schema checks). */
   protected def stateKeySchema: StructType
@@ -177,8 +181,12 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
    */
   protected def averageMetrics: Seq[(String, String, String)] = Nil
 
+  /** The operator's custom metrics and those every kstate operator has. */
+  private def allCustomMetrics: Seq[(String, String)] =
+    customMetricDescriptions ++ KStateStatefulExec.CommonMetrics
+
   override protected def customStatefulOperatorMetrics: Seq[StatefulOperatorCustomMetric] =
-    customMetricDescriptions.map { case (n, d) => StatefulOperatorCustomSumMetric(n, d) }
+    allCustomMetrics.map { case (n, d) => StatefulOperatorCustomSumMetric(n, d) }
 
   /** Spark's trait builds store metrics from the session's provider; add kstate's provider's. */
   override lazy val metrics: Map[String, SQLMetric] = {
@@ -186,7 +194,7 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     val providers = Seq(providerClass, conf.stateStoreProviderClass).distinct
     val storeCustom = providers.flatMap(p => StateStoreProvider.create(p).supportedCustomMetrics)
       .map(m => m.name -> m.createSQLMetric(sparkContext)).toMap
-    storeCustom ++ customMetricDescriptions.map { case (n, d) =>
+    storeCustom ++ allCustomMetrics.map { case (n, d) =>
       n -> (if (maxMetrics(n)) MaxMetric(sparkContext, d) else createMetric(sparkContext, d)) }.toMap ++ Map(
       "numOutputRows" -> createMetric(sparkContext, "number of output rows"),
       "numRowsDroppedByWatermark" -> createMetric(sparkContext, "number of rows dropped by watermark"),
@@ -206,7 +214,7 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
    */
   override def getProgress(): StateOperatorProgress = {
     val custom = new java.util.HashMap[String, java.lang.Long]()
-    val names = customMetricDescriptions.map(_._1) ++
+    val names = allCustomMetrics.map(_._1) ++
       StateStoreProvider.create(providerClass).supportedCustomMetrics.map(_.name)
     names.foreach(n => custom.put(n, java.lang.Long.valueOf(longMetric(n).value)))
     averageMetrics.foreach { case (n, total, count) =>
@@ -224,10 +232,13 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     if (tracksOutputTime) outputTimeFloors.reset()
     stateInfo match {
       case Some(info) => executeStreaming(info)
-      case None => child.execute().mapPartitionsInternal { rows =>
-        val task = newTask(None)
-        run(task, rows, None, mergeByTimestamp = false, () => recordTaskMetrics(task.metrics))
-      }
+      case None =>
+        val order = resolvedOrder(streaming = false)
+        val spillBytes = KStateConf.OrderSpillThreshold.get(conf)
+        child.execute().mapPartitionsInternal { rows =>
+          val task = newTask(None)
+          run(task, rows, None, order, spillBytes, () => recordTaskMetrics(task.metrics))
+        }
     }
   }
 
@@ -248,7 +259,26 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
   override def shouldRunAnotherBatch(newInputWatermarkMs: Long): Boolean =
     followWatermark && emitsOnTime && watermarkUsed.exists(newInputWatermarkMs > _)
 
+  /**
+   * The order this plan processes rows in: `auto` becomes Kafka task order when the operator's
+   * input is an ordered log ([[OrderedLog]]), event-time order for other streaming input, and
+   * the DataFrame's own order for a static DataFrame.
+   */
+  private[kstate] def resolvedOrder(streaming: Boolean): InputOrder.Resolved = processingOrder match {
+    case ProcessingOrder.Task => InputOrder.KafkaTask
+    case ProcessingOrder.EventTime => InputOrder.EventTime
+    case ProcessingOrder.Auto if !streaming => InputOrder.Listed
+    case ProcessingOrder.Auto =>
+      val input = child.collectFirst { case p: InputPositionExec => p.child }
+      if (input.exists(OrderedLog(_))) InputOrder.KafkaTask else InputOrder.EventTime
+  }
+
+  override def simpleString(maxFields: Int): String =
+    super.simpleString(maxFields) + s" order=$processingOrder"
+
   private def executeStreaming(info: StatefulOperatorStateInfo): RDD[InternalRow] = {
+    val order = resolvedOrder(streaming = true)
+    val spillBytes = KStateConf.OrderSpillThreshold.get(conf)
     val watermark = if (followWatermark) {
       RunningQuery.current(session).map(_.inputWatermarkForEviction(info.operatorId))
     } else None
@@ -267,7 +297,7 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
       useColumnFamilies = true, storeConf, hadoopConf,
       Some(session.streams.stateStoreCoordinator), { (store, rows) =>
         val task = newTask(Some(store))
-        run(task, rows, watermark, mergeByTimestamp = true, () => {
+        run(task, rows, watermark, order, spillBytes, () => {
           longMetric("commitTimeMs") += timeTakenMs { store.commit() }
           val storeMetrics = store.metrics
           longMetric("stateMemory") += storeMetrics.memoryUsedBytes
@@ -280,7 +310,7 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
   }
 
   /**
-   * Runs the partition's rows through `task` in task order, lazily: output rows are produced as
+   * Runs the partition's rows through `task` in processing order, lazily: output rows are produced as
    * the consumer pulls them (no copies), and when the input is exhausted the task finishes and
    * `onDone` runs (commit, metrics) before the iterator reports its end.
    */
@@ -288,7 +318,8 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
       task: KStateTask,
       rows: Iterator[InternalRow],
       watermark: Option[Long],
-      mergeByTimestamp: Boolean,
+      order: InputOrder.Resolved,
+      spillBytes: Long,
       onDone: () => Unit): Iterator[InternalRow] = {
     val n = child.output.length
     val tsOf = KStateStatefulExec.eventTimeOf(timestamp, child.output)
@@ -296,7 +327,7 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     val updatesTime = longMetric("allUpdatesTimeMs")
     watermark.foreach(task.advanceStreamTime)
     val start = System.nanoTime()
-    val ordered = TaskOrder(rows, n - 2, n - 1, tsOf, mergeByTimestamp)
+    val ordered = InputOrder(rows, n, n - 2, n - 1, tsOf, order, spillBytes)
     new Iterator[InternalRow] {
       // rows emitted by the last `process` call (most calls emit none or one)
       private val pending = new java.util.ArrayDeque[InternalRow]()
@@ -310,6 +341,7 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
             task.process(ordered.row, ordered.ts, emit)
           } else {
             updatesTime += NANOSECONDS.toMillis(System.nanoTime() - start)
+            longMetric(KStateStatefulExec.InputSpilledBytes) += ordered.spilledBytes
             longMetric("allRemovalsTimeMs") += timeTakenMs { task.finish() }
             onDone()
             tail = task.finishOutput
@@ -342,6 +374,12 @@ object KStateStatefulExec {
    * snapshots + changelog design), and no row counting by the store (kstate counts its entries
    * itself; counting makes RocksDB look up every key before each put and remove).
    */
+  val InputSpilledBytes = "inputSpilledBytes"
+
+  /** Custom metrics every kstate operator reports. */
+  val CommonMetrics: Seq[(String, String)] = Seq(
+    InputSpilledBytes -> "bytes of input spilled to disk while ordering micro-batches")
+
   val StoreDefaults: Map[String, String] = Map(
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled" -> "true",
     "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows" -> "false")

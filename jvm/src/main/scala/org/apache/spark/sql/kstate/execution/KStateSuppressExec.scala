@@ -1,5 +1,7 @@
 package org.apache.spark.sql.kstate.execution
 
+import io.kstate.ProcessingOrder
+
 import scala.collection.mutable.ArrayBuffer
 
 import io.kstate.KStateErrors
@@ -44,6 +46,7 @@ case class KStateSuppressExec(
     output: Seq[Attribute],
     providerClass: String,
     followWatermark: Boolean,
+    processingOrder: ProcessingOrder,
     stateInfo: Option[StatefulOperatorStateInfo],
     child: SparkPlan) extends KStateStatefulExec {
 

@@ -1,5 +1,7 @@
 package org.apache.spark.sql.kstate.execution
 
+import io.kstate.ProcessingOrder
+
 import scala.collection.mutable.ArrayBuffer
 
 import io.kstate.dedup.DedupProcessor
@@ -45,6 +47,7 @@ case class KStateWindowedAggregateExec(
     output: Seq[Attribute],
     providerClass: String,
     followWatermark: Boolean,
+    processingOrder: ProcessingOrder,
     stateInfo: Option[StatefulOperatorStateInfo],
     child: SparkPlan) extends KStateStatefulExec {
 

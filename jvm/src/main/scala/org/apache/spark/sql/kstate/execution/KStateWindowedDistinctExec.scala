@@ -1,5 +1,6 @@
 package org.apache.spark.sql.kstate.execution
 
+import io.kstate.ProcessingOrder
 import io.kstate.KStateErrors
 import io.kstate.distinct._
 import io.kstate.dedup.InMemoryDedupState
@@ -28,6 +29,7 @@ case class KStateWindowedDistinctExec(
     output: Seq[Attribute],
     providerClass: String,
     followWatermark: Boolean,
+    processingOrder: ProcessingOrder,
     stateInfo: Option[StatefulOperatorStateInfo],
     child: SparkPlan) extends KStateStatefulExec {
 

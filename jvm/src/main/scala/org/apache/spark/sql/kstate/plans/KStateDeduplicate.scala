@@ -1,5 +1,7 @@
 package org.apache.spark.sql.kstate.plans
 
+import io.kstate.ProcessingOrder
+
 import io.kstate.dedup.DedupMode
 
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression}
@@ -11,6 +13,11 @@ trait KStateStatefulNode extends LogicalPlan {
   def operatorName: Option[String]
   /** The configuration recorded in the checkpoint; a change on restart is an error. */
   def fingerprint: Map[String, String]
+  /**
+   * The operator's own processing order; None: the session's `spark.kstate.processingOrder`.
+   * Not part of the fingerprint: a restart may change it.
+   */
+  def processingOrder: Option[ProcessingOrder]
 }
 
 /**
@@ -24,6 +31,7 @@ case class KStateDeduplicate(
     key: Option[Expression],
     id: Option[Expression],
     timestamp: Expression,
+    processingOrder: Option[ProcessingOrder],
     child: LogicalPlan) extends UnaryNode with KStateStatefulNode {
 
   override def output: Seq[Attribute] = child.output

@@ -1,5 +1,7 @@
 package org.apache.spark.sql.kstate.plans
 
+import io.kstate.ProcessingOrder
+
 import io.kstate.suppress.{Suppressed, UntilTimeLimit, UntilWindowCloses}
 
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression}
@@ -22,6 +24,7 @@ case class KStateSuppress(
     key: Expression,
     timestamp: Expression,
     windowEnd: Option[Expression],
+    processingOrder: Option[ProcessingOrder],
     child: LogicalPlan) extends UnaryNode with KStateStatefulNode {
 
   override def output: Seq[Attribute] = child.output

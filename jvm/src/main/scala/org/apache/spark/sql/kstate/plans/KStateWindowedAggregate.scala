@@ -1,5 +1,7 @@
 package org.apache.spark.sql.kstate.plans
 
+import io.kstate.ProcessingOrder
+
 import io.kstate.suppress.UntilWindowCloses
 import io.kstate.windows.Windows
 
@@ -38,6 +40,7 @@ case class KStateWindowedAggregate(
     resultAttrs: Seq[Attribute],
     timestampAttr: Attribute,
     tombstoneAttr: Option[Attribute],
+    processingOrder: Option[ProcessingOrder],
     child: LogicalPlan) extends UnaryNode with KStateStatefulNode {
 
   override def output: Seq[Attribute] =

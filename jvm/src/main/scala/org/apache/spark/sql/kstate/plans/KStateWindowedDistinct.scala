@@ -1,5 +1,7 @@
 package org.apache.spark.sql.kstate.plans
 
+import io.kstate.ProcessingOrder
+
 import io.kstate.windows.Windows
 
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expression}
@@ -16,6 +18,7 @@ case class KStateWindowedDistinct(
     timestamp: Expression,
     windowStart: Attribute,
     windowEnd: Attribute,
+    processingOrder: Option[ProcessingOrder],
     child: LogicalPlan) extends UnaryNode with KStateStatefulNode {
 
   override def output: Seq[Attribute] = child.output :+ windowStart :+ windowEnd
