@@ -60,6 +60,10 @@ def session_builder(master: str = "local[2]") -> Any:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.streaming.stateStore.maintenanceInterval", "600s")
+        # The record-by-record reference models follow a Kafka task: one file per micro-batch is
+        # the tests' ordered log, processed in file order. The default (auto: event-time order
+        # for files) is tested on its own in test_processing_order.py.
+        .config("spark.kstate.processingOrder", "task")
         # TIMESTAMP_NTZ tests derive wall-clock values from epoch millis: keep it UTC.
         .config("spark.sql.session.timeZone", "UTC")
     )

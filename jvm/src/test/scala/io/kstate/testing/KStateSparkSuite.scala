@@ -22,6 +22,9 @@ abstract class KStateSparkSuite extends AnyFunSuite with BeforeAndAfterAll {
       .config("spark.sql.shuffle.partitions", "3")
       .config("spark.ui.enabled", "false")
       .config("spark.sql.streaming.stateStore.maintenanceInterval", "600s")
+      // suites feed MemoryStreams as ordered logs and check Kafka's record order; the default
+      // policy (auto) is tested where the order is the subject
+      .config("spark.kstate.processingOrder", "task")
     _spark = extraConf.foldLeft(b) { case (acc, (k, v)) => acc.config(k, v) }.getOrCreate()
     _spark.sparkContext.setLogLevel("WARN")
   }
