@@ -116,7 +116,7 @@ def test_dedup_results_do_not_depend_on_files_per_trigger_by_default(spark, tmp_
     models: Dict[int, DedupModel] = {}
     expected = []
     for r in sorted((r for f in files for r in f), key=lambda r: (r["ts"], r["seq"])):
-        if models.setdefault(pm[r["k"]], DedupModel(INTERVAL, "by_key")).process(Rec(r["seq"], r["k"], None, r["ts"])):
+        if models.setdefault(pm[r["k"]], DedupModel(INTERVAL, "by_key")).process(Rec(r["k"], None, r["ts"])):
             expected.append(r["seq"])
     assert sorted(r[0] for r in got) == sorted(expected)
 
