@@ -1,9 +1,8 @@
 package org.apache.spark.sql.kstate.execution
 
-import io.kstate.ProcessingOrder
-
 import scala.collection.mutable.ArrayBuffer
 
+import io.kstate.ProcessingOrder
 import io.kstate.dedup.DedupProcessor
 import io.kstate.suppress.UntilWindowCloses
 import io.kstate.windows.SessionWindows

@@ -1,10 +1,9 @@
 package org.apache.spark.sql.kstate.execution
 
-import io.kstate.ProcessingOrder
-
 import scala.collection.mutable
 import scala.collection.mutable.ArrayBuffer
 
+import io.kstate.ProcessingOrder
 import io.kstate.dedup.DedupProcessor
 import io.kstate.suppress.UntilWindowCloses
 import io.kstate.windows.SlidingWindows

@@ -1,7 +1,6 @@
 package org.apache.spark.sql.kstate.plans
 
 import io.kstate.ProcessingOrder
-
 import io.kstate.suppress.{Suppressed, UntilTimeLimit, UntilWindowCloses}
 
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression}

@@ -1,7 +1,6 @@
 package org.apache.spark.sql.kstate.plans
 
 import io.kstate.ProcessingOrder
-
 import io.kstate.windows.Windows
 
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expression}
