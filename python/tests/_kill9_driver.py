@@ -30,9 +30,11 @@ def main(config_path: str) -> int:
         cfg = json.load(f)
 
     import kstate  # noqa: F401  (adds df.kstate)
-    from _streaming import SCHEMA, dedup, session_builder
+    from _streaming import SCHEMA, STREAM_ORDER, dedup, session_builder
 
     spark = session_builder().getOrCreate()
+    for k, v in STREAM_ORDER.items():
+        spark.conf.set(k, v)
     spark.sparkContext.setLogLevel("WARN")
     os.makedirs(cfg["out"], exist_ok=True)
 
