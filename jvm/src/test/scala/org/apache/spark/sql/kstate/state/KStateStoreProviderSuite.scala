@@ -220,6 +220,29 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     }
   }
 
+  test("state files of format 1 (the previous release, no identity) still restore; new versions are format 2") {
+    val root = tmp()
+    val dir = storeDir(root, thisStore)
+    dir.mkdirs()
+    for (n <- Seq("1", "2", "3", "4").map(v => s"$v.kstate.changelog") :+ "3.kstate.snapshot") {
+      Files.copy(new File(getClass.getResource(s"/state-format-1/$n").toURI).toPath, new File(dir, n).toPath)
+    }
+    // written by writeVersions(1 to 4) of the previous release
+    val p = newProvider(root)
+    assert(contents(p.getStore(4)) == Map("k2" -> 2L, "k3" -> 3L, "k4" -> 4L))
+    assert(p.lastRestore.get.snapshotVersion == Some(3))
+    assert(contents(p.getStore(2)) == Map("k1" -> 1L, "k2" -> 2L))
+    val s = p.getStore(4)
+    s.put(key("k5"), value(5))
+    assert(s.commit() == 5)
+    p.close()
+    val q = newProvider(root)
+    assert(contents(q.getStore(5)) == Map("k2" -> 2L, "k3" -> 3L, "k4" -> 4L, "k5" -> 5L))
+    q.close()
+    val header = java.nio.ByteBuffer.wrap(Files.readAllBytes(new File(dir, "5.kstate.changelog").toPath))
+    assert(header.getInt(4) == 2)
+  }
+
   test("a crash between the changelog write and the batch's commit: the batch re-runs cleanly") {
     val root = tmp()
     val p = newProvider(root)
