@@ -179,26 +179,33 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
     assert(!record.exists(), "a failed restart must not record a configuration for old state")
   }
 
-  test("a query whose first batch failed before writing any state restarts, also without a record") {
+  test("a query whose first batch failed before committing any state restarts, also without a record") {
     val boom = org.apache.spark.sql.functions.udf { (k: String) =>
-      if (k == "boom") throw new IllegalStateException("input failure") else k
+      if (k == "boom") throw new IllegalStateException("output failure") else k
     }
-    val ckpt = tempDir("ckpt")
-    val in = input()
-    val q1 = start(byKey("10 seconds")(frame(in).withColumn("k", boom(col("k")))), ckpt)
-    in.addData(("boom", 1000L, 1))
-    intercept[StreamingQueryException](q1.processAllAvailable())
-    q1.stop()
-    // what a failed first batch leaves, without its configuration record
-    new java.io.File(operatorDir(ckpt), "_kstate/operator.properties").delete()
+    spark.conf.set("spark.sql.shuffle.partitions", "1") // one task: it fails before its commit
+    try {
+      val ckpt = tempDir("ckpt")
+      val in = input()
+      // fails while the store is open, after the provider created the partition's directory
+      val q1 = start(byKey("10 seconds")(frame(in)).withColumn("k", boom(col("k"))), ckpt)
+      in.addData(("boom", 1000L, 1))
+      intercept[StreamingQueryException](q1.processAllAvailable())
+      q1.stop()
+      val partition = new java.io.File(operatorDir(ckpt), "0")
+      assert(partition.isDirectory && !partition.list().exists(_.endsWith(".kstate.changelog")),
+        partition.list().toSeq)
+      // a failed first batch without its configuration record (e.g. it failed before recording)
+      assert(new java.io.File(operatorDir(ckpt), "_kstate/operator.properties").delete())
 
-    val q2 = start(byKey("20 seconds")(frame(in).filter(col("k") =!= "boom")), ckpt)
-    in.addData(("k", 2000L, 2), ("k", 3000L, 3))
-    q2.processAllAvailable()
-    q2.stop()
-    assert(seqs(q2) === Seq(2))
-    val recorded = scala.io.Source.fromFile(new java.io.File(operatorDir(ckpt), "_kstate/operator.properties"))
-    try assert(recorded.mkString.contains("intervalMs=20000")) finally recorded.close()
+      val q2 = start(byKey("20 seconds")(frame(in)), ckpt)
+      in.addData(("k", 2000L, 2), ("k", 3000L, 3))
+      q2.processAllAvailable()
+      q2.stop()
+      assert(seqs(q2) === Seq(1, 2)) // batch 0 re-runs: boom@1 s and k@2 s; k@3 s is a duplicate
+      val recorded = scala.io.Source.fromFile(new java.io.File(operatorDir(ckpt), "_kstate/operator.properties"))
+      try assert(recorded.mkString.contains("intervalMs=20000")) finally recorded.close()
+    } finally spark.conf.set("spark.sql.shuffle.partitions", "3")
   }
 
   test("complete output mode is rejected with a named error") {
