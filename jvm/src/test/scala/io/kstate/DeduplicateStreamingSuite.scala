@@ -155,6 +155,7 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
       val e = intercept[StreamingQueryException](q2.processAllAvailable())
       q2.stop()
       val k = kstateCause(e).getOrElse(fail("no KStateException in the cause chain", e))
+      info(k.getMessage)
       assert(k.errorClass === "KSTATE_STATE_FILE_CORRUPT")
       assert(k.getMessage.contains(s"0/$name") && k.getMessage.contains("partition 0") &&
         k.getMessage.contains("partition 1"), k.getMessage)
@@ -173,6 +174,7 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
     in.addData(("k", 2000L, 2))
     val e = intercept[StreamingQueryException](q2.processAllAvailable())
     q2.stop()
+    info(kstateCause(e).map(_.getMessage).getOrElse(e.getMessage))
     assert(e.getMessage.contains("KSTATE_OPERATOR_CONFIG_MISSING"), e.getMessage)
     assert(e.getMessage.contains(record.getPath), e.getMessage)
     assert(kstateCause(e).map(_.errorClass) === Some("KSTATE_OPERATOR_CONFIG_MISSING"))
