@@ -66,6 +66,15 @@ object KStateErrors {
         "Restore the original configuration to continue from this checkpoint, or start the " +
         "query from a new checkpoint location to begin with fresh state.")
 
+  def configMissing(name: String, path: String, stateFile: String): KStateException =
+    err("KSTATE_OPERATOR_CONFIG_MISSING",
+      s"kstate operator '$name' has state in this checkpoint (e.g. $stateFile) but " +
+        s"its configuration record $path is missing, so kstate cannot check that this query " +
+        "runs with the configuration the state was written with (a changed interval, window " +
+        "or state store provider would silently run on the old state). Restore the file from " +
+        "a backup of the checkpoint, or start the query from a new checkpoint location to " +
+        "begin with fresh state.")
+
   def unsupportedOutputMode(op: String, mode: String): KStateException =
     err("KSTATE_UNSUPPORTED_OUTPUT_MODE",
       s"kstate operator '$op' emits each input record at most once and never retracts; it " +
@@ -88,6 +97,16 @@ object KStateErrors {
         s"corrupt: $why. kstate refuses to restore from it rather than return wrong state. " +
         "Restore the file from a backup of the checkpoint, or restart the query from a new " +
         "checkpoint location to begin with fresh state.")
+
+  def stateFileOfAnotherStore(file: String, version: Long, expected: String, found: String)
+      : KStateException =
+    err("KSTATE_STATE_FILE_CORRUPT",
+      s"State file $file (state version $version, written by micro-batch ${version - 1}) " +
+        s"belongs to another state store: expected $expected, found $found. It is a valid " +
+        "file copied or moved here from another store's directory; restoring it would give " +
+        "this store another store's state, so kstate refuses it. Put back the file this store " +
+        "wrote (restore the checkpoint's state directory from a backup), or restart the query " +
+        "from a new checkpoint location to begin with fresh state.")
 
   def stateFileMissing(file: String, version: Long, target: Long): KStateException =
     err("KSTATE_STATE_FILE_MISSING",

@@ -123,6 +123,93 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
     } finally spark.conf.unset(KStateConf.StateStoreProvider.key)
   }
 
+  /** The state directory of the query's only kstate operator. */
+  private def operatorDir(ckpt: String): java.io.File =
+    new java.io.File(ckpt, "state").listFiles().filter(_.getName.toLongOption
+      .exists(org.apache.spark.sql.kstate.OperatorIdentity.isKStateOperatorId)).toSeq match {
+      case Seq(d) => d
+      case other => fail(s"expected one kstate operator directory, found $other")
+    }
+
+  /** The named kstate error in `e`'s cause chain. */
+  private def kstateCause(e: Throwable): Option[KStateException] =
+    Iterator.iterate(e)(_.getCause).takeWhile(_ != null).collectFirst { case k: KStateException => k }
+
+  test("a changelog of state partition 1 copied over partition 0's fails the restart with KSTATE_STATE_FILE_CORRUPT") {
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    try {
+      val (a, b) = keysInDifferentPartitions(2)
+      val ckpt = tempDir("ckpt")
+      val in = input()
+      val q1 = start(byKey("10 seconds")(frame(in)), ckpt)
+      in.addData((a, 1000L, 1), (b, 1000L, 2)); q1.processAllAvailable()
+      in.addData((a, 2000L, 3), (b, 30000L, 4)); q1.processAllAvailable()
+      q1.stop()
+      val op = operatorDir(ckpt)
+      val name = "2.kstate.changelog" // written by micro-batch 1 in both partitions
+      java.nio.file.Files.copy(new java.io.File(op, s"1/$name").toPath, new java.io.File(op, s"0/$name").toPath,
+        java.nio.file.StandardCopyOption.REPLACE_EXISTING)
+
+      val q2 = start(byKey("10 seconds")(frame(in)), ckpt)
+      in.addData((a, 3000L, 5), (b, 31000L, 6))
+      val e = intercept[StreamingQueryException](q2.processAllAvailable())
+      q2.stop()
+      val k = kstateCause(e).getOrElse(fail("no KStateException in the cause chain", e))
+      info(k.getMessage)
+      assert(k.errorClass === "KSTATE_STATE_FILE_CORRUPT")
+      assert(k.getMessage.contains(s"0/$name") && k.getMessage.contains("partition 0") &&
+        k.getMessage.contains("partition 1"), k.getMessage)
+    } finally spark.conf.set("spark.sql.shuffle.partitions", "3")
+  }
+
+  test("a deleted configuration record is a named error on restart, not a run on the old state") {
+    val ckpt = tempDir("ckpt")
+    val in = input()
+    val q1 = start(byKey("10 seconds")(frame(in)), ckpt)
+    in.addData(("k", 1000L, 1)); q1.processAllAvailable(); q1.stop()
+    val record = new java.io.File(operatorDir(ckpt), "_kstate/operator.properties")
+    assert(record.delete())
+
+    val q2 = start(byKey("20 seconds")(frame(in)), ckpt)
+    in.addData(("k", 2000L, 2))
+    val e = intercept[StreamingQueryException](q2.processAllAvailable())
+    q2.stop()
+    info(kstateCause(e).map(_.getMessage).getOrElse(e.getMessage))
+    assert(e.getMessage.contains("KSTATE_OPERATOR_CONFIG_MISSING"), e.getMessage)
+    assert(e.getMessage.contains(record.getPath), e.getMessage)
+    assert(kstateCause(e).map(_.errorClass) === Some("KSTATE_OPERATOR_CONFIG_MISSING"))
+    assert(!record.exists(), "a failed restart must not record a configuration for old state")
+  }
+
+  test("a query whose first batch failed before committing any state restarts, also without a record") {
+    val boom = org.apache.spark.sql.functions.udf { (k: String) =>
+      if (k == "boom") throw new IllegalStateException("output failure") else k
+    }
+    spark.conf.set("spark.sql.shuffle.partitions", "1") // one task: it fails before its commit
+    try {
+      val ckpt = tempDir("ckpt")
+      val in = input()
+      // fails while the store is open, after the provider created the partition's directory
+      val q1 = start(byKey("10 seconds")(frame(in)).withColumn("k", boom(col("k"))), ckpt)
+      in.addData(("boom", 1000L, 1))
+      intercept[StreamingQueryException](q1.processAllAvailable())
+      q1.stop()
+      val partition = new java.io.File(operatorDir(ckpt), "0")
+      assert(partition.isDirectory && !partition.list().exists(_.endsWith(".kstate.changelog")),
+        partition.list().toSeq)
+      // a failed first batch without its configuration record (e.g. it failed before recording)
+      assert(new java.io.File(operatorDir(ckpt), "_kstate/operator.properties").delete())
+
+      val q2 = start(byKey("20 seconds")(frame(in)), ckpt)
+      in.addData(("k", 2000L, 2), ("k", 3000L, 3))
+      q2.processAllAvailable()
+      q2.stop()
+      assert(seqs(q2) === Seq(1, 2)) // batch 0 re-runs: boom@1 s and k@2 s; k@3 s is a duplicate
+      val recorded = scala.io.Source.fromFile(new java.io.File(operatorDir(ckpt), "_kstate/operator.properties"))
+      try assert(recorded.mkString.contains("intervalMs=20000")) finally recorded.close()
+    } finally spark.conf.set("spark.sql.shuffle.partitions", "3")
+  }
+
   test("complete output mode is rejected with a named error") {
     val in = input()
     val agg = byKey("1 second")(frame(in)).groupBy("k").count()

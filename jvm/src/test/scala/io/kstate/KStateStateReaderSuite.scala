@@ -76,6 +76,22 @@ class KStateStateReaderSuite extends KStateSparkSuite {
       "KSTATE_INVALID_STATE_READ")
   }
 
+  test("a state file of another partition copied in place fails the read with KSTATE_STATE_FILE_CORRUPT") {
+    val ckpt = dedupCheckpoint(batches, KStateConf.StateStoreProvider.default)
+    val id = org.apache.spark.sql.kstate.OperatorIdentity.operatorId("deduplicate_by_key-0")
+    val op = new File(ckpt, s"state/$id")
+    java.nio.file.Files.copy(new File(op, "1/2.kstate.changelog").toPath,
+      new File(op, "0/2.kstate.changelog").toPath, java.nio.file.StandardCopyOption.REPLACE_EXISTING)
+    val e = intercept[Exception](KStateStateReader.readState(spark, ckpt, "deduplicate_by_key-0").collect())
+    val k = Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null)
+      .collectFirst { case k: KStateException => k }.getOrElse(fail("no KStateException", e))
+    assert(k.errorClass === "KSTATE_STATE_FILE_CORRUPT")
+    assert(k.getMessage.contains("partition 0") && k.getMessage.contains("partition 1"), k.getMessage)
+    // the state of the batch before, whose files are intact, still reads
+    assert(entries(KStateStateReader.readState(spark, ckpt, "deduplicate_by_key-0", Some(0L))) ===
+      Set(("a", 1000L), ("b", 2000L)))
+  }
+
   test("every provider the reader opens is closed, also when the consumer stops early") {
     val ckpt = dedupCheckpoint(batches, classOf[TrackedKStateProvider].getName)
     def readerProviders[T](read: => T): Seq[TrackedKStateProvider] = {

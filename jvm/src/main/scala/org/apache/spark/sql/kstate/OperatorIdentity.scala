@@ -82,7 +82,10 @@ object OperatorIdentity {
   /**
    * Records the operator's configuration next to its state on first run and checks it on every
    * restart: changing a kstate operator's configuration on an existing checkpoint fails here,
-   * before any state is read.
+   * before any state is read (`KSTATE_OPERATOR_CONFIG_CHANGED`). A first run is one without
+   * state ([[CommittedState]]): state without its record fails with
+   * `KSTATE_OPERATOR_CONFIG_MISSING` and records nothing, since the configuration the state was
+   * written with can no longer be checked.
    */
   def checkOrRecordConfig(
       stateDir: Path, name: String, fingerprint: Map[String, String], conf: Configuration): Unit = {
@@ -95,17 +98,24 @@ object OperatorIdentity {
           throw KStateErrors.configChanged(name, show(stored), show(current), file.toString)
         }
       case None =>
-        val fm = CheckpointFileManager.create(file.getParent, conf)
-        fm.mkdirs(file.getParent)
-        val props = new Properties()
-        current.foreach { case (k, v) => props.setProperty(k, v) }
-        val out = fm.createAtomic(file, true)
-        try {
-          val w = new java.io.OutputStreamWriter(out, StandardCharsets.UTF_8)
-          props.store(w, "kstate operator configuration; do not edit")
-          w.flush()
-          out.close()
-        } catch { case e: Throwable => out.cancel(); throw e }
+        CommittedState.find(stateDir, conf).foreach { state =>
+          throw KStateErrors.configMissing(name, file.toString, state.toString)
+        }
+        record(file, current, conf)
     }
+  }
+
+  private def record(file: Path, config: Map[String, String], conf: Configuration): Unit = {
+    val fm = CheckpointFileManager.create(file.getParent, conf)
+    fm.mkdirs(file.getParent)
+    val props = new Properties()
+    config.foreach { case (k, v) => props.setProperty(k, v) }
+    val out = fm.createAtomic(file, true)
+    try {
+      val w = new java.io.OutputStreamWriter(out, StandardCharsets.UTF_8)
+      props.store(w, "kstate operator configuration; do not edit")
+      w.flush()
+      out.close()
+    } catch { case e: Throwable => out.cancel(); throw e }
   }
 }

@@ -69,6 +69,8 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   private var hadoopConf: Configuration = _
   private var files: StateFiles = _
   private var dir: Path = _
+  /** Whose this store's files are: written into each, checked on restore. */
+  private var fileIdentity: StateFileIdentity = _
   private[state] var countsRows: Boolean = true
 
   /** The working copy: on the heap (`heap`) while it fits its budget, else `localDb`. */
@@ -115,6 +117,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
       .filter(_ >= 0).getOrElse(HeapStateBudget.defaultLimit)
     this.dir = stateStoreId.storeCheckpointLocation()
     this.files = StateFiles(dir, hadoopConf)
+    this.fileIdentity = StateFileIdentity.of(stateStoreId)
     registerCodec(new FamilyCodec(0, StateStore.DEFAULT_COL_FAMILY_NAME, keySchema, valueSchema,
       keyStateEncoderSpec, useMultipleValuesPerKey))
   }
@@ -253,7 +256,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     val sink = new StateLoader(heap, localDb, () => heapFits() && heap.heapBytes <= heapBound / 2,
       () => { moveHeapToDb(); localDb })
     try {
-      val summary = StateFile.read(in, kind, version, p.toString, sink)
+      val summary = StateFile.read(in, kind, version, fileIdentity, p.toString, sink)
       sink.flush()
       registry = sink.applyFamilies(registry)
       summary
@@ -440,7 +443,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     val file = path(StateFile.Changelog, store.version + 1)
     val out = files.create(file)
     PendingVersion(store, currentTask, file, out,
-      new StateFile.Writer(out.stream, StateFile.Changelog, store.version + 1))
+      new StateFile.Writer(out.stream, StateFile.Changelog, store.version + 1, fileIdentity))
   }
 
   /** `store`'s family changes no spill has written yet; marks them written. */
@@ -590,7 +593,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     val out = files.create(file)
     val scan = if (heap != null) null else localDb.scan(Array.emptyByteArray, None)
     try {
-      val w = new StateFile.Writer(out.stream, StateFile.Snapshot, version)
+      val w = new StateFile.Writer(out.stream, StateFile.Snapshot, version, fileIdentity)
       registry.ids.foreach { case (name, id) => w.family(id, name) }
       if (scan == null) heap.foreach((k, v) => w.put(k, v))
       else while (scan.valid) { w.put(scan.key, scan.value); scan.next() }

@@ -1,6 +1,7 @@
 package org.apache.spark.sql.kstate.state
 
 import java.io.{File, RandomAccessFile}
+import java.nio.file.{Files, StandardCopyOption}
 import java.util.UUID
 
 import scala.collection.mutable
@@ -164,6 +165,82 @@ class KStateStoreProviderSuite extends AnyFunSuite {
         if (kind == "changelog") assert(contents(q.getStore(4)).nonEmpty)
       }
     }
+  }
+
+  // ---- whose files they are ----------------------------------------------------------------
+
+  private def storeOf(op: Long, partition: Int, store: String): String => StateStoreId =
+    StateStoreId(_, op, partition, store)
+
+  private def storeDir(root: String, id: String => StateStoreId): File =
+    new File(id(root).storeCheckpointLocation().toUri.getPath)
+
+  private val thisStore = storeOf(0, 0, StateStoreId.DEFAULT_STORE_NAME)
+
+  for ((what, other) <- Seq(
+    "another partition" -> storeOf(0, 1, StateStoreId.DEFAULT_STORE_NAME),
+    "another operator id" -> storeOf(7, 0, StateStoreId.DEFAULT_STORE_NAME),
+    "another store name" -> storeOf(0, 0, "left-keyToNumValues"))) {
+    for (kind <- Seq("changelog", "snapshot")) {
+      test(s"a valid $kind of $what copied in place is KSTATE_STATE_FILE_CORRUPT naming both stores; the right file loads") {
+        val root = tmp()
+        val model = mutable.Map[Int, Map[String, Long]]()
+        val p = ProviderFixture.open(root, keySchema, valueSchema, conf(), useColumnFamilies = false, thisStore)
+        writeVersions(p, 1, 5, model)
+        p.close()
+        // the other store holds other data at the same versions
+        val o = ProviderFixture.open(root, keySchema, valueSchema, conf(), useColumnFamilies = false, other)
+        for (v <- 1 to 5) { val s = o.getStore(v - 1); s.put(key(s"other$v"), value(-v)); s.commit() }
+        o.close()
+        val version = if (kind == "snapshot") 3 else 5
+        val name = s"$version.kstate.$kind"
+        val target = new File(storeDir(root, thisStore), name)
+        val original = Files.readAllBytes(target.toPath)
+        Files.copy(new File(storeDir(root, other), name).toPath, target.toPath, StandardCopyOption.REPLACE_EXISTING)
+
+        val q = ProviderFixture.open(root, keySchema, valueSchema, conf(), useColumnFamilies = false, thisStore)
+        val e = intercept[KStateException](q.getStore(5))
+        assert(e.errorClass == "KSTATE_STATE_FILE_CORRUPT")
+        val expected = "operator 0, store 'default', partition 0"
+        val found = {
+          val id = other(root)
+          s"operator ${id.operatorId}, store '${id.storeName}', partition ${id.partitionId}"
+        }
+        assert(e.getMessage.contains(name) && e.getMessage.contains(s"expected $expected") &&
+          e.getMessage.contains(s"found $found"), e.getMessage)
+        assert(e.getMessage.contains("new checkpoint location"), e.getMessage)
+        q.close()
+
+        // the right file back in place: version 5 restores as written
+        Files.write(target.toPath, original)
+        val r = ProviderFixture.open(root, keySchema, valueSchema, conf(), useColumnFamilies = false, thisStore)
+        assert(contents(r.getStore(5)) == model(5))
+        r.close()
+      }
+    }
+  }
+
+  test("state files of format 1 (the previous release, no identity) still restore; new versions are format 2") {
+    val root = tmp()
+    val dir = storeDir(root, thisStore)
+    dir.mkdirs()
+    for (n <- Seq("1", "2", "3", "4").map(v => s"$v.kstate.changelog") :+ "3.kstate.snapshot") {
+      Files.copy(new File(getClass.getResource(s"/state-format-1/$n").toURI).toPath, new File(dir, n).toPath)
+    }
+    // written by writeVersions(1 to 4) of the previous release
+    val p = newProvider(root)
+    assert(contents(p.getStore(4)) == Map("k2" -> 2L, "k3" -> 3L, "k4" -> 4L))
+    assert(p.lastRestore.get.snapshotVersion == Some(3))
+    assert(contents(p.getStore(2)) == Map("k1" -> 1L, "k2" -> 2L))
+    val s = p.getStore(4)
+    s.put(key("k5"), value(5))
+    assert(s.commit() == 5)
+    p.close()
+    val q = newProvider(root)
+    assert(contents(q.getStore(5)) == Map("k2" -> 2L, "k3" -> 3L, "k4" -> 4L, "k5" -> 5L))
+    q.close()
+    val header = java.nio.ByteBuffer.wrap(Files.readAllBytes(new File(dir, "5.kstate.changelog").toPath))
+    assert(header.getInt(4) == 2)
   }
 
   test("a crash between the changelog write and the batch's commit: the batch re-runs cleanly") {

@@ -21,10 +21,12 @@ object ProviderFixture {
 
   def tmp(): String = Files.createTempDirectory("kstate-provider").toFile.getAbsolutePath
 
+  /** A provider of store `id` (default: operator 0, partition 0, store "default") under `root`. */
   def open(root: String, keySchema: StructType, valueSchema: StructType,
-      c: StateStoreConf = conf(), useColumnFamilies: Boolean = true): KStateStoreProvider = {
+      c: StateStoreConf = conf(), useColumnFamilies: Boolean = true,
+      id: String => StateStoreId = StateStoreId(_, 0, 0)): KStateStoreProvider = {
     val p = new KStateStoreProvider
-    p.init(StateStoreId(root, 0, 0), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
+    p.init(id(root), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
       useColumnFamilies, c, new Configuration, useMultipleValuesPerKey = false, None)
     p
   }

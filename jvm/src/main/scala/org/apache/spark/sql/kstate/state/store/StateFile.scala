@@ -8,7 +8,8 @@ import io.kstate.KStateErrors
  * The on-disk format of kstate's state files: per-version changelogs and full snapshots.
  *
  * {{{
- *   header  := magic:int  formatVersion:int  kind:byte  storeVersion:long
+ *   header  := magic:int  formatVersion:int  kind:byte  storeVersion:long  identity
+ *   identity := operatorId:long  storeName:utf  partitionId:int      (format 2 on)
  *   record  := PUT klen:int key vlen:int value     (keys carry their column family prefix)
  *            | DELETE klen:int key
  *            | FAMILY cf:short name:utf           (a column family exists from here on)
@@ -19,10 +20,17 @@ import io.kstate.KStateErrors
  * A file is valid only with its complete trailer and a matching checksum, so a truncated or
  * bit-flipped file is always detected (never replayed as a shorter history). Files are written
  * through the checkpoint file manager's atomic create, so a crash mid-write leaves no file.
+ *
+ * Format 2 adds the writer's [[StateFileIdentity]] to the header: a valid file of another
+ * store (another partition, operator id or store name) is refused on restore. Files of format 1
+ * (the previous release) carry no identity: they are still read, for any store (unverifiable).
  */
 private[kstate] object StateFile {
   val Magic: Int = 0x4b53544c // "KSTL"
-  val FormatVersion: Int = 1
+  /** The format written: 2, with the writer's identity in the header. */
+  val FormatVersion: Int = 2
+  /** The previous release's format, without identity: still read, its owner unverifiable. */
+  val FormatWithoutIdentity: Int = 1
 
   sealed abstract class Kind(val tag: Byte, val suffix: String)
   case object Changelog extends Kind(1, "kstate.changelog")
@@ -42,13 +50,14 @@ private[kstate] object StateFile {
     def dropFamily(cf: Short): Unit
   }
 
-  /** Writes one file; `close()` writes the trailer. Not thread-safe. */
-  final class Writer(raw: OutputStream, kind: Kind, storeVersion: Long) {
+  /** Writes one file of store `identity`; `close()` writes the trailer. Not thread-safe. */
+  final class Writer(raw: OutputStream, kind: Kind, storeVersion: Long, identity: StateFileIdentity) {
     private val out = new ChecksummedOutput(raw)
     private var records = 0L
 
     out.writeInt(Magic); out.writeInt(FormatVersion); out.writeByte(kind.tag)
     out.writeLong(storeVersion)
+    identity.writeTo(out)
 
     def put(key: Array[Byte], value: Array[Byte]): Unit = {
       out.writeByte(Put)
@@ -86,26 +95,43 @@ private[kstate] object StateFile {
     def recordCount: Long = records
   }
 
-  /** What a fully read and verified file said. */
-  final case class Summary(records: Long, numKeys: Long)
+  /**
+   * What a fully read and verified file said; `identity` is None for a file of format 1, whose
+   * owner cannot be verified.
+   */
+  final case class Summary(records: Long, numKeys: Long, identity: Option[StateFileIdentity])
+
+  /** Receives records and drops them: the rest of a file of another store is only verified. */
+  private object Discard extends Visitor {
+    override def put(key: Array[Byte], value: Array[Byte]): Unit = ()
+    override def delete(key: Array[Byte]): Unit = ()
+    override def family(cf: Short, name: String): Unit = ()
+    override def dropFamily(cf: Short): Unit = ()
+  }
 
   /**
-   * Reads and verifies `in`, feeding every record to `visitor` as it goes. `describe` names the
-   * file in errors. Throws `KSTATE_STATE_FILE_CORRUPT` on any mismatch; records already fed to
-   * the visitor must then be discarded by the caller.
+   * Reads and verifies `in`, a file of store `expected`, feeding every record to `visitor` as
+   * it goes. `describe` names the file in errors. Throws `KSTATE_STATE_FILE_CORRUPT` on any
+   * mismatch; records already fed to the visitor must then be discarded by the caller. A file
+   * whose header names another store feeds the visitor nothing: it is read to its end and
+   * verified, then refused naming both identities (a damaged one is reported as corrupt, so a
+   * flipped bit in the identity is a checksum mismatch, not another store).
    */
-  def read(in: InputStream, kind: Kind, storeVersion: Long, describe: => String,
-      visitor: Visitor): Summary = {
+  def read(in: InputStream, kind: Kind, storeVersion: Long, expected: StateFileIdentity,
+      describe: => String, visitor: Visitor): Summary = {
     val data = new ChecksummedInput(in)
     def corrupt(why: String) = KStateErrors.stateFileCorrupt(describe, storeVersion, why)
     try {
       if (data.readInt() != Magic) throw corrupt("not a kstate state file (bad magic number)")
       val fv = data.readInt()
-      if (fv != FormatVersion) throw corrupt(s"unknown format version $fv")
+      if (fv != FormatVersion && fv != FormatWithoutIdentity) throw corrupt(s"unknown format version $fv")
       val k = data.readByte()
       if (k != kind.tag) throw corrupt(s"file kind $k, expected ${kind.tag}")
       val v = data.readLong()
       if (v != storeVersion) throw corrupt(s"file says version $v")
+      val found = if (fv == FormatWithoutIdentity) None else Some(StateFileIdentity.readFrom(data))
+      val foreign = found.filter(_ != expected)
+      val sink = if (foreign.isEmpty) visitor else Discard
       var n = 0L
       var done = false
       while (!done) {
@@ -113,26 +139,29 @@ private[kstate] object StateFile {
           case Put =>
             val key = readBytes(data, corrupt)
             val value = readBytes(data, corrupt)
-            visitor.put(key, value); n += 1
+            sink.put(key, value); n += 1
           case Delete =>
-            visitor.delete(readBytes(data, corrupt)); n += 1
+            sink.delete(readBytes(data, corrupt)); n += 1
           case Family =>
             val cf = data.readShort()
-            visitor.family(cf, data.readUTF()); n += 1
+            sink.family(cf, data.readUTF()); n += 1
           case DropFamily =>
-            visitor.dropFamily(data.readShort()); n += 1
+            sink.dropFamily(data.readShort()); n += 1
           case End => done = true
           case other => throw corrupt(s"unknown record tag $other after $n records")
         }
       }
       val records = data.readLong()
       val numKeys = data.readLong()
-      val expected = data.checksum
+      val computed = data.checksum
       val stored = data.readInt()
       if (records != n) throw corrupt(s"trailer counts $records records, file has $n")
-      if (stored != expected) throw corrupt("checksum mismatch")
+      if (stored != computed) throw corrupt("checksum mismatch")
       if (!data.atEnd) throw corrupt("trailing bytes after the trailer")
-      Summary(records, numKeys)
+      foreign.foreach { f =>
+        throw KStateErrors.stateFileOfAnotherStore(describe, storeVersion, expected.toString, f.toString)
+      }
+      Summary(records, numKeys, found)
     } catch {
       case _: EOFException => throw corrupt("file is truncated")
     }

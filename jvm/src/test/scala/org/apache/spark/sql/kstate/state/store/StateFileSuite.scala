@@ -1,0 +1,102 @@
+package org.apache.spark.sql.kstate.state.store
+
+import java.io.{ByteArrayInputStream, ByteArrayOutputStream, File}
+import java.nio.ByteBuffer
+import java.nio.file.Files
+
+import scala.collection.mutable.ArrayBuffer
+
+import io.kstate.KStateException
+import org.scalatest.funsuite.AnyFunSuite
+
+/**
+ * [[StateFile]]'s format: the writer's identity in the header, checked on read; files of the
+ * previous format (no identity) still read. Damage (flipped bits, truncation) is covered end to
+ * end in `KStateStoreProviderSuite`.
+ */
+class StateFileSuite extends AnyFunSuite {
+  import StateFile.{Changelog, Kind, Snapshot}
+
+  private val mine = StateFileIdentity(1000000007L, "default", 0)
+
+  private def write(identity: StateFileIdentity, kind: Kind = Changelog, version: Long = 5): Array[Byte] = {
+    val bytes = new ByteArrayOutputStream()
+    val w = new StateFile.Writer(bytes, kind, version, identity)
+    w.family(1, "kstate_meta")
+    w.put(Array[Byte](0, 0, 1), Array[Byte](9))
+    w.delete(Array[Byte](0, 0, 2))
+    w.finish(numKeys = 1)
+    bytes.toByteArray
+  }
+
+  /** Notes every record it is fed. */
+  private class Recorder extends StateFile.Visitor {
+    val seen = ArrayBuffer.empty[String]
+    override def put(key: Array[Byte], value: Array[Byte]): Unit =
+      seen += s"put ${key.mkString(",")}=${value.mkString(",")}"
+    override def delete(key: Array[Byte]): Unit = seen += s"delete ${key.mkString(",")}"
+    override def family(cf: Short, name: String): Unit = seen += s"family $cf $name"
+    override def dropFamily(cf: Short): Unit = seen += s"drop $cf"
+  }
+
+  private def read(bytes: Array[Byte], expected: StateFileIdentity, kind: Kind = Changelog,
+      version: Long = 5, visitor: StateFile.Visitor = new Recorder): StateFile.Summary =
+    StateFile.read(new ByteArrayInputStream(bytes), kind, version, expected, "the-file", visitor)
+
+  private def fixture(name: String): Array[Byte] =
+    Files.readAllBytes(new File(getClass.getResource(s"/state-format-1/$name").toURI).toPath)
+
+  test("a file records its writer's identity; read as that store it yields every record") {
+    val r = new Recorder
+    assert(read(write(mine), mine, visitor = r) == StateFile.Summary(3, 1, Some(mine)))
+    assert(r.seen == Seq("family 1 kstate_meta", "put 0,0,1=9", "delete 0,0,2"))
+  }
+
+  for ((what, other) <- Seq(
+      "partition" -> mine.copy(partitionId = 1),
+      "operator id" -> mine.copy(operatorId = 1000000008L),
+      "store name" -> mine.copy(storeName = "right-keyToNumValues"));
+      kind <- Seq(Changelog, Snapshot)) {
+    test(s"a valid ${kind.suffix} of another $what is KSTATE_STATE_FILE_CORRUPT naming expected and found; the visitor gets nothing") {
+      val r = new Recorder
+      val e = intercept[KStateException](read(write(other, kind), mine, kind, visitor = r))
+      assert(e.errorClass == "KSTATE_STATE_FILE_CORRUPT")
+      assert(e.getMessage.contains("the-file") && e.getMessage.contains(s"expected $mine") &&
+        e.getMessage.contains(s"found $other"), e.getMessage)
+      assert(e.getMessage.contains("new checkpoint location"), e.getMessage)
+      assert(r.seen.isEmpty)
+    }
+  }
+
+  test("the identity is covered by the checksum: a flipped bit in it is corrupt, not another store") {
+    val bytes = write(mine)
+    val operatorIdLowByte = 4 + 4 + 1 + 8 + 7 // magic, format, kind, version, then the id's 8 bytes
+    bytes(operatorIdLowByte) = (bytes(operatorIdLowByte) ^ 1).toByte
+    val e = intercept[KStateException](read(bytes, mine))
+    assert(e.errorClass == "KSTATE_STATE_FILE_CORRUPT")
+    assert(e.getMessage.contains("checksum mismatch") && !e.getMessage.contains("another state store"),
+      e.getMessage)
+  }
+
+  test("format 2 is written; files of format 1 (the previous release, no identity) read for any store") {
+    assert(ByteBuffer.wrap(write(mine)).getInt(4) == StateFile.FormatVersion)
+    assert(StateFile.FormatVersion == 2)
+    val snapshot = fixture("3.kstate.snapshot")
+    assert(ByteBuffer.wrap(snapshot).getInt(4) == StateFile.FormatWithoutIdentity)
+    for (anyone <- Seq(mine, mine.copy(partitionId = 9))) {
+      val r = new Recorder
+      val summary = read(snapshot, anyone, Snapshot, 3, r)
+      assert(summary.identity.isEmpty && summary.numKeys == 3)
+      assert(r.seen.count(_.startsWith("put")) == 3)
+    }
+    val changelog = read(fixture("4.kstate.changelog"), mine, Changelog, 4)
+    assert(changelog.identity.isEmpty && changelog.records == 2)
+  }
+
+  test("an unknown format version is corrupt") {
+    val bytes = write(mine)
+    bytes(7) = 3
+    val e = intercept[KStateException](read(bytes, mine))
+    assert(e.errorClass == "KSTATE_STATE_FILE_CORRUPT" && e.getMessage.contains("unknown format version 3"))
+  }
+}
