@@ -181,6 +181,48 @@ class KafkaStreamsDifferentialSuite extends KStateSparkSuite {
     }
   }
 
+  // The documented differences (docs/windows.md, "Differences from Kafka Streams"): Kafka's
+  // output and kstate's, each asserted exactly.
+
+  test("sliding difference (a): a record whose own left window is closed still counts in the windows it is on time for") {
+    val c = SlidingCount(5, 0, suppressed = false)
+    val in = Seq(Seq(e("b", 16), e("a", 14), e("a", 16)))
+    // Kafka: a@14 joins no window (its left window [9,14] is closed), and a@16's left window is
+    // built from existing windows, which miss it
+    assert(lastUpdates(KafkaOracle.run(c, in).batches) === Seq(Seq(w("a", 11, 16, 1), w("b", 11, 16, 1))))
+    // kstate (KIP-450's definition): [11,16] holds a@14 and a@16, a@14's right window holds a@16
+    assert(kstate.run(c, in).batches.map(_.sorted) === Seq(Seq(w("a", 11, 16, 2), w("a", 15, 20, 1), w("b", 11, 16, 1))))
+  }
+
+  test("sliding difference (b): a key's windows do not expire by another key's window start") {
+    val c = SlidingCount(1, 0, suppressed = false)
+    val in = Seq(Seq(e("b", 1), e("c", 1), e("c", 2), e("b", 2)))
+    // Kafka: c's window [2,3] makes its store drop b's [0,1] from lookups (retention counts from
+    // the largest start of any key), so b@2's windows are built without b@1
+    assert(lastUpdates(KafkaOracle.run(c, in).batches) ===
+      Seq(Seq(w("b", 0, 1, 1), w("b", 1, 2, 1), w("c", 0, 1, 1), w("c", 1, 2, 2), w("c", 2, 3, 1))))
+    assert(kstate.run(c, in).batches.map(_.sorted) ===
+      Seq(Seq(w("b", 0, 1, 1), w("b", 1, 2, 2), w("b", 2, 3, 1), w("c", 0, 1, 1), w("c", 1, 2, 2), w("c", 2, 3, 1))))
+  }
+
+  test("sliding difference: suppressed windows are emitted once, after a record can no longer update them") {
+    val c = SlidingCount(5, 0, suppressed = true)
+    val in = Seq(Seq(e("a", 10)), Seq(e("a", 7)), Seq(e("b", 20)))
+    // Kafka's suppress emits [5,10] at stream time 10 (end <= stream time - grace), then a@7
+    // (on time: its windows end at or after 10) updates it and it is emitted again
+    assert(KafkaOracle.run(c, in).batches === Seq(Seq(w("a", 5, 10, 1)), Seq(w("a", 5, 10, 2)),
+      Seq(w("a", 8, 13, 1), w("b", 15, 20, 1))))
+    // kstate emits a window once its end < stream time - grace: once, final
+    assert(kstate.run(c, in).batches.map(_.sorted) === Seq(Nil, Nil, Seq(w("a", 5, 10, 2), w("a", 8, 13, 1))))
+  }
+
+  test("sliding difference: Kafka drops a record with a null value, kstate counts the row") {
+    val c = SlidingCount(5, 0, suppressed = false)
+    val in = Seq(Seq(Ev("a", 10, None), e("a", 12)))
+    assert(lastUpdates(KafkaOracle.run(c, in).batches) === Seq(Seq(w("a", 7, 12, 1))))
+    assert(kstate.run(c, in).batches.map(_.sorted) === Seq(Seq(w("a", 5, 10, 1), w("a", 7, 12, 2), w("a", 11, 16, 1))))
+  }
+
   // ---- until_time_limit -------------------------------------------------------------------
 
   for (b <- Seq(Unbounded, MaxRecordsEmitEarly(2), MaxRecordsShutDown(3)))
