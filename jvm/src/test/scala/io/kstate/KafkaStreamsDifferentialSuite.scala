@@ -134,7 +134,7 @@ class KafkaStreamsDifferentialSuite extends KStateSparkSuite {
     }
   }
 
-  private val Examples = 6
+  private val Examples = 4
 
   // ---- time windows -----------------------------------------------------------------------
 
@@ -228,10 +228,10 @@ class KafkaStreamsDifferentialSuite extends KStateSparkSuite {
 
   // ---- until_time_limit -------------------------------------------------------------------
 
-  for (b <- Seq(Unbounded, MaxRecordsEmitEarly(2), MaxRecordsShutDown(3)))
+  for (b <- Seq(Unbounded, MaxRecordsEmitEarly(2), MaxRecordsShutDown(2)))
     test(s"untilTimeLimit with $b: as Kafka on random input") {
       val failed = (1 to Examples).count { i =>
-        compare(TimeLimit(sample(Gen.choose(0L, 8L), i), b), inputs(i + 40)).failedAt.isDefined
+        compare(TimeLimit(sample(Gen.choose(4L, 16L), i), b), inputs(i + 40)).failedAt.isDefined
       }
       // a shut-down buffer must have been full in some runs, and never one that emits early
       if (b.isInstanceOf[MaxRecordsShutDown]) assert(failed > 0) else assert(failed === 0)
