@@ -148,7 +148,7 @@ class KafkaStreamsDifferentialSuite extends KStateSparkSuite {
 
   // ---- session windows --------------------------------------------------------------------
 
-  test("session windows: issue 13's examples, as Kafka 4.3") {
+  test("session windows: issue 13's examples and a record at close time, as Kafka 4.3") {
     val c = SessionCount(2, 0, suppressed = true)
     val in1 = Seq(Seq(e("a", 4), e("b", 6)), Seq(e("a", 5)), Seq(e("c", 20)))
     assert(KafkaOracle.run(c, in1).batches === Seq(Seq(w("a", 4, 4, 1)), Nil, Seq(w("a", 5, 5, 1), w("b", 6, 6, 1))))
@@ -156,6 +156,11 @@ class KafkaStreamsDifferentialSuite extends KStateSparkSuite {
     val in2 = Seq(Seq(e("c", 5), e("x", 7)), Seq(e("c", 4)), Seq(e("z", 30)))
     assert(KafkaOracle.run(c, in2).batches === Seq(Seq(w("c", 5, 5, 1)), Nil, Seq(w("x", 7, 7, 1))))
     compare(c, in2)
+    // a record at ts = close time is not late (Kafka: end < close time is late); its session is
+    // final at once
+    val in3 = Seq(Seq(e("a", 10), e("b", 8)), Seq(e("b", 7)), Seq(e("z", 30)))
+    assert(KafkaOracle.run(c, in3).batches === Seq(Seq(w("b", 8, 8, 1)), Nil, Seq(w("a", 10, 10, 1))))
+    compare(c, in3)
   }
 
   for (s <- Seq(false, true)) test(s"session windows (count), suppressed=$s: as Kafka on random input") {
