@@ -39,6 +39,18 @@ val sparkJavaModuleOptions = Seq(
   "-Dio.netty.tryReflectionSetAccessible=true"
 )
 
+// Kafka Streams itself as the test oracle (KafkaStreamsDifferentialSuite runs its
+// TopologyTestDriver on the same input as kstate). What pyspark's jars already provide is
+// excluded, so the test classpath holds one copy of each (pyspark's).
+val kafkaStreamsVersion = "4.3.1"
+val kafkaStreamsOracle: Seq[ModuleID] = Seq("kafka-streams", "kafka-streams-test-utils").map { a =>
+  ("org.apache.kafka" % a % kafkaStreamsVersion % Test).excludeAll(
+    ExclusionRule("org.slf4j"), ExclusionRule("com.fasterxml.jackson.core"),
+    ExclusionRule("com.fasterxml.jackson.datatype"), ExclusionRule("org.lz4"),
+    ExclusionRule("at.yawk.lz4"), ExclusionRule("com.github.luben"), ExclusionRule("org.xerial.snappy"),
+    ExclusionRule("org.rocksdb"))
+}
+
 lazy val root = (project in file("."))
   .settings(
     name := "kstate",
@@ -64,7 +76,7 @@ lazy val root = (project in file("."))
     libraryDependencies ++= Seq(
       "org.scalatest" %% "scalatest" % "3.2.19" % Test,
       "org.scalatestplus" %% "scalacheck-1-18" % "3.2.19.0" % Test
-    ),
+    ) ++ kafkaStreamsOracle,
     // io.kstate.BuildInfo: version and Spark minor, checked by the Python package at first use.
     Compile / sourceGenerators += Def.task {
       val f = (Compile / sourceManaged).value / "io" / "kstate" / "BuildInfo.scala"

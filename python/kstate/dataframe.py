@@ -332,9 +332,9 @@ class KStateWindowedStream:
             with ``Suppressed.until_window_closes(...)`` for exactly one final row per window.
             A record is dropped for a window once stream time >= window end + grace.
 
-            Session windows (Kafka's rules): a record within the inactivity gap of a key's open
-            sessions merges them into one; a session closes, for good, once its end < stream
-            time - grace - gap, and a record that joins no open session is late when its
+            Session windows (Kafka 4.3's rules): a record within the inactivity gap of a key's
+            open sessions merges them into one; a session closes, for good, once its end <=
+            stream time - grace - gap, and a record that joins no open session is late when its
             timestamp is below that. Their output has a last column ``tombstone``: ``True`` on a
             row naming a session (key, start, end) an earlier micro-batch emitted that no longer
             exists (it was merged into a larger one), with null aggregates; suppressed output

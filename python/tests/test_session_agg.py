@@ -46,12 +46,36 @@ def test_a_record_bridging_two_sessions_merges_them_and_tombstones_both(spark, t
 def test_final_results_close_after_grace_plus_gap_exactly_once(spark, tmp_path) -> None:
     windows = SessionWindows.with_inactivity_gap("5 seconds").grace("2 seconds")
     batches = [[dict(seq=0, k="a", ts=1000, v=1), dict(seq=1, k="a", ts=4000, v=1)],
-               [dict(seq=2, k="b", ts=11_000, v=1)],  # close time 4 s: [1,4] is still open (4 >= 4)
-               [dict(seq=3, k="b", ts=11_001, v=1)],  # close time 4.001 s: [1,4] closes
+               [dict(seq=2, k="b", ts=10_999, v=1)],  # close time 3.999 s: [1,4] is still open (4 > 3.999)
+               [dict(seq=3, k="b", ts=11_000, v=1)],  # close time 4 s: [1,4] closes (4 <= 4, Kafka's)
                [dict(seq=4, k="a", ts=8_000, v=1)]]  # within 5 s of the closed session: a new one
     got = _stream(spark, str(tmp_path), _aggregate(windows, final=True), batches, partitions=1)
     assert got[0] == got[1] == [] and got.get(3, []) == []
     assert got[2] == [("a", 1000, 4000, 2, 2, 1, 4000, False)]
+
+
+def _final_counts_gap_2s(spark, tmp_path, batches: List[List[tuple]]) -> List[List[tuple]]:
+    """Final session counts (gap 2 s, grace 0) of batches of (key, ts in s): (key, start s, end s,
+    count) per micro-batch."""
+    windows = SessionWindows.with_inactivity_gap("2 seconds").grace("0 seconds")
+    seq = iter(range(100))
+    rows = [[dict(seq=next(seq), k=k, ts=t * 1000, v=1) for k, t in b] for b in batches]
+    got = _stream(spark, str(tmp_path), _aggregate(windows, final=True), rows, partitions=1)
+    return [[(r[0], r[1] // 1000, r[2] // 1000, r[3]) for r in got.get(i, [])] for i in range(len(batches))]
+
+
+def test_kafka_emits_the_session_ending_at_close_time_and_never_merges_into_it(spark, tmp_path) -> None:
+    """Issue 13, as Kafka Streams 4.3 (TopologyTestDriver) does: gap 2, grace 0,
+    (a,4),(b,6) | (a,5) | (c,20) gives a[4,4]=1, then a[5,5]=1 and b[6,6]=1 (was a[4,5]=2)."""
+    got = _final_counts_gap_2s(spark, tmp_path, [[("a", 4), ("b", 6)], [("a", 5)], [("c", 20)]])
+    assert got == [[("a", 4, 4, 1)], [], [("a", 5, 5, 1), ("b", 6, 6, 1)]]
+
+
+def test_kafka_drops_a_record_whose_only_session_within_the_gap_is_closed(spark, tmp_path) -> None:
+    """Issue 13: gap 2, grace 0, (c,5),(x,7) | (c,4): c[5,5] is final at close time 5, and c@4
+    is late (Kafka drops it; kstate merged it before)."""
+    got = _final_counts_gap_2s(spark, tmp_path, [[("c", 5), ("x", 7)], [("c", 4)], [("z", 30)]])
+    assert got == [[("c", 5, 5, 1)], [], [("x", 7, 7, 1)]]
 
 
 def test_session_windows_over_timestamp_columns_and_batch_dataframes(spark) -> None:

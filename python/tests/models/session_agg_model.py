@@ -4,17 +4,18 @@ record for one state partition. Written independently of the Scala code, from Ka
 docs/windows.md:
 
 - null timestamp or null key: dropped; stream time does not move;
-- stream time := max(stream time, ts); close time := stream time - grace - gap;
-- a session is open while its end >= close time; once its end < close time it is closed for
-  good (no later record reopens it);
-- the record merges with every open session of its key whose [start, end] lies within the gap
-  of ts (end >= ts - gap and start <= ts + gap): one session [min start, max end] replaces them;
-  with no such session, a record with ts < close time is late and dropped, else it starts the
-  session [ts, ts];
+- close time := stream time - grace - gap; a session is open while its end > close time; once
+  its end <= close time it is closed for good (Kafka 4.3: its session store no longer returns
+  it, and its suppress emits it);
+- the record merges with every session of its key that was open before the record (end > the
+  close time before stream time moves) and whose [start, end] lies within the gap of ts
+  (end >= ts - gap and start <= ts + gap): one session [min start, max end] replaces them;
+- stream time := max(stream time, ts); with no session to merge, a record with ts < close time
+  is late and dropped, else it starts the session [ts, ts];
 - a micro-batch ends: without suppression, every session the batch created or changed is
   emitted with its current value, and every session that existed when the batch began and no
   longer exists as (start, end) is emitted as a tombstone (its key, start and end, no
-  aggregates); then the sessions with end < close time leave the state (with suppression:
+  aggregates); then the sessions with end <= close time leave the state (with suppression:
   emitted now, exactly once, and never any tombstone).
 
 Aggregates kept: count, sum and max of ``v`` (null ``v`` ignored by sum and max), and the
@@ -70,12 +71,13 @@ class SessionAggModel:
     def process(self, key: object, ts: Optional[int], v: Optional[int]) -> None:
         if ts is None or key is None:
             return
+        open_after = self.close_time()
         self.stream_time = max(self.stream_time, ts)
         close = self.close_time()
         mine = self.sessions.setdefault(key, [])
         if key not in self.at_start:
             self.at_start[key] = {(s.start, s.end, s.ts) for s in mine}
-        merging = [s for s in mine if s.end >= close and ts - self.gap <= s.end and s.start <= ts + self.gap]
+        merging = [s for s in mine if s.end > open_after and ts - self.gap <= s.end and s.start <= ts + self.gap]
         if not merging and ts < close:
             self.late_dropped += 1
             return
@@ -112,7 +114,7 @@ class SessionAggModel:
         close = self.close_time()
         for key in list(self.sessions):
             for s in list(self.sessions[key]):
-                if s.end < close:
+                if s.end <= close:
                     if self.final:
                         out.append(self._row(key, s))
                     self.sessions[key] = [m for m in self.sessions[key] if m is not s]

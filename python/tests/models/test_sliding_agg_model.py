@@ -34,3 +34,25 @@ def test_a_late_record_only_joins_open_windows_and_closed_windows_are_final() ->
     m.process("b", 200, 1)  # close time 200: a's windows close
     assert sorted(m.end_batch()) == [("a", 115, 125, 2, 2, 1, 125), ("a", 117, 127, 1, 1, 1, 125)]
     assert sorted(m.windows) == [("b", 190)]
+
+
+def test_kafka_difference_a_a_record_whose_left_window_is_closed_counts_where_it_is_on_time() -> None:
+    """docs/windows.md, "Differences from Kafka Streams" (a): d 5, grace 0, (b,16),(a,14),(a,16).
+    Kafka 4.3 gives a[11,16]=1 (a@14 joins no window); the definition gives a[11,16]=2 and
+    a@14's right window a[15,20]=1."""
+    m = SlidingAggModel(d=5, grace=0)
+    for k, ts in (("b", 16), ("a", 14), ("a", 16)):
+        m.process(k, ts, 1)
+    assert sorted((r[0], r[1], r[2], r[3]) for r in m.end_batch()) == [
+        ("a", 11, 16, 2), ("a", 15, 20, 1), ("b", 11, 16, 1)]
+
+
+def test_kafka_difference_b_a_keys_windows_do_not_depend_on_other_keys() -> None:
+    """(b): d 1, grace 0, (b,1),(c,1),(c,2),(b,2): Kafka 4.3 gives b[1,2]=1 and no b[2,3] (its
+    store's retention counts from c's window start); b's windows are c's windows here."""
+    m = SlidingAggModel(d=1, grace=0)
+    for k, ts in (("b", 1), ("c", 1), ("c", 2), ("b", 2)):
+        m.process(k, ts, 1)
+    rows = sorted((r[0], r[1], r[2], r[3]) for r in m.end_batch())
+    assert [r[1:] for r in rows if r[0] == "b"] == [r[1:] for r in rows if r[0] == "c"] == [
+        (0, 1, 1), (1, 2, 2), (2, 3, 1)]

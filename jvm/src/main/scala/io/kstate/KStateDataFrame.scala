@@ -264,8 +264,8 @@ final class KStateWindowedStream private[kstate] (
    * "update", or suppress until the windows close for exactly one row per window).
    *
    * Session windows (Kafka's rules, docs/windows.md): a record within the inactivity gap of a
-   * key's open sessions merges them into one; a session closes once its end < stream time -
-   * grace - gap. Their output has a last column `tombstone`: true on a row naming a session
+   * key's open sessions merges them into one; a session closes once its end <= stream time -
+   * grace - gap (Kafka 4.3's rule). Their output has a last column `tombstone`: true on a row naming a session
    * (key, start, end) that an earlier micro-batch emitted and that no longer exists (it was
    * merged into a larger session), with null aggregates.
    */

@@ -22,15 +22,19 @@ import org.apache.spark.sql.types._
  *
  * Per record, in task order:
  *  - a null timestamp or a null key: dropped (counted), stream time unchanged;
- *  - stream time := max(stream time, ts); close time := stream time - grace - gap (Kafka's);
- *  - the key's open sessions (end >= close time) within the gap of ts (end >= ts - gap and
- *    start <= ts + gap, inclusive) are merged with the record into one session
- *    [min start, max end]: their buffers merged in start order, then the record aggregated;
- *  - with no such session and ts < close time the record is late: dropped (counted).
- * A session closes once its end < close time: it is final, leaves the state, and no later record
- * reopens it (a record within its gap starts a new session). Decision: Kafka keeps a closed
- * session in its store until its segment expires and may still merge into it, after its
- * `suppress` already emitted it; kstate closes it for good, so a final result is final.
+ *  - close time := stream time - grace - gap (Kafka's `windowCloseTime`); a session is open
+ *    while its end > close time, as Kafka 4.3's session store returns only sessions with
+ *    end > stream time - retention (retention = gap + grace);
+ *  - the key's sessions open before the record (end > the close time before it advances stream
+ *    time: Kafka's store observes stream time on put, after the lookup) within the gap of ts
+ *    (end >= ts - gap and start <= ts + gap, inclusive) are merged with the record into one
+ *    session [min start, max end]: their buffers merged in start order, then the record
+ *    aggregated;
+ *  - stream time := max(stream time, ts); with no such session and ts < close time the record
+ *    is late: dropped (counted); otherwise it starts the session [ts, ts] (also when a closed
+ *    session lies within its gap).
+ * A session closes once its end <= close time: it is final (Kafka's `suppress` emits it then),
+ * leaves the state at the end of the micro-batch, and no later record merges into it.
  *
  * Output: without suppression, at the end of each micro-batch, every session it created or
  * changed (its current value, also when it closes now), and a tombstone row (null aggregates,
@@ -119,6 +123,7 @@ case class KStateSessionAggregateExec(
       if (k.isNullAt(0)) { count(NullKeys); return }
       AggregateMetrics.recordLateness(counters, LatenessTotal, LatenessMax, streamTime, ts)
       count(Records)
+      val openAfter = closeTime // sessions ending after it were open before this record
       if (ts > streamTime) streamTime = ts
       val close = closeTime
       var ks = touched.get(k)
@@ -129,7 +134,7 @@ case class KStateSessionAggregateExec(
       }
       val lo = DedupProcessor.minus(ts, gapMs)
       val hi = if (ts > Long.MaxValue - gapMs) Long.MaxValue else ts + gapMs
-      val (merging, others) = ks.now.partition(s => s.end >= close && s.end >= lo && s.start <= hi)
+      val (merging, others) = ks.now.partition(s => s.end > openAfter && s.end >= lo && s.start <= hi)
       if (merging.isEmpty && ts < close) { count(LateDropped); return }
       var buffer = buffers.initial()
       var start = ts
@@ -174,7 +179,7 @@ case class KStateSessionAggregateExec(
             if (!s.stored) { out += result(k, s.start, s.end, s.buffer, s.maxTs); count(Emitted) }
           }
         }
-        val (gone, open) = ks.now.partition(s => close != Long.MinValue && s.end < close)
+        val (gone, open) = ks.now.partition(s => close != Long.MinValue && s.end <= close)
         gone.foreach(s => closed(k, StoredSession(s.start, s.end, s.maxTs, s.buffer)))
         if (gone.nonEmpty || ks.now.exists(!_.stored) || ks.now.length != ks.atStart.length) {
           state.put(k, open.map(s => StoredSession(s.start, s.end, s.maxTs, s.buffer)), ks.atStart.toSeq)
@@ -182,7 +187,7 @@ case class KStateSessionAggregateExec(
       }
       touched.clear()
       // sessions of other keys that close now
-      if (close != Long.MinValue) state.closeBefore(close)(closed)
+      if (close != Long.MinValue) state.closeBefore(close + 1)(closed)
       closing.sortBy(_._1).foreach { case (_, r) => out += r; count(Emitted) }
       FinalResultsBuffer.checkFull(finalResults, operatorName, state.records, state.bytes)
       counters(BufferRecords) = state.records
@@ -193,7 +198,8 @@ case class KStateSessionAggregateExec(
 
     override def finishOutput: Iterator[InternalRow] = out.iterator
 
-    /** Sessions with end < close time are closed: a later row (also a tombstone) ends at or after it. */
+    /** Sessions with end <= close time are closed; a later row (a new session [ts, ts] with
+     * ts >= close time, or a tombstone of an open session) ends at or after it. */
     override def outputTimeFloor: Long = closeTime
 
     override def metrics: KStateTask.Metrics = KStateTask.Metrics.ofCounters(CustomMetrics, counters,
