@@ -7,6 +7,10 @@ A kstate error raised while a query runs (``KSTATE_BUFFER_FULL``, ``KSTATE_STATE
 ``exception`` so such a failure is a :class:`KStateStreamingQueryError`: a
 ``StreamingQueryException`` (existing ``except StreamingQueryException`` keeps working) that is
 also a :class:`KStateError` with the kstate ``error_class``. Other failures are unchanged.
+
+A kstate error raised when a query starts (``writeStream...start()`` / ``toTable()``, e.g.
+``KSTATE_UNSUPPORTED_OUTPUT_MODE``) is raised as a :class:`KStateError`, as when a DataFrame is
+built.
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from typing import Any, Callable, Optional
 
 from pyspark.errors.exceptions.captured import StreamingQueryException as _CapturedQueryException
 
+from ._jvm import translate_errors
 from .errors import KStateError
 
 __all__ = ["KStateStreamingQueryError", "install"]
@@ -94,13 +99,22 @@ def _returning_kstate_errors(method: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def install() -> None:
-    """Wraps pyspark's classic ``StreamingQuery`` methods (once)."""
-    from pyspark.sql.streaming.query import StreamingQuery
+def _starting_kstate_errors(method: Callable[..., Any]) -> Callable[..., Any]:
+    wrapper = translate_errors(method)
+    wrapper._kstate_wrapped = True  # type: ignore[attr-defined]
+    return wrapper
 
-    for name, wrap in (("awaitTermination", _raising_kstate_errors),
-                       ("processAllAvailable", _raising_kstate_errors),
-                       ("exception", _returning_kstate_errors)):
-        method = getattr(StreamingQuery, name)
+
+def install() -> None:
+    """Wraps pyspark's classic ``StreamingQuery`` and ``DataStreamWriter`` methods (once)."""
+    from pyspark.sql.streaming.query import StreamingQuery
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+    for cls, name, wrap in ((StreamingQuery, "awaitTermination", _raising_kstate_errors),
+                            (StreamingQuery, "processAllAvailable", _raising_kstate_errors),
+                            (StreamingQuery, "exception", _returning_kstate_errors),
+                            (DataStreamWriter, "start", _starting_kstate_errors),
+                            (DataStreamWriter, "toTable", _starting_kstate_errors)):
+        method = getattr(cls, name)
         if not getattr(method, "_kstate_wrapped", False):
-            setattr(StreamingQuery, name, wrap(method))
+            setattr(cls, name, wrap(method))

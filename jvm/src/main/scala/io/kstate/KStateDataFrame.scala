@@ -9,7 +9,8 @@ import io.kstate.windows.{SessionWindows, SlidingWindows, TimeWindows, Windows}
 import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, NamedExpression}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, EventTimeWatermark}
-import org.apache.spark.sql.kstate.OperatorIdentity
+import org.apache.spark.sql.kstate.{ExpressionLineage, OperatorIdentity, StateProviderCheck}
+import org.apache.spark.sql.kstate.plans.KStateStatefulNode
 import org.apache.spark.sql.kstate.plans.{AggregateSpec, KStateDeduplicate, KStateSuppress, KStateWindowedAggregate, KStateWindowedDistinct}
 import org.apache.spark.sql.kstate.shim.{RunningQuery, SparkShim}
 import org.apache.spark.sql.types._
@@ -113,7 +114,7 @@ final class KStateDataFrame(df: DataFrame) {
         if (a.finalResults.isDefined) {
           throw KStateErrors.unsupportedSuppress("this windowed aggregation is already suppressed until its windows close")
         }
-        SparkShim.ofRows(df, a.copy(finalResults = Some(u)))
+        withNode(a.copy(finalResults = Some(u)))
       case (_: KStateWindowedAggregate, _: UntilWindowCloses) =>
         throw KStateErrors.unsupportedSuppress("until_window_closes on a kstate windowed aggregation takes no " +
           "key, timestamp, window end or grace: it uses the aggregation's own")
@@ -121,6 +122,10 @@ final class KStateDataFrame(df: DataFrame) {
         throw KStateErrors.unsupportedSuppress("suppress runs on streaming DataFrames only, apart from " +
           "until_window_closes fused into a kstate windowed aggregation (its timers follow stream time " +
           "across micro-batches)")
+      case (_, _: UntilWindowCloses) if !named =>
+        throw KStateErrors.unsupportedSuppress("until_window_closes needs a kstate windowed aggregation " +
+          "directly before it (df.kstate.windowed_by(...).count() or .agg(...)), or, on another windowed " +
+          "table (e.g. Spark's own windowed aggregation), its key=, window_end=, timestamp= and grace=")
       case (_, u: UntilWindowCloses) =>
         if (key == null || timestamp == null || windowEnd == null || grace == null) {
           throw KStateErrors.missingColumn(Seq("key" -> key, "timestamp" -> timestamp, "window_end" -> windowEnd,
@@ -154,7 +159,7 @@ final class KStateDataFrame(df: DataFrame) {
     val keyE = checked("key", key, comparable).expr
     val tsE = checked("timestamp", timestamp, eventTime).expr
     val endE = windowEnd.map(c => checked("window_end", c, eventTime).expr)
-    SparkShim.ofRows(df, KStateSuppress(suppressed, limitMs, Option(name), keyE, tsE, endE, SparkShim.logicalPlan(df)))
+    withNode(KStateSuppress(suppressed, limitMs, Option(name), keyE, tsE, endE, SparkShim.logicalPlan(df)))
   }
 
   private def dedup(
@@ -169,9 +174,12 @@ final class KStateDataFrame(df: DataFrame) {
     val keyE = key.map(c => checked("key", c, comparable).expr)
     val idE = id.map(c => checked("id", c, comparable).expr)
     val tsE = checked("timestamp", timestamp, eventTime).expr
-    SparkShim.ofRows(df, KStateDeduplicate(
-      mode, intervalMs, name, keyE, idE, tsE, SparkShim.logicalPlan(df)))
+    withNode(KStateDeduplicate(mode, intervalMs, name, keyE, idE, tsE, SparkShim.logicalPlan(df)))
   }
+
+  /** A DataFrame of `node` (over this DataFrame), after the checks a whole plan of them needs. */
+  private def withNode(node: KStateStatefulNode): DataFrame =
+    KStateDataFrame.withNode(df, node)
 
   private[kstate] def comparable(role: String, dt: DataType): Unit = {
     def bad(t: DataType): Boolean = t match {
@@ -199,6 +207,9 @@ final class KStateDataFrame(df: DataFrame) {
     }
     val expr = resolved.expressions.head
     if (!expr.deterministic) throw KStateErrors.nonDeterministic(role, expr.sql)
+    ExpressionLineage.nonDeterministicDependency(expr, resolved).foreach { d =>
+      throw KStateErrors.nonDeterministicColumn(role, d.column, d.expr.sql)
+    }
     typeCheck(role, expr.dataType)
     val name = expr match { case n: NamedExpression => n.name case _ => role }
     KStateDataFrame.Checked(SparkShim.expression(df, c), expr.dataType, name)
@@ -273,7 +284,7 @@ final class KStateWindowedStream private[kstate] (
       (if (sessions) Seq("tombstone") else Nil)
     names.groupBy(_.toLowerCase).collectFirst { case (_, ns) if ns.size > 1 => ns.head }
       .foreach(n => throw KStateErrors.duplicateOutputColumn(n, names))
-    SparkShim.ofRows(df, KStateWindowedAggregate(
+    KStateDataFrame.withNode(df, KStateWindowedAggregate(
       windows, Option(name), key, timestamp,
       spec.bufferAttributes, spec.initialValues, spec.updateExpressions, spec.inputBufferAttributes,
       spec.mergeExpressions, spec.results.map(_._2),
@@ -302,7 +313,7 @@ final class KStateWindowedStream private[kstate] (
       case s: SlidingWindows => throw KStateErrors.unsupportedWindowsForDistinct(s.describe)
       case _ =>
     }
-    SparkShim.ofRows(df, KStateWindowedDistinct(
+    KStateDataFrame.withNode(df, KStateWindowedDistinct(
       windows, Option(name), key, timestamp,
       AttributeReference("window_start", boundType, nullable = false)(),
       AttributeReference("window_end", boundType, nullable = false)(),
@@ -315,6 +326,17 @@ object KStateDataFrame {
   private[kstate] final case class Checked(expr: Expression, dataType: DataType, name: String)
 
   def apply(df: DataFrame): KStateDataFrame = new KStateDataFrame(df)
+
+  /**
+   * A DataFrame of `node` over `df`. Checked first, as they are known now: `node`'s `name=` is
+   * not already used by a kstate operator in `df` (`KSTATE_DUPLICATE_OPERATOR_NAME`), and the
+   * session's `spark.kstate.stateStore.providerClass` can back kstate operators.
+   */
+  private[kstate] def withNode(df: DataFrame, node: KStateStatefulNode): DataFrame = {
+    OperatorIdentity.checkExplicitNames(node)
+    StateProviderCheck.check(SparkShim.session(df).sessionState.conf)
+    SparkShim.ofRows(df, node)
+  }
 }
 
 /** `import io.kstate.implicits._` adds `df.kstate`. */
