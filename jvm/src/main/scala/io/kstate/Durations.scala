@@ -8,7 +8,9 @@ import scala.util.Try
 /**
  * Parses the duration forms every kstate API accepts, to milliseconds: a number of
  * milliseconds, a `java.time.Duration`, an ISO-8601 string (`PT10S`) or a Spark interval-like
- * string (`10 seconds`, `1 minute 30 seconds`, `500ms`, `2h`). Negative values are rejected.
+ * string (`10 seconds`, `1 minute 30 seconds`, `500ms`, `2h`, `2000us`). Negative values are
+ * rejected, and so is a sub-millisecond part (`1500us`, `PT0.0005S`, `Duration.ofNanos(1)`):
+ * kstate durations are whole milliseconds, never truncated.
  */
 object Durations {
   private val unitMs: Map[String, Long] = Map(
