@@ -95,6 +95,17 @@ def _start(spark, tmp_path, build, mode: str, schema: str = WINDOWED_SCHEMA):
             .option("checkpointLocation", str(tmp_path / "ckpt")).start())
 
 
+def _runs(spark, tmp_path, build, mode: str, schema: str = WINDOWED_SCHEMA) -> None:
+    """The query starts and runs its micro-batch (planned with its kstate operators) without error."""
+    q = _start(spark, tmp_path, build, mode, schema)
+    try:
+        q.processAllAvailable()
+        assert q.exception() is None
+        assert q.lastProgress is not None and q.lastProgress["batchId"] == 0
+    finally:
+        q.stop()
+
+
 WINDOWS = {
     "time": TimeWindows.of_size("10s"),
     "hopping": TimeWindows.of_size("10s").advance_by("5s"),
@@ -120,12 +131,7 @@ def test_suppressed_windowed_aggregation_runs_in_append_mode(spark, tmp_path, wi
         return (d.kstate.windowed_by(WINDOWS[windows], key="k", timestamp="ts").count()
                 .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
 
-    q = _start(spark, tmp_path, build, "append")
-    try:
-        q.processAllAvailable()
-        assert q.exception() is None
-    finally:
-        q.stop()
+    _runs(spark, tmp_path, build, "append")
 
 
 @pytest.mark.parametrize("build,mode", [
@@ -137,12 +143,7 @@ def test_suppressed_windowed_aggregation_runs_in_append_mode(spark, tmp_path, wi
                                  timestamp="ts"), "append"),
 ], ids=["count_update", "dedup_update", "dedup_append", "distinct_append", "time_limit_append"])
 def test_supported_output_modes_run(spark, tmp_path, build, mode) -> None:
-    q = _start(spark, tmp_path, build, mode, schema=DEDUP_SCHEMA + ", v LONG")
-    try:
-        q.processAllAvailable()
-        assert q.exception() is None
-    finally:
-        q.stop()
+    _runs(spark, tmp_path, build, mode, schema=DEDUP_SCHEMA + ", v LONG")
 
 
 @pytest.mark.parametrize("build", [
