@@ -10,8 +10,7 @@ import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, NamedExpression}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, EventTimeWatermark}
 import org.apache.spark.sql.kstate.{ExpressionLineage, OperatorIdentity, StateProviderCheck}
-import org.apache.spark.sql.kstate.plans.KStateStatefulNode
-import org.apache.spark.sql.kstate.plans.{AggregateSpec, KStateDeduplicate, KStateSuppress, KStateWindowedAggregate, KStateWindowedDistinct}
+import org.apache.spark.sql.kstate.plans.{AggregateSpec, KStateDeduplicate, KStateStatefulNode, KStateSuppress, KStateWindowedAggregate, KStateWindowedDistinct}
 import org.apache.spark.sql.kstate.shim.{RunningQuery, SparkShim}
 import org.apache.spark.sql.types._
 
@@ -114,7 +113,7 @@ final class KStateDataFrame(df: DataFrame) {
         if (a.finalResults.isDefined) {
           throw KStateErrors.unsupportedSuppress("this windowed aggregation is already suppressed until its windows close")
         }
-        withNode(a.copy(finalResults = Some(u)))
+        KStateDataFrame.withNode(df, a.copy(finalResults = Some(u)))
       case (_: KStateWindowedAggregate, _: UntilWindowCloses) =>
         throw KStateErrors.unsupportedSuppress("until_window_closes on a kstate windowed aggregation takes no " +
           "key, timestamp, window end or grace: it uses the aggregation's own")
@@ -159,7 +158,7 @@ final class KStateDataFrame(df: DataFrame) {
     val keyE = checked("key", key, comparable).expr
     val tsE = checked("timestamp", timestamp, eventTime).expr
     val endE = windowEnd.map(c => checked("window_end", c, eventTime).expr)
-    withNode(KStateSuppress(suppressed, limitMs, Option(name), keyE, tsE, endE, SparkShim.logicalPlan(df)))
+    KStateDataFrame.withNode(df, KStateSuppress(suppressed, limitMs, Option(name), keyE, tsE, endE, SparkShim.logicalPlan(df)))
   }
 
   private def dedup(
@@ -174,12 +173,8 @@ final class KStateDataFrame(df: DataFrame) {
     val keyE = key.map(c => checked("key", c, comparable).expr)
     val idE = id.map(c => checked("id", c, comparable).expr)
     val tsE = checked("timestamp", timestamp, eventTime).expr
-    withNode(KStateDeduplicate(mode, intervalMs, name, keyE, idE, tsE, SparkShim.logicalPlan(df)))
+    KStateDataFrame.withNode(df, KStateDeduplicate(mode, intervalMs, name, keyE, idE, tsE, SparkShim.logicalPlan(df)))
   }
-
-  /** A DataFrame of `node` (over this DataFrame), after the checks a whole plan of them needs. */
-  private def withNode(node: KStateStatefulNode): DataFrame =
-    KStateDataFrame.withNode(df, node)
 
   private[kstate] def comparable(role: String, dt: DataType): Unit = {
     def bad(t: DataType): Boolean = t match {
