@@ -18,6 +18,8 @@ from pyspark.sql import DataFrame as _DataFrame
 from ._durations import to_millis
 from ._jvm import EXTENSION, SPARK_MINOR, __version__, jar_path
 from .dataframe import KStateDataFrame, KStateWindowedStream
+from ._query_errors import KStateStreamingQueryError
+from ._query_errors import install as _install_query_errors
 from .errors import KStateError
 from .session import configure
 from .state_reader import read_state
@@ -25,7 +27,7 @@ from .suppress import BufferConfig, EagerBufferConfig, StrictBufferConfig, Suppr
 from .windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = [
-    "KStateDataFrame", "KStateWindowedStream", "KStateError", "TimeWindows", "SessionWindows", "SlidingWindows", "configure", "jar_path", "to_millis",
+    "KStateDataFrame", "KStateWindowedStream", "KStateError", "KStateStreamingQueryError", "TimeWindows", "SessionWindows", "SlidingWindows", "configure", "jar_path", "to_millis",
     "read_state", "Suppressed", "BufferConfig", "StrictBufferConfig", "EagerBufferConfig",
     "EXTENSION", "SPARK_MINOR", "__version__",
 ]
@@ -37,6 +39,7 @@ def _accessor(self: _DataFrame) -> KStateDataFrame:
 
 def _install() -> None:
     _DataFrame.kstate = property(_accessor)  # type: ignore[attr-defined]
+    _install_query_errors()  # a running query's kstate errors are KStateErrors too
     # Spark Connect DataFrames get the accessor too, so using kstate there fails with a clear
     # KSTATE_SPARK_CONNECT_UNSUPPORTED. Connect needs grpc; without it there is nothing to patch
     # (and importing pyspark.sql.connect without it can end the interpreter).

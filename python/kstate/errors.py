@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Optional, Union
 
 __all__ = ["KStateError"]
 
@@ -22,8 +22,8 @@ class KStateError(ValueError):
         self.message = message
 
     @classmethod
-    def from_jvm(cls, exc: BaseException) -> Optional["KStateError"]:
-        """The KStateError inside a py4j/Spark exception, or None if it is not one."""
+    def from_jvm(cls, exc: Union[BaseException, str]) -> Optional["KStateError"]:
+        """The KStateError inside a py4j/Spark exception (or its text), or None if it is not one."""
         text = str(exc)
         m = _CLASS.search(text)
         if not m:

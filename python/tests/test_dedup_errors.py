@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 import kstate
 from kstate import KStateError
-from _streaming import FileStream, dedup
+from _streaming import FileStream, dedup, session_conf
 
 ERR_SCHEMA = "seq LONG, k STRING, id STRING, ts LONG, s STRING, d DOUBLE, m MAP<STRING, INT>"
 
@@ -197,15 +197,7 @@ def test_config_change_on_restart_fails_and_checkpoint_survives(spark, session_t
     assert fs3.batch_seqs() == {1: [], 2: [3]}
 
 
-def test_complete_output_mode_rejected_when_query_runs(spark, session_tmp) -> None:
-    root = str(session_tmp.mktemp("complete"))
-    build = lambda df: dedup(df, "by_key", "10 seconds").groupBy("k").count()  # noqa: E731
-    fs = _stream(spark, root, build, sink="memory", output_mode="complete").start()
-    try:
-        fs.add_file([dict(seq=1, k="a", id="x", ts=0)])
-        _expect_query_error(fs, "KSTATE_UNSUPPORTED_OUTPUT_MODE")
-    finally:
-        fs.stop()
+# complete output mode: test_plan_errors.py (rejected when the query starts)
 
 
 def test_update_output_mode_is_supported(spark, session_tmp) -> None:
@@ -217,37 +209,39 @@ def test_update_output_mode_is_supported(spark, session_tmp) -> None:
     assert fs.batch_seqs() == {0: [1], 1: [3]}
 
 
-def test_duplicate_operator_names_rejected_when_query_runs(spark, session_tmp) -> None:
-    root = str(session_tmp.mktemp("dupname"))
-    build = lambda df: (df.kstate.deduplicate_by_key("10s", key="k", timestamp="ts", name="d")  # noqa: E731
-                        .kstate.deduplicate("id", "10s", timestamp="ts", name="d"))
-    fs = _stream(spark, root, build).start()
-    try:
-        fs.add_file([dict(seq=1, k="a", id="x", ts=0)])
-        _expect_query_error(fs, "KSTATE_DUPLICATE_OPERATOR_NAME")
-    finally:
-        fs.stop()
+def test_duplicate_operator_names_rejected_when_built(df) -> None:
+    # both names are in the DataFrame's plan when the second operator is built
+    # (a union of separately built DataFrames is checked when the query runs: test_plan_errors.py)
+    first = df.kstate.deduplicate_by_key("10s", key="k", timestamp="ts", name="d")
+    with pytest.raises(KStateError) as ei:
+        first.kstate.deduplicate("id", "10s", timestamp="ts", name="d")
+    assert ei.value.error_class == "KSTATE_DUPLICATE_OPERATOR_NAME"
+
+
+HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+
+
+def test_hdfs_provider_for_kstate_rejected_when_built(spark, df) -> None:
+    with session_conf(spark, {"spark.kstate.stateStore.providerClass": HDFS_PROVIDER}):
+        with pytest.raises(KStateError) as ei:
+            dedup(df, "by_key", "10 seconds")
+    assert ei.value.error_class == "KSTATE_UNSUPPORTED_STATE_PROVIDER"
 
 
 @pytest.mark.parametrize("conf,value,error_class", [
     ("spark.sql.streaming.stateStore.checkpointFormatVersion", "2",
      "KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT"),
-    ("spark.kstate.stateStore.providerClass",
-     "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
-     "KSTATE_UNSUPPORTED_STATE_PROVIDER"),
+    # set after the DataFrame was built: found when the micro-batch is planned
+    ("spark.kstate.stateStore.providerClass", HDFS_PROVIDER, "KSTATE_UNSUPPORTED_STATE_PROVIDER"),
 ])
 def test_unsupported_state_configuration_rejected_when_query_runs(
         spark, session_tmp, conf: str, value: str, error_class: str) -> None:
     root = str(session_tmp.mktemp("badconf"))
-    old = spark.conf.get(conf, None)
-    spark.conf.set(conf, value)
-    try:
-        fs = _stream(spark, root, lambda df: dedup(df, "by_key", "10 seconds")).start()
-    finally:
-        if old is None:
-            spark.conf.unset(conf)
-        else:
-            spark.conf.set(conf, old)
+    fs = _stream(spark, root, lambda df: dedup(df, "by_key", "10 seconds"))
+    out = fs.build(fs.source())
+    with session_conf(spark, {conf: value}):
+        fs.query = out.writeStream.option("checkpointLocation", fs.checkpoint).foreachBatch(
+            lambda b, i: fs.batches.__setitem__(i, b.collect())).start()
     try:
         fs.add_file([dict(seq=1, k="a", id="x", ts=0)])
         _expect_query_error(fs, error_class)

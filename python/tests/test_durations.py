@@ -20,7 +20,8 @@ ACCEPTED_STRINGS = [
     ("1 week", W), ("interval 5 minutes", 5 * M), ("INTERVAL 1 HOUR", H), ("  10 Seconds  ", 10 * S),
     ("1h 1m 1s 1ms", H + M + S + 1), ("0", 0), ("123", 123), ("0 seconds", 0), ("0ms", 0),
     ("PT1M", M), ("pt10s", 10 * S), ("PT0S", 0), ("PT0.5S", 500), ("PT1.25S", 1250),
-    ("PT1.001S", 1001), ("PT1.2345S", 1234), ("PT1,5S", 1500), ("P1DT2H", D + 2 * H), ("P2D", 2 * D), ("PT1H30M", H + 30 * M),
+    ("PT1.001S", 1001), ("PT1.001000S", 1001), ("PT1,5S", 1500), ("2000us", 2), ("3000000 ns", 3),
+    ("1 ms 1000 microseconds", 2), ("P1DT2H", D + 2 * H), ("P2D", 2 * D), ("PT1H30M", H + 30 * M),
     ("P1DT1H1M1.5S", D + H + M + 1500), (str(LONG_MAX), LONG_MAX),
 ]
 
@@ -31,6 +32,11 @@ REJECTED_STRINGS = [
     "100000000000000000 weeks", "PT9999999999999999S",
 ]
 
+# kstate durations are whole milliseconds: a sub-millisecond part is an error, not truncated.
+SUB_MILLISECOND = ["1500us", "1 ms 1 ns", "1 nanosecond", "PT0.0005S", "PT1.2345S",
+                   dt.timedelta(microseconds=500), dt.timedelta(microseconds=1500),
+                   dt.timedelta(seconds=1, microseconds=1), dt.timedelta.max]
+
 
 @pytest.mark.parametrize("text,ms", ACCEPTED_STRINGS)
 def test_accepted_strings(text: str, ms: int) -> None:
@@ -40,11 +46,11 @@ def test_accepted_strings(text: str, ms: int) -> None:
 @pytest.mark.parametrize("value,ms", [
     (dt.timedelta(seconds=10), 10 * S),
     (dt.timedelta(milliseconds=5), 5),
-    (dt.timedelta(microseconds=1500), 1),  # sub-millisecond part truncated
+    (dt.timedelta(microseconds=2000), 2),  # whole milliseconds
     (dt.timedelta(minutes=1, seconds=30), 90 * S),
     (dt.timedelta(days=1), D),
     (dt.timedelta(0), 0),
-    (dt.timedelta.max, dt.timedelta.max // dt.timedelta(milliseconds=1)),
+    (dt.timedelta.max - dt.timedelta(microseconds=999), dt.timedelta.max // dt.timedelta(milliseconds=1)),
 ])
 def test_accepted_timedeltas(value: dt.timedelta, ms: int) -> None:
     assert to_millis(value) == ms
@@ -54,6 +60,14 @@ def test_accepted_timedeltas(value: dt.timedelta, ms: int) -> None:
 def test_accepted_ints_are_milliseconds(value: int) -> None:
     assert to_millis(value) == value
     assert type(to_millis(value)) is int
+
+
+@pytest.mark.parametrize("value", SUB_MILLISECOND, ids=str)
+def test_sub_millisecond_part_rejected(value: object) -> None:
+    with pytest.raises(KStateError) as ei:
+        to_millis(value)  # type: ignore[arg-type]
+    assert ei.value.error_class == "KSTATE_INVALID_DURATION"
+    assert "whole milliseconds" in ei.value.message
 
 
 @pytest.mark.parametrize("text", REJECTED_STRINGS)
@@ -101,7 +115,8 @@ def test_to_millis_is_exported() -> None:
 
 
 # The Python parser and the JVM parser (io.kstate.Durations) document the same grammar.
-@pytest.mark.parametrize("text", [t for t, _ in ACCEPTED_STRINGS] + REJECTED_STRINGS + ["P1DT"])
+@pytest.mark.parametrize("text", [t for t, _ in ACCEPTED_STRINGS] + REJECTED_STRINGS + ["P1DT"]
+                         + [t for t in SUB_MILLISECOND if isinstance(t, str)])
 def test_python_and_jvm_parsers_agree(spark, text: str) -> None:
     jvm = spark.sparkContext._jvm
     try:

@@ -8,7 +8,9 @@ import scala.util.Try
 /**
  * Parses the duration forms every kstate API accepts, to milliseconds: a number of
  * milliseconds, a `java.time.Duration`, an ISO-8601 string (`PT10S`) or a Spark interval-like
- * string (`10 seconds`, `1 minute 30 seconds`, `500ms`, `2h`). Negative values are rejected.
+ * string (`10 seconds`, `1 minute 30 seconds`, `500ms`, `2h`, `2000us`). Negative values are
+ * rejected, and so is a sub-millisecond part (`1500us`, `PT0.0005S`, `Duration.ofNanos(1)`):
+ * kstate durations are whole milliseconds, never truncated.
  */
 object Durations {
   private val unitMs: Map[String, Long] = Map(
@@ -19,7 +21,17 @@ object Durations {
     "d" -> 86400000L, "day" -> 86400000L, "days" -> 86400000L,
     "w" -> 604800000L, "week" -> 604800000L, "weeks" -> 604800000L)
 
+  /** Microseconds and nanoseconds, accepted only as whole milliseconds ("2000us"), in ns. */
+  private val subMillisUnitNs: Map[String, Long] = Map(
+    "us" -> 1000L, "micro" -> 1000L, "micros" -> 1000L, "microsecond" -> 1000L, "microseconds" -> 1000L,
+    "ns" -> 1L, "nano" -> 1L, "nanos" -> 1L, "nanosecond" -> 1L, "nanoseconds" -> 1L)
+  private val NanosPerMilli = 1000000L
+
   private val part = """(\d+)\s*([a-z]+)""".r
+
+  private def subMillisecond(what: String, value: String) =
+    KStateErrors.invalidInterval(what, value, "it has a sub-millisecond part; kstate durations are " +
+      "whole milliseconds (event times are epoch milliseconds, as in Kafka Streams)")
 
   def toMillis(what: String, ms: Long): Long = {
     if (ms < 0) throw KStateErrors.invalidInterval(what, ms.toString, "it is negative")
@@ -29,6 +41,7 @@ object Durations {
   def toMillis(what: String, d: JDuration): Long = {
     if (d == null) throw KStateErrors.invalidInterval(what, "null", "it is null")
     if (d.isNegative) throw KStateErrors.invalidInterval(what, d.toString, "it is negative")
+    if (d.getNano % NanosPerMilli != 0) throw subMillisecond(what, d.toString)
     Try(d.toMillis).getOrElse(throw KStateErrors.invalidInterval(what, d.toString, "too large"))
   }
 
@@ -52,11 +65,14 @@ object Durations {
       throw KStateErrors.invalidInterval(what, text,
         "expected <number> <unit> pairs with units ms, s, m, h, d or w")
     }
-    parts.foldLeft(0L) { (acc, m) =>
-      val unit = unitMs.getOrElse(m.group(2),
-        throw KStateErrors.invalidInterval(what, text, s"unknown unit '${m.group(2)}'"))
-      Try(Math.addExact(acc, Math.multiplyExact(m.group(1).toLong, unit))).getOrElse(
-        throw KStateErrors.invalidInterval(what, text, "too large"))
+    val nanos = parts.foldLeft(BigInt(0)) { (acc, m) =>
+      val unitNs = unitMs.get(m.group(2)).map(_ * NanosPerMilli).orElse(subMillisUnitNs.get(m.group(2)))
+        .getOrElse(throw KStateErrors.invalidInterval(what, text, s"unknown unit '${m.group(2)}'"))
+      acc + BigInt(m.group(1)) * unitNs
     }
+    if (nanos % NanosPerMilli != 0) throw subMillisecond(what, text)
+    val ms = nanos / NanosPerMilli
+    if (!ms.isValidLong) throw KStateErrors.invalidInterval(what, text, "too large")
+    ms.toLong
   }
 }

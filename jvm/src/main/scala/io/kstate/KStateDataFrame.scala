@@ -9,8 +9,8 @@ import io.kstate.windows.{SessionWindows, SlidingWindows, TimeWindows, Windows}
 import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, NamedExpression}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, EventTimeWatermark}
-import org.apache.spark.sql.kstate.OperatorIdentity
-import org.apache.spark.sql.kstate.plans.{AggregateSpec, KStateDeduplicate, KStateSuppress, KStateWindowedAggregate, KStateWindowedDistinct}
+import org.apache.spark.sql.kstate.{ExpressionLineage, OperatorIdentity, StateProviderCheck}
+import org.apache.spark.sql.kstate.plans.{AggregateSpec, KStateDeduplicate, KStateStatefulNode, KStateSuppress, KStateWindowedAggregate, KStateWindowedDistinct}
 import org.apache.spark.sql.kstate.shim.{RunningQuery, SparkShim}
 import org.apache.spark.sql.types._
 
@@ -125,7 +125,7 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
         if (a.finalResults.isDefined) {
           throw KStateErrors.unsupportedSuppress("this windowed aggregation is already suppressed until its windows close")
         }
-        SparkShim.ofRows(df, a.copy(finalResults = Some(u)))
+        KStateDataFrame.withNode(df, a.copy(finalResults = Some(u)))
       case (_: KStateWindowedAggregate, _: UntilWindowCloses) =>
         throw KStateErrors.unsupportedSuppress("until_window_closes on a kstate windowed aggregation takes no " +
           "key, timestamp, window end or grace: it uses the aggregation's own")
@@ -133,6 +133,10 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
         throw KStateErrors.unsupportedSuppress("suppress runs on streaming DataFrames only, apart from " +
           "until_window_closes fused into a kstate windowed aggregation (its timers follow stream time " +
           "across micro-batches)")
+      case (_, _: UntilWindowCloses) if !named =>
+        throw KStateErrors.unsupportedSuppress("until_window_closes needs a kstate windowed aggregation " +
+          "directly before it (df.kstate.windowed_by(...).count() or .agg(...)), or, on another windowed " +
+          "table (e.g. Spark's own windowed aggregation), its key=, window_end=, timestamp= and grace=")
       case (_, u: UntilWindowCloses) =>
         if (key == null || timestamp == null || windowEnd == null || grace == null) {
           throw KStateErrors.missingColumn(Seq("key" -> key, "timestamp" -> timestamp, "window_end" -> windowEnd,
@@ -166,7 +170,7 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
     val keyE = checked("key", key, comparable).expr
     val tsE = checked("timestamp", timestamp, eventTime).expr
     val endE = windowEnd.map(c => checked("window_end", c, eventTime).expr)
-    SparkShim.ofRows(df, KStateSuppress(suppressed, limitMs, Option(name), keyE, tsE, endE, order,
+    KStateDataFrame.withNode(df, KStateSuppress(suppressed, limitMs, Option(name), keyE, tsE, endE, order,
       SparkShim.logicalPlan(df)))
   }
 
@@ -182,8 +186,7 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
     val keyE = key.map(c => checked("key", c, comparable).expr)
     val idE = id.map(c => checked("id", c, comparable).expr)
     val tsE = checked("timestamp", timestamp, eventTime).expr
-    SparkShim.ofRows(df, KStateDeduplicate(
-      mode, intervalMs, name, keyE, idE, tsE, order, SparkShim.logicalPlan(df)))
+    KStateDataFrame.withNode(df, KStateDeduplicate(mode, intervalMs, name, keyE, idE, tsE, order, SparkShim.logicalPlan(df)))
   }
 
   private[kstate] def comparable(role: String, dt: DataType): Unit = {
@@ -212,6 +215,9 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
     }
     val expr = resolved.expressions.head
     if (!expr.deterministic) throw KStateErrors.nonDeterministic(role, expr.sql)
+    ExpressionLineage.nonDeterministicDependency(expr, resolved).foreach { d =>
+      throw KStateErrors.nonDeterministicColumn(role, d.column, d.expr.sql)
+    }
     typeCheck(role, expr.dataType)
     val name = expr match { case n: NamedExpression => n.name case _ => role }
     KStateDataFrame.Checked(SparkShim.expression(df, c), expr.dataType, name)
@@ -286,7 +292,7 @@ final class KStateWindowedStream private[kstate] (
       (if (sessions) Seq("tombstone") else Nil)
     names.groupBy(_.toLowerCase).collectFirst { case (_, ns) if ns.size > 1 => ns.head }
       .foreach(n => throw KStateErrors.duplicateOutputColumn(n, names))
-    SparkShim.ofRows(df, KStateWindowedAggregate(
+    KStateDataFrame.withNode(df, KStateWindowedAggregate(
       windows, Option(name), key, timestamp,
       spec.bufferAttributes, spec.initialValues, spec.updateExpressions, spec.inputBufferAttributes,
       spec.mergeExpressions, spec.results.map(_._2),
@@ -315,7 +321,7 @@ final class KStateWindowedStream private[kstate] (
       case s: SlidingWindows => throw KStateErrors.unsupportedWindowsForDistinct(s.describe)
       case _ =>
     }
-    SparkShim.ofRows(df, KStateWindowedDistinct(
+    KStateDataFrame.withNode(df, KStateWindowedDistinct(
       windows, Option(name), key, timestamp,
       AttributeReference("window_start", boundType, nullable = false)(),
       AttributeReference("window_end", boundType, nullable = false)(),
@@ -328,6 +334,17 @@ object KStateDataFrame {
   private[kstate] final case class Checked(expr: Expression, dataType: DataType, name: String)
 
   def apply(df: DataFrame): KStateDataFrame = new KStateDataFrame(df)
+
+  /**
+   * A DataFrame of `node` over `df`. Checked first, as they are known now: `node`'s `name=` is
+   * not already used by a kstate operator in `df` (`KSTATE_DUPLICATE_OPERATOR_NAME`), and the
+   * session's `spark.kstate.stateStore.providerClass` can back kstate operators.
+   */
+  private[kstate] def withNode(df: DataFrame, node: KStateStatefulNode): DataFrame = {
+    OperatorIdentity.checkExplicitNames(node)
+    StateProviderCheck.check(SparkShim.session(df).sessionState.conf)
+    SparkShim.ofRows(df, node)
+  }
 }
 
 /** `import io.kstate.implicits._` adds `df.kstate`. */

@@ -41,6 +41,14 @@ object KStateErrors {
         "different value and deduplicate differently. Use a deterministic expression " +
         "(e.g. a column of the record instead of rand() or uuid()).")
 
+  def nonDeterministicColumn(role: String, column: String, expr: String): KStateException =
+    err("KSTATE_NON_DETERMINISTIC_EXPRESSION",
+      s"The $role expression reads column '$column', which an earlier step of this DataFrame " +
+        s"computes with the non-deterministic '$expr'; a replayed micro-batch would see a " +
+        "different value and give different results. Derive the column deterministically " +
+        "(e.g. from a field of the record instead of rand() or uuid()), or materialise it " +
+        "before the stream (e.g. set it in the source).")
+
   def invalidWindow(why: String): KStateException =
     err("KSTATE_INVALID_WINDOW", s"Invalid window specification: $why.")
 
@@ -57,6 +65,11 @@ object KStateErrors {
   def duplicateOperatorName(name: String): KStateException =
     err("KSTATE_DUPLICATE_OPERATOR_NAME",
       s"Two kstate operators in one query resolve to the name '$name'. Give each stateful " +
+        "kstate operator a distinct name= so each keeps its own state.")
+
+  def duplicateOperatorNameInInput(name: String): KStateException =
+    err("KSTATE_DUPLICATE_OPERATOR_NAME",
+      s"This DataFrame already contains a kstate operator named '$name'. Give each stateful " +
         "kstate operator a distinct name= so each keeps its own state.")
 
   def configChanged(name: String, stored: String, current: String, path: String): KStateException =
@@ -80,6 +93,14 @@ object KStateErrors {
       s"kstate operator '$op' emits each input record at most once and never retracts; it " +
         s"cannot run in $mode output mode. Use outputMode('append') or outputMode('update').")
 
+  def appendWithoutFinalResults(op: String): KStateException =
+    err("KSTATE_UNSUPPORTED_OUTPUT_MODE",
+      s"kstate operator '$op' is a windowed aggregation that emits an updated row for a window " +
+        "each micro-batch that changes it; in append output mode every update would be a new " +
+        "row (a window updated in 3 micro-batches would appear 3 times). Use " +
+        "outputMode('update'), or suppress it with " +
+        "Suppressed.until_window_closes(...) for exactly one final row per window in append mode.")
+
   def unsupportedCheckpointFormat(version: Int): KStateException =
     err("KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT",
       s"spark.sql.streaming.stateStore.checkpointFormatVersion=$version is not supported by " +
@@ -90,6 +111,13 @@ object KStateErrors {
       s"State store provider $provider cannot back kstate operators: they need column " +
         s"families and range scans. Set ${KStateConf.StateStoreProvider.key} to " +
         s"${KStateConf.StateStoreProvider.default}.")
+
+  def unknownStateProvider(key: String, value: String, why: String): KStateException =
+    err("KSTATE_UNSUPPORTED_STATE_PROVIDER",
+      s"$key=$value cannot back kstate operators: $why. Set it to a state store provider class " +
+        s"on the classpath: ${KStateConf.StateStoreProvider.default} (the default) or Spark's " +
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider, or add the jar " +
+        "that holds the class.")
 
   def stateFileCorrupt(file: String, version: Long, why: String): KStateException =
     err("KSTATE_STATE_FILE_CORRUPT",

@@ -2,6 +2,7 @@ package io.kstate
 
 import org.apache.spark.sql.SparkSessionExtensions
 import org.apache.spark.sql.kstate.KStateStrategy
+import org.apache.spark.sql.kstate.shim.StreamStartCheck
 
 /**
  * kstate's entry point: `spark.sql.extensions=io.kstate.KStateExtensions`.
@@ -9,12 +10,15 @@ import org.apache.spark.sql.kstate.KStateStrategy
  * What it injects, and why:
  *  - [[KStateStrategy]]: plans kstate's logical operators into kstate execs, assigning their
  *    state info from the running query (Spark's planner knows only its own stateful classes).
+ *  - [[StreamStartCheck]]: rejects an output mode kstate operators cannot run in when the query
+ *    starts, before Spark's own output mode checks (an analyzer rule that changes no plan).
  *
  * kstate operators themselves enter a plan through the DataFrame API ([[KStateDataFrame]]),
- * not through SQL syntax, so no parser or analyzer rule is needed.
+ * not through SQL syntax, so no parser rule is needed.
  */
 class KStateExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(ext: SparkSessionExtensions): Unit = {
     ext.injectPlannerStrategy(KStateStrategy)
+    ext.injectHintResolutionRule(StreamStartCheck)
   }
 }

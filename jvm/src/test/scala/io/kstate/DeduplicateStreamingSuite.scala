@@ -210,15 +210,13 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
     } finally spark.conf.set("spark.sql.shuffle.partitions", "3")
   }
 
-  test("complete output mode is rejected with a named error") {
+  test("complete output mode is rejected with a named error when the query starts") {
     val in = input()
-    val agg = byKey("1 second")(frame(in)).groupBy("k").count()
-    val q = agg.writeStream.format("memory").queryName("c" + System.nanoTime())
-      .option("checkpointLocation", tempDir("ckpt")).outputMode("complete").start()
-    in.addData(("k", 1L, 1))
-    val e = intercept[StreamingQueryException](q.processAllAvailable())
-    assert(e.getMessage.contains("KSTATE_UNSUPPORTED_OUTPUT_MODE"), e.getMessage)
-    q.stop()
+    for (df <- Seq(byKey("1 second")(frame(in)).groupBy("k").count(), byKey("1 second")(frame(in)))) {
+      val e = intercept[KStateException](df.writeStream.format("memory").queryName("c" + System.nanoTime())
+        .option("checkpointLocation", tempDir("ckpt")).outputMode("complete").start())
+      assert(e.errorClass === "KSTATE_UNSUPPORTED_OUTPUT_MODE", e.getMessage)
+    }
   }
 
   test("metrics: duplicates, late records, null keys, stored entries in progress customMetrics") {
@@ -373,10 +371,13 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
 
   test("operators are identified by name; two operators with one name are an error") {
     val in = input()
-    val twice = byKey("10 seconds")(frame(in)).kstate
-      .deduplicateByKey("10 seconds", col("k"), col("ts"), "same")
-      .kstate.deduplicateByKey("5 seconds", col("k"), col("ts"), "same")
-    val q = start(twice, tempDir("ckpt"))
+    val once = byKey("10 seconds")(frame(in)).kstate.deduplicateByKey("10 seconds", col("k"), col("ts"), "same")
+    // both names are in the plan when the second operator is built
+    val built = intercept[KStateException](once.kstate.deduplicateByKey("5 seconds", col("k"), col("ts"), "same"))
+    assert(built.errorClass === "KSTATE_DUPLICATE_OPERATOR_NAME")
+    // DataFrames built apart and combined later: found when the query runs
+    val other = frame(in).kstate.deduplicateByKey("5 seconds", col("k"), col("ts"), "same")
+    val q = start(once.union(other), tempDir("ckpt"))
     in.addData(("k", 1L, 1))
     val e = intercept[StreamingQueryException](q.processAllAvailable())
     assert(e.getMessage.contains("KSTATE_DUPLICATE_OPERATOR_NAME"), e.getMessage)

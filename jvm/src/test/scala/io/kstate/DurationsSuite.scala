@@ -87,6 +87,23 @@ class DurationsSuite extends AnyFunSuite {
     rejectsText("PTxyz")
   }
 
+  test("a sub-millisecond part is rejected: kstate durations are whole milliseconds") {
+    def subMs(f: => Long): Unit =
+      assert(rejects(f).getMessage.contains("whole milliseconds"))
+    subMs(ms("1500us"))
+    subMs(ms("1 ms 1 ns"))
+    subMs(ms("PT0.0005S"))
+    subMs(ms("PT1.2345S"))
+    subMs(Durations.toMillis("deduplicationInterval", JDuration.ofNanos(1)))
+    subMs(Durations.toMillis("deduplicationInterval", JDuration.ofMillis(3).plusNanos(500)))
+    // whole milliseconds in any unit are accepted
+    assert(ms("2000us") === 2L)
+    assert(ms("3000000 ns") === 3L)
+    assert(ms("1 ms 1000 microseconds") === 2L)
+    assert(ms("PT1.001000S") === 1001L)
+    assert(Durations.toMillis("x", JDuration.ofNanos(5000000L)) === 5L)
+  }
+
   test("unknown unit is named in the message") {
     assert(rejectsText("10 parsecs").getMessage.contains("parsecs"))
   }

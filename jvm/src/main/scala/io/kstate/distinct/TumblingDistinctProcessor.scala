@@ -1,6 +1,7 @@
 package io.kstate.distinct
 
 import io.kstate.dedup.{DedupProcessor, DedupState}
+import io.kstate.windows.WindowBounds
 
 /**
  * The windowed `distinct()` of KIP-655's original proposal on tumbling windows: the first record
@@ -20,8 +21,8 @@ final class TumblingDistinctProcessor[K](
   def advanceStreamTime(t: Long): Unit = if (t > streamTime) streamTime = t
 
   /** Start of the window containing `ts`. */
-  def windowStart(ts: Long): Long = ts - Math.floorMod(ts, sizeMs)
-  def windowEnd(start: Long): Long = if (start > Long.MaxValue - sizeMs) Long.MaxValue else start + sizeMs
+  def windowStart(ts: Long): Long = WindowBounds.alignedStart(ts, sizeMs)
+  def windowEnd(start: Long): Long = WindowBounds.end(start, sizeMs)
 
   /**
    * @param identityOf builds the state key of (this record's key, a window start)

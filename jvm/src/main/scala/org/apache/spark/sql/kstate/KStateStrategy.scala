@@ -7,7 +7,6 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.catalyst.streaming.InternalOutputModes
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateDeduplicateExec, KStateSessionAggregateExec, KStateSlidingAggregateExec, KStateSuppressExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
@@ -89,14 +88,9 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
   }
 
   private def checkPlanRules(node: KStateStatefulNode, q: RunningQuery): Unit = {
-    if (q.outputMode == InternalOutputModes.Complete) {
-      throw KStateErrors.unsupportedOutputMode(node.kind, "complete")
-    }
+    OutputModeCheck.check(node, q.outputMode)
     val format = session.sessionState.conf.getConf(SQLConf.STATE_STORE_CHECKPOINT_FORMAT_VERSION)
     if (format >= 2) throw KStateErrors.unsupportedCheckpointFormat(format)
-    val provider = KStateConf.StateStoreProvider.get(session.sessionState.conf)
-    if (provider.endsWith("HDFSBackedStateStoreProvider")) {
-      throw KStateErrors.providerWithoutColumnFamilies(provider)
-    }
+    StateProviderCheck.check(session.sessionState.conf)
   }
 }

@@ -49,6 +49,17 @@ object OperatorIdentity {
     named
   }
 
+  /**
+   * Fails when two kstate operators in `plan` were given the same `name=`. Run when a kstate
+   * DataFrame is built, on its plan: a clash involving an unnamed operator's `<kind>-<n>`, or
+   * between DataFrames combined later (e.g. a union of two built separately), depends on the
+   * whole query and is found by [[namesIn]] when the query is planned.
+   */
+  def checkExplicitNames(plan: LogicalPlan): Unit =
+    plan.collect { case n: KStateStatefulNode => n.operatorName }.flatten
+      .groupBy(identity).collectFirst { case (name, xs) if xs.size > 1 => name }
+      .foreach(n => throw KStateErrors.duplicateOperatorNameInInput(n))
+
   def nameOf(node: KStateStatefulNode, plan: LogicalPlan): String =
     namesIn(plan).collectFirst { case (n, name) if n == node => name }
       .orElse(node.operatorName)

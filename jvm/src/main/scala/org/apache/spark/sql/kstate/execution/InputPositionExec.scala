@@ -10,8 +10,9 @@ import org.apache.spark.sql.types.{IntegerType, LongType}
 
 /**
  * Appends each row's position in its input: (input partition index, row index within it).
- * Placed below the shuffle into a kstate operator, it lets the operator restore the record
- * order a Kafka task would see (see [[TaskOrder]]). Deterministic on replay for replayable
+ * Placed below the shuffle into a kstate operator, it lets the operator put the records in its
+ * processing order (see [[InputOrder]]): ties are broken by input position, and Kafka task order
+ * follows each input partition's offsets. Deterministic on replay for replayable
  * sources, whose partitions and in-partition order are fixed for a given offset range.
  */
 case class InputPositionExec(partitionAttr: Attribute, offsetAttr: Attribute, child: SparkPlan)

@@ -6,7 +6,7 @@ import scala.collection.mutable.ArrayBuffer
 import io.kstate.ProcessingOrder
 import io.kstate.dedup.DedupProcessor
 import io.kstate.suppress.UntilWindowCloses
-import io.kstate.windows.SlidingWindows
+import io.kstate.windows.{SlidingWindows, WindowBounds}
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Expression, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
@@ -117,7 +117,7 @@ case class KStateSlidingAggregateExec(
     private def stateKey(k: UnsafeRow, kind: Int): UnsafeRow =
       toStateKey(new GenericInternalRow(Array[Any](k.get(0, key.dataType), kind))).copy()
 
-    private def endOf(start: Long): Long = if (start > Long.MaxValue - d) Long.MaxValue else start + d
+    private def endOf(start: Long): Long = WindowBounds.end(start, d)
     /** The end of a record's right window: the record is needed while it is >= close time. */
     private def neededUntil(ts: Long): Long = if (endOf(ts) == Long.MaxValue) Long.MaxValue else endOf(ts) + 1
 
@@ -160,7 +160,8 @@ case class KStateSlidingAggregateExec(
       ks.records += ((ts, own))
       // the windows this record adds to the key's set
       val left = if (ts < d) 0L else ts - d
-      val candidates = Seq(Some(left), Some(ts + 1), previous.map(_ + 1)).flatten.distinct
+      val right = if (ts < Long.MaxValue) Some(ts + 1) else None // no window starts after Long.MaxValue
+      val candidates = Seq(Some(left), right, previous.map(_ + 1)).flatten.distinct
       candidates.foreach { start =>
         val end = endOf(start)
         if (end >= close && !ks.windows.contains(start)) {

@@ -5,7 +5,7 @@ import scala.collection.mutable.ArrayBuffer
 import io.kstate.ProcessingOrder
 import io.kstate.dedup.DedupProcessor
 import io.kstate.suppress.UntilWindowCloses
-import io.kstate.windows.TimeWindows
+import io.kstate.windows.{TimeWindows, WindowBounds}
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, BoundReference, Expression, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
@@ -280,7 +280,7 @@ object KStateWindowedAggregateExec {
    * negative timestamps (which Kafka rejects) join every window containing them.
    */
   def windowStarts(w: TimeWindows, ts: Long): Array[Long] = {
-    val last = ts - Math.floorMod(ts, w.advanceMs)
+    val last = WindowBounds.alignedStart(ts, w.advanceMs)
     if (w.isTumbling) return Array(last)
     val starts = ArrayBuffer.empty[Long]
     var s = last
@@ -292,6 +292,5 @@ object KStateWindowedAggregateExec {
     starts.reverse.toArray
   }
 
-  def windowEnd(w: TimeWindows, start: Long): Long =
-    if (start > Long.MaxValue - w.sizeMs) Long.MaxValue else start + w.sizeMs
+  def windowEnd(w: TimeWindows, start: Long): Long = WindowBounds.end(start, w.sizeMs)
 }

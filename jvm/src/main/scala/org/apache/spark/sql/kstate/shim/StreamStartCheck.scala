@@ -1,0 +1,27 @@
+package org.apache.spark.sql.kstate.shim
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.catalyst.streaming.WriteToStreamStatement
+import org.apache.spark.sql.kstate.OutputModeCheck
+
+/**
+ * Checks a streaming query's kstate operators against its output mode when the query starts
+ * (`writeStream.start()`), so an unsupported mode fails there with kstate's
+ * `KSTATE_UNSUPPORTED_OUTPUT_MODE` rather than with Spark's error or at the first micro-batch.
+ *
+ * `start()` analyses a `WriteToStreamStatement` (the query and its output mode); Spark's own
+ * unsupported-operation check runs while that statement is resolved. This rule is injected as a
+ * hint-resolution rule, the analyzer batch that runs before resolution, which is the only
+ * extension point that sees the statement before Spark's check does. It changes no plan.
+ */
+case class StreamStartCheck(session: SparkSession) extends Rule[LogicalPlan] {
+  override def apply(plan: LogicalPlan): LogicalPlan = {
+    plan match {
+      case s: WriteToStreamStatement => OutputModeCheck.check(s.inputQuery, s.outputMode)
+      case _ =>
+    }
+    plan
+  }
+}

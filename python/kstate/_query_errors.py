@@ -1,0 +1,120 @@
+"""Errors of a running streaming query, as :class:`KStateError`.
+
+A kstate error raised while a query runs (``KSTATE_BUFFER_FULL``, ``KSTATE_STATE_FILE_*``,
+``KSTATE_OPERATOR_CONFIG_CHANGED``, ...) stops the query; pyspark reports it as a
+``StreamingQueryException`` whose Java cause chain holds the ``io.kstate.KStateException``.
+``import kstate`` wraps ``StreamingQuery.awaitTermination``, ``processAllAvailable`` and
+``exception`` so such a failure is a :class:`KStateStreamingQueryError`: a
+``StreamingQueryException`` (existing ``except StreamingQueryException`` keeps working) that is
+also a :class:`KStateError` with the kstate ``error_class``. Other failures are unchanged.
+
+A kstate error raised when a query starts (``writeStream...start()`` / ``toTable()``, e.g.
+``KSTATE_UNSUPPORTED_OUTPUT_MODE``) is raised as a :class:`KStateError`, as when a DataFrame is
+built.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Optional
+
+from pyspark.errors.exceptions.captured import StreamingQueryException as _CapturedQueryException
+
+from ._jvm import translate_errors
+from .errors import KStateError
+
+__all__ = ["KStateStreamingQueryError", "install"]
+
+_JVM_CLASS = "io.kstate.KStateException"
+_IN_TEXT = _JVM_CLASS + ": "  # how a Java stack trace names it
+_MAX_CAUSES = 64  # a cause chain is short; the bound only guards against cycles
+
+
+class KStateStreamingQueryError(_CapturedQueryException, KStateError):
+    """A streaming query stopped by a kstate error: catch it as ``kstate.KStateError``
+    (``error_class``, ``message``: the kstate error's own) or as pyspark's
+    ``StreamingQueryException`` (its text and JVM stack trace are the query's)."""
+
+    @classmethod
+    def of(cls, query_error: _CapturedQueryException, cause: KStateError) -> "KStateStreamingQueryError":
+        """``query_error`` re-typed, carrying ``cause``'s error class and message."""
+        err = cls.__new__(cls)
+        err.__dict__.update(query_error.__dict__)
+        err.args = query_error.args
+        err.error_class = cause.error_class
+        err.message = cause.message
+        return err
+
+
+def kstate_cause(java_throwable: Any) -> Optional[KStateError]:
+    """The first ``io.kstate.KStateException`` in a Java throwable's cause chain, or None.
+
+    A query whose sink is a Python ``foreachBatch`` function breaks the chain: the JVM sees a
+    ``Py4JException`` whose message is the Python traceback, with the kstate exception only in
+    its text (``io.kstate.KStateException: [KSTATE_...] ...``); that text is read then.
+    """
+    t, depth, in_text = java_throwable, 0, None
+    while t is not None and depth < _MAX_CAUSES:
+        if str(t.getClass().getName()) == _JVM_CLASS:
+            return KStateError.from_jvm(str(t.getMessage()))
+        message = t.getMessage()
+        if in_text is None and message is not None and _IN_TEXT in str(message):
+            in_text = KStateError.from_jvm(str(message).split(_IN_TEXT, 1)[1])
+        t, depth = t.getCause(), depth + 1
+    return in_text
+
+
+def as_kstate_error(query_error: _CapturedQueryException, java_throwable: Any) -> _CapturedQueryException:
+    """``query_error`` as a :class:`KStateStreamingQueryError` when a kstate error caused it."""
+    if java_throwable is None or isinstance(query_error, KStateError):
+        return query_error
+    cause = kstate_cause(java_throwable)
+    return query_error if cause is None else KStateStreamingQueryError.of(query_error, cause)
+
+
+def _raising_kstate_errors(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except _CapturedQueryException as e:
+            converted = as_kstate_error(e, getattr(e, "_origin", None))
+            if converted is e:
+                raise
+            raise converted from None
+
+    wrapper._kstate_wrapped = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _returning_kstate_errors(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def wrapper(self: Any) -> Any:
+        error = method(self)
+        if error is None:
+            return None
+        jerror = self._jsq.exception()
+        return as_kstate_error(error, jerror.get() if jerror.isDefined() else None)
+
+    wrapper._kstate_wrapped = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _starting_kstate_errors(method: Callable[..., Any]) -> Callable[..., Any]:
+    wrapper = translate_errors(method)
+    wrapper._kstate_wrapped = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def install() -> None:
+    """Wraps pyspark's classic ``StreamingQuery`` and ``DataStreamWriter`` methods (once)."""
+    from pyspark.sql.streaming.query import StreamingQuery
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+    for cls, name, wrap in ((StreamingQuery, "awaitTermination", _raising_kstate_errors),
+                            (StreamingQuery, "processAllAvailable", _raising_kstate_errors),
+                            (StreamingQuery, "exception", _returning_kstate_errors),
+                            (DataStreamWriter, "start", _starting_kstate_errors),
+                            (DataStreamWriter, "toTable", _starting_kstate_errors)):
+        method = getattr(cls, name)
+        if not getattr(method, "_kstate_wrapped", False):
+            setattr(cls, name, wrap(method))
