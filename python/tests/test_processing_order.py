@@ -172,3 +172,20 @@ def test_explain_shows_the_order(spark) -> None:
     plan = df.kstate.deduplicate_by_key(10, key="k", timestamp="ts", order="event_time")._jdf \
         .queryExecution().executedPlan().toString()
     assert "order=event_time" in plan
+    auto = df.kstate.deduplicate_by_key(10, key="k", timestamp="ts")._jdf.queryExecution().executedPlan().toString()
+    assert "order=auto(listed)" in auto
+
+
+def test_auto_resolves_to_event_time_for_a_file_stream(spark, tmp_path) -> None:
+    src = str(tmp_path / "src")
+    os.makedirs(src)
+    write_json_lines(src, file_name(0), [dict(seq=0, k="a", ts=1, v=1)])
+    with session_conf(spark, AUTO):
+        q = (_dedup()(spark.readStream.schema(SCHEMA).json(src)).writeStream.format("noop")
+             .option("checkpointLocation", str(tmp_path / "ckpt")).start())
+    try:
+        q.processAllAvailable()
+        plan = q._jsq.streamingQuery().lastExecution().executedPlan().toString()
+    finally:
+        q.stop()
+    assert "order=auto(event_time)" in plan, plan

@@ -273,8 +273,9 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
       if (input.exists(OrderedLog(_))) InputOrder.KafkaTask else InputOrder.EventTime
   }
 
-  override def simpleString(maxFields: Int): String =
-    super.simpleString(maxFields) + s" order=$processingOrder"
+  /** Shows the policy and, for `auto`, what it resolved to (e.g. `order=auto(event_time)`). */
+  override def simpleString(maxFields: Int): String = super.simpleString(maxFields) + " order=" +
+    (if (processingOrder == ProcessingOrder.Auto) s"auto(${resolvedOrder(stateInfo.isDefined)})" else processingOrder)
 
   private def executeStreaming(info: StatefulOperatorStateInfo): RDD[InternalRow] = {
     val order = resolvedOrder(streaming = true)
