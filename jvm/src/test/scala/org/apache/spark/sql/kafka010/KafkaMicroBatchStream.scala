@@ -8,7 +8,10 @@ import org.apache.spark.sql.connector.read.streaming.{MicroBatchStream, Offset}
  * `OrderedLogSuite` (the connector is not on the test classpath). It only plans the partitions
  * it is given: each names its topic-partition as the connector's `offsetRange.topicPartition`.
  */
-class KafkaMicroBatchStream(partitions: Seq[FakeKafkaPartition]) extends MicroBatchStream {
+class KafkaMicroBatchStream(partitions: Seq[FakeKafkaPartition]) extends PlannedStream(partitions)
+
+/** A micro-batch stream that plans the given partitions and does nothing else. */
+class PlannedStream(partitions: Seq[InputPartition]) extends MicroBatchStream {
   override def latestOffset(): Offset = null
   override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] = partitions.toArray
   override def createReaderFactory(): PartitionReaderFactory = throw new UnsupportedOperationException

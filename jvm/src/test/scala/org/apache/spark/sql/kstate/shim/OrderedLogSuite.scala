@@ -4,12 +4,12 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, IsNotNull}
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
-import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory, Scan}
-import org.apache.spark.sql.connector.read.streaming.{MicroBatchStream, Offset}
+import org.apache.spark.sql.connector.read.Scan
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
 import org.apache.spark.sql.execution.{FilterExec, ProjectExec, SparkPlan, UnionExec}
 import org.apache.spark.sql.execution.datasources.v2.MicroBatchScanExec
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
-import org.apache.spark.sql.kafka010.{FakeKafkaPartition, FakeOffsetRange, KafkaMicroBatchStream}
+import org.apache.spark.sql.kafka010.{FakeKafkaPartition, FakeOffsetRange, KafkaMicroBatchStream, PlannedStream}
 import org.apache.spark.sql.types.{LongType, StructType}
 
 /** When `auto` processing order treats a streaming input as an ordered log (Kafka task order). */
@@ -41,15 +41,7 @@ class OrderedLogSuite extends AnyFunSuite {
   }
 
   test("another source, or a union with one, is not an ordered log") {
-    val other = scanOf(new MicroBatchStream {
-      override def latestOffset(): Offset = null
-      override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] = Array.empty
-      override def createReaderFactory(): PartitionReaderFactory = throw new UnsupportedOperationException
-      override def initialOffset(): Offset = null
-      override def deserializeOffset(json: String): Offset = null
-      override def commit(end: Offset): Unit = ()
-      override def stop(): Unit = ()
-    })
+    val other = scanOf(new PlannedStream(Nil))
     assert(!OrderedLog(other))
     assert(!OrderedLog(UnionExec(Seq(kafka("t" -> 0), other))))
     assert(!OrderedLog(ProjectExec(Seq(ts), org.apache.spark.sql.execution.LocalTableScanExec(Seq(ts), Nil, None, false))))
