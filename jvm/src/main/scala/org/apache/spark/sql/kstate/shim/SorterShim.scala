@@ -30,7 +30,7 @@ object SorterShim {
     UnsafeExternalSorter.create(
       tmm, env.blockManager, env.serializerManager, task, recordComparator, prefixComparator,
       math.min(env.conf.get(config.SHUFFLE_SORT_INIT_BUFFER_SIZE), math.max(spillBytes / 8 / 8, 64L)).toInt,
-      math.min(tmm.pageSizeBytes(), math.max(spillBytes / 8, MinPageBytes)),
+      math.min(math.min(tmm.pageSizeBytes(), MaxPageBytes), math.max(spillBytes / 8, MinPageBytes)),
       env.conf.get(config.SHUFFLE_SPILL_NUM_ELEMENTS_FORCE_SPILL_THRESHOLD),
       math.min(spillBytes, env.conf.get(config.SHUFFLE_SPILL_MAX_SIZE_FORCE_SPILL_THRESHOLD)),
       env.conf.get(config.UNSAFE_SORTER_SPILL_MERGE_FACTOR),
@@ -38,4 +38,9 @@ object SorterShim {
   }
 
   private val MinPageBytes = 4096L
+  /**
+   * Pages are at most 4 MB (Spark's default is up to 64 MB): most micro-batches of a state
+   * partition are far smaller than one such page, which each task would allocate and clear.
+   */
+  private val MaxPageBytes = 4L << 20
 }
