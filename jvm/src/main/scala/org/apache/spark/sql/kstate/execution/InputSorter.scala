@@ -23,21 +23,14 @@ private[kstate] final class InputSorter(
 
   private val sorter: UnsafeExternalSorter = SorterShim.newSorter(
     () => new PositionComparator, PrefixComparators.LONG, spillBytes)
-  private var count = 0L
 
   /** Copies `row` into the sorter under `key` (signed order). */
   def insert(row: UnsafeRow, key: Long): Unit = {
     sorter.insertRecord(row.getBaseObject, row.getBaseOffset, row.getSizeInBytes, key, false)
-    count += 1
   }
-
-  def numRows: Long = count
 
   /** Bytes written to disk by spills so far. */
   def spilledBytes: Long = sorter.getSpillSize
-
-  /** Peak bytes of execution memory used. */
-  def peakMemoryBytes: Long = sorter.getPeakMemoryUsedBytes
 
   /**
    * The rows in (key, partition, offset) order. The row handed out is reused: it is valid until
