@@ -41,8 +41,8 @@ COMPONENTS = [
 ]
 
 INTEREST = [
-    r"io\.kstate\.dedup\.DedupProcessor\.process",
-    r"io\.kstate\.dedup\.DedupProcessor\.finish",
+    r"kstate\.processor\.dedup\.DedupProcessor\.process",
+    r"kstate\.processor\.dedup\.DedupProcessor\.finish",
     r"kstate\.execution\.TaskOrder\$\.apply",
     r"kstate\.execution\.KStateStatefulExec.*run",
     r"kstate\.execution\.KStateDeduplicateExec\$DedupTask\.process",

@@ -1,6 +1,7 @@
 package io.kstate.windows
 
-import io.kstate.distinct.TumblingDistinctProcessor
+import org.apache.spark.sql.kstate.processor.dedup.InMemoryDedupState
+import org.apache.spark.sql.kstate.processor.distinct.TumblingDistinctProcessor
 import org.scalatest.funsuite.AnyFunSuite
 
 import org.apache.spark.sql.kstate.execution.KStateWindowedAggregateExec
@@ -41,7 +42,7 @@ class WindowBoundsSuite extends AnyFunSuite {
 
   test("windowed distinct's tumbling windows saturate too") {
     val p = new TumblingDistinctProcessor[String](10000L, 0L,
-      new io.kstate.dedup.InMemoryDedupState[String](identity), new io.kstate.distinct.DistinctCounters)
+      new InMemoryDedupState[String](identity))
     assert(p.windowStart(NearMin) === Long.MinValue)
     assert(p.windowEnd(p.windowStart(NearMax)) === Long.MaxValue)
   }

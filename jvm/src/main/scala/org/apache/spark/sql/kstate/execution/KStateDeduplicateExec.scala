@@ -1,13 +1,15 @@
 package org.apache.spark.sql.kstate.execution
 
 import io.kstate.ProcessingOrder
-import io.kstate.dedup.{DedupCounters, DedupMode, DedupProcessor, InMemoryDedupState}
+import io.kstate.dedup.DedupMode
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.state.StateStore
+import org.apache.spark.sql.kstate.processor.MetricSet
+import org.apache.spark.sql.kstate.processor.dedup.{DedupMetrics, DedupProcessor, DedupState, InMemoryDedupState}
 import org.apache.spark.sql.kstate.state.StateStoreDedupState
 import org.apache.spark.sql.types.{StructField, StructType}
 
@@ -33,8 +35,7 @@ case class KStateDeduplicateExec(
     case (e, i) => StructField(s"identity_$i", e.dataType, nullable = true)
   })
   override protected def stateValueSchema: StructType = StateStoreDedupState.ValueSchema
-  override protected def customMetricDescriptions: Seq[(String, String)] =
-    KStateDeduplicateExec.CustomMetrics
+  override protected def metricSet: MetricSet = DedupMetrics
 
   override protected def newTask(store: Option[StateStore]): KStateTask = {
     val state = store match {
@@ -44,9 +45,8 @@ case class KStateDeduplicateExec(
     new DedupTask(state)
   }
 
-  private final class DedupTask(state: io.kstate.dedup.DedupState[UnsafeRow]) extends KStateTask {
-    private val counters = new DedupCounters
-    private val processor = new DedupProcessor(intervalMs, state, counters)
+  private final class DedupTask(state: DedupState[UnsafeRow]) extends KStateTask {
+    private val processor = new DedupProcessor(intervalMs, state)
     private val in = child.output
     private val identityProj = UnsafeProjection.create(identity, in)
     private val outProj = UnsafeProjection.create(output, in)
@@ -65,28 +65,12 @@ case class KStateDeduplicateExec(
 
     override def finish(): Unit = processor.finish()
 
-    override def metrics: KStateTask.Metrics = KStateTask.Metrics(
-      Map(
-        "duplicatesDropped" -> counters.duplicatesDropped,
-        "lateRecordsForwarded" -> counters.lateForwarded,
-        "nullKeysForwarded" -> counters.nullKeysForwarded,
-        "nullTimestampsForwarded" -> counters.nullTimestampsForwarded,
-        "storedEntries" -> state.numEntries),
+    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(processor.counters,
       totalStateRows = state.numEntries,
-      updatedStateRows = counters.entriesStored,
-      removedStateRows = counters.entriesPurged)
+      updatedStateRows = processor.counters(DedupMetrics.EntriesStored),
+      removedStateRows = processor.counters(DedupMetrics.EntriesPurged))
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): KStateDeduplicateExec =
     copy(child = newChild)
-}
-
-object KStateDeduplicateExec {
-  /** Custom metrics: progress `stateOperators[].customMetrics` and the Spark UI. */
-  val CustomMetrics: Seq[(String, String)] = Seq(
-    "duplicatesDropped" -> "duplicates dropped",
-    "lateRecordsForwarded" -> "late records forwarded (no duplicate stored)",
-    "nullKeysForwarded" -> "records with a null key/id forwarded",
-    "nullTimestampsForwarded" -> "records with a null timestamp forwarded",
-    "storedEntries" -> "stored deduplication entries")
 }

@@ -3,7 +3,7 @@ package org.apache.spark.sql.kstate.execution
 import scala.collection.mutable.ArrayBuffer
 
 import io.kstate.ProcessingOrder
-import io.kstate.dedup.DedupProcessor
+import org.apache.spark.sql.kstate.processor.StreamTime
 import io.kstate.suppress.UntilWindowCloses
 import io.kstate.windows.SessionWindows
 
@@ -115,7 +115,7 @@ case class KStateSessionAggregateExec(
 
     private def count(metric: Int, n: Long = 1L): Unit = counters(metric) += n
 
-    private def closeTime: Long = DedupProcessor.minus(DedupProcessor.minus(streamTime, graceMs), gapMs)
+    private def closeTime: Long = StreamTime.minus(StreamTime.minus(streamTime, graceMs), gapMs)
 
     override def process(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit = {
       if (ts == KStateStatefulExec.NullTime) { count(NullTimestamps); return }
@@ -132,7 +132,7 @@ case class KStateSessionAggregateExec(
         ks = new KeySessions(stored, stored.iterator.map(s => new Session(s.start, s.end, s.buffer, s.maxTs, stored = true)).toList)
         touched.put(k.copy(), ks)
       }
-      val lo = DedupProcessor.minus(ts, gapMs)
+      val lo = StreamTime.minus(ts, gapMs)
       val hi = if (ts > Long.MaxValue - gapMs) Long.MaxValue else ts + gapMs
       val (merging, others) = ks.now.partition(s => s.end > openAfter && s.end >= lo && s.start <= hi)
       if (merging.isEmpty && ts < close) { count(LateDropped); return }

@@ -4,7 +4,7 @@ import scala.collection.mutable
 import scala.collection.mutable.ArrayBuffer
 
 import io.kstate.ProcessingOrder
-import io.kstate.dedup.DedupProcessor
+import org.apache.spark.sql.kstate.processor.StreamTime
 import io.kstate.suppress.UntilWindowCloses
 import io.kstate.windows.{SlidingWindows, WindowBounds}
 
@@ -112,7 +112,7 @@ case class KStateSlidingAggregateExec(
 
     private def count(metric: Int, n: Long = 1L): Unit = counters(metric) += n
 
-    private def closeTime: Long = DedupProcessor.minus(streamTime, graceMs)
+    private def closeTime: Long = StreamTime.minus(streamTime, graceMs)
 
     private def stateKey(k: UnsafeRow, kind: Int): UnsafeRow =
       toStateKey(new GenericInternalRow(Array[Any](k.get(0, key.dataType), kind))).copy()

@@ -17,6 +17,7 @@ import org.apache.spark.sql.internal.SQLConf
 import io.kstate.{KStateConf, ProcessingOrder}
 
 import org.apache.spark.sql.kstate.OperatorIdentity
+import org.apache.spark.sql.kstate.processor.{Counters, MetricKind, MetricSet}
 import org.apache.spark.sql.kstate.shim.{OrderedLog, ProgressShim, RunningQuery}
 import org.apache.spark.sql.streaming.StateOperatorProgress
 import org.apache.spark.sql.kstate.state.KStateStoreRDD
@@ -60,6 +61,10 @@ object KStateTask {
       removedStateRows: Long)
 
   object Metrics {
+    /** The reported metrics of `counters`, and the state row counts. */
+    def of(counters: Counters, totalStateRows: Long, updatedStateRows: Long, removedStateRows: Long): Metrics =
+      Metrics(counters.reported, totalStateRows, updatedStateRows, removedStateRows)
+
     /** Custom metrics named by `descs` (name, description), each valued by `counters` at its position. */
     def ofCounters(descs: Seq[(String, String)], counters: Array[Long], totalStateRows: Long,
         updatedStateRows: Long, removedStateRows: Long): Metrics =
@@ -96,8 +101,15 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
   /** Schema of the state store's default column family (recorded for Spark's schema checks). */
   protected def stateKeySchema: StructType
   protected def stateValueSchema: StructType
+  /**
+   * The operator's custom metrics, declared once: the processor counts with their handles, and
+   * Spark's SQL metrics and progress are built from the same declarations.
+   */
+  protected def metricSet: MetricSet = null
+  // TODO(issue 14): transitional until every exec declares a MetricSet; then these three go.
   /** Operator-specific metrics: name -> description. */
-  protected def customMetricDescriptions: Seq[(String, String)]
+  protected def customMetricDescriptions: Seq[(String, String)] =
+    metricSet.reported.map(m => m.name -> m.description)
   /** A task over `store` (streaming) or over heap state (`None`, batch). */
   protected def newTask(store: Option[StateStore]): KStateTask
 
@@ -129,7 +141,8 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
    * (progress) is the largest of them, not their sum. In the Spark UI they show as timings, so
    * the max over tasks is listed.
    */
-  protected def maxMetrics: Set[String] = Set.empty
+  protected def maxMetrics: Set[String] =
+    if (metricSet == null) Set.empty else metricSet.reported.filter(_.kind == MetricKind.Max).map(_.name).toSet
 
   /**
    * Whether the operator's output has an event-time column whose future values it can bound
@@ -179,7 +192,8 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
    * Averages reported in progress only, computed when the progress is made: (name, total metric,
    * count metric), the average being total / count over the whole micro-batch.
    */
-  protected def averageMetrics: Seq[(String, String, String)] = Nil
+  protected def averageMetrics: Seq[(String, String, String)] =
+    if (metricSet == null) Nil else metricSet.averages.map(a => (a.name, a.total.name, a.count.name))
 
   /** The operator's custom metrics and those every kstate operator has. */
   private def allCustomMetrics: Seq[(String, String)] =

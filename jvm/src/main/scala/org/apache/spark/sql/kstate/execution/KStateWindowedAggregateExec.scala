@@ -3,7 +3,7 @@ package org.apache.spark.sql.kstate.execution
 import scala.collection.mutable.ArrayBuffer
 
 import io.kstate.ProcessingOrder
-import io.kstate.dedup.DedupProcessor
+import org.apache.spark.sql.kstate.processor.StreamTime
 import io.kstate.suppress.UntilWindowCloses
 import io.kstate.windows.{TimeWindows, WindowBounds}
 
@@ -132,7 +132,7 @@ case class KStateWindowedAggregateExec(
       AggregateMetrics.recordLateness(counters, LatenessTotal, LatenessMax, streamTime, ts)
       count(Records)
       if (ts > streamTime) streamTime = ts
-      val closeTime = DedupProcessor.minus(streamTime, graceMs)
+      val closeTime = StreamTime.minus(streamTime, graceMs)
       val starts = windowStarts(w, ts)
       var i = 0
       while (i < starts.length) {
@@ -198,7 +198,7 @@ case class KStateWindowedAggregateExec(
     override def finish(): Unit = {
       import KStateWindowedAggregateExec._
       // closed: end <= stream time - grace, i.e. end < stream time - grace + 1
-      val closeTime = DedupProcessor.minus(streamTime, graceMs)
+      val closeTime = StreamTime.minus(streamTime, graceMs)
       val bound =
         if (closeTime == Long.MinValue) Long.MinValue
         else if (closeTime == Long.MaxValue) closeTime else closeTime + 1
@@ -228,7 +228,7 @@ case class KStateWindowedAggregateExec(
 
     /** Windows with end <= close time are closed: a later row is for a window ending after it. */
     override def outputTimeFloor: Long = {
-      val close = DedupProcessor.minus(streamTime, graceMs)
+      val close = StreamTime.minus(streamTime, graceMs)
       if (close == Long.MinValue || close == Long.MaxValue) close else close + 1
     }
 

@@ -2,8 +2,6 @@ package org.apache.spark.sql.kstate.execution
 
 import io.kstate.ProcessingOrder
 import io.kstate.KStateErrors
-import io.kstate.distinct._
-import io.kstate.dedup.InMemoryDedupState
 import io.kstate.windows.{SessionWindows, TimeWindows, Windows}
 
 import org.apache.spark.sql.catalyst.InternalRow
@@ -12,6 +10,9 @@ import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.state.StateStore
+import org.apache.spark.sql.kstate.processor.{Counters, MetricSet}
+import org.apache.spark.sql.kstate.processor.dedup.{DedupState, InMemoryDedupState}
+import org.apache.spark.sql.kstate.processor.distinct._
 import org.apache.spark.sql.kstate.state.{StateStoreDedupState, StateStoreSessionState}
 import org.apache.spark.sql.types._
 
@@ -48,8 +49,7 @@ case class KStateWindowedDistinctExec(
     case _: SessionWindows => StateStoreSessionState.ValueSchema
     case other => throw KStateErrors.unsupportedWindowsForDistinct(other.describe)
   }
-  override protected def customMetricDescriptions: Seq[(String, String)] =
-    KStateWindowedDistinctExec.CustomMetrics
+  override protected def metricSet: MetricSet = DistinctMetrics
 
   override protected def newTask(store: Option[StateStore]): KStateTask = windows match {
     case w: TimeWindows =>
@@ -69,7 +69,7 @@ case class KStateWindowedDistinctExec(
 
   /** Row plumbing shared by both window kinds. */
   private abstract class DistinctTask extends KStateTask {
-    protected val counters = new DistinctCounters
+    protected def counters: Counters
     private val in = child.output
     private val keyProj = UnsafeProjection.create(Seq(key), in)
     private val windowAttrs = output.takeRight(2)
@@ -94,22 +94,16 @@ case class KStateWindowedDistinctExec(
       }
     }
 
-    override def metrics: KStateTask.Metrics = KStateTask.Metrics(
-      Map(
-        "recordsEmitted" -> counters.emitted,
-        "duplicatesDropped" -> counters.duplicatesDropped,
-        "lateRecordsDropped" -> counters.lateDropped,
-        "nullKeysDropped" -> counters.nullKeysDropped,
-        "nullTimestampsDropped" -> counters.nullTimestampsDropped,
-        "storedWindows" -> storedWindows),
+    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(counters,
       totalStateRows = storedWindows,
-      updatedStateRows = counters.windowsStored,
-      removedStateRows = counters.windowsPurged)
+      updatedStateRows = counters(DistinctMetrics.WindowsStored),
+      removedStateRows = counters(DistinctMetrics.WindowsPurged))
   }
 
-  private final class TumblingTask(w: TimeWindows, state: io.kstate.dedup.DedupState[UnsafeRow])
+  private final class TumblingTask(w: TimeWindows, state: DedupState[UnsafeRow])
     extends DistinctTask {
-    private val processor = new TumblingDistinctProcessor(w.sizeMs, w.graceMs, state, counters)
+    private val processor = new TumblingDistinctProcessor(w.sizeMs, w.graceMs, state)
+    override protected def counters: Counters = processor.counters
     private val startWriter = new UnsafeRowWriter(1)
     private val joinedKey = new JoinedRow()
     private val toIdentity = UnsafeProjection.create(Seq(
@@ -133,7 +127,8 @@ case class KStateWindowedDistinctExec(
 
   private final class SessionTask(w: SessionWindows, state: SessionState[UnsafeRow])
     extends DistinctTask {
-    private val processor = new SessionDistinctProcessor(w.gapMs, w.graceMs, state, counters)
+    private val processor = new SessionDistinctProcessor(w.gapMs, w.graceMs, state)
+    override protected def counters: Counters = processor.counters
     override def advanceStreamTime(t: Long): Unit = processor.advanceStreamTime(t)
     override def finish(): Unit = processor.finish()
     override protected def storedWindows: Long = state.numSessions
@@ -143,14 +138,4 @@ case class KStateWindowedDistinctExec(
 
   override protected def withNewChildInternal(newChild: SparkPlan): KStateWindowedDistinctExec =
     copy(child = newChild)
-}
-
-object KStateWindowedDistinctExec {
-  val CustomMetrics: Seq[(String, String)] = Seq(
-    "recordsEmitted" -> "records emitted (first of their window)",
-    "duplicatesDropped" -> "records dropped: window already seen",
-    "lateRecordsDropped" -> "records dropped: window closed (end + grace <= stream time)",
-    "nullKeysDropped" -> "records dropped: null key",
-    "nullTimestampsDropped" -> "records dropped: null timestamp",
-    "storedWindows" -> "windows (tumbling) or sessions kept in state")
 }

@@ -2,7 +2,8 @@ package org.apache.spark.sql.kstate.state
 
 import scala.collection.mutable
 
-import io.kstate.dedup.DedupState
+import org.apache.spark.sql.kstate.processor.StreamTime
+import org.apache.spark.sql.kstate.processor.dedup.DedupState
 
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
@@ -26,7 +27,7 @@ final class StateStoreDedupState(store: StateStore, identitySchema: StructType, 
   private val meta = new StateMeta(store)
   private val tsWriter = new UnsafeRowWriter(1)
   private var entries: Long = meta.get(StateMeta.Entries, 0L)
-  private var streamTimeVar: Long = meta.get(StateMeta.StreamTime, DedupState.NoStreamTime)
+  private var streamTimeVar: Long = meta.get(StateMeta.StreamTime, StreamTime.Unknown)
   private var lastSweep: Long = meta.get(StateMeta.LastPurgeBound, Long.MinValue)
 
   private def tsRow(ts: Long): UnsafeRow = {

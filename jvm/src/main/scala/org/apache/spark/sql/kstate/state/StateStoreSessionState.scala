@@ -1,7 +1,7 @@
 package org.apache.spark.sql.kstate.state
 
-import io.kstate.dedup.DedupState
-import io.kstate.distinct.SessionState
+import org.apache.spark.sql.kstate.processor.StreamTime
+import org.apache.spark.sql.kstate.processor.distinct.SessionState
 
 import org.apache.spark.sql.catalyst.expressions.{UnsafeArrayData, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
@@ -20,7 +20,7 @@ final class StateStoreSessionState(store: StateStore, keySchema: StructType)
   private val index = new ExpiryIndex(store, keySchema)
   private val toValue = UnsafeProjection.create(StateStoreSessionState.ValueSchema)
   private var sessionsCount: Long = meta.get(StateMeta.Entries, 0L)
-  private var streamTimeVar: Long = meta.get(StateMeta.StreamTime, DedupState.NoStreamTime)
+  private var streamTimeVar: Long = meta.get(StateMeta.StreamTime, StreamTime.Unknown)
 
   override def streamTime: Long = streamTimeVar
   override def streamTime_=(t: Long): Unit = {

@@ -1,4 +1,6 @@
-package io.kstate.dedup
+package org.apache.spark.sql.kstate.processor.dedup
+
+import org.apache.spark.sql.kstate.processor.StreamTime
 
 import scala.collection.mutable.ArrayBuffer
 
@@ -24,7 +26,7 @@ class DedupPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   private def check(interval: Long, batches: Seq[Batch]): Unit = {
     val model = new NaiveModel(interval)
     val state = new InMemoryDedupState[String](identity)
-    val counters = new DedupCounters
+    val counters = DedupMetrics.newCounters()
     var expFwd, expDup, expLate, expNull, expStored = 0L
     batches.zipWithIndex.foreach { case (batch, bi) =>
       val p = new DedupProcessor[String](interval, state, counters)
@@ -47,11 +49,11 @@ class DedupPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       assert(state.numEntries === model.liveEntries, s"numEntries after batch $bi; batches $batches")
       assert(model.maxLivePerIdentity <= 1, "KIP analysis: at most one live entry per identity")
     }
-    assert(counters.forwarded === expFwd)
-    assert(counters.duplicatesDropped === expDup)
-    assert(counters.lateForwarded === expLate)
-    assert(counters.nullKeysForwarded + counters.nullTimestampsForwarded === expNull)
-    assert(counters.entriesStored === expStored)
+    assert(counters(DedupMetrics.Forwarded) === expFwd)
+    assert(counters(DedupMetrics.DuplicatesDropped) === expDup)
+    assert(counters(DedupMetrics.LateForwarded) === expLate)
+    assert(counters(DedupMetrics.NullKeysForwarded) + counters(DedupMetrics.NullTimestampsForwarded) === expNull)
+    assert(counters(DedupMetrics.EntriesStored) === expStored)
   }
 
   test("random small sequences, random batch boundaries: same decisions as the naive model") {

@@ -1,8 +1,8 @@
-package io.kstate.distinct
+package org.apache.spark.sql.kstate.processor.distinct
 
 import scala.collection.mutable
 
-import io.kstate.dedup.DedupState
+import org.apache.spark.sql.kstate.processor.StreamTime
 
 /**
  * The sessions of each key for one state partition. Sessions are `[start, end]` pairs,
@@ -34,7 +34,7 @@ object SessionState {
 /** Heap-only [[SessionState]]: batch DataFrames and unit tests. */
 final class InMemorySessionState[K](copyKey: K => K) extends SessionState[K] {
   private val sessions = mutable.HashMap.empty[K, Array[Long]]
-  override var streamTime: Long = DedupState.NoStreamTime
+  override var streamTime: Long = StreamTime.Unknown
 
   override def get(key: K): Array[Long] = sessions.getOrElse(key, Array.emptyLongArray)
 

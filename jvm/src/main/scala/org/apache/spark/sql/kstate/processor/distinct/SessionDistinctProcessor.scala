@@ -1,8 +1,8 @@
-package io.kstate.distinct
+package org.apache.spark.sql.kstate.processor.distinct
 
 import scala.collection.mutable
 
-import io.kstate.dedup.DedupProcessor
+import org.apache.spark.sql.kstate.processor.{Counters, StreamTime}
 
 /**
  * The windowed `distinct()` of KIP-655's original proposal on session windows: a record is
@@ -16,21 +16,24 @@ import io.kstate.dedup.DedupProcessor
  * longer merge with a non-late record and are purged.
  */
 final class SessionDistinctProcessor[K](
-    gapMs: Long, graceMs: Long, state: SessionState[K], counters: DistinctCounters) {
-  private var streamTime = state.streamTime
+    gapMs: Long, graceMs: Long, state: SessionState[K],
+    val counters: Counters = DistinctMetrics.newCounters()) {
+  import DistinctMetrics._
 
-  def advanceStreamTime(t: Long): Unit = if (t > streamTime) streamTime = t
+  private val streamTime = new StreamTime(state.streamTime)
+
+  def advanceStreamTime(t: Long): Unit = streamTime.advance(t)
 
   /** @return true if the record is emitted (it starts a new session) */
   def process(key: K, keyIsNull: Boolean, ts: Long, tsIsNull: Boolean): Boolean = {
-    if (tsIsNull) { counters.nullTimestampsDropped += 1; return false }
-    if (ts > streamTime) streamTime = ts
-    if (keyIsNull) { counters.nullKeysDropped += 1; return false }
-    val closeTime = DedupProcessor.minus(streamTime, graceMs)
-    val purgeBound = DedupProcessor.minus(closeTime, gapMs)
+    if (tsIsNull) { counters.add(NullTimestampsDropped); return false }
+    streamTime.advance(ts)
+    if (keyIsNull) { counters.add(NullKeysDropped); return false }
+    val closeTime = streamTime.closeTime(graceMs)
+    val purgeBound = StreamTime.minus(closeTime, gapMs)
     val sessions = state.get(key)
-    val lo = DedupProcessor.minus(ts, gapMs)
-    val hi = if (ts > Long.MaxValue - gapMs) Long.MaxValue else ts + gapMs
+    val lo = StreamTime.minus(ts, gapMs)
+    val hi = StreamTime.plus(ts, gapMs)
     var mergedStart = ts
     var mergedEnd = ts
     var overlaps = 0
@@ -45,32 +48,33 @@ final class SessionDistinctProcessor[K](
       } else if (e >= purgeBound) {
         kept += s; kept += e
       } else {
-        counters.windowsPurged += 1 // can no longer merge with a non-late record
+        counters.add(WindowsPurged) // can no longer merge with a non-late record
       }
       i += 2
     }
     if (mergedEnd < closeTime) {
-      counters.lateDropped += 1
+      counters.add(LateDropped)
       false
     } else {
       kept += mergedStart; kept += mergedEnd // late records never change state
       state.put(key, kept.result())
       if (overlaps == 0) {
-        counters.windowsStored += 1
-        counters.emitted += 1
+        counters.add(WindowsStored)
+        counters.add(Emitted)
         true
       } else {
-        counters.duplicatesDropped += 1
+        counters.add(DuplicatesDropped)
         false
       }
     }
   }
 
   def finish(): Unit = {
-    val bound = DedupProcessor.minus(DedupProcessor.minus(streamTime, graceMs), gapMs)
+    val bound = StreamTime.minus(streamTime.closeTime(graceMs), gapMs)
     // Keys whose sessions all ended before the bound; older sessions of active keys are
     // discarded when the key is next rewritten (see process).
-    counters.windowsPurged += state.purgeOlderThan(bound)
-    state.streamTime = streamTime
+    counters.add(WindowsPurged, state.purgeOlderThan(bound))
+    state.streamTime = streamTime.current
+    counters.set(StoredWindows, state.numSessions)
   }
 }

@@ -1,4 +1,4 @@
-package io.kstate.dedup
+package org.apache.spark.sql.kstate.processor.dedup
 
 /**
  * What a deduplication processor keeps for one state partition (one Kafka task).
@@ -33,6 +33,4 @@ trait DedupState[K] {
 object DedupState {
   /** "No entry". Callers never pass `Long.MinValue` as a timestamp: it counts as null. */
   val NoEntry: Long = Long.MinValue
-  /** Stream time before any record was seen. */
-  val NoStreamTime: Long = Long.MinValue
 }

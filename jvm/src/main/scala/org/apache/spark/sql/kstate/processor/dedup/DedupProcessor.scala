@@ -1,4 +1,6 @@
-package io.kstate.dedup
+package org.apache.spark.sql.kstate.processor.dedup
+
+import org.apache.spark.sql.kstate.processor.{Counters, StreamTime}
 
 /**
  * KIP-655 deduplication of one state partition, record by record.
@@ -17,17 +19,19 @@ package io.kstate.dedup
  * An entry is expired once its ts < stream time − interval; expired entries behave as if purged
  * the moment stream time advanced past them.
  *
- * Not thread-safe; one instance per task.
+ * Counts into [[DedupMetrics]]. Not thread-safe; one instance per task.
  */
-final class DedupProcessor[K](intervalMs: Long, state: DedupState[K], counters: DedupCounters) {
+final class DedupProcessor[K](
+    intervalMs: Long, state: DedupState[K], val counters: Counters = DedupMetrics.newCounters()) {
+  import DedupMetrics._
   require(intervalMs >= 0, s"interval must be >= 0, got $intervalMs")
-
-  private var streamTime: Long = state.streamTime
+  require(counters.set eq DedupMetrics, "counters of another operator")
+  private val streamTime = new StreamTime(state.streamTime)
 
   /** Raises stream time to at least `t` (the watermark-follow option). */
-  def advanceStreamTime(t: Long): Unit = if (t > streamTime) streamTime = t
+  def advanceStreamTime(t: Long): Unit = streamTime.advance(t)
 
-  def currentStreamTime: Long = streamTime
+  def currentStreamTime: Long = streamTime.current
 
   /**
    * Decides one record. `identity` is ignored when `identityIsNull`; `ts` when `tsIsNull`.
@@ -35,48 +39,40 @@ final class DedupProcessor[K](intervalMs: Long, state: DedupState[K], counters: 
    */
   def process(identity: K, identityIsNull: Boolean, ts: Long, tsIsNull: Boolean): Boolean = {
     if (tsIsNull) {
-      if (identityIsNull) counters.nullKeysForwarded += 1 else counters.nullTimestampsForwarded += 1
-      counters.forwarded += 1
+      counters.add(if (identityIsNull) NullKeysForwarded else NullTimestampsForwarded)
+      counters.add(Forwarded)
       return true
     }
-    if (ts > streamTime) streamTime = ts
+    streamTime.advance(ts)
     if (identityIsNull) {
-      counters.nullKeysForwarded += 1
-      counters.forwarded += 1
+      counters.add(NullKeysForwarded)
+      counters.add(Forwarded)
       return true
     }
-    val expiryBound = DedupProcessor.minus(streamTime, intervalMs)
+    val expiryBound = streamTime.closeTime(intervalMs)
     val stored = state.get(identity)
     val live = stored != DedupState.NoEntry && stored >= expiryBound
-    if (live && DedupProcessor.within(stored, ts, intervalMs)) {
-      counters.duplicatesDropped += 1
+    if (live && StreamTime.within(stored, ts, intervalMs)) {
+      counters.add(DuplicatesDropped)
       false
     } else if (ts < expiryBound) {
-      counters.lateForwarded += 1
-      counters.forwarded += 1
+      counters.add(LateForwarded)
+      counters.add(Forwarded)
       true
     } else {
       val replaces = stored != DedupState.NoEntry
-      if (replaces) counters.entriesPurged += 1 // an expired entry not swept yet: replaced
+      if (replaces) counters.add(EntriesPurged) // an expired entry not swept yet: replaced
       state.put(identity, ts, replaces)
-      counters.entriesStored += 1
-      counters.forwarded += 1
+      counters.add(EntriesStored)
+      counters.add(Forwarded)
       true
     }
   }
 
-  /** Ends the batch: purges expired entries and persists stream time. */
+  /** Ends the batch: purges expired entries, persists stream time, records the state size. */
   def finish(): Unit = {
-    counters.entriesPurged += state.purgeOlderThan(DedupProcessor.minus(streamTime, intervalMs))
-    state.streamTime = streamTime
+    counters.add(EntriesPurged, state.purgeOlderThan(streamTime.closeTime(intervalMs)))
+    state.streamTime = streamTime.current
+    counters.set(StoredEntries, state.numEntries)
   }
-}
-
-object DedupProcessor {
-  /** `a - b` saturating at Long.MinValue (b >= 0). */
-  def minus(a: Long, b: Long): Long = if (a < Long.MinValue + b) Long.MinValue else a - b
-
-  /** |a - b| <= d without overflow (d >= 0). */
-  def within(a: Long, b: Long, d: Long): Boolean =
-    if (a >= b) minus(a, d) <= b else minus(b, d) <= a
 }

@@ -1,6 +1,7 @@
-package io.kstate.distinct
+package org.apache.spark.sql.kstate.processor.distinct
 
-import io.kstate.dedup.{DedupProcessor, DedupState}
+import org.apache.spark.sql.kstate.processor.{Counters, StreamTime}
+import org.apache.spark.sql.kstate.processor.dedup.DedupState
 import io.kstate.windows.WindowBounds
 
 /**
@@ -15,10 +16,13 @@ import io.kstate.windows.WindowBounds
  * State is a [[DedupState]] keyed by (key, window start) holding window end.
  */
 final class TumblingDistinctProcessor[K](
-    sizeMs: Long, graceMs: Long, state: DedupState[K], counters: DistinctCounters) {
-  private var streamTime = state.streamTime
+    sizeMs: Long, graceMs: Long, state: DedupState[K],
+    val counters: Counters = DistinctMetrics.newCounters()) {
+  import DistinctMetrics._
 
-  def advanceStreamTime(t: Long): Unit = if (t > streamTime) streamTime = t
+  private val streamTime = new StreamTime(state.streamTime)
+
+  def advanceStreamTime(t: Long): Unit = streamTime.advance(t)
 
   /** Start of the window containing `ts`. */
   def windowStart(ts: Long): Long = WindowBounds.alignedStart(ts, sizeMs)
@@ -29,33 +33,31 @@ final class TumblingDistinctProcessor[K](
    * @return true if the record is emitted (first of its window)
    */
   def process(identityOf: Long => K, keyIsNull: Boolean, ts: Long, tsIsNull: Boolean): Boolean = {
-    if (tsIsNull) { counters.nullTimestampsDropped += 1; return false }
-    if (ts > streamTime) streamTime = ts
-    if (keyIsNull) { counters.nullKeysDropped += 1; return false }
+    if (tsIsNull) { counters.add(NullTimestampsDropped); return false }
+    streamTime.advance(ts)
+    if (keyIsNull) { counters.add(NullKeysDropped); return false }
     val start = windowStart(ts)
     val end = windowEnd(start)
-    if (end <= DedupProcessor.minus(streamTime, graceMs)) {
-      counters.lateDropped += 1
+    if (streamTime.isClosed(end, graceMs)) {
+      counters.add(LateDropped)
       false
     } else {
       val id = identityOf(start)
       if (state.get(id) != DedupState.NoEntry) {
-        counters.duplicatesDropped += 1
+        counters.add(DuplicatesDropped)
         false
       } else {
         state.put(id, end, replaces = false)
-        counters.windowsStored += 1
-        counters.emitted += 1
+        counters.add(WindowsStored)
+        counters.add(Emitted)
         true
       }
     }
   }
 
   def finish(): Unit = {
-    // Closed: end <= streamTime - grace, i.e. end < streamTime - grace + 1.
-    val closeTime = DedupProcessor.minus(streamTime, graceMs)
-    val bound = if (closeTime == Long.MaxValue) closeTime else closeTime + 1
-    counters.windowsPurged += state.purgeOlderThan(bound)
-    state.streamTime = streamTime
+    counters.add(WindowsPurged, state.purgeOlderThan(streamTime.firstOpenEnd(graceMs)))
+    state.streamTime = streamTime.current
+    counters.set(StoredWindows, state.numEntries)
   }
 }

@@ -1,8 +1,10 @@
-package io.kstate.dedup
+package org.apache.spark.sql.kstate.processor.dedup
 
 import java.util.PriorityQueue
 
 import scala.collection.mutable
+
+import org.apache.spark.sql.kstate.processor.StreamTime
 
 /**
  * Heap-only [[DedupState]]: batch DataFrames (one batch, state discarded) and unit tests.
@@ -13,7 +15,7 @@ final class InMemoryDedupState[K](copyKey: K => K) extends DedupState[K] {
   private val byTime = new PriorityQueue[InMemoryDedupState.Expiry[K]](
     (a: InMemoryDedupState.Expiry[K], b: InMemoryDedupState.Expiry[K]) => java.lang.Long.compare(a.ts, b.ts))
 
-  override var streamTime: Long = DedupState.NoStreamTime
+  override var streamTime: Long = StreamTime.Unknown
 
   override def get(identity: K): Long = entries.getOrElse(identity, DedupState.NoEntry)
 

@@ -1,4 +1,6 @@
-package io.kstate.dedup
+package org.apache.spark.sql.kstate.processor.dedup
+
+import org.apache.spark.sql.kstate.processor.StreamTime
 
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -21,9 +23,9 @@ class DedupProcessorSuite extends AnyFunSuite {
     assert(h.run(R("a", t), R("a", t + 8 * S), R("a", t + 11 * S)) === Seq(true, false, true))
     // a3 replaced the (by then expired) a1 entry; a2 never touched the store
     assert(h.state.get("a") === t + 11 * S)
-    assert(h.counters.entriesStored === 2)
-    assert(h.counters.duplicatesDropped === 1)
-    assert(h.counters.lateForwarded === 0)
+    assert(h.counters(DedupMetrics.EntriesStored) === 2)
+    assert(h.counters(DedupMetrics.DuplicatesDropped) === 1)
+    assert(h.counters(DedupMetrics.LateForwarded) === 0)
   }
 
   test("KIP duplicate sequence, out of order: a1@t fwd, a2@t-8s dropped, a3@t-11s fwd (late)") {
@@ -31,9 +33,9 @@ class DedupProcessorSuite extends AnyFunSuite {
     val h = new Harness(10 * S)
     assert(h.run(R("a", t), R("a", t - 8 * S), R("a", t - 11 * S)) === Seq(true, false, true))
     assert(h.state.get("a") === t, "neither the duplicate nor the late record is stored")
-    assert(h.counters.lateForwarded === 1)
-    assert(h.counters.entriesStored === 1)
-    assert(h.counters.duplicatesDropped === 1)
+    assert(h.counters(DedupMetrics.LateForwarded) === 1)
+    assert(h.counters(DedupMetrics.EntriesStored) === 1)
+    assert(h.counters(DedupMetrics.DuplicatesDropped) === 1)
   }
 
   // ----------------------------------------------------- KIP: inclusive interval boundaries
@@ -47,7 +49,7 @@ class DedupProcessorSuite extends AnyFunSuite {
   test("KIP boundaries, out of order: a1@15s fwd, a2@5s dropped (inclusive), a3@4s fwd") {
     val h = new Harness(10 * S)
     assert(h.run(R("a", 15 * S), R("a", 5 * S), R("a", 4 * S)) === Seq(true, false, true))
-    assert(h.counters.lateForwarded === 1, "a3@4s is more than 10s behind stream time 15s")
+    assert(h.counters(DedupMetrics.LateForwarded) === 1, "a3@4s is more than 10s behind stream time 15s")
     assert(h.state.get("a") === 15 * S)
   }
 
@@ -63,7 +65,7 @@ class DedupProcessorSuite extends AnyFunSuite {
     val h2 = new Harness(10L)
     // 100 then 90 (exactly interval behind: duplicate, not late) then 89 (late, no duplicate)
     assert(h2.run(R("a", 100), R("a", 90), R("a", 89)) === Seq(true, false, true))
-    assert(h2.counters.lateForwarded === 1)
+    assert(h2.counters(DedupMetrics.LateForwarded) === 1)
   }
 
   // ------------------------------------------------------------------ KIP: late events
@@ -73,29 +75,29 @@ class DedupProcessorSuite extends AnyFunSuite {
     assert(h.run(R("k", 20 * S), R("k", 25 * S), R("k", 11 * S), R("k", 9 * S)) ===
       Seq(true, false, false, true))
     assert(h.processor.currentStreamTime === 25 * S)
-    assert(h.counters.duplicatesDropped === 2)
-    assert(h.counters.lateForwarded === 1)
-    assert(h.counters.entriesStored === 1)
+    assert(h.counters(DedupMetrics.DuplicatesDropped) === 2)
+    assert(h.counters(DedupMetrics.LateForwarded) === 1)
+    assert(h.counters(DedupMetrics.EntriesStored) === 1)
     assert(h.state.get("k") === 20 * S)
   }
 
   test("KIP late events Example 2: k1@10s fwd, k2@20s fwd, k1@9s dropped (k1@10s still stored)") {
     val h = new Harness(10 * S)
     assert(h.run(R("k1", 10 * S), R("k2", 20 * S), R("k1", 9 * S)) === Seq(true, true, false))
-    assert(h.counters.duplicatesDropped === 1)
-    assert(h.counters.lateForwarded === 0)
+    assert(h.counters(DedupMetrics.DuplicatesDropped) === 1)
+    assert(h.counters(DedupMetrics.LateForwarded) === 0)
     h.processor.finish()
-    assert(h.counters.entriesPurged === 0, "k1@10s is exactly at the bound 20s - 10s: kept")
+    assert(h.counters(DedupMetrics.EntriesPurged) === 0, "k1@10s is exactly at the bound 20s - 10s: kept")
     assert(h.state.numEntries === 2)
   }
 
   test("KIP late events Example 3: k1@10s fwd, k2@21s fwd (purges k1@10s), k1@9s fwd (late)") {
     val h = new Harness(10 * S)
     assert(h.run(R("k1", 10 * S), R("k2", 21 * S), R("k1", 9 * S)) === Seq(true, true, true))
-    assert(h.counters.lateForwarded === 1)
-    assert(h.counters.duplicatesDropped === 0)
+    assert(h.counters(DedupMetrics.LateForwarded) === 1)
+    assert(h.counters(DedupMetrics.DuplicatesDropped) === 0)
     h.processor.finish()
-    assert(h.counters.entriesPurged === 1)
+    assert(h.counters(DedupMetrics.EntriesPurged) === 1)
     assert(h.state.numEntries === 1)
     assert(h.state.get("k1") === DedupState.NoEntry)
     assert(h.state.get("k2") === 21 * S)
@@ -108,7 +110,7 @@ class DedupProcessorSuite extends AnyFunSuite {
     assert(h.run(R("k1", 10 * S), R("k2", 21 * S)) === Seq(true, true))
     assert(h.state.get("k1") === 10 * S, "not purged before finish()")
     assert(h.run(R("k1", 5 * S)) === Seq(true))
-    assert(h.counters.lateForwarded === 1)
+    assert(h.counters(DedupMetrics.LateForwarded) === 1)
   }
 
   // --------------------------------------------------------------- first record wins
@@ -119,7 +121,7 @@ class DedupProcessorSuite extends AnyFunSuite {
     assert(h.run(R("a", 100), R("a", 105), R("a", 109), R("a", 110), R("a", 111)) ===
       Seq(true, false, false, false, true))
     assert(h.state.get("a") === 111L)
-    assert(h.counters.entriesStored === 2)
+    assert(h.counters(DedupMetrics.EntriesStored) === 2)
   }
 
   test("identities are independent") {
@@ -135,9 +137,9 @@ class DedupProcessorSuite extends AnyFunSuite {
     val h = new Harness(10L)
     assert(h.run(R(null, 100), R(null, 100), R(null, 101)) === Seq(true, true, true))
     assert(h.state.numEntries === 0)
-    assert(h.counters.nullKeysForwarded === 3)
-    assert(h.counters.forwarded === 3)
-    assert(h.counters.entriesStored === 0)
+    assert(h.counters(DedupMetrics.NullKeysForwarded) === 3)
+    assert(h.counters(DedupMetrics.Forwarded) === 3)
+    assert(h.counters(DedupMetrics.EntriesStored) === 0)
   }
 
   test("null identity advances stream time (makes later records late) and drives purging") {
@@ -147,9 +149,9 @@ class DedupProcessorSuite extends AnyFunSuite {
     assert(h.processor.currentStreamTime === 21L)
     // Example 3 with the advancing record carrying a null identity: a@10 is expired, a@9 late
     assert(h.run(R("a", 9)) === Seq(true))
-    assert(h.counters.lateForwarded === 1)
+    assert(h.counters(DedupMetrics.LateForwarded) === 1)
     h.processor.finish()
-    assert(h.counters.entriesPurged === 1)
+    assert(h.counters(DedupMetrics.EntriesPurged) === 1)
     assert(h.state.numEntries === 0)
     assert(h.state.streamTime === 21L)
   }
@@ -159,21 +161,21 @@ class DedupProcessorSuite extends AnyFunSuite {
   test("null timestamp: forwarded, not stored, stream time unchanged, never a duplicate") {
     val h = new Harness(10L)
     assert(h.run(R("a", None)) === Seq(true))
-    assert(h.processor.currentStreamTime === DedupState.NoStreamTime)
+    assert(h.processor.currentStreamTime === StreamTime.Unknown)
     assert(h.state.numEntries === 0)
     assert(h.run(R("a", None), R("a", 50), R("a", None), R("a", 50)) === Seq(true, true, true, false))
     assert(h.processor.currentStreamTime === 50L)
     assert(h.state.get("a") === 50L)
-    assert(h.counters.nullTimestampsForwarded === 3)
-    assert(h.counters.nullKeysForwarded === 0)
-    assert(h.counters.forwarded === 4)
-    assert(h.counters.duplicatesDropped === 1)
-    assert(h.counters.entriesStored === 1)
+    assert(h.counters(DedupMetrics.NullTimestampsForwarded) === 3)
+    assert(h.counters(DedupMetrics.NullKeysForwarded) === 0)
+    assert(h.counters(DedupMetrics.Forwarded) === 4)
+    assert(h.counters(DedupMetrics.DuplicatesDropped) === 1)
+    assert(h.counters(DedupMetrics.EntriesStored) === 1)
   }
 
   test("null timestamp does not move stream time backwards or forwards across finish()") {
     val state = new InMemoryDedupState[String](identity)
-    val c = new DedupCounters
+    val c = DedupMetrics.newCounters()
     val p1 = new DedupProcessor[String](10L, state, c)
     p1.process("a", identityIsNull = false, 70L, tsIsNull = false)
     p1.process("a", identityIsNull = false, 999L, tsIsNull = true) // ts value ignored
@@ -185,18 +187,18 @@ class DedupProcessorSuite extends AnyFunSuite {
   test("null identity AND null timestamp: forwarded, stream time unchanged") {
     val h = new Harness(10L)
     assert(h.run(R(null, None), R(null, None)) === Seq(true, true))
-    assert(h.processor.currentStreamTime === DedupState.NoStreamTime)
+    assert(h.processor.currentStreamTime === StreamTime.Unknown)
     assert(h.state.numEntries === 0)
-    assert(h.counters.forwarded === 2)
-    assert(h.counters.nullKeysForwarded + h.counters.nullTimestampsForwarded === 2)
+    assert(h.counters(DedupMetrics.Forwarded) === 2)
+    assert(h.counters(DedupMetrics.NullKeysForwarded) + h.counters(DedupMetrics.NullTimestampsForwarded) === 2)
   }
 
   test("null identity AND null timestamp: forwarded, counted only as a null key") {
     // The null-identity rule takes precedence in the counters (as in dedup_model.py).
     val h = new Harness(10L)
     h.run(R(null, None))
-    assert(h.counters.nullKeysForwarded === 1)
-    assert(h.counters.nullTimestampsForwarded === 0)
+    assert(h.counters(DedupMetrics.NullKeysForwarded) === 1)
+    assert(h.counters(DedupMetrics.NullTimestampsForwarded) === 0)
   }
 
   // ------------------------------------------------------------------- late records
@@ -208,18 +210,18 @@ class DedupProcessorSuite extends AnyFunSuite {
     // is forwarded again (KIP: duplicates of late records are not detected)
     assert(h.run(R("c", 50), R("c", 50)) === Seq(true, true))
     assert(h.state.get("c") === DedupState.NoEntry)
-    assert(h.counters.lateForwarded === 2)
+    assert(h.counters(DedupMetrics.LateForwarded) === 2)
     // a late record with a live duplicate is dropped
     assert(h.run(R("x", 189), R("x", 190)) === Seq(true, false))
-    assert(h.counters.lateForwarded === 3)
-    assert(h.counters.duplicatesDropped === 1)
+    assert(h.counters(DedupMetrics.LateForwarded) === 3)
+    assert(h.counters(DedupMetrics.DuplicatesDropped) === 1)
     assert(h.state.get("x") === 200L)
   }
 
   test("record exactly at the expiry bound is not late and is stored") {
     val h = new Harness(10L)
     assert(h.run(R("a", 100), R("b", 90), R("b", 90)) === Seq(true, true, false))
-    assert(h.counters.lateForwarded === 0)
+    assert(h.counters(DedupMetrics.LateForwarded) === 0)
     assert(h.state.get("b") === 90L)
   }
 
@@ -242,15 +244,15 @@ class DedupProcessorSuite extends AnyFunSuite {
     assert(h.run(recs: _*) ===
       Seq(true, true, false, true, true, true, true, false, true, false, true))
     assert(h.state.numEntries === 3, "expired entries are still stored before finish()")
-    assert(h.counters.entriesPurged === 0)
+    assert(h.counters(DedupMetrics.EntriesPurged) === 0)
     h.processor.finish()
     val c = h.counters
-    assert(c.forwarded === 8)
-    assert(c.duplicatesDropped === 3)
-    assert(c.lateForwarded === 2)
-    assert(c.nullKeysForwarded + c.nullTimestampsForwarded === 3)
-    assert(c.entriesStored === 3)
-    assert(c.entriesPurged === 2) // a@0, b@5 (bound 20 - 10 = 10)
+    assert(c(DedupMetrics.Forwarded) === 8)
+    assert(c(DedupMetrics.DuplicatesDropped) === 3)
+    assert(c(DedupMetrics.LateForwarded) === 2)
+    assert(c(DedupMetrics.NullKeysForwarded) + c(DedupMetrics.NullTimestampsForwarded) === 3)
+    assert(c(DedupMetrics.EntriesStored) === 3)
+    assert(c(DedupMetrics.EntriesPurged) === 2) // a@0, b@5 (bound 20 - 10 = 10)
     assert(h.state.numEntries === 1)
     assert(h.state.get("c") === 12L)
     assert(h.state.streamTime === 20L)
@@ -259,8 +261,8 @@ class DedupProcessorSuite extends AnyFunSuite {
   test("finish() with nothing processed keeps the initial stream time and purges nothing") {
     val h = new Harness(10L)
     h.processor.finish()
-    assert(h.state.streamTime === DedupState.NoStreamTime)
-    assert(h.counters.entriesPurged === 0)
+    assert(h.state.streamTime === StreamTime.Unknown)
+    assert(h.counters(DedupMetrics.EntriesPurged) === 0)
   }
 
   test("finish() twice is idempotent") {
@@ -268,7 +270,7 @@ class DedupProcessorSuite extends AnyFunSuite {
     h.run(R("a", 0), R("b", 50))
     h.processor.finish()
     h.processor.finish()
-    assert(h.counters.entriesPurged === 1)
+    assert(h.counters(DedupMetrics.EntriesPurged) === 1)
     assert(h.state.numEntries === 1)
   }
 
@@ -276,18 +278,18 @@ class DedupProcessorSuite extends AnyFunSuite {
 
   test("stream time is persisted at finish() and resumed by a new processor over the same state") {
     val state = new InMemoryDedupState[String](identity)
-    val c = new DedupCounters
+    val c = DedupMetrics.newCounters()
     val p1 = new DedupProcessor[String](10L, state, c)
     assert(p1.process("k1", identityIsNull = false, 10L, tsIsNull = false))
     assert(p1.process("k2", identityIsNull = false, 21L, tsIsNull = false))
-    assert(state.streamTime === DedupState.NoStreamTime, "written once, at finish()")
+    assert(state.streamTime === StreamTime.Unknown, "written once, at finish()")
     p1.finish()
     assert(state.streamTime === 21L)
     val p2 = new DedupProcessor[String](10L, state, c)
     assert(p2.currentStreamTime === 21L)
     // Example 3 across a batch boundary: k1@9 is late
     assert(p2.process("k1", identityIsNull = false, 9L, tsIsNull = false))
-    assert(c.lateForwarded === 1)
+    assert(c(DedupMetrics.LateForwarded) === 1)
     p2.finish()
     assert(state.streamTime === 21L)
   }
@@ -328,7 +330,7 @@ class DedupProcessorSuite extends AnyFunSuite {
     h.processor.advanceStreamTime(100L)
     assert(h.processor.currentStreamTime === 100L)
     assert(h.run(R("a", 89), R("a", 89)) === Seq(true, true))
-    assert(h.counters.lateForwarded === 2)
+    assert(h.counters(DedupMetrics.LateForwarded) === 2)
     assert(h.state.numEntries === 0)
     assert(h.run(R("a", 90), R("a", 90)) === Seq(true, false), "at the bound: not late, stored")
     h.processor.finish()
@@ -337,7 +339,7 @@ class DedupProcessorSuite extends AnyFunSuite {
 
   test("advanceStreamTime expires stored entries (no duplicate found) and never lowers stream time") {
     val state = new InMemoryDedupState[String](identity)
-    val c = new DedupCounters
+    val c = DedupMetrics.newCounters()
     val p1 = new DedupProcessor[String](10L, state, c)
     assert(p1.process("a", identityIsNull = false, 50L, tsIsNull = false))
     p1.finish()
@@ -352,13 +354,13 @@ class DedupProcessorSuite extends AnyFunSuite {
     p2.finish()
     assert(state.streamTime === 61L)
     assert(state.numEntries === 0)
-    assert(c.entriesPurged === 1)
+    assert(c(DedupMetrics.EntriesPurged) === 1)
   }
 
   // -------------------------------------------------------------------- overflow
 
-  test("DedupProcessor.minus saturates at Long.MinValue") {
-    import DedupProcessor.minus
+  test("StreamTime.minus saturates at Long.MinValue") {
+    import StreamTime.minus
     assert(minus(10L, 3L) === 7L)
     assert(minus(0L, 0L) === 0L)
     assert(minus(Long.MinValue, 0L) === Long.MinValue)
@@ -373,8 +375,8 @@ class DedupProcessorSuite extends AnyFunSuite {
     assert(minus(Long.MaxValue, 0L) === Long.MaxValue)
   }
 
-  test("DedupProcessor.within is |a - b| <= d without overflow") {
-    import DedupProcessor.within
+  test("StreamTime.within is |a - b| <= d without overflow") {
+    import StreamTime.within
     assert(within(5L, 15L, 10L) && within(15L, 5L, 10L))
     assert(!within(5L, 16L, 10L) && !within(16L, 5L, 10L))
     assert(within(7L, 7L, 0L) && !within(7L, 8L, 0L))
@@ -396,7 +398,7 @@ class DedupProcessorSuite extends AnyFunSuite {
     val m = Long.MaxValue
     assert(h.run(R("a", m), R("a", m), R("a", m - 10), R("a", m - 11), R("b", m - 10)) ===
       Seq(true, false, false, true, true))
-    assert(h.counters.lateForwarded === 1)
+    assert(h.counters(DedupMetrics.LateForwarded) === 1)
     h.processor.finish()
     assert(h.state.streamTime === m)
     assert(h.state.numEntries === 2)
@@ -410,10 +412,10 @@ class DedupProcessorSuite extends AnyFunSuite {
     assert(h.run(R("a", 0L)) === Seq(false), "|MaxValue - 0| = MaxValue: duplicate")
     assert(h.run(R("a", -1L)) === Seq(true), "|MaxValue - (-1)| > MaxValue and -1 < 0: late")
     assert(h.run(R("b", Long.MinValue + 1)) === Seq(true))
-    assert(h.counters.lateForwarded === 2)
+    assert(h.counters(DedupMetrics.LateForwarded) === 2)
     assert(h.run(R("c", 0L), R("c", m), R("c", -1L)) === Seq(true, false, false))
     h.processor.finish()
-    assert(h.counters.entriesPurged === 0)
+    assert(h.counters(DedupMetrics.EntriesPurged) === 0)
     assert(h.state.numEntries === 2)
   }
 
@@ -421,12 +423,12 @@ class DedupProcessorSuite extends AnyFunSuite {
     val h = new Harness(Long.MaxValue)
     // st = MinValue + 1 => bound saturates at MinValue; st = 0 => bound = MinValue + 1
     assert(h.run(R("a", Long.MinValue + 1), R("b", 0L), R("a", -1L)) === Seq(true, true, false))
-    assert(h.counters.lateForwarded === 0)
+    assert(h.counters(DedupMetrics.LateForwarded) === 0)
     // st = MaxValue - 1 => bound = -1: a@MinValue+1 expires, b@0 stays
     assert(h.run(R("c", Long.MaxValue - 1), R("a", -2L)) === Seq(true, true))
-    assert(h.counters.lateForwarded === 1)
+    assert(h.counters(DedupMetrics.LateForwarded) === 1)
     h.processor.finish()
-    assert(h.counters.entriesPurged === 1)
+    assert(h.counters(DedupMetrics.EntriesPurged) === 1)
     assert(h.state.numEntries === 2)
   }
 
@@ -435,7 +437,7 @@ class DedupProcessorSuite extends AnyFunSuite {
     val lo = Long.MinValue + 1
     assert(h.run(R("a", lo), R("a", lo + 5), R("a", lo + 6), R("a", lo)) ===
       Seq(true, false, true, true))
-    assert(h.counters.lateForwarded === 1)
+    assert(h.counters(DedupMetrics.LateForwarded) === 1)
     h.processor.finish()
     assert(h.state.numEntries === 1)
   }
@@ -459,7 +461,7 @@ class DedupProcessorSuite extends AnyFunSuite {
 
   test("negative interval is rejected") {
     intercept[IllegalArgumentException] {
-      new DedupProcessor[String](-1L, new InMemoryDedupState[String](identity), new DedupCounters)
+      new DedupProcessor[String](-1L, new InMemoryDedupState[String](identity), DedupMetrics.newCounters())
     }
   }
 
@@ -490,7 +492,7 @@ object DedupProcessorSuite {
   /** One processor over a fresh in-memory state. */
   final class Harness(interval: Long) {
     val state = new InMemoryDedupState[String](identity)
-    val counters = new DedupCounters
+    val counters = DedupMetrics.newCounters()
     val processor = new DedupProcessor[String](interval, state, counters)
     def run(recs: Rec*): Seq[Boolean] = recs.map(r => process(processor, r))
   }
@@ -501,7 +503,7 @@ object DedupProcessorSuite {
   /** Runs `batches` with a new processor per batch over one shared state, finish() per batch. */
   def runBatches(interval: Long, batches: Seq[Seq[Rec]]): Seq[Boolean] = {
     val state = new InMemoryDedupState[String](identity)
-    val counters = new DedupCounters
+    val counters = DedupMetrics.newCounters()
     batches.flatMap { b =>
       val p = new DedupProcessor[String](interval, state, counters)
       val out = b.map(process(p, _))
