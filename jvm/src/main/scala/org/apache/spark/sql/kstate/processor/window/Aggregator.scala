@@ -1,0 +1,22 @@
+package org.apache.spark.sql.kstate.processor.window
+
+/**
+ * How a windowed aggregation folds records of type `R` into aggregates of type `A`, with no
+ * Spark in it: the exec implements it over Spark's aggregate buffers, the unit tests over plain
+ * values (a sum, a list of the records).
+ *
+ * Contract: every method returns an aggregate the caller owns (it may keep it across calls);
+ * arguments are not modified and not kept. Not thread-safe; one per task.
+ */
+trait Aggregator[R, A] {
+  /** A fresh aggregate of no records (Kafka's initializer). */
+  def initial(): A
+  /** `agg` with one more record (Kafka's aggregator). */
+  def add(agg: A, record: R): A
+}
+
+/** An [[Aggregator]] that can also combine two aggregates (session merger, sliding windows). */
+trait MergingAggregator[R, A] extends Aggregator[R, A] {
+  /** The aggregate of the records of both (Kafka's session merger). */
+  def merge(a: A, b: A): A
+}
