@@ -247,5 +247,12 @@ object KStateErrors {
       s"Invalid processing order for $what: '$value'. Use 'auto' (the default: Kafka task order " +
         "for an ordered log such as Kafka, event-time order otherwise), 'task' or 'event_time'.")
 
+  def mismatchedInputs(role: String, leftType: String, rightType: String): KStateException =
+    err("KSTATE_MISMATCHED_INPUTS",
+      s"The two inputs' $role columns have different types ($leftType and $rightType); a " +
+        "two-input operator meets both sides' records of one key in one state partition and " +
+        s"orders them by one event time, so both must have the same $role type. Cast one side, " +
+        "e.g. F.col('ts').cast('timestamp') or F.col('id').cast('bigint').")
+
   def internal(msg: String): KStateException = err("KSTATE_INTERNAL_ERROR", msg)
 }
