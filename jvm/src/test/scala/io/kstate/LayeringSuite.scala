@@ -13,7 +13,9 @@ import org.scalatest.funsuite.AnyFunSuite
  *  - the public API (`io.kstate` and its subpackages) depends on no kstate internals
  *    (`org.apache.spark.sql.kstate`), except the entry points that must build plans or name the
  *    internal implementation ([[LayeringSuite.EntryPoints]]);
- *  - no internal class extends or implements a public type.
+ *  - no internal class extends or implements a public type;
+ *  - operator processors (`org.apache.spark.sql.kstate.processor`) use no Spark types: they
+ *    depend on nothing under `org.apache.spark` outside their own package.
  */
 class LayeringSuite extends AnyFunSuite {
   private val classes: JavaClasses = new ClassFileImporter()
@@ -45,6 +47,15 @@ class LayeringSuite extends AnyFunSuite {
       .should().beAssignableTo(resideInAPackage("io.kstate.."))
       .because("internal code may use public value types but not implement public contracts " +
         "(docs/contributing.md)")
+      .check(classes)
+  }
+
+  test("processors use no Spark types") {
+    noClasses().that(resideInAPackage("org.apache.spark.sql.kstate.processor.."))
+      .should().dependOnClassesThat(resideInAPackage("org.apache.spark..")
+        .and(DescribedPredicate.not(resideInAPackage("org.apache.spark.sql.kstate.processor.."))))
+      .because("an operator's rules are Spark-free and unit-tested without Spark (docs/contributing.md)")
+      .allowEmptyShould(true) // the package arrives with issue 14's operator template
       .check(classes)
   }
 }

@@ -15,8 +15,8 @@ import org.apache.spark.sql.kstate.shim.RunningQuery
  * What it sees (`KStateCheckRuleSuite`): every plan the session analyses, so a kstate
  * DataFrame's plan when it is built (with the session's settings then); at
  * `writeStream.start()` the query under a `WriteToStream` (after Spark's own output mode check);
- * and each micro-batch's plan on the query's thread, with the settings the query runs with
- * (incl. those Spark restores from the checkpoint's offset log).
+ * and each micro-batch's plan on the query's thread, with the settings of the session that runs
+ * the micro-batch (the query's clone of the session).
  *
  * For a plan holding a kstate operator it checks:
  *  - `spark.kstate.stateStore.providerClass` is a provider class kstate can use
