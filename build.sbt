@@ -75,7 +75,10 @@ lazy val root = (project in file("."))
     Compile / unmanagedJars ++= (sparkJarsDir ** "*.jar").get().filterNot(isToolchainJar).map(Attributed.blank),
     libraryDependencies ++= Seq(
       "org.scalatest" %% "scalatest" % "3.2.19" % Test,
-      "org.scalatestplus" %% "scalacheck-1-18" % "3.2.19.0" % Test
+      "org.scalatestplus" %% "scalacheck-1-18" % "3.2.19.0" % Test,
+      // LayeringSuite: the import direction between the public API and kstate's internals,
+      // checked on the compiled classes; pyspark's jars provide slf4j
+      ("com.tngtech.archunit" % "archunit" % "1.4.1" % Test).excludeAll(ExclusionRule("org.slf4j"))
     ) ++ kafkaStreamsOracle,
     // io.kstate.BuildInfo: version and Spark minor, checked by the Python package at first use.
     Compile / sourceGenerators += Def.task {

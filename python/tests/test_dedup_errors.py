@@ -231,22 +231,20 @@ def test_hdfs_provider_for_kstate_rejected_when_built(spark, df) -> None:
 @pytest.mark.parametrize("conf,value,error_class", [
     ("spark.sql.streaming.stateStore.checkpointFormatVersion", "2",
      "KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT"),
-    # set after the DataFrame was built: found when the micro-batch is planned
     ("spark.kstate.stateStore.providerClass", HDFS_PROVIDER, "KSTATE_UNSUPPORTED_STATE_PROVIDER"),
 ])
-def test_unsupported_state_configuration_rejected_when_query_runs(
+def test_unsupported_state_configuration_set_after_building_rejected_when_query_starts(
         spark, session_tmp, conf: str, value: str, error_class: str) -> None:
+    # set after the DataFrame was built: kstate's check rule sees the query at start()
+    # (until issue 14 it was found when the first micro-batch was planned)
     root = str(session_tmp.mktemp("badconf"))
     fs = _stream(spark, root, lambda df: dedup(df, "by_key", "10 seconds"))
     out = fs.build(fs.source())
     with session_conf(spark, {conf: value}):
-        fs.query = out.writeStream.option("checkpointLocation", fs.checkpoint).foreachBatch(
-            lambda b, i: fs.batches.__setitem__(i, b.collect())).start()
-    try:
-        fs.add_file([dict(seq=1, k="a", id="x", ts=0)])
-        _expect_query_error(fs, error_class)
-    finally:
-        fs.stop()
+        with pytest.raises(KStateError) as ei:
+            out.writeStream.option("checkpointLocation", fs.checkpoint).foreachBatch(
+                lambda b, i: fs.batches.__setitem__(i, b.collect())).start()
+    assert ei.value.error_class == error_class, str(ei.value)
 
 
 # --- session checks --------------------------------------------------------------------

@@ -8,7 +8,6 @@ import os
 from typing import Any, Callable
 
 import pytest
-from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -181,21 +180,13 @@ def test_provider_class_that_is_not_a_provider_named_when_built(spark, df) -> No
     assert "java.lang.String" in e.message and "StateStoreProvider" in e.message
 
 
-def test_unknown_provider_class_set_after_building_named_when_the_query_runs(spark, tmp_path) -> None:
+def test_unknown_provider_class_set_after_building_named_when_the_query_starts(spark, tmp_path) -> None:
     fs = FileStream(spark, str(tmp_path / "src"), str(tmp_path / "ckpt"), lambda d: dedup(d, "by_key", "10s"))
     out = fs.build(fs.source())  # built with the default provider
     with session_conf(spark, {PROVIDER_KEY: "com.example.Nope"}):
-        q = out.writeStream.option("checkpointLocation", fs.checkpoint).format("memory") \
-            .queryName(f"nope_{os.getpid()}").start()
-    try:
-        fs.add_file([dict(seq=1, k="a", id="x", ts=0)])
-        with pytest.raises(StreamingQueryException) as ei:
-            q.processAllAvailable()
-        assert isinstance(ei.value, KStateError)
-        assert ei.value.error_class == "KSTATE_UNSUPPORTED_STATE_PROVIDER"
-        assert "com.example.Nope" in ei.value.message and "class not found" in ei.value.message
-    finally:
-        q.stop()
+        e = _error(lambda: out.writeStream.option("checkpointLocation", fs.checkpoint).format("memory")
+                   .queryName(f"nope_{os.getpid()}").start(), "KSTATE_UNSUPPORTED_STATE_PROVIDER")
+    assert "com.example.Nope" in e.message and "class not found" in e.message
 
 
 # --- non-determinism through the DataFrame's lineage --------------------------------------

@@ -3,12 +3,20 @@ package io.kstate
 import org.apache.spark.sql.internal.SQLConf
 
 /**
- * The config hub: every `spark.kstate.*` setting, its default and its meaning. Read through
- * [[KStateConf.Entry.get]] so the default lives in one place.
+ * The config hub: every kstate setting, its default and its meaning, and the defaults kstate
+ * gives Spark's store settings for its own stores. Read through [[KStateConf.Entry.get]] so the
+ * default lives in one place.
+ *
+ * Every entry ([[KStateConf.entries]]) is registered with Spark's SQL configuration when
+ * kstate's extension is loaded, so `spark.conf.get(key)` returns its default (as
+ * [[KStateConf.Entry.defaultString]]) and `SET -v` lists it with its doc. Values are kept as
+ * strings there: kstate parses them where it reads them, so a bad value is kstate's named error.
  */
 object KStateConf {
   final case class Entry[T](key: String, default: T, doc: String)(val parse: String => T) {
     def get(conf: SQLConf): T = Option(conf.getConfString(key, null)).map(parse).getOrElse(default)
+    /** The default as a setting's string (what `spark.conf.get(key)` shows); parses to `default`. */
+    def defaultString: String = default.toString
   }
 
   val StateStoreProvider: Entry[String] = Entry(
@@ -16,7 +24,11 @@ object KStateConf {
     "io.kstate.KStateStoreProvider",
     "State store provider behind every kstate operator, independent of Spark's own " +
       "spark.sql.streaming.stateStore.providerClass (which keeps serving Spark's operators). " +
-      "Default: kstate's own provider; Spark's RocksDBStateStoreProvider also works.")(
+      "Default: kstate's own provider, the only one with every feature. Spark's " +
+      "RocksDBStateStoreProvider also runs deduplication, windowed distinct and unsuppressed or " +
+      "unbounded / shut-down-when-full suppressed windowed aggregations, but not suppress on a " +
+      "table (until_time_limit, or until_window_closes on another table) nor " +
+      "spill_to_disk_when_full; Spark's HDFS provider runs none.")(
     identity)
 
   val StreamTimeFollowsWatermark: Entry[Boolean] = Entry(
@@ -65,7 +77,22 @@ object KStateConf {
       "their committed state on the heap, where reads and commits are fastest. A store whose " +
       "state does not fit moves it to its local RocksDB (it returns to the heap when it is next " +
       "restored and fits). 0 keeps every store in RocksDB. Accepts sizes such as '512m'. " +
-      "Default: an eighth of the executor's maximum heap.")(parseBytes)
+      "Default (-1): an eighth of the executor's maximum heap.")(
+    s => if (s.trim == "-1") -1L else parseBytes(s))
+
+  /**
+   * Spark store settings kstate sets for its own stores unless the user set them: changelog
+   * checkpointing (a commit writes a changelog, snapshots are taken in the background), and no
+   * row counting by the store (kstate counts its entries itself; counting makes RocksDB look up
+   * every key before each put and remove). Applied by the operators and by kstate's state reader.
+   */
+  val StoreDefaults: Map[String, String] = Map(
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled" -> "true",
+    "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows" -> "false")
+
+  /** Every entry, for registration with Spark's SQL configuration. */
+  val entries: Seq[Entry[_]] = Seq(StateStoreProvider, StreamTimeFollowsWatermark, ProcessingOrderPolicy,
+    OrderSpillThreshold, MaxWriteSetBytes, HeapStateBytes)
 
   private def parseBytes(s: String): Long = org.apache.spark.network.util.JavaUtils.byteStringAsBytes(s.trim)
 }

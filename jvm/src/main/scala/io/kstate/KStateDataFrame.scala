@@ -9,7 +9,7 @@ import io.kstate.windows.{SessionWindows, SlidingWindows, TimeWindows, Windows}
 import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, NamedExpression}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, EventTimeWatermark}
-import org.apache.spark.sql.kstate.{ExpressionLineage, OperatorIdentity, StateProviderCheck}
+import org.apache.spark.sql.kstate.{ExpressionLineage, OperatorIdentity}
 import org.apache.spark.sql.kstate.plans.{AggregateSpec, KStateDeduplicate, KStateStatefulNode, KStateSuppress, KStateWindowedAggregate, KStateWindowedDistinct}
 import org.apache.spark.sql.kstate.shim.{RunningQuery, SparkShim}
 import org.apache.spark.sql.types._
@@ -337,12 +337,12 @@ object KStateDataFrame {
 
   /**
    * A DataFrame of `node` over `df`. Checked first, as they are known now: `node`'s `name=` is
-   * not already used by a kstate operator in `df` (`KSTATE_DUPLICATE_OPERATOR_NAME`), and the
-   * session's `spark.kstate.stateStore.providerClass` can back kstate operators.
+   * not already used by a kstate operator in `df` (`KSTATE_DUPLICATE_OPERATOR_NAME`); then, as
+   * the new DataFrame is analysed, kstate's check rule checks the session's settings
+   * (`org.apache.spark.sql.kstate.KStateCheckRule`).
    */
   private[kstate] def withNode(df: DataFrame, node: KStateStatefulNode): DataFrame = {
     OperatorIdentity.checkExplicitNames(node)
-    StateProviderCheck.check(SparkShim.session(df).sessionState.conf)
     SparkShim.ofRows(df, node)
   }
 }

@@ -112,6 +112,14 @@ object KStateErrors {
         s"families and range scans. Set ${KStateConf.StateStoreProvider.key} to " +
         s"${KStateConf.StateStoreProvider.default}.")
 
+  def providerLacksCapabilities(operator: String, provider: String, missing: Seq[String]): KStateException =
+    err("KSTATE_UNSUPPORTED_STATE_PROVIDER",
+      s"kstate operator '$operator' needs ${missing.mkString(" and ")} from its state store, which " +
+        s"${KStateConf.StateStoreProvider.key}=$provider does not provide (Spark's RocksDB provider " +
+        "has column families only, its HDFS provider nothing kstate needs). Set " +
+        s"${KStateConf.StateStoreProvider.key} to ${KStateConf.StateStoreProvider.default} (the " +
+        "default), which has every capability.")
+
   def unknownStateProvider(key: String, value: String, why: String): KStateException =
     err("KSTATE_UNSUPPORTED_STATE_PROVIDER",
       s"$key=$value cannot back kstate operators: $why. Set it to a state store provider class " +

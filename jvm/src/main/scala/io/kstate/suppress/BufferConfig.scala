@@ -1,7 +1,5 @@
 package io.kstate.suppress
 
-import org.apache.spark.sql.kstate.state.buffer.{BufferLimits, WhenFull}
-
 /**
  * How much a suppression buffer may hold and what happens when it is full (KIP-328's
  * `BufferConfig`). Limits count records (keys, or windows per key) and bytes (serialized key and
@@ -24,7 +22,6 @@ sealed abstract class BufferConfig[BC <: BufferConfig[BC]] extends Serializable 
   /** Not strict: emit the oldest records early when a limit is passed. */
   def emitEarlyWhenFull: EagerBufferConfig = EagerBufferConfig(maxRecords, maxBytes)
 
-  def limits: BufferLimits = BufferLimits(maxRecords, maxBytes, whenFull)
   def isStrict: Boolean = whenFull.isStrict
   def describe: String = s"maxRecords=$maxRecords,maxBytes=$maxBytes,whenFull=$whenFull"
 

@@ -3,7 +3,6 @@ package io.kstate.suppress
 import io.kstate.KStateException
 import org.scalatest.funsuite.AnyFunSuite
 
-import org.apache.spark.sql.kstate.state.buffer.WhenFull
 
 /** KIP-328's config objects: strictness is in the types, limits are checked when built. */
 class SuppressedSuite extends AnyFunSuite {
@@ -24,7 +23,8 @@ class SuppressedSuite extends AnyFunSuite {
     assert((strict.maxRecords, strict.maxBytes, strict.whenFull, strict.isStrict) == (7L, 100L, WhenFull.SpillToDisk, true))
     val none = strict.withNoBound
     assert((none.maxRecords, none.maxBytes, none.isStrict) == (Long.MaxValue, Long.MaxValue, true))
-    assert(!none.limits.isBounded && BufferConfig.unbounded.limits.whenFull == WhenFull.ShutDown)
+    val unbounded = BufferConfig.unbounded
+    assert((unbounded.maxRecords, unbounded.maxBytes, unbounded.whenFull) == (Long.MaxValue, Long.MaxValue, WhenFull.ShutDown))
     assert(Suppressed.untilTimeLimit("30 seconds", eager).timeLimitMs == 30000L)
   }
 

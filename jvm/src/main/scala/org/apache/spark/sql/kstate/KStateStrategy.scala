@@ -1,6 +1,6 @@
 package org.apache.spark.sql.kstate
 
-import io.kstate.{KStateConf, KStateErrors, ProcessingOrder}
+import io.kstate.{KStateConf, ProcessingOrder}
 import io.kstate.windows.{SessionWindows, SlidingWindows, TimeWindows}
 
 import org.apache.spark.sql.SparkSession
@@ -8,18 +8,19 @@ import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
-import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateDeduplicateExec, KStateSessionAggregateExec, KStateSlidingAggregateExec, KStateSuppressExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
+import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateDeduplicateExec, KStateStatefulExec, KStateSessionAggregateExec, KStateSlidingAggregateExec, KStateSuppressExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
 import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateStatefulNode, KStateSuppress, KStateWindowedAggregate, KStateWindowedDistinct}
 import org.apache.spark.sql.kstate.shim.RunningQuery
 
 /**
  * Plans kstate logical operators. For a streaming plan inside a running query it also assigns
  * the operator's state info (Spark's IncrementalExecution does this only for its own classes)
- * and enforces kstate's plan rules, which Spark's unsupported-operation checker cannot see.
+ * and checks that the configured state store provider has what each exec needs.
  */
 case class KStateStrategy(session: SparkSession) extends SparkStrategy {
-  override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
+  override def apply(plan: LogicalPlan): Seq[SparkPlan] = execsOf(plan).map(checkedStore)
+
+  private def execsOf(plan: LogicalPlan): Seq[SparkPlan] = plan match {
     case d: KStateDeduplicate =>
       val (name, stateInfo) = streamingIdentity(d)
       KStateDeduplicateExec(
@@ -79,7 +80,6 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
     val query = if (node.isStreaming) RunningQuery.current(session) else None
     query match {
       case Some(q) =>
-        checkPlanRules(node, q)
         val name = OperatorIdentity.nameOf(node, q.optimizedPlan)
         (name, Some(q.stateInfo(OperatorIdentity.operatorId(name))))
       case None =>
@@ -87,10 +87,17 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
     }
   }
 
-  private def checkPlanRules(node: KStateStatefulNode, q: RunningQuery): Unit = {
-    OutputModeCheck.check(node, q.outputMode)
-    val format = session.sessionState.conf.getConf(SQLConf.STATE_STORE_CHECKPOINT_FORMAT_VERSION)
-    if (format >= 2) throw KStateErrors.unsupportedCheckpointFormat(format)
-    StateProviderCheck.check(session.sessionState.conf)
+  /**
+   * A streaming exec's store needs, checked once here against its provider class, so a provider
+   * that lacks one fails when the micro-batch is planned, not in its first task. The rest of
+   * kstate's plan rules are checked when the plan is analysed ([[KStateCheckRule]]).
+   */
+  private def checkedStore(exec: SparkPlan): SparkPlan = {
+    exec match {
+      case e: KStateStatefulExec if e.stateInfo.isDefined =>
+        StateProviderCheck.requireCapabilities(e.providerClass, e.storeCapabilities, e.operatorName)
+      case _ =>
+    }
+    exec
   }
 }

@@ -19,7 +19,7 @@ import org.apache.spark.sql.streaming.OutputMode
  *  - `update`: every operator.
  *
  * Checked when the query starts ([[shim.StreamStartCheck]], before Spark's own output mode
- * checks) and again when each micro-batch is planned.
+ * checks) and again when each micro-batch is analysed ([[KStateCheckRule]]).
  */
 object OutputModeCheck {
 

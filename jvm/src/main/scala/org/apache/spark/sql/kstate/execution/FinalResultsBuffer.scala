@@ -1,11 +1,11 @@
 package org.apache.spark.sql.kstate.execution
 
 import io.kstate.KStateErrors
-import io.kstate.suppress.UntilWindowCloses
+import io.kstate.suppress.{UntilWindowCloses, WhenFull}
 
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.state.KStateStore
-import org.apache.spark.sql.kstate.state.buffer.WhenFull
+import org.apache.spark.sql.kstate.state.buffer.BufferLimits
 
 /**
  * The buffer limits of `suppress(untilWindowCloses)` fused into a windowed aggregation, whose
@@ -19,7 +19,7 @@ private[execution] object FinalResultsBuffer {
    */
   def boundHeap(finalResults: Option[UntilWindowCloses], store: Option[StateStore], entriesPerRecord: Int): Unit =
     for (f <- finalResults; s <- store) {
-      val limits = f.bufferConfig.limits
+      val limits = BufferLimits.of(f.bufferConfig)
       s match {
         case k: KStateStore if limits.whenFull == WhenFull.SpillToDisk && limits.isBounded =>
           k.limitHeap(limits.maxBytes,
@@ -30,13 +30,13 @@ private[execution] object FinalResultsBuffer {
 
   /** Whether changed windows should go to the store as the batch runs (a bounded, spilling buffer). */
   def spills(finalResults: Option[UntilWindowCloses]): Boolean = finalResults.exists { f =>
-    f.bufferConfig.limits.whenFull == WhenFull.SpillToDisk && f.bufferConfig.limits.isBounded
+    BufferLimits.of(f.bufferConfig).spills
   }
 
   /** With shut down when full: `KSTATE_BUFFER_FULL` when the open windows exceed the limits. */
   def checkFull(finalResults: Option[UntilWindowCloses], operatorName: String, records: Long, bytes: Long): Unit =
     finalResults.foreach { f =>
-      val limits = f.bufferConfig.limits
+      val limits = BufferLimits.of(f.bufferConfig)
       if (limits.whenFull == WhenFull.ShutDown && limits.exceededBy(records, bytes)) {
         throw KStateErrors.bufferFull(operatorName, records, bytes, limits.maxRecords, limits.maxBytes)
       }

@@ -30,6 +30,7 @@ case class KStateDeduplicateExec(
     child: SparkPlan) extends KStateStatefulExec {
 
   override def shortName: String = "kstate_" + mode.name
+  override def storeCapabilities: Set[StoreCapability] = Set(StoreCapability.ColumnFamilies)
 
   override protected def stateKeySchema: StructType = StructType(identity.zipWithIndex.map {
     case (e, i) => StructField(s"identity_$i", e.dataType, nullable = true)

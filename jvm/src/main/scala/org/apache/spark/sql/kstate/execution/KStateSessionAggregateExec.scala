@@ -63,6 +63,7 @@ case class KStateSessionAggregateExec(
     child: SparkPlan) extends MergingAggregateExec {
 
   override def shortName: String = "kstate_session_aggregate"
+  override def storeCapabilities: Set[StoreCapability] = StoreCapability.ofAggregate(finalResults)
 
   override protected def stateKeySchema: StructType = SessionAggState.keySchema(key.dataType)
   override protected def customMetricDescriptions: Seq[(String, String)] =

@@ -62,6 +62,7 @@ case class KStateSlidingAggregateExec(
     child: SparkPlan) extends MergingAggregateExec {
 
   override def shortName: String = "kstate_sliding_aggregate"
+  override def storeCapabilities: Set[StoreCapability] = StoreCapability.ofAggregate(finalResults)
 
   // (key, kind): kind 0 holds the key's windows, kind 1 its records' own buffers
   override protected def stateKeySchema: StructType = StructType(Seq(

@@ -97,6 +97,13 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
   def followWatermark: Boolean
   /** The processing order asked for (the operator's own, else the session's). */
   def processingOrder: ProcessingOrder
+  /**
+   * What the operator needs from its state store provider. Checked once per micro-batch when
+   * it is planned, against the class of `spark.kstate.stateStore.providerClass`: a provider
+   * that lacks one fails there with `KSTATE_UNSUPPORTED_STATE_PROVIDER`, before any task runs.
+   * Static DataFrames keep state on the heap and need none.
+   */
+  def storeCapabilities: Set[StoreCapability]
 
   /** Schema of the state store's default column family (recorded for Spark's schema checks). */
   protected def stateKeySchema: StructType
@@ -300,7 +307,7 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     watermarkUsed = watermark
     val storeSqlConf = conf.clone()
     storeSqlConf.setConfString(SQLConf.STATE_STORE_PROVIDER_CLASS.key, providerClass)
-    KStateStatefulExec.StoreDefaults.foreach { case (k, v) =>
+    KStateConf.StoreDefaults.foreach { case (k, v) =>
       if (!conf.contains(k)) storeSqlConf.setConfString(k, v)
     }
     val storeConf = new StateStoreConf(storeSqlConf, Map.empty)
@@ -383,21 +390,11 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
 }
 
 object KStateStatefulExec {
-  /**
-   * How kstate configures its own stores unless the user set these keys: changelog
-   * checkpointing (commit writes a changelog, snapshots are taken in the background: kstate's
-   * snapshots + changelog design), and no row counting by the store (kstate counts its entries
-   * itself; counting makes RocksDB look up every key before each put and remove).
-   */
   val InputSpilledBytes = "inputSpilledBytes"
 
   /** Custom metrics every kstate operator reports. */
   val CommonMetrics: Seq[(String, String)] = Seq(
     InputSpilledBytes -> "bytes of input spilled to disk while ordering micro-batches")
-
-  val StoreDefaults: Map[String, String] = Map(
-    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled" -> "true",
-    "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows" -> "false")
 
   /**
    * Event time in ms of a row, [[NullTime]] when null: TIMESTAMP / TIMESTAMP_NTZ (micros,

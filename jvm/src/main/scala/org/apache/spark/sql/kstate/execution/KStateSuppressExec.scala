@@ -12,7 +12,7 @@ import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.state.{KStateStore, StateMeta}
-import org.apache.spark.sql.kstate.state.buffer.{BufferedRecord, TimeOrderedBuffer}
+import org.apache.spark.sql.kstate.state.buffer.{BufferLimits, BufferedRecord, TimeOrderedBuffer}
 import org.apache.spark.sql.types.{BinaryType, StructField, StructType}
 
 /**
@@ -50,6 +50,7 @@ case class KStateSuppressExec(
     child: SparkPlan) extends KStateStatefulExec {
 
   override def shortName: String = "kstate_suppress"
+  override def storeCapabilities: Set[StoreCapability] = StoreCapability.ofSuppress(suppressed.bufferConfig)
   override def partitionBy: Seq[Expression] = Seq(key)
   override protected def emitsOnTime: Boolean = true
   // windowed tables: later rows are for windows ending after the close time; time limits: a
@@ -72,7 +73,7 @@ case class KStateSuppressExec(
   private final class SuppressTask(store: KStateStore) extends KStateTask {
     import KStateSuppressExec._
     private val meta = new StateMeta(store)
-    private val buffer = new TimeOrderedBuffer(store, operatorName, suppressed.bufferConfig.limits)
+    private val buffer = new TimeOrderedBuffer(store, operatorName, BufferLimits.of(suppressed.bufferConfig))
     private val in = child.output
     private val keyProj = UnsafeProjection.create(Seq(key), in)
     private val rowProj = UnsafeProjection.create(output, in)

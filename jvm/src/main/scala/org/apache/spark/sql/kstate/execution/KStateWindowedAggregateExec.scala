@@ -51,6 +51,7 @@ case class KStateWindowedAggregateExec(
     child: SparkPlan) extends KStateStatefulExec {
 
   override def shortName: String = "kstate_windowed_aggregate"
+  override def storeCapabilities: Set[StoreCapability] = StoreCapability.ofAggregate(finalResults)
   override def partitionBy: Seq[Expression] = Seq(key)
   override protected def emitsOnTime: Boolean = true
   override protected def tracksOutputTime: Boolean = true

@@ -35,6 +35,7 @@ case class KStateWindowedDistinctExec(
     child: SparkPlan) extends KStateStatefulExec {
 
   override def shortName: String = "kstate_distinct"
+  override def storeCapabilities: Set[StoreCapability] = Set(StoreCapability.ColumnFamilies)
   override def partitionBy: Seq[Expression] = Seq(key)
 
   private def keyField = StructField("key", key.dataType, nullable = true)

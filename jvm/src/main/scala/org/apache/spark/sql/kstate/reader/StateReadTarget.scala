@@ -2,14 +2,13 @@ package org.apache.spark.sql.kstate.reader
 
 import java.util.UUID
 
-import io.kstate.KStateErrors
+import io.kstate.{KStateConf, KStateErrors}
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.kstate.execution.KStateStatefulExec
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -108,14 +107,14 @@ object StateReadTarget {
    * The store configuration the operator's tasks ran with, as far as it can be known: the
    * session's configuration, the batch's recorded configuration over it, the operator's
    * provider class, and kstate's store defaults where the session does not set them (as
-   * [[KStateStatefulExec]] does).
+   * kstate's operators do, `KStateConf.StoreDefaults`).
    */
   private def storeConf(session: SQLConf, recorded: Map[String, String], provider: String)
     : StateStoreConf = {
     val conf = session.clone()
     recorded.foreach { case (k, v) => conf.setConfString(k, v) }
     conf.setConfString(SQLConf.STATE_STORE_PROVIDER_CLASS.key, provider)
-    KStateStatefulExec.StoreDefaults.foreach { case (k, v) =>
+    KStateConf.StoreDefaults.foreach { case (k, v) =>
       if (!session.contains(k)) conf.setConfString(k, v)
     }
     new StateStoreConf(conf, Map.empty)

@@ -9,9 +9,11 @@ import org.apache.spark.sql.classic.{Dataset => ClassicDataset, SparkSession => 
 import org.apache.spark.sql.types.StructType
 
 /**
- * The thin layer of Spark-version-specific calls used to build kstate DataFrames. Everything
- * else in kstate goes through here (or [[RunningQuery]]) for Spark's `private[sql]` API, so a
- * new Spark version changes these two files, not the operators.
+ * The Spark-version-specific calls used to build kstate DataFrames: classic (non-Connect)
+ * `Dataset` and `SparkSession`, their logical plans and `ofRows`. One of the `shim/` files that
+ * hold kstate's calls into Spark internals that change between Spark versions (the rest of
+ * kstate uses Spark's developer API, such as Catalyst and `StateStore`, directly; see
+ * docs/contributing.md, "Layering").
  */
 object SparkShim {
   def classic(df: DataFrame): ClassicDataset[_] = df match {

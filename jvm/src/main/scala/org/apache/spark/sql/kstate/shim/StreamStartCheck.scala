@@ -15,6 +15,13 @@ import org.apache.spark.sql.kstate.OutputModeCheck
  * unsupported-operation check runs while that statement is resolved. This rule is injected as a
  * hint-resolution rule, the analyzer batch that runs before resolution, which is the only
  * extension point that sees the statement before Spark's check does. It changes no plan.
+ *
+ * Why not in kstate's check rule ([[org.apache.spark.sql.kstate.KStateCheckRule]]): a check
+ * rule runs after resolution, so at `start()` it sees the resolved `WriteToStream` only after
+ * Spark's check has run; for a `complete`-mode query of kstate operators alone Spark has by then
+ * failed with its own "Complete output mode not supported when there are no streaming
+ * aggregations". This rule is therefore the only place that sees the output mode in time. The
+ * check rule repeats the check for each micro-batch of the running query.
  */
 case class StreamStartCheck(session: SparkSession) extends Rule[LogicalPlan] {
   override def apply(plan: LogicalPlan): LogicalPlan = {

@@ -4,13 +4,14 @@ import java.lang.management.ManagementFactory
 import java.nio.ByteBuffer
 import java.nio.file.{Files, Paths}
 
+import io.kstate.suppress.WhenFull
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.network.util.JavaUtils
 import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, StateStoreConf, StateStoreId}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.kstate.state.{KStateStore, KStateStoreProvider}
-import org.apache.spark.sql.kstate.state.buffer.{BufferLimits, TimeOrderedBuffer, WhenFull}
+import org.apache.spark.sql.kstate.state.buffer.{BufferLimits, TimeOrderedBuffer}
 import org.apache.spark.sql.types.{LongType, StructField, StructType}
 
 /**

@@ -145,6 +145,7 @@ object TwoInputsSuite {
     override def processingOrder: ProcessingOrder = ProcessingOrder.Task
     override def stateInfo: Option[StatefulOperatorStateInfo] = None
     override def shortName: String = "kstate_merge_probe"
+    override def storeCapabilities: Set[StoreCapability] = Set.empty
     override protected def stateKeySchema: StructType = StructType(Seq(StructField("k", StringType)))
     override protected def stateValueSchema: StructType = StructType(Seq(StructField("v", LongType)))
     override protected def metricSet: MetricSet = ProbeMetrics

@@ -1,26 +1,11 @@
 package org.apache.spark.sql.kstate.state.buffer
 
-/** What a [[TimeOrderedBuffer]] does when it holds more than its limits allow (KIP-328). */
-sealed trait WhenFull {
-  /** Strict: never emits a record early or drops one. */
-  def isStrict: Boolean
-}
-
-object WhenFull {
-  /** Emit the oldest records (by buffer time) early until back within the limits. */
-  case object EmitEarly extends WhenFull { val isStrict = false }
-  /** Fail the micro-batch with `KSTATE_BUFFER_FULL`; nothing is committed. */
-  case object ShutDown extends WhenFull { val isStrict = true }
-  /**
-   * Keep everything: the limits bound the buffer's heap, not its size. Changes past the heap
-   * limit are spilled to the store's local disk.
-   */
-  case object SpillToDisk extends WhenFull { val isStrict = true }
-}
+import io.kstate.suppress.{BufferConfig, WhenFull}
 
 /**
  * Limits of a time-ordered buffer: at most `maxRecords` records and `maxBytes` bytes (as
- * counted by [[TimeOrderedBuffer.recordBytes]]); `Long.MaxValue` means unbounded.
+ * counted by [[TimeOrderedBuffer.recordBytes]]); `Long.MaxValue` means unbounded. The internal
+ * form of the public [[BufferConfig]] ([[BufferLimits.of]]).
  */
 final case class BufferLimits(
     maxRecords: Long = Long.MaxValue,
@@ -30,5 +15,12 @@ final case class BufferLimits(
 
   def isStrict: Boolean = whenFull.isStrict
   def isBounded: Boolean = maxRecords != Long.MaxValue || maxBytes != Long.MaxValue
+  /** Spills to disk past its limits (spill to disk with a bound; unbounded never spills). */
+  def spills: Boolean = whenFull == WhenFull.SpillToDisk && isBounded
   def exceededBy(records: Long, bytes: Long): Boolean = records > maxRecords || bytes > maxBytes
+}
+
+object BufferLimits {
+  /** The limits a user's buffer config sets. */
+  def of(config: BufferConfig[_]): BufferLimits = BufferLimits(config.maxRecords, config.maxBytes, config.whenFull)
 }

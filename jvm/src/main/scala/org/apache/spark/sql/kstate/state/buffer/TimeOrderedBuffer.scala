@@ -6,6 +6,7 @@ import java.util.Arrays
 import scala.collection.mutable.ArrayBuffer
 
 import io.kstate.KStateErrors
+import io.kstate.suppress.WhenFull
 
 import org.apache.spark.sql.kstate.state.KStateStore
 import org.apache.spark.sql.kstate.state.store.Bytes
@@ -72,7 +73,7 @@ final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: 
     bytes = bb.getLong
   }
   if (records == 0) minExact = true
-  if (limits.whenFull == WhenFull.SpillToDisk && limits.isBounded) {
+  if (limits.spills) {
     // Each buffered record is two changed entries (time and key families).
     store.limitHeap(limits.maxBytes,
       if (limits.maxRecords == Long.MaxValue) Long.MaxValue else 2 * limits.maxRecords)

@@ -3,6 +3,7 @@ package org.apache.spark.sql.kstate.state.buffer
 import scala.collection.mutable
 
 import io.kstate.KStateException
+import io.kstate.suppress.WhenFull
 import org.scalacheck.Gen
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
