@@ -1,6 +1,8 @@
-package org.apache.spark.sql.kstate.state.buffer
+package org.apache.spark.sql.kstate.processor.suppress
 
-/** What a [[TimeOrderedBuffer]] does when it holds more than its limits allow (KIP-328). */
+import io.kstate.KStateErrors
+
+/** What a [[SuppressBuffer]] does when it holds more than its limits allow (KIP-328). */
 sealed trait WhenFull {
   /** Strict: never emits a record early or drops one. */
   def isStrict: Boolean
@@ -20,7 +22,7 @@ object WhenFull {
 
 /**
  * Limits of a time-ordered buffer: at most `maxRecords` records and `maxBytes` bytes (as
- * counted by [[TimeOrderedBuffer.recordBytes]]); `Long.MaxValue` means unbounded.
+ * counted by the buffer (kstate's: `TimeOrderedBuffer.recordBytes`)); `Long.MaxValue` means unbounded.
  */
 final case class BufferLimits(
     maxRecords: Long = Long.MaxValue,
@@ -31,4 +33,12 @@ final case class BufferLimits(
   def isStrict: Boolean = whenFull.isStrict
   def isBounded: Boolean = maxRecords != Long.MaxValue || maxBytes != Long.MaxValue
   def exceededBy(records: Long, bytes: Long): Boolean = records > maxRecords || bytes > maxBytes
+  /** Spill to disk with a bound: the limits bound the store's heap, changes past it spill. */
+  def spills: Boolean = whenFull == WhenFull.SpillToDisk && isBounded
+
+  /** Shut down when full: `KSTATE_BUFFER_FULL` naming `buffer` if `records` or `bytes` exceed the limits. */
+  def shutDownIfExceeded(buffer: String, records: Long, bytes: Long): Unit =
+    if (whenFull == WhenFull.ShutDown && exceededBy(records, bytes)) {
+      throw KStateErrors.bufferFull(buffer, records, bytes, maxRecords, maxBytes)
+    }
 }
