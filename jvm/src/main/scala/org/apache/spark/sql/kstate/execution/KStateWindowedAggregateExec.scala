@@ -7,7 +7,7 @@ import io.kstate.suppress.UntilWindowCloses
 import io.kstate.windows.TimeWindows
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Expression, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.state.StateStore
@@ -22,7 +22,7 @@ import org.apache.spark.sql.types._
  * with `suppress(untilWindowCloses)`) per state partition, over [[StoreWindowAggState]]
  * (streaming) or [[InMemoryTimeWindowState]] (batch). Keys are one-column key rows, aggregates
  * Spark's aggregate buffers ([[BufferAggregator]]); results become rows of
- * (key, window start, window end, results..., max timestamp).
+ * (key, window start, window end, results..., max timestamp) ([[WindowResultRows]]).
  */
 case class KStateWindowedAggregateExec(
     windows: TimeWindows,
@@ -68,17 +68,7 @@ case class KStateWindowedAggregateExec(
     extends KStateTask with WindowResults[UnsafeRow, UnsafeRow] {
     private val in = child.output
     private val keyProj = UnsafeProjection.create(Seq(key), in)
-    // output: key, window start, window end, results (over the buffer), max timestamp
-    private val helpers = Seq("key" -> key.dataType, "start" -> output(1).dataType,
-      "end" -> output(2).dataType, "ts" -> output.last.dataType)
-      .map { case (n, t) => AttributeReference(s"_kstate_$n", t)() }
-    private val toOutput = UnsafeProjection.create(
-      Seq(helpers(0), helpers(1), helpers(2)) ++ resultExpressions :+ helpers(3), bufferAttributes ++ helpers)
-    private val toOutputTime: Long => Long = output(1).dataType match {
-      case LongType => identity
-      case _ => ms => Math.multiplyExact(ms, 1000L)
-    }
-    private val joined = new JoinedRow()
+    private val rows = new WindowResultRows(key.dataType, output, bufferAttributes, resultExpressions)
     private val out = ArrayBuffer.empty[InternalRow]
     private val processor = new TimeWindowAggregateProcessor[InternalRow, UnsafeRow, UnsafeRow](
       TimeWindowSpec(windows.sizeMs, windows.advanceMs, windows.graceMs),
@@ -93,11 +83,8 @@ case class KStateWindowedAggregateExec(
       processor.process(row, k, tsNull || k.isNullAt(0), ts, tsNull)
     }
 
-    override def result(k: UnsafeRow, start: Long, end: Long, agg: UnsafeRow, maxTs: Long): Unit = {
-      val helper = new GenericInternalRow(Array[Any](k.get(0, key.dataType),
-        toOutputTime(start), toOutputTime(end), toOutputTime(maxTs)))
-      out += toOutput(joined(agg, helper)).copy()
-    }
+    override def result(k: UnsafeRow, start: Long, end: Long, agg: UnsafeRow, maxTs: Long): Unit =
+      out += rows(k, start, end, agg, maxTs)
 
     override def finish(): Unit = {
       import TimeWindowAggregateMetrics._

@@ -4,6 +4,7 @@ import scala.collection.mutable
 import scala.collection.mutable.ArrayBuffer
 
 import io.kstate.KStateException
+import org.apache.spark.sql.kstate.processor.MicroBatches
 import org.scalacheck.Gen
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
@@ -121,11 +122,10 @@ object SuppressPropertySuite {
     def bufferTime(c: Cfg): Option[Long] =
       if (!c.untilWindowCloses) ts
       else ts.filter(_ % 7 != 3).map(t => { val s = Math.floorDiv(t, 5L) * 5L; if (s > Long.MaxValue - 5) Long.MaxValue else s + 5 })
-    override def toString: String = s"${Option(key).getOrElse("null")}=$value@${ts.fold("null")(_.toString)}"
+    override def toString: String = s"${Option(key).getOrElse("null")}=$value@${MicroBatches.showTs(ts)}"
   }
-  final case class Batch(watermark: Option[Long], recs: Seq[Rec]) {
-    override def toString: String = watermark.fold("")(w => s"wm=$w ") + recs.mkString("[", ", ", "]")
-  }
+  type Batch = MicroBatches.Batch[Rec]
+  val Batch: MicroBatches.Batch.type = MicroBatches.Batch
   final case class Out(key: String, value: String, bufferTime: Long, ts: Long)
 
   sealed trait Kind
@@ -153,14 +153,7 @@ object SuppressPropertySuite {
     t <- ts
   } yield Rec(k, v, t)
 
-  def batchesGen(ts: Gen[Option[Long]], wm: Gen[Option[Long]]): Gen[Seq[Batch]] = {
-    val batch = for {
-      w <- wm
-      n <- Gen.frequency(1 -> Gen.const(0), 6 -> Gen.choose(1, 8), 1 -> Gen.choose(9, 25))
-      recs <- Gen.listOfN(n, recGen(ts))
-    } yield Batch(w, recs)
-    Gen.choose(1, 6).flatMap(Gen.listOfN(_, batch))
-  }
+  def batchesGen(ts: Gen[Option[Long]], wm: Gen[Option[Long]]): Gen[Seq[Batch]] = MicroBatches.gen(recGen(ts), wm)
 
   /**
    * KIP-328's suppress, record by record: stream time is the max of every timestamp of a record

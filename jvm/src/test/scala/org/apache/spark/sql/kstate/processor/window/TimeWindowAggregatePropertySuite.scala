@@ -5,6 +5,7 @@ import scala.collection.mutable.ArrayBuffer
 
 import io.kstate.KStateException
 import org.apache.spark.sql.kstate.processor.suppress.{BufferLimits, WhenFull}
+import org.apache.spark.sql.kstate.processor.MicroBatches
 import org.scalacheck.Gen
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
@@ -116,11 +117,10 @@ object TimeWindowAggregatePropertySuite {
 
   final case class Cfg(windows: TimeWindowSpec, finalResults: Option[BufferLimits])
   final case class Rec(key: String, value: Int, ts: Option[Long]) {
-    override def toString: String = s"${Option(key).getOrElse("null")}=$value@${ts.fold("null")(_.toString)}"
+    override def toString: String = s"${Option(key).getOrElse("null")}=$value@${MicroBatches.showTs(ts)}"
   }
-  final case class Batch(watermark: Option[Long], recs: Seq[Rec]) {
-    override def toString: String = watermark.fold("")(w => s"wm=$w ") + recs.mkString("[", ", ", "]")
-  }
+  type Batch = MicroBatches.Batch[Rec]
+  val Batch: MicroBatches.Batch.type = MicroBatches.Batch
   final case class Result(key: String, start: Long, end: Long, values: Vector[Int], maxTs: Long) {
     def sortKey: (String, Long) = (key, start)
   }
@@ -141,14 +141,7 @@ object TimeWindowAggregatePropertySuite {
     t <- ts
   } yield Rec(k, v, t)
 
-  def batchesGen(ts: Gen[Option[Long]], wm: Gen[Option[Long]]): Gen[Seq[Batch]] = {
-    val batch = for {
-      w <- wm
-      n <- Gen.frequency(1 -> Gen.const(0), 6 -> Gen.choose(1, 8), 1 -> Gen.choose(9, 25))
-      recs <- Gen.listOfN(n, recGen(ts))
-    } yield Batch(w, recs)
-    Gen.choose(1, 6).flatMap(Gen.listOfN(_, batch))
-  }
+  def batchesGen(ts: Gen[Option[Long]], wm: Gen[Option[Long]]): Gen[Seq[Batch]] = MicroBatches.gen(recGen(ts), wm)
 
   /**
    * Kafka's time-window aggregation, record by record, in BigInt. Windows of ts: every
