@@ -20,8 +20,9 @@ import org.apache.spark.sql.kstate.processor.suppress.BufferLimits
  * At the end of the batch ([[finish]]; stream time may have followed the watermark):
  *  5. windows with end ≤ close time are closed and leave the state;
  *  6. without suppression, each window changed in the batch is emitted once with its latest
- *     value: those closing now first (in end order), then the others in the order they first
- *     changed; closed windows not changed in the batch are not emitted again;
+ *     value: first those stored before that close now (in end order), then the rest in the
+ *     order they first changed (windows created and closed in this batch among them); closed
+ *     windows not changed in the batch are not emitted again;
  *  7. with final results, only the windows closing now are emitted, each exactly once, in end
  *     order (ties: stored windows in the order they were stored, then this batch's);
  *  8. final results with shut down when full: more open windows (or bytes) than the limits

@@ -77,6 +77,32 @@ class TimeWindowAggregateProcessorSuite extends AnyFunSuite {
     assert(next.results.map(r => (r.key, r.start, r.agg, r.maxTs)) === Seq(("b", 0L, 2L, 4L)), "a unchanged: not emitted")
   }
 
+  test("rule 6: order: stored windows closing now first, then the batch's changes in the order they first changed") {
+    val h = new Harness(TimeWindowSpec(10, 10, 20))
+    h.record("a", 1L); h.record("b", 12L)
+    h.finish()
+    val b2 = h.nextBatch()
+    b2.record("c", 15L) // new window [10,20), closes in this batch
+    b2.record("a", 5L) // stored window [0,10), changed, closes in this batch
+    b2.record("d", 45L) // close time 25 closes [0,10) and [10,20); b's [10,20) unchanged
+    b2.finish()
+    assert(b2.results.map(r => (r.key, r.start, r.agg)) === Seq(("a", 0L, 2L), ("c", 10L, 1L), ("d", 40L, 1L)))
+    assert(b2.counters(Closed) === 3)
+  }
+
+  test("rule 7: final results of windows created in the batch merge into the stored windows' end order") {
+    val h = new Harness(TimeWindowSpec(10, 10, 10), Some(BufferLimits()))
+    h.record("a", 15L) // [10,20), stored at the end of the batch
+    h.finish()
+    val b2 = h.nextBatch()
+    b2.record("b", 5L) // [0,10): close time 5, still open; new in this batch
+    b2.record("x", 12L) // [10,20), new in this batch, same end as a's
+    b2.record("c", 40L) // close time 30: all three close
+    b2.finish()
+    assert(b2.results.map(r => (r.key, r.end)) === Seq(("b", 10L), ("a", 20L), ("x", 20L)),
+      "end order; on equal ends the stored window first")
+  }
+
   test("rule 7: KIP-328 final results: hourly counts with 10 minutes grace, one result per window, in end order") {
     val h = new Harness(TimeWindowSpec(Hour, Hour, 10 * Min), Some(BufferLimits()))
     h.record("user1", 10 * Min)
