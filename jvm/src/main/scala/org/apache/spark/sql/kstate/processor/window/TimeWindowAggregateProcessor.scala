@@ -24,7 +24,8 @@ import org.apache.spark.sql.kstate.processor.suppress.BufferLimits
  *     order they first changed (windows created and closed in this batch among them); closed
  *     windows not changed in the batch are not emitted again;
  *  7. with final results, only the windows closing now are emitted, each exactly once, in end
- *     order (ties: stored windows in the order they were stored, then this batch's);
+ *     order (ties: windows stored before first, in the state's order, then this batch's new
+ *     ones in the order they first changed);
  *  8. final results with shut down when full: more open windows (or bytes) than the limits
  *     allow fails the batch with `KSTATE_BUFFER_FULL` (nothing is committed).
  * Changed windows are held on the heap during the batch (each read from the state once) and

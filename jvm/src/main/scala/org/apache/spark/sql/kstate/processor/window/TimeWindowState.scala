@@ -11,7 +11,8 @@ package org.apache.spark.sql.kstate.processor.window
  *  - `put(key, start, w)` stores `w`: a new window when `!w.isStored` (indexed by `w.end`), else
  *    it replaces the stored one; it sets `w.storedSize`.
  *  - `closeBefore(bound, f)` removes every window with end < `bound`, calling `f` for each in
- *    end order (ties: the order they were first stored), and returns how many it removed.
+ *    end order, and returns how many it removed. Ties are in an order the implementation fixes
+ *    (the heap state: first stored first; the store: by the state key's encoded bytes).
  *  - `records` / `bytes`: the stored windows and their bytes (the implementation defines them).
  *  - Keys passed in may be reused by the caller after the call; an implementation copies what it
  *    keeps. Keys and aggregates handed to `f` may be reused after `f` returns. Aggregates put are
