@@ -4,7 +4,7 @@ import org.apache.spark.sql.kstate.processor.dedup.InMemoryDedupState
 import org.apache.spark.sql.kstate.processor.distinct.TumblingDistinctProcessor
 import org.scalatest.funsuite.AnyFunSuite
 
-import org.apache.spark.sql.kstate.execution.KStateWindowedAggregateExec
+import org.apache.spark.sql.kstate.processor.window.TimeWindowSpec
 
 /** Window bounds saturate at both ends of the Long range instead of wrapping. */
 class WindowBoundsSuite extends AnyFunSuite {
@@ -32,12 +32,12 @@ class WindowBoundsSuite extends AnyFunSuite {
   }
 
   test("tumbling and hopping time windows of a timestamp near Long.MinValue hold it, without wrapping") {
-    val tumbling = KStateWindowedAggregateExec.windowStarts(TimeWindows.ofSize(10000L), NearMin)
+    val tumbling = TimeWindowSpec(10000L, 10000L, 0L).windowStarts(NearMin)
     assert(tumbling.toSeq === Seq(Long.MinValue))
-    val hopping = TimeWindows.ofSize(10000L).advanceBy(5000L)
-    val starts = KStateWindowedAggregateExec.windowStarts(hopping, NearMin)
+    val hopping = TimeWindowSpec(10000L, 5000L, 0L)
+    val starts = hopping.windowStarts(NearMin)
     assert(starts.toSeq === Seq(Long.MinValue))
-    starts.foreach(s => assert(s <= NearMin && NearMin < KStateWindowedAggregateExec.windowEnd(hopping, s)))
+    starts.foreach(s => assert(s <= NearMin && NearMin < hopping.windowEnd(s)))
   }
 
   test("windowed distinct's tumbling windows saturate too") {

@@ -1,11 +1,10 @@
 package org.apache.spark.sql.kstate.execution
 
-import io.kstate.KStateErrors
-import io.kstate.suppress.{UntilWindowCloses, WhenFull}
+import io.kstate.suppress.UntilWindowCloses
 
 import org.apache.spark.sql.execution.streaming.state.StateStore
+import org.apache.spark.sql.kstate.processor.suppress.BufferLimits
 import org.apache.spark.sql.kstate.state.KStateStore
-import org.apache.spark.sql.kstate.state.buffer.BufferLimits
 
 /**
  * The buffer limits of `suppress(untilWindowCloses)` fused into a windowed aggregation, whose
@@ -21,7 +20,7 @@ private[execution] object FinalResultsBuffer {
     for (f <- finalResults; s <- store) {
       val limits = BufferLimits.of(f.bufferConfig)
       s match {
-        case k: KStateStore if limits.whenFull == WhenFull.SpillToDisk && limits.isBounded =>
+        case k: KStateStore if limits.spills =>
           k.limitHeap(limits.maxBytes,
             if (limits.maxRecords == Long.MaxValue) Long.MaxValue else entriesPerRecord * limits.maxRecords)
         case _ =>
@@ -29,16 +28,9 @@ private[execution] object FinalResultsBuffer {
     }
 
   /** Whether changed windows should go to the store as the batch runs (a bounded, spilling buffer). */
-  def spills(finalResults: Option[UntilWindowCloses]): Boolean = finalResults.exists { f =>
-    BufferLimits.of(f.bufferConfig).spills
-  }
+  def spills(finalResults: Option[UntilWindowCloses]): Boolean = finalResults.exists(f => BufferLimits.of(f.bufferConfig).spills)
 
   /** With shut down when full: `KSTATE_BUFFER_FULL` when the open windows exceed the limits. */
   def checkFull(finalResults: Option[UntilWindowCloses], operatorName: String, records: Long, bytes: Long): Unit =
-    finalResults.foreach { f =>
-      val limits = BufferLimits.of(f.bufferConfig)
-      if (limits.whenFull == WhenFull.ShutDown && limits.exceededBy(records, bytes)) {
-        throw KStateErrors.bufferFull(operatorName, records, bytes, limits.maxRecords, limits.maxBytes)
-      }
-    }
+    finalResults.foreach(f => BufferLimits.of(f.bufferConfig).shutDownIfExceeded(operatorName, records, bytes))
 }

@@ -2,7 +2,7 @@ package org.apache.spark.sql.kstate.execution
 
 import io.kstate.suppress.{BufferConfig, UntilWindowCloses}
 
-import org.apache.spark.sql.kstate.state.buffer.BufferLimits
+import org.apache.spark.sql.kstate.processor.suppress.BufferLimits
 
 /**
  * What a kstate exec needs from the state store provider behind it

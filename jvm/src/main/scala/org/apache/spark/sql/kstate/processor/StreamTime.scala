@@ -12,7 +12,7 @@ package org.apache.spark.sql.kstate.processor
  *  - `firstOpenEnd(grace)`: the smallest window end that is still open (close time + 1), the
  *    bound for "remove every window ending before it" and for output watermarks;
  *  - `latenessOf(ts)`: Kafka's record lateness, stream time − ts when positive, measured before
- *    the record advances stream time.
+ *    the record advances stream time (saturating at `Long.MaxValue`).
  * Arithmetic saturates at `Long.MinValue` / `Long.MaxValue`: no timestamp or grace overflows.
  * Not thread-safe; one per task.
  */
@@ -37,7 +37,9 @@ final class StreamTime(initial: Long) {
     if (c == Long.MinValue || c == Long.MaxValue) c else c + 1
   }
 
-  def latenessOf(ts: Long): Long = if (t != StreamTime.Unknown && ts < t) t - ts else 0L
+  def latenessOf(ts: Long): Long =
+    if (t != StreamTime.Unknown && ts < t) { val d = t - ts; if (d < 0) Long.MaxValue else d } // saturates
+    else 0L
 
   override def toString: String = if (isKnown) s"StreamTime($t)" else "StreamTime(unknown)"
 }

@@ -1,69 +1,79 @@
 package org.apache.spark.sql.kstate.state
 
-import scala.collection.mutable
-
-import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, JoinedRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
 import org.apache.spark.sql.execution.streaming.state.StateStore
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.kstate.processor.StreamTime
+import org.apache.spark.sql.kstate.processor.window.{ClosedWindow, TimeWindowState, WindowValue}
+import org.apache.spark.sql.types.{DataType, LongType, StructType}
 
 /**
- * The state of a windowed aggregation on one partition: (key, window start) -> (aggregate
- * buffer, largest record timestamp), a time index by window end for closing windows in end
- * order, stream time, and the buffer's record and byte counts (for suppression limits).
- *
- * Rows handed in are copied when kept; rows handed out are the caller's to keep.
+ * [[TimeWindowState]] in a kstate operator's state store (streaming). Keys are one-column rows
+ * (the grouping key), aggregates the aggregation's buffer rows (`bufferTypes`). Layout: the
+ * default column family maps (key, window start) -> (buffer ..., max_timestamp), `keySchema`
+ * being that state key's schema; an [[ExpiryIndex]] orders windows by end; [[StateMeta]] keeps
+ * stream time, the window count and their bytes (state key + value). A window's `storedSize` is
+ * its stored value's size.
  */
-trait WindowAggState {
-  def streamTime: Long
-  def get(key: UnsafeRow): UnsafeRow
-  /**
-   * Stores `value` for `key`. `oldSize`: the size of the value it replaces, or -1 when the key
-   * is not stored yet, which indexes it by `end` (its window end).
-   */
-  def put(key: UnsafeRow, value: UnsafeRow, end: Long, oldSize: Int): Unit
-  /** Removes every window with end < `bound`, calling `f(key, value)` for each in end order. */
-  def closeBefore(bound: Long)(f: (UnsafeRow, UnsafeRow) => Unit): Long
-  def records: Long
-  def bytes: Long
-  /** Persists stream time and counters (at the end of each micro-batch). */
-  def finish(streamTime: Long): Unit
-}
-
-object WindowAggState {
-  val NoStreamTime: Long = Long.MinValue
-  private[state] def size(key: UnsafeRow, value: UnsafeRow): Long = key.getSizeInBytes.toLong + value.getSizeInBytes
-}
-
-/** [[WindowAggState]] in a kstate operator's state store (streaming). */
-final class StoreWindowAggState(store: StateStore, keySchema: StructType) extends WindowAggState {
-  import WindowAggState._
+final class StoreWindowAggState(store: StateStore, keySchema: StructType, bufferTypes: Seq[DataType])
+  extends TimeWindowState[UnsafeRow, UnsafeRow] {
   private val meta = new StateMeta(store)
   private val index = new ExpiryIndex(store, keySchema)
-  private var time = meta.get(StateMeta.StreamTime, NoStreamTime)
+  private var time = meta.get(StateMeta.StreamTime, StreamTime.Unknown)
   private var count = meta.get(StateMeta.Entries, 0L)
   private var size = meta.get(StateMeta.Bytes, 0L)
 
-  override def streamTime: Long = time
-  override def get(key: UnsafeRow): UnsafeRow = store.get(key)
+  private val nBuffer = bufferTypes.length
+  private val keyType = keySchema.head.dataType
+  private val joined = new JoinedRow()
+  private val longWriter = new UnsafeRowWriter(1)
+  private val toStateKey = UnsafeProjection.create(Seq(
+    BoundReference(0, keyType, nullable = true), BoundReference(1, LongType, nullable = false)))
+  private val keyOfStateKey = UnsafeProjection.create(Seq(BoundReference(0, keyType, nullable = true)))
+  private val bufferRefs = bufferTypes.zipWithIndex.map { case (t, i) => BoundReference(i, t, nullable = true) }
+  private val bufferOfValue = UnsafeProjection.create(bufferRefs)
+  private val toValue = UnsafeProjection.create(bufferRefs :+ BoundReference(nBuffer, LongType, nullable = false))
 
-  override def put(key: UnsafeRow, value: UnsafeRow, end: Long, oldSize: Int): Unit = {
-    if (oldSize < 0) {
-      index.add(end, key)
-      count += 1
-      size += WindowAggState.size(key, value)
-    } else size += value.getSizeInBytes - oldSize
-    store.put(key, value)
+  private def longRow(v: Long): UnsafeRow = {
+    longWriter.reset(); longWriter.zeroOutNullBytes(); longWriter.write(0, v); longWriter.getRow
+  }
+  private def stateKey(key: UnsafeRow, start: Long): UnsafeRow = toStateKey(joined(key, longRow(start)))
+
+  override def streamTime: Long = time
+
+  override def get(key: UnsafeRow, start: Long, into: WindowValue[UnsafeRow]): Boolean = {
+    val v = store.get(stateKey(key, start))
+    if (v == null) false
+    else {
+      into.agg = bufferOfValue(v).copy()
+      into.maxTs = v.getLong(nBuffer)
+      into.storedSize = v.getSizeInBytes
+      true
+    }
   }
 
-  override def closeBefore(bound: Long)(f: (UnsafeRow, UnsafeRow) => Unit): Long = {
+  override def put(key: UnsafeRow, start: Long, w: WindowValue[UnsafeRow]): Unit = {
+    val sk = stateKey(key, start)
+    val value = toValue(joined(w.agg, longRow(w.maxTs)))
+    if (!w.isStored) {
+      index.add(w.end, sk)
+      count += 1
+      size += sk.getSizeInBytes.toLong + value.getSizeInBytes
+    } else size += value.getSizeInBytes - w.storedSize
+    store.put(sk, value)
+    w.storedSize = value.getSizeInBytes
+  }
+
+  override def closeBefore(bound: Long, f: ClosedWindow[UnsafeRow, UnsafeRow]): Long = {
     var n = 0L
-    index.drainBefore(bound) { (_, key) =>
-      val v = store.get(key)
+    index.drainBefore(bound) { (_, sk) =>
+      val v = store.get(sk)
       if (v != null) {
-        f(key, v)
-        store.remove(key)
+        f.closed(keyOfStateKey(sk), sk.getLong(1), bufferOfValue(v), v.getLong(nBuffer))
+        store.remove(sk)
         count -= 1
-        size -= WindowAggState.size(key, v)
+        size -= sk.getSizeInBytes.toLong + v.getSizeInBytes
         n += 1
       }
     }
@@ -79,39 +89,15 @@ final class StoreWindowAggState(store: StateStore, keySchema: StructType) extend
   }
 }
 
-/** [[WindowAggState]] on the task's heap (batch queries: one batch, then discarded). */
-final class HeapWindowAggState extends WindowAggState {
-  import WindowAggState._
-  private val values = mutable.HashMap.empty[UnsafeRow, UnsafeRow]
-  private val byEnd = mutable.TreeMap.empty[Long, mutable.LinkedHashSet[UnsafeRow]]
-  private var size = 0L
-
-  override def streamTime: Long = NoStreamTime
-  override def get(key: UnsafeRow): UnsafeRow = values.get(key).orNull
-
-  override def put(key: UnsafeRow, value: UnsafeRow, end: Long, oldSize: Int): Unit = {
-    val k = key.copy()
-    values.put(k, value.copy()) match {
-      case Some(old) => size += value.getSizeInBytes - old.getSizeInBytes
-      case None =>
-        byEnd.getOrElseUpdate(end, mutable.LinkedHashSet.empty) += k
-        size += WindowAggState.size(k, value)
-    }
+object StoreWindowAggState {
+  /**
+   * A window's bytes as this state counts them (state key + value), for the heap state of batch
+   * queries: the same limits then hold in both. `key` is the one-column key row, `agg` the
+   * buffer row; the state key adds the start, the value the max timestamp.
+   */
+  def bytesOf(key: UnsafeRow, agg: UnsafeRow): Long = {
+    val bitsetGrowth = UnsafeRow.calculateBitSetWidthInBytes(agg.numFields + 1) -
+      UnsafeRow.calculateBitSetWidthInBytes(agg.numFields)
+    key.getSizeInBytes.toLong + 8 + agg.getSizeInBytes + 8 + bitsetGrowth
   }
-
-  override def closeBefore(bound: Long)(f: (UnsafeRow, UnsafeRow) => Unit): Long = {
-    var n = 0L
-    while (byEnd.nonEmpty && byEnd.head._1 < bound) {
-      val (end, keys) = byEnd.head
-      byEnd.remove(end)
-      keys.foreach { k =>
-        values.remove(k).foreach { v => f(k, v); size -= WindowAggState.size(k, v); n += 1 }
-      }
-    }
-    n
-  }
-
-  override def records: Long = values.size.toLong
-  override def bytes: Long = size
-  override def finish(streamTime: Long): Unit = ()
 }

@@ -44,6 +44,15 @@ class StreamTimeSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     assert(t.latenessOf(60L) === 0L)
   }
 
+  test("lateness saturates at Long.MaxValue instead of wrapping (stream time near Long.MaxValue, ts near Long.MinValue)") {
+    val t = new StreamTime(Long.MaxValue)
+    assert(t.latenessOf(Long.MinValue + 1) === Long.MaxValue)
+    assert(t.latenessOf(-1L) === Long.MaxValue)
+    assert(t.latenessOf(0L) === Long.MaxValue)
+    assert(new StreamTime(1L).latenessOf(Long.MinValue + 2) === Long.MaxValue)
+    assert(new StreamTime(0L).latenessOf(Long.MinValue + 1) === Long.MaxValue)
+  }
+
   test("closeTime and within agree with exact (BigInt) arithmetic on any input") {
     val anyLong = Gen.oneOf(Gen.choose(Long.MinValue, Long.MaxValue),
       Gen.oneOf(Long.MinValue, Long.MinValue + 1, -1L, 0L, 1L, Long.MaxValue - 1, Long.MaxValue))

@@ -22,7 +22,9 @@ abstract class AggregateMetricSet extends MetricSet {
   final def recordSeen(c: Counters, streamTime: StreamTime, ts: Long): Unit = {
     val lateness = streamTime.latenessOf(ts)
     if (lateness > 0) {
-      c.add(LatenessTotal, lateness)
+      // the total saturates at Long.MaxValue rather than wrapping
+      if (c(LatenessTotal) > Long.MaxValue - lateness) c.set(LatenessTotal, Long.MaxValue)
+      else c.add(LatenessTotal, lateness)
       c.raise(LatenessMax, lateness)
     }
     c.add(Records)

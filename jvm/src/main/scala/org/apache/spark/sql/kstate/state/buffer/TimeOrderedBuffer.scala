@@ -5,9 +5,7 @@ import java.util.Arrays
 
 import scala.collection.mutable.ArrayBuffer
 
-import io.kstate.KStateErrors
-import io.kstate.suppress.WhenFull
-
+import org.apache.spark.sql.kstate.processor.suppress.{BufferLimits, SuppressBuffer}
 import org.apache.spark.sql.kstate.state.KStateStore
 import org.apache.spark.sql.kstate.state.store.Bytes
 
@@ -29,11 +27,11 @@ final case class BufferedRecord(key: Array[Byte], value: Array[Byte], bufferTime
  *    which already reflect the removals made so far; `f` must not modify the buffer.
  *  - Accounting is exact: `numRecords`, and `numBytes` = sum over records of
  *    [[TimeOrderedBuffer.recordBytes]] (key + value + the two timestamps and two lengths).
- *  - Limits ([[BufferLimits]]): `enforceLimits` emits early, fails with `KSTATE_BUFFER_FULL`, or
- *    (spill to disk) does nothing, because in that mode the limits bound the heap instead: the
- *    store's uncommitted changes are spilled to its local disk when they pass the limits, so the
- *    buffer may grow past them while heap use stays within `maxBytes` plus a constant
- *    (docs/state-store.md).
+ *  - Limits ([[BufferLimits]]): `enforceLimits` (the [[SuppressBuffer]] contract's) emits early,
+ *    fails with `KSTATE_BUFFER_FULL`, or (spill to disk) does nothing, because in that mode the
+ *    limits bound the heap instead: the store's uncommitted changes are spilled to its local disk
+ *    when they pass the limits, so the buffer may grow past them while heap use stays within
+ *    `maxBytes` plus a constant (docs/state-store.md).
  *  - Heap: between micro-batches nothing is held on the heap (the contents are in the store);
  *    within one, only the store's write set of changed entries, bounded as above.
  *  - Life cycle: one instance per store version (task); counters are written to the store when
@@ -47,7 +45,8 @@ final case class BufferedRecord(key: Array[Byte], value: Array[Byte], bufferTime
  * }}}
  * Not thread-safe.
  */
-final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: BufferLimits) {
+final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: BufferLimits)
+  extends SuppressBuffer[Array[Byte], Array[Byte], BufferedRecord] {
   import TimeOrderedBuffer._
 
   private val byTime = store.bytes(s"kstate_buf_${name}_time")
@@ -183,22 +182,6 @@ final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: 
       }
       evicted.foreach(f)
     }
-  }
-
-  /** Evicts every record buffered at or before `time`, oldest first. */
-  def evictUpTo(time: Long)(f: BufferedRecord => Unit): Unit = evictWhile(minBufferTime <= time)(f)
-
-  /**
-   * Applies the limits after a put (Kafka checks after every record): emit early evicts the
-   * oldest records through `emitEarly` until within the limits; shut down fails with
-   * `KSTATE_BUFFER_FULL` (the store is not committed, so nothing is lost); spill to disk keeps
-   * everything.
-   */
-  def enforceLimits(emitEarly: BufferedRecord => Unit): Unit = limits.whenFull match {
-    case WhenFull.EmitEarly => evictWhile(limits.exceededBy(records, bytes))(emitEarly)
-    case WhenFull.ShutDown if limits.exceededBy(records, bytes) =>
-      throw KStateErrors.bufferFull(name, records, bytes, limits.maxRecords, limits.maxBytes)
-    case _ =>
   }
 }
 

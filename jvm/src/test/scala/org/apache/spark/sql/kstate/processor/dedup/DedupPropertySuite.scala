@@ -4,6 +4,7 @@ import org.apache.spark.sql.kstate.processor.StreamTime
 
 import scala.collection.mutable.ArrayBuffer
 
+import org.apache.spark.sql.kstate.processor.MicroBatches
 import org.scalacheck.Gen
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
@@ -92,11 +93,10 @@ class DedupPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
 
 object DedupPropertySuite {
   final case class Rec(id: String, ts: Option[Long]) {
-    override def toString: String = s"${Option(id).getOrElse("null")}@${ts.fold("null")(_.toString)}"
+    override def toString: String = s"${Option(id).getOrElse("null")}@${MicroBatches.showTs(ts)}"
   }
-  final case class Batch(watermark: Option[Long], recs: Seq[Rec]) {
-    override def toString: String = watermark.fold("")(w => s"wm=$w ") + recs.mkString("[", ", ", "]")
-  }
+  type Batch = MicroBatches.Batch[Rec]
+  val Batch: MicroBatches.Batch.type = MicroBatches.Batch
 
   sealed trait Kind
   case object Dup extends Kind
@@ -112,14 +112,7 @@ object DedupPropertySuite {
     t <- ts
   } yield Rec(id, t)
 
-  def batchesGen(ts: Gen[Option[Long]], wm: Gen[Option[Long]]): Gen[Seq[Batch]] = {
-    val batch = for {
-      w <- wm
-      n <- Gen.frequency(1 -> Gen.const(0), 6 -> Gen.choose(1, 8), 1 -> Gen.choose(9, 25))
-      recs <- Gen.listOfN(n, recGen(ts))
-    } yield Batch(w, recs)
-    Gen.choose(1, 6).flatMap(Gen.listOfN(_, batch))
-  }
+  def batchesGen(ts: Gen[Option[Long]], wm: Gen[Option[Long]]): Gen[Seq[Batch]] = MicroBatches.gen(recGen(ts), wm)
 
   /**
    * Naive KIP-655 model: nothing is ever deleted. Stream time = max of Long.MinValue, every

@@ -1,11 +1,12 @@
-package org.apache.spark.sql.kstate.state.buffer
+package org.apache.spark.sql.kstate.processor.suppress
 
+import io.kstate.KStateErrors
 import io.kstate.suppress.{BufferConfig, WhenFull}
 
 /**
  * Limits of a time-ordered buffer: at most `maxRecords` records and `maxBytes` bytes (as
- * counted by [[TimeOrderedBuffer.recordBytes]]); `Long.MaxValue` means unbounded. The internal
- * form of the public [[BufferConfig]] ([[BufferLimits.of]]).
+ * counted by the buffer, kstate's: `TimeOrderedBuffer.recordBytes`); `Long.MaxValue` means
+ * unbounded. The internal form of the public [[BufferConfig]] ([[BufferLimits.of]]).
  */
 final case class BufferLimits(
     maxRecords: Long = Long.MaxValue,
@@ -18,6 +19,12 @@ final case class BufferLimits(
   /** Spills to disk past its limits (spill to disk with a bound; unbounded never spills). */
   def spills: Boolean = whenFull == WhenFull.SpillToDisk && isBounded
   def exceededBy(records: Long, bytes: Long): Boolean = records > maxRecords || bytes > maxBytes
+
+  /** Shut down when full: `KSTATE_BUFFER_FULL` naming `buffer` if `records` or `bytes` exceed the limits. */
+  def shutDownIfExceeded(buffer: String, records: Long, bytes: Long): Unit =
+    if (whenFull == WhenFull.ShutDown && exceededBy(records, bytes)) {
+      throw KStateErrors.bufferFull(buffer, records, bytes, maxRecords, maxBytes)
+    }
 }
 
 object BufferLimits {
