@@ -7,7 +7,8 @@ import org.apache.spark.sql.kstate.processor.StreamTime
 /**
  * [[SessionStore]] on the heap: batch queries (one batch, then discarded) and unit tests.
  * `copyKey` / `copyAgg` copy what a caller may reuse; `sizeOf(key, spans)` is what the spans of
- * a key count towards `bytes`. Stream time starts unknown and is not persisted.
+ * a key count towards `bytes`. Stream time starts unknown and is kept from one `finish` to the
+ * next processor over the same store (as a state store persists it).
  */
 final class InMemorySessionStore[K, A](
     copyKey: K => K,
@@ -18,8 +19,9 @@ final class InMemorySessionStore[K, A](
   private val byEnd = mutable.TreeMap.empty[Long, mutable.LinkedHashSet[K]]
   private var count = 0L
   private var size = 0L
+  private var time = StreamTime.Unknown
 
-  override def streamTime: Long = StreamTime.Unknown
+  override def streamTime: Long = time
   override def get(key: K): Array[StoredSession[A]] = spans.getOrElse(key, Array.empty[StoredSession[A]])
 
   override def put(key: K, ss: Seq[StoredSession[A]], old: Seq[StoredSession[A]]): Unit = {
@@ -52,5 +54,5 @@ final class InMemorySessionStore[K, A](
 
   override def records: Long = count
   override def bytes: Long = size
-  override def finish(streamTime: Long): Unit = ()
+  override def finish(streamTime: Long): Unit = time = streamTime
 }
