@@ -51,7 +51,7 @@ case class KStateSessionAggregateExec(
     val rows = newRows(tombstones = true)
     val processor = new SessionAggregateProcessor[UnsafeRow, InternalRow, UnsafeRow](windows.gapMs, windows.graceMs,
       finalResults.isDefined, state, newBuffers(), rows, _.copy())
-    new SpanTask(processor, SessionMetrics, state, rows, lateTotal)
+    new SpanTask(processor, state, rows, lateTotal)
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): KStateSessionAggregateExec =

@@ -52,7 +52,7 @@ case class KStateSlidingAggregateExec(
     val processor = new SlidingAggregateProcessor[UnsafeRow, UnsafeRow, InternalRow, UnsafeRow](
       windows.timeDifferenceMs, windows.graceMs, finalResults.isDefined, state, new SlidingRowKeys(key.dataType),
       newBuffers(), rows, _.copy())
-    new SpanTask(processor, SlidingMetrics, state, rows, lateTotal)
+    new SpanTask(processor, state, rows, lateTotal)
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): KStateSlidingAggregateExec =

@@ -5,7 +5,7 @@ import io.kstate.suppress.UntilWindowCloses
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state.StateStore
-import org.apache.spark.sql.kstate.processor.window.{AggregateMetricSet, SessionStore, SpanAggregateProcessor, SpanMetrics}
+import org.apache.spark.sql.kstate.processor.window.{SessionStore, SpanAggregateProcessor}
 import org.apache.spark.sql.kstate.state.{RunningTotal, SessionAggState, StateMeta, StoreSessionAggState}
 import org.apache.spark.sql.types.{StructField, StructType}
 
@@ -51,13 +51,13 @@ trait MergingAggregateExec extends KStateStatefulExec {
 
   /** Runs `processor` over the child's rows: the key projected, output and metrics adapted. */
   protected final class SpanTask(
-      processor: SpanAggregateProcessor[UnsafeRow, InternalRow],
-      metricSet: AggregateMetricSet with SpanMetrics,
+      processor: SpanAggregateProcessor[UnsafeRow, InternalRow, UnsafeRow],
       state: SessionStore[UnsafeRow, UnsafeRow],
       rows: SpanRows,
       lateTotal: RunningTotal) extends KStateTask {
     private val keyProj = UnsafeProjection.create(Seq(key), child.output)
     private val counters = processor.counters
+    private val metricSet = processor.metricSet
 
     override def advanceStreamTime(t: Long): Unit = processor.advanceStreamTime(t)
 

@@ -40,16 +40,11 @@ final class SessionAggregateProcessor[K, R, A](
     aggregator: MergingAggregator[R, A],
     output: SpanOutput[K, A],
     copyKey: K => K,
-    val counters: Counters = SessionMetrics.newCounters()) extends SpanAggregateProcessor[K, R] {
+    counters: Counters = SessionMetrics.newCounters())
+  extends SpanAggregateProcessor[K, R, A](state, output, SessionMetrics, counters) {
   import SessionMetrics._
   require(gapMs >= 0 && graceMs >= 0, s"gap and grace must be >= 0, got $gapMs, $graceMs")
-  require(counters.set eq SessionMetrics, "counters of another operator")
-  private val streamTime = new StreamTime(state.streamTime)
   private val touched = new java.util.LinkedHashMap[K, SessionAggregateProcessor.KeySessions[A]]()
-
-  override def advanceStreamTime(t: Long): Unit = streamTime.advance(t)
-
-  override def currentStreamTime: Long = streamTime.current
 
   /** Rule 3: stream time − grace − gap, saturating. */
   override def closeTime: Long = StreamTime.minus(streamTime.closeTime(graceMs), gapMs)
@@ -121,13 +116,7 @@ final class SessionAggregateProcessor[K, R, A](
     touched.clear()
     // sessions of other keys that close now
     if (close != Long.MinValue) state.closeBefore(close + 1)(closed)
-    closing.sortBy(_._2.end).foreach { case (k, s) =>
-      output.result(k, s.start, s.end, s.agg, s.maxTs)
-      counters.add(Emitted)
-    }
-    counters.set(BufferRecords, state.records)
-    counters.set(BufferBytes, state.bytes)
-    state.finish(streamTime.current)
+    endBatch(closing)
   }
 }
 

@@ -44,18 +44,13 @@ final class SlidingAggregateProcessor[K, SK, R, A](
     aggregator: MergingAggregator[R, A],
     output: SpanOutput[K, A],
     copyKey: K => K,
-    val counters: Counters = SlidingMetrics.newCounters()) extends SpanAggregateProcessor[K, R] {
+    counters: Counters = SlidingMetrics.newCounters())
+  extends SpanAggregateProcessor[K, R, A](state, output, SlidingMetrics, counters) {
   import SlidingAggregateProcessor._
   import SlidingMetrics._
   require(timeDifferenceMs >= 0 && graceMs >= 0, s"time difference and grace must be >= 0")
-  require(counters.set eq SlidingMetrics, "counters of another operator")
   private val d = timeDifferenceMs
-  private val streamTime = new StreamTime(state.streamTime)
   private val touched = new java.util.LinkedHashMap[K, KeyState[SK, A]]()
-
-  override def advanceStreamTime(t: Long): Unit = streamTime.advance(t)
-
-  override def currentStreamTime: Long = streamTime.current
 
   /** Rule 3: stream time − grace, saturating. */
   override def closeTime: Long = streamTime.closeTime(graceMs)
@@ -151,13 +146,7 @@ final class SlidingAggregateProcessor[K, SK, R, A](
         if (finalResults) closing += ((stateKeys.keyOf(sk), s))
       }
     }
-    closing.sortBy(_._2.end).foreach { case (k, s) =>
-      output.result(k, s.start, s.end, s.agg, s.maxTs)
-      counters.add(Emitted)
-    }
-    counters.set(BufferRecords, state.records)
-    counters.set(BufferBytes, state.bytes)
-    state.finish(streamTime.current)
+    endBatch(closing)
   }
 }
 

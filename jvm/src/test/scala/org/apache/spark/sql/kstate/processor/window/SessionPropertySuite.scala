@@ -27,27 +27,14 @@ class SessionPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     val store = new InMemorySessionStore[String, Vector[Int]](identity, identity)
     val counters = SessionMetrics.newCounters()
     val ctx = s"gap $gap grace $grace final $finalResults; batches $batches"
-    batches.zipWithIndex.foreach { case (b, bi) =>
-      val out = new Collect
-      val p = new SessionAggregateProcessor[String, Int, Vector[Int]](gap, grace, finalResults, store,
-        IdsAggregator, out, identity, counters)
-      model.startBatch()
-      b.watermark.foreach { w => p.advanceStreamTime(w); model.advance(w) }
-      b.recs.foreach { r =>
-        p.process(r.key.orNull, r.key.isEmpty, r.id, r.ts.getOrElse(0L), r.ts.isEmpty)
-        model.process(r)
-      }
-      p.finish()
+    drive(batches, out => new SessionAggregateProcessor[String, Int, Vector[Int]](gap, grace, finalResults, store,
+      IdsAggregator, out, identity, counters), () => model.startBatch(), model.advance, model.process) { (bi, p, rows) =>
       val expected = model.finish()
-      assert(out.rows.map(_.normalised).sortBy(_.toString) === expected.sortBy(_.toString), s"batch $bi; $ctx")
-      if (finalResults) {
-        assert(out.rows.map(_.end) === out.rows.map(_.end).sorted, s"final results in end order, batch $bi; $ctx")
-      } else {
-        val tombstonesFirst = out.rows.groupBy(_.key).values.forall { rows =>
-          !rows.drop(rows.indexWhere(_.ids.isDefined) max 0).exists(_.ids.isEmpty)
-        }
-        assert(tombstonesFirst, s"a key's tombstones come before its results, batch $bi; $ctx")
+      assert(mismatch(rows, expected, finalResults).isEmpty, s"batch $bi: ${mismatch(rows, expected, finalResults)}; $ctx")
+      val tombstonesFirst = rows.groupBy(_.key).values.forall { rs =>
+        !rs.drop(rs.indexWhere(_.ids.isDefined) max 0).exists(_.ids.isEmpty)
       }
+      assert(tombstonesFirst, s"a key's tombstones come before its results, batch $bi; $ctx")
       assert(model.streamTime.forall(_ == BigInt(p.currentStreamTime)), s"stream time, batch $bi; $ctx")
       assert(store.records === model.openSessions, s"open sessions stored, batch $bi; $ctx")
     }

@@ -2,7 +2,6 @@ package org.apache.spark.sql.kstate.processor.window
 
 import org.scalatest.funsuite.AnyFunSuite
 
-import org.apache.spark.sql.kstate.processor.{Counters, StreamTime}
 
 /**
  * [[SlidingAggregateProcessor]]'s numbered rules, one test each, with docs/windows.md's examples
@@ -14,27 +13,16 @@ class SlidingAggregateProcessorSuite extends AnyFunSuite {
   import SlidingMetrics._
   import SpanFixtures._
 
-  private final case class Run(outputs: Seq[Seq[Out]], counters: Counters, streamTime: Long,
-      store: InMemorySessionStore[(String, Boolean), Vector[Int]])
+  private type SRun = Run[InMemorySessionStore[(String, Boolean), Vector[Int]]]
 
-  private def run(d: Long, grace: Long, finalResults: Boolean, batches: Seq[Batch]): Run = {
+  private def run(d: Long, grace: Long, finalResults: Boolean, batches: Seq[Batch]): SRun = {
     val store = new InMemorySessionStore[(String, Boolean), Vector[Int]](identity, identity)
     val counters = SlidingMetrics.newCounters()
-    var time = StreamTime.Unknown
-    val outs = batches.map { b =>
-      val out = new Collect
-      val p = new SlidingAggregateProcessor[String, (String, Boolean), Int, Vector[Int]](d, grace, finalResults,
-        store, PairKeys, IdsAggregator, out, identity, counters)
-      b.watermark.foreach(p.advanceStreamTime)
-      b.recs.foreach(r => p.process(r.key.orNull, r.key.isEmpty, r.id, r.ts.getOrElse(0L), r.ts.isEmpty))
-      p.finish()
-      time = p.currentStreamTime
-      out.rows.toSeq
-    }
-    Run(outs, counters, time, store)
+    runAll(batches, store, counters)(out => new SlidingAggregateProcessor[String, (String, Boolean), Int, Vector[Int]](
+      d, grace, finalResults, store, PairKeys, IdsAggregator, out, identity, counters))
   }
 
-  private def runPlain(d: Long, grace: Long, finalResults: Boolean, batches: Seq[(String, Long)]*): Run =
+  private def runPlain(d: Long, grace: Long, finalResults: Boolean, batches: Seq[(String, Long)]*): SRun =
     run(d, grace, finalResults, numbered(batches))
 
   test("rule 1: a null or negative timestamp, then a null key, is dropped and counted; stream time does not move") {

@@ -29,21 +29,11 @@ class SlidingPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     val store = new InMemorySessionStore[(String, Boolean), Vector[Int]](identity, identity)
     val counters = SlidingMetrics.newCounters()
     val ctx = s"d $d grace $grace final $finalResults; batches $batches"
-    batches.zipWithIndex.foreach { case (b, bi) =>
-      val out = new Collect
-      val p = new SlidingAggregateProcessor[String, (String, Boolean), Int, Vector[Int]](d, grace, finalResults,
-        store, PairKeys, IdsAggregator, out, identity, counters)
-      b.watermark.foreach { w => p.advanceStreamTime(w); model.advance(w) }
-      b.recs.foreach { r =>
-        p.process(r.key.orNull, r.key.isEmpty, r.id, r.ts.getOrElse(0L), r.ts.isEmpty)
-        model.process(r)
-      }
-      p.finish()
+    drive(batches, out => new SlidingAggregateProcessor[String, (String, Boolean), Int, Vector[Int]](d, grace,
+      finalResults, store, PairKeys, IdsAggregator, out, identity, counters),
+      onWatermark = model.advance, onRecord = model.process) { (bi, p, rows) =>
       val expected = model.finish()
-      assert(out.rows.map(_.normalised).sortBy(_.toString) === expected.sortBy(_.toString), s"batch $bi; $ctx")
-      if (finalResults) {
-        assert(out.rows.map(_.end) === out.rows.map(_.end).sorted, s"final results in end order, batch $bi; $ctx")
-      }
+      assert(mismatch(rows, expected, finalResults).isEmpty, s"batch $bi: ${mismatch(rows, expected, finalResults)}; $ctx")
       assert(model.streamTime.forall(_ == BigInt(p.currentStreamTime)), s"stream time, batch $bi; $ctx")
       assert(store.records === model.stored, s"windows and records stored, batch $bi; $ctx")
     }

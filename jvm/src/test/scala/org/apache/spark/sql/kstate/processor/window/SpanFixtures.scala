@@ -2,6 +2,8 @@ package org.apache.spark.sql.kstate.processor.window
 
 import scala.collection.mutable.ArrayBuffer
 
+import org.apache.spark.sql.kstate.processor.Counters
+
 /**
  * Plain-value fixtures for the session and sliding processor suites: records are ids (`Int`),
  * an aggregate is the ids folded into it in fold order, and output is collected as [[Out]] rows.
@@ -48,6 +50,50 @@ object SpanFixtures {
     var id = 0
     batches.map(b => Batch(None, b.map { case (k, t) => id += 1; Rec(id, Some(k), Some(t)) }))
   }
+
+  type Processor = SpanAggregateProcessor[String, Int, Vector[Int]]
+
+  /**
+   * Runs `batches` as Spark does: per batch a new processor (`newProcessor(output)`, over state
+   * that outlives it), the watermark-follow advance, every record, then `finish`. The hooks see
+   * the same input (for a model); `observe(batch index, processor, rows)` runs after each finish.
+   */
+  def drive(batches: Seq[Batch], newProcessor: Collect => Processor,
+      onBatchStart: () => Unit = () => (), onWatermark: Long => Unit = _ => (), onRecord: Rec => Unit = _ => ())(
+      observe: (Int, Processor, Seq[Out]) => Unit): Unit =
+    batches.zipWithIndex.foreach { case (b, bi) =>
+      val out = new Collect
+      val p = newProcessor(out)
+      onBatchStart()
+      b.watermark.foreach { w => p.advanceStreamTime(w); onWatermark(w) }
+      b.recs.foreach { r =>
+        p.process(r.key.orNull, r.key.isEmpty, r.id, r.ts.getOrElse(0L), r.ts.isEmpty)
+        onRecord(r)
+      }
+      p.finish()
+      observe(bi, p, out.rows.toSeq)
+    }
+
+  /** A run's output per batch, its counters and its stream time at the end. */
+  final case class Run[S](outputs: Seq[Seq[Out]], counters: Counters, streamTime: Long, store: S)
+
+  /** [[drive]] collecting the output. */
+  def runAll[S](batches: Seq[Batch], store: S, counters: Counters)(newProcessor: Collect => Processor): Run[S] = {
+    val outs = Seq.newBuilder[Seq[Out]]
+    var time = Long.MinValue
+    drive(batches, newProcessor) { (_, p, rows) => outs += rows; time = p.currentStreamTime }
+    Run(outs.result(), counters, time, store)
+  }
+
+  /**
+   * A batch's rows equal the model's up to order and fold order; final results come in end order.
+   * Returns the failure message, if any.
+   */
+  def mismatch(rows: Seq[Out], expected: Seq[Out], finalResults: Boolean): Option[String] =
+    if (rows.map(_.normalised).sortBy(_.toString) != expected.sortBy(_.toString)) {
+      Some(s"rows ${rows.mkString(", ")}; model ${expected.mkString(", ")}")
+    } else if (finalResults && rows.map(_.end) != rows.map(_.end).sorted) Some(s"final results not in end order: $rows")
+    else None
 
   /** The sliding state keys of a heap store in tests: `(key, isWindows)`. */
   object PairKeys extends SlidingStateKeys[String, (String, Boolean)] {
