@@ -2,11 +2,13 @@ package org.apache.spark.sql.kstate.execution
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, JoinedRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.kstate.processor.window.MergingAggregator
 
 /**
  * The aggregate buffers of a windowed aggregation whose windows combine buffers (sessions merge,
- * sliding windows are built from their records' buffers): a new buffer, one more input row, and
- * two buffers merged, each a fresh copy. Per task; not thread-safe.
+ * sliding windows are built from their records' buffers), as the processors'
+ * [[MergingAggregator]]: a new buffer, one more input row, and two buffers merged, each a fresh
+ * copy. Per task; not thread-safe.
  */
 private[execution] final class AggregateBuffers(
     input: Seq[Attribute],
@@ -14,13 +16,13 @@ private[execution] final class AggregateBuffers(
     initialValues: Seq[Expression],
     updateExpressions: Seq[Expression],
     inputBufferAttributes: Seq[Attribute],
-    mergeExpressions: Seq[Expression]) {
+    mergeExpressions: Seq[Expression]) extends MergingAggregator[InternalRow, UnsafeRow] {
   private val initialProj = UnsafeProjection.create(initialValues)
   private val updateProj = UnsafeProjection.create(updateExpressions, bufferAttributes ++ input)
   private val mergeProj = UnsafeProjection.create(mergeExpressions, bufferAttributes ++ inputBufferAttributes)
   private val joined = new JoinedRow()
 
-  def initial(): UnsafeRow = initialProj(InternalRow.empty).copy()
-  def update(buffer: UnsafeRow, row: InternalRow): UnsafeRow = updateProj(joined(buffer, row)).copy()
-  def merge(buffer: UnsafeRow, other: UnsafeRow): UnsafeRow = mergeProj(joined(buffer, other)).copy()
+  override def initial(): UnsafeRow = initialProj(InternalRow.empty).copy()
+  override def add(buffer: UnsafeRow, row: InternalRow): UnsafeRow = updateProj(joined(buffer, row)).copy()
+  override def merge(buffer: UnsafeRow, other: UnsafeRow): UnsafeRow = mergeProj(joined(buffer, other)).copy()
 }

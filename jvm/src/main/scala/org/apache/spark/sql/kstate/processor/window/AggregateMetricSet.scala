@@ -6,12 +6,15 @@ import org.apache.spark.sql.kstate.processor.{AverageMetric, Counters, Metric, M
  * The metrics every windowed aggregation declares first (time, session and sliding windows):
  * records seen and dropped for a null key or timestamp, and Kafka's record lateness (stream time
  * − record timestamp when positive: its total, its largest, and the average over records).
- * Each aggregation's own metric set extends this and declares its metrics after these.
+ * Each aggregation's own metric set extends this and declares its metrics after these;
+ * `nullTimestampsDescription` is the description of `nullTimestampsDropped` (sliding windows also
+ * drop negative timestamps there).
  */
-abstract class AggregateMetricSet extends MetricSet {
+abstract class AggregateMetricSet(nullTimestampsDescription: String = "records dropped: null timestamp")
+  extends MetricSet {
   val Records: Metric = sum("recordsAggregated", "records with a timestamp and a key")
   val NullKeys: Metric = sum("nullKeysDropped", "records dropped: null key")
-  val NullTimestamps: Metric = sum("nullTimestampsDropped", "records dropped: null timestamp")
+  val NullTimestamps: Metric = sum("nullTimestampsDropped", nullTimestampsDescription)
   val LatenessTotal: Metric =
     sum("recordLatenessTotalMs", "sum over records of stream time - record timestamp, when positive")
   val LatenessMax: Metric = max("recordLatenessMaxMs", "largest stream time - record timestamp of a record")

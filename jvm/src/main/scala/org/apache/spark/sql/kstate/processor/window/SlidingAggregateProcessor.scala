@@ -1,0 +1,164 @@
+package org.apache.spark.sql.kstate.processor.window
+
+import scala.collection.mutable
+import scala.collection.mutable.ArrayBuffer
+
+import org.apache.spark.sql.kstate.processor.{Counters, StreamTime}
+
+/**
+ * Kafka's `KStreamSlidingWindowAggregate` (KIP-450) on one state partition, optionally fused with
+ * `suppress(untilWindowCloses)` (`finalResults`), with the differences docs/windows.md states.
+ *
+ * The windows of a key, for time difference d (both bounds inclusive, every window d wide): the
+ * left window of each record, `[ts − d, ts]` (`[0, d]` when ts < d, Kafka's early records), and
+ * the right window of each record, `[ts + 1, ts + 1 + d]`, when it holds a record.
+ *
+ * For each record, in processing order:
+ *  1. a null or negative timestamp, then a null key: dropped (counted as a null timestamp / key),
+ *     stream time unchanged (Kafka rejects negative timestamps for sliding windows);
+ *  2. the record's lateness is counted against stream time before it;
+ *  3. stream time := max(stream time, ts); close time := stream time − grace; a window is open
+ *     while its end ≥ close time;
+ *  4. a record with ts + d < close time is late (every window it could join is closed): dropped;
+ *  5. the record joins every open window of its key containing ts;
+ *  6. the windows it adds to the key's set (its left window, its right window, the right window
+ *     of the key's previous record) are created when open and not there yet, from every record
+ *     of the key in their range (kstate: from the records' own aggregates, merged in time order;
+ *     Kafka builds them from existing windows, see docs/windows.md).
+ * A key keeps each record's own aggregate while a window still open can contain it or start right
+ * after it (ts + d + 1 ≥ close time). At `finish`, windows with end < close time close.
+ *
+ * Output ([[SpanOutput]], never tombstones: windows do not merge), at `finish`: without
+ * `finalResults`, every window the batch created or changed, once, with its value at the end of
+ * the batch; with `finalResults`, each window once, when it closes, in end order.
+ *
+ * `copyKey` copies a key the caller may reuse. Counts into [[SlidingMetrics]]. Not thread-safe;
+ * one instance per task and micro-batch, over state that outlives it.
+ */
+final class SlidingAggregateProcessor[K, SK, R, A](
+    timeDifferenceMs: Long,
+    graceMs: Long,
+    finalResults: Boolean,
+    state: SessionStore[SK, A],
+    stateKeys: SlidingStateKeys[K, SK],
+    aggregator: MergingAggregator[R, A],
+    output: SpanOutput[K, A],
+    copyKey: K => K,
+    counters: Counters = SlidingMetrics.newCounters())
+  extends SpanAggregateProcessor[K, R, A](state, output, SlidingMetrics, counters) {
+  import SlidingAggregateProcessor._
+  import SlidingMetrics._
+  require(timeDifferenceMs >= 0 && graceMs >= 0, s"time difference and grace must be >= 0")
+  private val d = timeDifferenceMs
+  private val touched = new java.util.LinkedHashMap[K, KeyState[SK, A]]()
+
+  /** Rule 3: stream time − grace, saturating. */
+  override def closeTime: Long = streamTime.closeTime(graceMs)
+
+  private def endOf(start: Long): Long = StreamTime.plus(start, d)
+  /** The end of a record's right window: the record is needed while it is >= close time. */
+  private def neededUntil(ts: Long): Long = StreamTime.plus(endOf(ts), 1L)
+
+  private def load(k: K): KeyState[SK, A] = {
+    var ks = touched.get(k)
+    if (ks == null) {
+      val wk = stateKeys.windows(k)
+      val rk = stateKeys.records(k)
+      val storedWindows = state.get(wk)
+      val storedRecords = state.get(rk)
+      val ws = mutable.TreeMap.empty[Long, Win[A]]
+      storedWindows.foreach(s => ws(s.start) = new Win(s.start, s.agg, s.maxTs, changed = false))
+      val rs = ArrayBuffer.empty[StoredRecord[A]]
+      storedRecords.foreach(s => rs += new StoredRecord(s.start, s.agg))
+      ks = new KeyState(wk, rk, ws, rs, storedWindows, storedRecords)
+      touched.put(copyKey(k), ks)
+    }
+    ks
+  }
+
+  override def process(key: K, keyIsNull: Boolean, record: R, ts: Long, tsIsNull: Boolean): Unit = {
+    if (tsIsNull || ts < 0) { counters.add(NullTimestamps); return }
+    if (keyIsNull) { counters.add(NullKeys); return }
+    recordSeen(counters, streamTime, ts)
+    streamTime.advance(ts)
+    val close = closeTime
+    if (endOf(ts) < close) { counters.add(LateDropped); return }
+    val ks = load(key)
+    val own = aggregator.add(aggregator.initial(), record)
+    ks.windows.valuesIterator.foreach { w =>
+      if (w.start <= ts && ts <= endOf(w.start) && endOf(w.start) >= close) {
+        w.agg = aggregator.add(w.agg, record)
+        if (ts > w.maxTs) w.maxTs = ts
+        w.changed = true
+        counters.add(Updates)
+      }
+    }
+    var previous = Long.MinValue // ts >= 0: Long.MinValue is "none"
+    ks.records.foreach(r => if (r.ts < ts && r.ts > previous) previous = r.ts)
+    ks.records += new StoredRecord(ts, own)
+    create(ks, if (ts < d) 0L else ts - d, close)
+    if (ts < Long.MaxValue) create(ks, ts + 1, close) // no window starts after Long.MaxValue
+    if (previous != Long.MinValue) create(ks, previous + 1, close)
+  }
+
+  /** Rule 6 for the window starting at `start`. */
+  private def create(ks: KeyState[SK, A], start: Long, close: Long): Unit = {
+    val end = endOf(start)
+    if (end >= close && !ks.windows.contains(start)) {
+      val inside = ks.records.filter(r => start <= r.ts && r.ts <= end).sortBy(_.ts)
+      if (inside.nonEmpty) {
+        var agg = aggregator.initial()
+        inside.foreach(r => agg = aggregator.merge(agg, r.agg))
+        ks.windows(start) = new Win(start, agg, inside.last.ts, changed = true)
+        counters.add(Created)
+      }
+    }
+  }
+
+  /**
+   * Ends the batch: emits (see the class contract), closes windows with end < close time, drops
+   * records no open window needs, persists stream time and records the state size.
+   */
+  override def finish(): Unit = {
+    val close = closeTime
+    val closing = ArrayBuffer.empty[(K, StoredSession[A])]
+    touched.forEach { (k, ks) =>
+      val (gone, open) = ks.windows.values.toSeq.partition(w => close != Long.MinValue && endOf(w.start) < close)
+      if (!finalResults) {
+        ks.windows.valuesIterator.filter(_.changed).foreach { w =>
+          output.result(k, w.start, endOf(w.start), w.agg, w.maxTs)
+          counters.add(Emitted)
+        }
+      } else {
+        gone.foreach(w => closing += ((k, StoredSession(w.start, endOf(w.start), w.maxTs, w.agg))))
+      }
+      counters.add(Closed, gone.length.toLong)
+      state.put(ks.windowsKey, open.map(w => StoredSession(w.start, endOf(w.start), w.maxTs, w.agg)),
+        ks.storedWindows.toSeq)
+      state.put(ks.recordsKey, ks.records.toSeq.filter(r => close == Long.MinValue || neededUntil(r.ts) >= close)
+        .map(r => StoredSession(r.ts, neededUntil(r.ts), r.ts, r.agg)), ks.storedRecords.toSeq)
+    }
+    touched.clear()
+    // other keys: windows that close now, and records no open window can contain
+    if (close != Long.MinValue) state.closeBefore(close) { (sk, s) =>
+      if (stateKeys.isWindows(sk)) {
+        counters.add(Closed)
+        if (finalResults) closing += ((stateKeys.keyOf(sk), s))
+      }
+    }
+    endBatch(closing)
+  }
+}
+
+private object SlidingAggregateProcessor {
+  /** A window while the batch runs: `[start, start + d]`; `changed` in this batch. */
+  final class Win[A](val start: Long, var agg: A, var maxTs: Long, var changed: Boolean)
+
+  /** A record kept for building windows: its timestamp and own aggregate. */
+  final class StoredRecord[A](val ts: Long, val agg: A)
+
+  /** A key's state keys, windows (by start) and records in this batch, and both as stored at batch start. */
+  final class KeyState[SK, A](val windowsKey: SK, val recordsKey: SK, val windows: mutable.TreeMap[Long, Win[A]],
+      val records: ArrayBuffer[StoredRecord[A]], val storedWindows: Array[StoredSession[A]],
+      val storedRecords: Array[StoredSession[A]])
+}
