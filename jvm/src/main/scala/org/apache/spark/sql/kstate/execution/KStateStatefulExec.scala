@@ -17,7 +17,7 @@ import org.apache.spark.sql.internal.SQLConf
 import io.kstate.{KStateConf, ProcessingOrder}
 
 import org.apache.spark.sql.kstate.OperatorIdentity
-import org.apache.spark.sql.kstate.processor.{Counters, MetricKind, MetricSet}
+import org.apache.spark.sql.kstate.processor.{Counters, Metric, MetricKind, MetricSet}
 import org.apache.spark.sql.kstate.shim.{OrderedLog, ProgressShim, RunningQuery}
 import org.apache.spark.sql.streaming.StateOperatorProgress
 import org.apache.spark.sql.kstate.state.KStateStoreRDD
@@ -46,7 +46,7 @@ trait KStateTask {
   def finish(): Unit
   /** Output rows produced by `finish` (copies), returned after the input's rows. */
   def finishOutput: Iterator[InternalRow] = Iterator.empty
-  /** Custom metrics (names from `customMetricDescriptions`) plus state row counts. */
+  /** The operator's reported metrics (its exec's `metricSet`) plus state row counts. */
   def metrics: KStateTask.Metrics
   /**
    * After `finish`: the smallest event time a row this task's operator emits in later
@@ -64,12 +64,6 @@ object KStateTask {
     /** The reported metrics of `counters`, and the state row counts. */
     def of(counters: Counters, totalStateRows: Long, updatedStateRows: Long, removedStateRows: Long): Metrics =
       Metrics(counters.reported, totalStateRows, updatedStateRows, removedStateRows)
-
-    /** Custom metrics named by `descs` (name, description), each valued by `counters` at its position. */
-    def ofCounters(descs: Seq[(String, String)], counters: Array[Long], totalStateRows: Long,
-        updatedStateRows: Long, removedStateRows: Long): Metrics =
-      Metrics(descs.indices.map(i => descs(i)._1 -> counters(i)).toMap, totalStateRows, updatedStateRows,
-        removedStateRows)
   }
 }
 
@@ -112,11 +106,7 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
    * The operator's custom metrics, declared once: the processor counts with their handles, and
    * Spark's SQL metrics and progress are built from the same declarations.
    */
-  protected def metricSet: MetricSet = null
-  // TODO(issue 14): transitional until every exec declares a MetricSet; then these three go.
-  /** Operator-specific metrics: name -> description. */
-  protected def customMetricDescriptions: Seq[(String, String)] =
-    metricSet.reported.map(m => m.name -> m.description)
+  protected def metricSet: MetricSet
   /** A task over `store` (streaming) or over heap state (`None`, batch). */
   protected def newTask(store: Option[StateStore]): KStateTask
 
@@ -142,14 +132,6 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     List(StateSchemaCompatibilityChecker.validateAndMaybeEvolveStateSchema(
       info, hadoopConf, schema, session.sessionState, stateSchemaVersion))
   }
-
-  /**
-   * Custom metrics that hold a largest value: each task reports its own, and the query's value
-   * (progress) is the largest of them, not their sum. In the Spark UI they show as timings, so
-   * the max over tasks is listed.
-   */
-  protected def maxMetrics: Set[String] =
-    if (metricSet == null) Set.empty else metricSet.reported.filter(_.kind == MetricKind.Max).map(_.name).toSet
 
   /**
    * Whether the operator's output has an event-time column whose future values it can bound
@@ -196,18 +178,16 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     else super.produceOutputWatermark(inputWatermarkMs)
 
   /**
-   * Averages reported in progress only, computed when the progress is made: (name, total metric,
-   * count metric), the average being total / count over the whole micro-batch.
+   * The operator's custom metrics and those every kstate operator has. A [[MetricKind.Max]]
+   * metric holds a largest value: each task reports its own and the query's value (progress) is
+   * the largest, not their sum (in the Spark UI it shows as a timing, so the max over tasks is
+   * listed). Averages ([[MetricSet.averages]]) are reported in progress only, total / count over
+   * the whole micro-batch.
    */
-  protected def averageMetrics: Seq[(String, String, String)] =
-    if (metricSet == null) Nil else metricSet.averages.map(a => (a.name, a.total.name, a.count.name))
-
-  /** The operator's custom metrics and those every kstate operator has. */
-  private def allCustomMetrics: Seq[(String, String)] =
-    customMetricDescriptions ++ KStateStatefulExec.CommonMetrics
+  private def allCustomMetrics: Seq[Metric] = metricSet.reported ++ KStateStatefulExec.CommonMetrics.reported
 
   override protected def customStatefulOperatorMetrics: Seq[StatefulOperatorCustomMetric] =
-    allCustomMetrics.map { case (n, d) => StatefulOperatorCustomSumMetric(n, d) }
+    allCustomMetrics.map(m => StatefulOperatorCustomSumMetric(m.name, m.description))
 
   /** Spark's trait builds store metrics from the session's provider; add kstate's provider's. */
   override lazy val metrics: Map[String, SQLMetric] = {
@@ -215,8 +195,9 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     val providers = Seq(providerClass, conf.stateStoreProviderClass).distinct
     val storeCustom = providers.flatMap(p => StateStoreProvider.create(p).supportedCustomMetrics)
       .map(m => m.name -> m.createSQLMetric(sparkContext)).toMap
-    storeCustom ++ allCustomMetrics.map { case (n, d) =>
-      n -> (if (maxMetrics(n)) MaxMetric(sparkContext, d) else createMetric(sparkContext, d)) }.toMap ++ Map(
+    storeCustom ++ allCustomMetrics.map { m =>
+      m.name -> (if (m.kind == MetricKind.Max) MaxMetric(sparkContext, m.description)
+        else createMetric(sparkContext, m.description)) }.toMap ++ Map(
       "numOutputRows" -> createMetric(sparkContext, "number of output rows"),
       "numRowsDroppedByWatermark" -> createMetric(sparkContext, "number of rows dropped by watermark"),
       "numTotalStateRows" -> createMetric(sparkContext, "number of total state rows"),
@@ -235,12 +216,12 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
    */
   override def getProgress(): StateOperatorProgress = {
     val custom = new java.util.HashMap[String, java.lang.Long]()
-    val names = allCustomMetrics.map(_._1) ++
+    val names = allCustomMetrics.map(_.name) ++
       StateStoreProvider.create(providerClass).supportedCustomMetrics.map(_.name)
     names.foreach(n => custom.put(n, java.lang.Long.valueOf(longMetric(n).value)))
-    averageMetrics.foreach { case (n, total, count) =>
-      val c = longMetric(count).value
-      custom.put(n, java.lang.Long.valueOf(if (c == 0) 0L else longMetric(total).value / c))
+    metricSet.averages.foreach { a =>
+      val c = longMetric(a.count.name).value
+      custom.put(a.name, java.lang.Long.valueOf(if (c == 0) 0L else longMetric(a.total.name).value / c))
     }
     if (tracksOutputTime && !outputTimeFloors.isZero) {
       stateInfo.foreach(i => OutputWatermarks.record(i.queryRunId, i.operatorId, outputTimeFloors.value))
@@ -363,7 +344,7 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
             task.process(ordered.row, ordered.ts, emit)
           } else {
             updatesTime += NANOSECONDS.toMillis(System.nanoTime() - start)
-            longMetric(KStateStatefulExec.InputSpilledBytes) += ordered.spilledBytes
+            longMetric(KStateStatefulExec.CommonMetrics.InputSpilledBytes.name) += ordered.spilledBytes
             longMetric("allRemovalsTimeMs") += timeTakenMs { task.finish() }
             onDone()
             tail = task.finishOutput
@@ -390,11 +371,11 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
 }
 
 object KStateStatefulExec {
-  val InputSpilledBytes = "inputSpilledBytes"
-
-  /** Custom metrics every kstate operator reports. */
-  val CommonMetrics: Seq[(String, String)] = Seq(
-    InputSpilledBytes -> "bytes of input spilled to disk while ordering micro-batches")
+  /** Custom metrics every kstate operator reports, counted by the exec (not a processor). */
+  object CommonMetrics extends MetricSet {
+    val InputSpilledBytes: Metric =
+      sum("inputSpilledBytes", "bytes of input spilled to disk while ordering micro-batches")
+  }
 
   /**
    * Event time in ms of a row, [[NullTime]] when null: TIMESTAMP / TIMESTAMP_NTZ (micros,

@@ -12,6 +12,7 @@ import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.processor.MetricSet
+import org.apache.spark.sql.kstate.processor.suppress.BufferLimits
 import org.apache.spark.sql.kstate.processor.window.{InMemoryTimeWindowState, TimeWindowAggregateMetrics, TimeWindowAggregateProcessor, TimeWindowSpec, TimeWindowState, WindowResults}
 import org.apache.spark.sql.kstate.state.{RunningTotal, StateMeta, StoreWindowAggState}
 import org.apache.spark.sql.types._
@@ -74,7 +75,7 @@ case class KStateWindowedAggregateExec(
     private val processor = new TimeWindowAggregateProcessor[InternalRow, UnsafeRow, UnsafeRow](
       TimeWindowSpec(windows.sizeMs, windows.advanceMs, windows.graceMs),
       new BufferAggregator(in, bufferAttributes, initialValues, updateExpressions),
-      state, _.copy(), finalResults.map(_.bufferConfig.limits), operatorName, this)
+      state, _.copy(), finalResults.map(f => BufferLimits.of(f.bufferConfig)), operatorName, this)
 
     override def advanceStreamTime(t: Long): Unit = processor.advanceStreamTime(t)
 

@@ -1,5 +1,7 @@
 package org.apache.spark.sql.kstate.processor.suppress
 
+import io.kstate.suppress.WhenFull
+
 /**
  * KIP-328's time-ordered key/value buffer as the [[SuppressProcessor]] sees it: keys `K`, values
  * `V`, and records leaving it as `E` (the implementation's own record type, handed back to the

@@ -1,5 +1,7 @@
 package org.apache.spark.sql.kstate.processor.suppress
 
+import io.kstate.suppress.WhenFull
+
 import scala.collection.mutable.ArrayBuffer
 
 import io.kstate.KStateException

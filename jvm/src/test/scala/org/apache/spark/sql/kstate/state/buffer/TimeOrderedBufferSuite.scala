@@ -8,6 +8,7 @@ import org.scalacheck.Gen
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
 
+import org.apache.spark.sql.kstate.processor.suppress.BufferLimits
 import org.apache.spark.sql.kstate.state.{KStateStore, KStateStoreProvider, ProviderFixture}
 import org.apache.spark.sql.types.{LongType, StructField, StructType}
 
