@@ -1,14 +1,13 @@
 package org.apache.spark.sql.kstate
 
 import io.kstate.{KStateConf, ProcessingOrder}
-import io.kstate.windows.{SessionWindows, SlidingWindows, TimeWindows}
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
-import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateDeduplicateExec, KStateStatefulExec, KStateSessionAggregateExec, KStateSlidingAggregateExec, KStateSuppressExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
+import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateDeduplicateExec, KStateStatefulExec, KStateSuppressExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
 import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateStatefulNode, KStateSuppress, KStateWindowedAggregate, KStateWindowedDistinct}
 import org.apache.spark.sql.kstate.shim.RunningQuery
 
@@ -26,42 +25,26 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
       KStateDeduplicateExec(
         d.mode, d.intervalMs, name, d.fingerprint, d.identity.map(normalized),
         d.timestamp, d.partitionBy.map(normalized),
-        d.output, KStateConf.StateStoreProvider.get(session.sessionState.conf),
-        KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
+        d.output, provider, followWatermark,
         orderOf(d), stateInfo, InputPositionExec(planLater(d.child))) :: Nil
     case d: KStateWindowedDistinct =>
       val (name, stateInfo) = streamingIdentity(d)
       KStateWindowedDistinctExec(
         d.windows, name, d.fingerprint, normalized(d.key), d.timestamp, d.output,
-        KStateConf.StateStoreProvider.get(session.sessionState.conf),
-        KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
+        provider, followWatermark,
         orderOf(d), stateInfo, InputPositionExec(planLater(d.child))) :: Nil
     case a: KStateWindowedAggregate =>
       val (name, stateInfo) = streamingIdentity(a)
-      val provider = KStateConf.StateStoreProvider.get(session.sessionState.conf)
-      val follow = KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf)
-      val child = InputPositionExec(planLater(a.child))
-      val key = normalized(a.key)
-      (a.windows match {
-        case w: TimeWindows => KStateWindowedAggregateExec(
-          w, name, a.fingerprint, key, a.timestamp, a.bufferAttributes, a.initialValues,
-          a.updateExpressions, a.resultExpressions, a.finalResults, a.output, provider, follow, orderOf(a), stateInfo, child)
-        // sessions merge buffers, sliding windows build new windows from kept ones: both merge
-        case w: SessionWindows => KStateSessionAggregateExec(
-          w, name, a.fingerprint, key, a.timestamp, a.bufferAttributes, a.initialValues,
-          a.updateExpressions, a.inputBufferAttributes, a.mergeExpressions, a.resultExpressions,
-          a.finalResults, a.output, provider, follow, orderOf(a), stateInfo, child)
-        case w: SlidingWindows => KStateSlidingAggregateExec(
-          w, name, a.fingerprint, key, a.timestamp, a.bufferAttributes, a.initialValues,
-          a.updateExpressions, a.inputBufferAttributes, a.mergeExpressions, a.resultExpressions,
-          a.finalResults, a.output, provider, follow, orderOf(a), stateInfo, child)
-      }) :: Nil
+      KStateWindowedAggregateExec(
+        a.windows, name, a.fingerprint, normalized(a.key), a.timestamp, a.bufferAttributes, a.initialValues,
+        a.updateExpressions, a.inputBufferAttributes, a.mergeExpressions, a.resultExpressions, a.finalResults,
+        a.output, provider, followWatermark,
+        orderOf(a), stateInfo, InputPositionExec(planLater(a.child))) :: Nil
     case s: KStateSuppress =>
       val (name, stateInfo) = streamingIdentity(s)
       KStateSuppressExec(
         s.suppressed, s.limitMs, name, s.fingerprint, normalized(s.key), s.timestamp, s.windowEnd, s.output,
-        KStateConf.StateStoreProvider.get(session.sessionState.conf),
-        KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf),
+        provider, followWatermark,
         orderOf(s), stateInfo, InputPositionExec(planLater(s.child))) :: Nil
     case _ => Nil
   }
@@ -71,6 +54,11 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
    * first, as Spark does for grouping keys, so equal values are equal keys.
    */
   private def normalized(e: Expression): Expression = NormalizeFloatingNumbers.normalize(e)
+
+  /** The provider behind kstate's operators (`spark.kstate.stateStore.providerClass`). */
+  private def provider: String = KStateConf.StateStoreProvider.get(session.sessionState.conf)
+
+  private def followWatermark: Boolean = KStateConf.StreamTimeFollowsWatermark.get(session.sessionState.conf)
 
   /** The operator's own processing order, else the session's. */
   private def orderOf(node: KStateStatefulNode): ProcessingOrder =
