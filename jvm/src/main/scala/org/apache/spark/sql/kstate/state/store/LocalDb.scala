@@ -65,11 +65,41 @@ private[kstate] final class LocalDb(root: File) extends AutoCloseable {
     prop("rocksdb.total-sst-files-size") + prop("rocksdb.cur-size-all-mem-tables")
   }
 
-  override def close(): Unit = {
+  // Leases: scans handed to another thread (the snapshot maintenance writes), which the owner's
+  // close must not pull from under them. Guarded by this object's monitor.
+  private var leases = 0
+  private var closing = false
+
+  /**
+   * A scan of the whole database on a snapshot taken now, for another thread than the owner's:
+   * until it is closed, `close()` of the database is deferred (the last lease closes it). None
+   * once the database is closing.
+   */
+  def leasedScan(): Option[StateScan] = synchronized {
+    if (closing) None
+    else {
+      leases += 1
+      Some(new DbScan(db, Array.emptyByteArray, None, None, () => releaseLease()))
+    }
+  }
+
+  private def releaseLease(): Unit = synchronized {
+    leases -= 1
+    if (closing && leases == 0) closeNow()
+  }
+
+  /** Closes the database and deletes its files, once no lease is open (else the last lease does). */
+  override def close(): Unit = synchronized {
+    if (!closing) {
+      closing = true
+      if (leases == 0) closeNow()
+    }
+  }
+
+  private def closeNow(): Unit =
     try {
       db.close(); writeOptions.close(); readOptions.close(); options.close()
     } finally JavaUtils.deleteRecursively(dir)
-  }
 }
 
 private[kstate] object LocalDb {
@@ -100,7 +130,7 @@ private[kstate] final class DbView(db: RocksDB) extends AutoCloseable {
 
 /** A forward scan of [from, until) over a database snapshot (its own, or a view's). */
 private[kstate] final class DbScan(db: RocksDB, from: Array[Byte], until: Option[Array[Byte]],
-    view: Option[DbView]) extends StateScan {
+    view: Option[DbView], onClose: () => Unit = () => ()) extends StateScan {
   private val snapshot = view.map(_.snapshot).getOrElse(db.getSnapshot)
   private val upper = until.map(new Slice(_))
   private val options = {
@@ -121,5 +151,6 @@ private[kstate] final class DbScan(db: RocksDB, from: Array[Byte], until: Option
     closed = true
     it.close(); options.close(); upper.foreach(_.close())
     if (view.isEmpty) db.releaseSnapshot(snapshot)
+    onClose()
   }
 }
