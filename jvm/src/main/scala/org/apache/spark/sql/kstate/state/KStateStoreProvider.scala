@@ -410,6 +410,12 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   /** Completes a changelog: closing makes it durable (a seam for fault-injection tests). */
   protected def makeDurable(out: StateFiles.AtomicOutput): Unit = out.commit()
 
+  /**
+   * Called by maintenance between writing snapshot `version` and publishing it, outside the
+   * lock (a seam for tests that interleave a task there).
+   */
+  protected def snapshotPrepared(version: Long): Unit = ()
+
   /** Writes a batch to the local working copy with `write` (a seam for fault-injection tests). */
   protected def applyLocally(batch: WriteBatch, write: WriteBatch => Unit): Unit = write(batch)
 
@@ -459,6 +465,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
       try {
         val out = try files.prepareSnapshot(j.version, j.families, j.numKeys, j.entries)
           finally j.entries.close()
+        snapshotPrepared(j.version)
         synchronized {
           // A restore since the view may be a re-run rewriting version j.version: do not publish.
           if (restores == j.restoresBefore) {

@@ -351,11 +351,34 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     val t = q.getStore(2) // the restarted query re-runs batch 2, with different input
     t.put(key("rerun"), value(2))
     assert(t.commit() == 3)
-    assert(snapshotFiles(root).isEmpty, "the snapshot of the replaced version 3 must go")
     q.close()
     val r = newProvider(root)
     val c = contents(r.getStore(3))
-    assert(c.contains("rerun") && !c.contains("lost"))
+    assert(c.contains("rerun") && !c.contains("lost"), c)
+    assert(snapshotFiles(root).isEmpty, "the snapshot of the replaced version 3 must go")
+  }
+
+  test("a snapshot written while the task re-ran that version is not published") {
+    val root = tmp()
+    val p = new InterleavingProvider
+    p.init(StateStoreId(root, 0, 0), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
+      useColumnFamilies = false, conf(snapshotEvery = 2, retain = 100), new org.apache.hadoop.conf.Configuration,
+      useMultipleValuesPerKey = false, None)
+    writeVersions(p, 1, 1, mutable.Map.empty, maintain = false)
+    val s = p.getStore(1)
+    s.put(key("lost"), value(1))
+    assert(s.commit() == 2)
+    // maintenance has written the snapshot of version 2 when the task re-runs that batch
+    p.whenSnapshotPrepared = () => {
+      val t = p.getStore(1)
+      t.put(key("rerun"), value(2))
+      assert(t.commit() == 2)
+    }
+    p.doMaintenance()
+    assert(snapshotFiles(root).isEmpty, "a snapshot of the replaced version 2 was published")
+    p.close()
+    val c = contents(newProvider(root).getStore(2))
+    assert(c.contains("rerun") && !c.contains("lost"), c)
   }
 
   test("snapshots written by maintenance are reported once, by the next committed version") {
@@ -718,5 +741,15 @@ class FailingChangelogProvider extends KStateStoreProvider {
       throw new java.io.IOException("injected: the checkpoint file system failed")
     }
     out.commit()
+  }
+}
+
+/** A provider that runs a test's callback once between writing a snapshot and publishing it. */
+class InterleavingProvider extends KStateStoreProvider {
+  @volatile var whenSnapshotPrepared: () => Unit = () => ()
+  override protected def snapshotPrepared(version: Long): Unit = {
+    val f = whenSnapshotPrepared
+    whenSnapshotPrepared = () => ()
+    f()
   }
 }

@@ -14,7 +14,9 @@ import org.apache.spark.network.util.JavaUtils
  * deleted on close.
  *
  * Keys are column-family-prefixed byte strings in RocksDB's single default column family.
- * Not thread-safe: the owning provider serialises access.
+ * Not thread-safe: the owning provider serialises access; the one exception is a
+ * [[leasedScan]], which another thread (maintenance) may read while the owner goes on, and
+ * which defers `close()` until it is closed.
  */
 private[kstate] final class LocalDb(root: File) extends AutoCloseable {
   import LocalDb._
