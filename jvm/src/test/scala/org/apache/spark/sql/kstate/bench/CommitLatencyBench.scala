@@ -9,12 +9,9 @@ import scala.util.Random
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.network.util.JavaUtils
-import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.kstate.state.KStateStoreProvider
-import org.apache.spark.sql.types._
 
 /**
  * Commit latency of kstate's provider, per micro-batch (issue 14: snapshots off the critical
@@ -25,8 +22,8 @@ import org.apache.spark.sql.types._
  * snapshot is due every 10 versions. A second thread calls `doMaintenance` every 100 ms, as
  * Spark's maintenance thread does (its default interval is 60 s; shorter here so that the
  * snapshots due are written during the run). Only `commit()` is timed; the first `warmUp`
- * batches are not counted. Run twice: working copy on the heap (default) and in RocksDB
- * (`heapStateBytes=0`).
+ * batches are not counted. Run three times: working copy on the heap (default) and in RocksDB
+ * (`heapStateBytes=0`), and on the heap with no snapshot due (the commit path alone).
  *
  * Uses only the provider's public surface (init, getStore, commit, doMaintenance), so the same
  * file runs against an older checkout for a before/after comparison.
@@ -37,13 +34,7 @@ import org.apache.spark.sql.types._
  * `[--quick] [--out PATH] [--label NAME] [--single]` (`--single`: write only this run's figures).
  */
 object CommitLatencyBench {
-  private val keySchema = StructType(Seq(StructField("k", LongType)))
-  private val valueSchema = StructType(Seq(StructField("v", LongType), StructField("pad", StringType)))
-  private val keyProj = UnsafeProjection.create(keySchema)
-  private val valueProj = UnsafeProjection.create(valueSchema)
-  private val pad = org.apache.spark.unsafe.types.UTF8String.fromString("x" * 40)
-  private def key(i: Long): UnsafeRow = keyProj(InternalRow(i))
-  private def value(i: Long): UnsafeRow = valueProj(InternalRow(i, pad))
+  import BenchRows._
 
   private def loadAverage: String =
     try new String(Files.readAllBytes(Paths.get("/proc/loadavg")), "UTF-8").trim
@@ -55,11 +46,12 @@ object CommitLatencyBench {
   private def percentile(sorted: Array[Double], p: Double): Double =
     sorted(math.min(sorted.length - 1, math.ceil(p * sorted.length).toInt - 1).max(0))
 
-  private def run(keys: Int, perBatch: Int, batches: Int, warmUp: Int, heapState: String): Figures = {
+  private def run(keys: Int, perBatch: Int, batches: Int, warmUp: Int, heapState: String,
+      snapshotEvery: Int): Figures = {
     Files.createDirectories(Paths.get(System.getProperty("java.io.tmpdir")))
     val root = Files.createTempDirectory("kstate-bench-commit").toFile
     val sql = new SQLConf
-    sql.setConfString("spark.sql.streaming.stateStore.minDeltasForSnapshot", "10")
+    sql.setConfString("spark.sql.streaming.stateStore.minDeltasForSnapshot", snapshotEvery.toString)
     sql.setConfString("spark.sql.streaming.minBatchesToRetain", "100")
     sql.setConfString("spark.sql.streaming.stateStore.kstate.heapStateBytes", heapState)
     val p = new KStateStoreProvider
@@ -121,11 +113,13 @@ object CommitLatencyBench {
     val loadBefore = loadAverage
     println(s"commit latency ($label): $keys keys, $perBatch updates per batch, $batches batches " +
       s"after $warmUp warm-up, snapshot due every 10 versions, maintenance every 100 ms; load $loadBefore")
-    val variants = Seq("heap" -> "2g", "rocksdb" -> "0")
-    val figures = variants.map { case (name, heap) => name -> run(keys, perBatch, batches, warmUp, heap) }
+    // the third variant writes no snapshot at all: the commit path alone, without a snapshot's
+    // work competing for the machine (inside the commit before, on the maintenance thread after)
+    val variants = Seq(("heap", "2g", 10), ("rocksdb", "0", 10), ("heap_no_snapshots", "2g", 1000000))
+    val figures = variants.map { case (name, heap, every) => name -> run(keys, perBatch, batches, warmUp, heap, every) }
     val loadAfter = loadAverage
     figures.foreach { case (name, f) =>
-      println(f"  $name%-8s working copy: commit p50 ${f.p50Ms}%8.2f ms  p99 ${f.p99Ms}%8.2f ms  " +
+      println(f"  $name%-17s working copy: commit p50 ${f.p50Ms}%8.2f ms  p99 ${f.p99Ms}%8.2f ms  " +
         f"max ${f.maxMs}%8.2f ms  mean ${f.meanMs}%7.2f ms")
     }
     println(s"  load average (1, 5, 15 min, runnable/total, last pid): before $loadBefore, after $loadAfter")
@@ -134,7 +128,8 @@ object CommitLatencyBench {
          |    "warm_up": $warmUp, "min_deltas_for_snapshot": 10, "maintenance_interval_ms": 100,
          |    "loadavg_before": "$loadBefore", "loadavg_after": "$loadAfter",
          |    "heap": ${json(figures.head._2)},
-         |    "rocksdb": ${json(figures(1)._2)}}""".stripMargin
+         |    "rocksdb": ${json(figures(1)._2)},
+         |    "heap_no_snapshots": ${json(figures(2)._2)}}""".stripMargin
     val beforeFile = Paths.get(out).toAbsolutePath.getParent.resolve("commit-latency-before.json")
     val single = args.contains("--single") // only this run's figures (for the "before" file)
     val before = if (Files.exists(beforeFile) && !quick && !single) {
