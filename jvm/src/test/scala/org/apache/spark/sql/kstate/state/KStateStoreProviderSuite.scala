@@ -337,25 +337,25 @@ class KStateStoreProviderSuite extends AnyFunSuite {
   private def snapshotEveryVersion(bytes: Long): StateStoreConf = conf(snapshotEvery = 1,
     extra = heapBudget(bytes).sqlConfs.filter(_._1 == io.kstate.KStateConf.HeapStateBytes.key))
 
-  test("a snapshot of a version that a re-run rewrites is never restored") {
+  for (base <- Seq(2, 0)) test(s"a snapshot of a version that a re-run rewrites is never restored (re-run from version $base)") {
     val root = tmp()
-    val p = newProvider(root, conf(snapshotEvery = 3, retain = 100))
-    writeVersions(p, 1, 2, mutable.Map.empty)
-    val s = p.getStore(2)
+    val p = newProvider(root, conf(snapshotEvery = base + 1, retain = 100))
+    writeVersions(p, 1, base, mutable.Map.empty)
+    val s = p.getStore(base)
     s.put(key("lost"), value(1))
-    assert(s.commit() == 3) // changelog 3 is written, but Spark never records batch 2 as done
-    p.doMaintenance() // and maintenance snapshots version 3 before the executor dies
+    assert(s.commit() == base + 1) // its changelog is written, but Spark never records the batch as done
+    p.doMaintenance() // and maintenance snapshots that version before the executor dies
     p.close()
-    assert(snapshotFiles(root) == Seq("3.kstate.snapshot"))
+    assert(snapshotFiles(root) == Seq(s"${base + 1}.kstate.snapshot"))
     val q = newProvider(root)
-    val t = q.getStore(2) // the restarted query re-runs batch 2, with different input
+    val t = q.getStore(base) // the restarted query re-runs the batch, with different input
     t.put(key("rerun"), value(2))
-    assert(t.commit() == 3)
+    assert(t.commit() == base + 1)
     q.close()
     val r = newProvider(root)
-    val c = contents(r.getStore(3))
+    val c = contents(r.getStore(base + 1))
     assert(c.contains("rerun") && !c.contains("lost"), c)
-    assert(snapshotFiles(root).isEmpty, "the snapshot of the replaced version 3 must go")
+    assert(snapshotFiles(root).isEmpty, "the snapshot of the replaced version must go")
   }
 
   test("a snapshot written while the task re-ran that version is not published") {

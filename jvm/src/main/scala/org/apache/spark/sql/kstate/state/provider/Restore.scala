@@ -40,9 +40,10 @@ private[state] object Restore {
         summary
       } finally sink.close()
     }
+    // listed for version 0 too: a re-run of the first micro-batch replaces version 1
+    val on = files.versions()
+    staleAbove = on.snapshots.filter(_ > version)
     if (version > 0) {
-      val on = files.versions()
-      staleAbove = on.snapshots.filter(_ > version)
       snapshotUsed = on.snapshots.filter(_ <= version).maxOption
       snapshotUsed.foreach(s => numKeys = load(StateFile.Snapshot, s).numKeys)
       var v = snapshotUsed.getOrElse(0L) + 1
