@@ -465,7 +465,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
       try {
         val out = try files.prepareSnapshot(j.version, j.families, j.numKeys, j.entries)
           finally j.entries.close()
-        snapshotPrepared(j.version)
+        try snapshotPrepared(j.version) catch { case NonFatal(e) => out.cancel(); throw e }
         synchronized {
           // A restore since the view may be a re-run rewriting version j.version: do not publish.
           if (restores == j.restoresBefore) {
