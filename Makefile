@@ -51,10 +51,11 @@ bench: venv jar
 	PYTHONPATH=python $(PY) bench/providers.py $(BENCH_ARGS); s2=$$?; \
 	$(SBT) "Test/runMain org.apache.spark.sql.kstate.bench.StoreBench $(BENCH_ARGS)"; s3=$$?; \
 	$(SBT) "Test/runMain org.apache.spark.sql.kstate.bench.BufferMemoryBench $(BENCH_ARGS)"; s4=$$?; \
+	$(SBT) "Test/runMain org.apache.spark.sql.kstate.bench.CommitLatencyBench $(BENCH_ARGS)"; s8=$$?; \
 	PYTHONPATH=python $(PY) bench/windows.py $(BENCH_ARGS); s5=$$?; \
 	PYTHONPATH=python $(PY) bench/suppress.py $(BENCH_ARGS); s6=$$?; \
 	PYTHONPATH=python $(PY) bench/order.py $(BENCH_ARGS); s7=$$?; \
-	test $$s1 -eq 0 -a $$s2 -eq 0 -a $$s3 -eq 0 -a $$s4 -eq 0 -a $$s5 -eq 0 -a $$s6 -eq 0 -a $$s7 -eq 0
+	test $$s1 -eq 0 -a $$s2 -eq 0 -a $$s3 -eq 0 -a $$s4 -eq 0 -a $$s5 -eq 0 -a $$s6 -eq 0 -a $$s7 -eq 0 -a $$s8 -eq 0
 
 clean:
 	rm -rf jvm/target target project/target project/project

@@ -385,7 +385,7 @@ final class KStateStore private[state] (
   private def checkReadable(): Unit =
     if (state == Updating && !provider.holds(this)) {
       throw new IllegalStateException(s"$this is stale: the provider's working copy is no " +
-        s"longer its version (it holds ${provider.loadedVersion}). Two stores of one partition " +
+        s"longer its version (the provider is ${provider.state}). Two stores of one partition " +
         "were used at once.")
     }
 }
@@ -411,8 +411,6 @@ private[kstate] final class StoreCounters {
   var commitNanos: Long = 0
   var changelogBytes: Long = 0
   var changelogRecords: Long = 0
-  var snapshotNanos: Long = 0
-  var snapshotsWritten: Long = 0
   var spills: Long = 0
   var spilledRecords: Long = 0
 }

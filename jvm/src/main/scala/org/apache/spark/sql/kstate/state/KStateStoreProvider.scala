@@ -1,96 +1,93 @@
 package org.apache.spark.sql.kstate.state
 
-import java.io.{File, FileNotFoundException}
+import java.io.File
 import java.util.concurrent.ConcurrentHashMap
 
 import scala.util.control.NonFatal
 
 import io.kstate.{KStateConf, KStateErrors}
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
 import org.rocksdb.WriteBatch
 
 import org.apache.spark.{SparkEnv, TaskContext}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.kstate.state.provider._
+import org.apache.spark.sql.kstate.state.provider.ProviderState._
 import org.apache.spark.sql.kstate.state.store._
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.Utils
 
 /**
- * kstate's state store provider: a working copy per store, made durable by per-version
- * changelog files and periodic snapshots in the state checkpoint directory. The working copy is
- * a [[HeapState]] while it fits the executor's heap state budget ([[HeapStateBudget]],
- * `spark.sql.streaming.stateStore.kstate.heapStateBytes`), else a local RocksDB ([[LocalDb]]).
+ * kstate's state store provider: a working copy per store ([[WorkingCopy]]: on the heap while it
+ * fits the executor's heap state budget, else a local RocksDB), made durable by a changelog per
+ * committed version and snapshots written by maintenance, in the store's checkpoint directory
+ * ([[CheckpointFiles]]). Its life cycle is a [[ProviderState]] (CREATED, EMPTY, LOADED(v),
+ * SPILLED(v, store), CLOSED) changed only by [[ProviderLifecycle.moveTo]].
  *
  * Set it query-wide with `spark.sql.streaming.stateStore.providerClass=io.kstate.KStateStoreProvider`
  * (it then serves Spark's own operators too); kstate operators use it through
  * `spark.kstate.stateStore.providerClass`.
  *
- * Files, in the store's checkpoint directory (`<checkpoint>/state/<op>/<partition>[/<store>]`):
- *  - `<v>.kstate.changelog`: the changes of version v (see [[StateFile]]), one per commit;
- *  - `<v>.kstate.snapshot`: all of version v, written every `minDeltasForSnapshot` versions.
- * The newest changelog's version is the store's recorded position: a reader (a later standby
- * replica) that has applied version v continues with `<v+1>.kstate.changelog`.
- *
- * State machine (all transitions under the provider's lock):
- * {{{
- *   EMPTY --getStore(v)--> LOADED(v)            restore: latest snapshot <= v, replay changelogs
- *                                                 (into the heap; moved to RocksDB part way
- *                                                 through if it outgrows the budget)
- *   LOADED(v) on the heap --commit that outgrows the budget, or a first spill--> the same state
- *                                                 with the working copy moved to RocksDB
- *   LOADED(v) --getStore(v)--> LOADED(v)         reuse, no I/O
- *   LOADED(v) --getStore(w != v)--> LOADED(w)    full restore of w
- *   LOADED(v) --spill of a store at v--> SPILLED(v, store)   changelog opened (not yet durable),
- *                                                 part of the changes applied locally
- *   SPILLED(v, s) --spill of s--> SPILLED(v, s)
- *   LOADED(v) or SPILLED(v, s) --commit of s--> LOADED(v+1)   changelog completed and made
- *                                                 durable, then the rest applied locally
- *   SPILLED(v, s) --abort of s, failed spill, or getStore from another task--> EMPTY
- *                                                 pending changelog cancelled
- *   any --failed restore or apply--> EMPTY       nothing half-loaded is ever served
- *   any --close--> CLOSED
- * }}}
- * Abort of a store that never spilled needs no transition: it never touched the database.
- * In SPILLED(v, s), other stores opened at v by the same task (Spark's session-window operators
- * read through one store and write through another) read a frozen view of version v taken
- * before the first spill, so they never see s's uncommitted changes.
+ * Threading model (docs/state-store.md, "Threading"). Three kinds of thread touch a provider:
+ *  - the '''task thread''' of the micro-batch that owns the partition: `getStore`, a store's reads
+ *    and writes, `commit`, `abort`, spills (and `close` for providers a reader opens itself);
+ *  - Spark's '''maintenance thread''': `doMaintenance` (snapshot, then delete obsolete files) and
+ *    `close` of a provider Spark unloads;
+ *  - later, a '''replica follower thread''' (issue 16) that reads new changelogs and applies them
+ *    to a standby's working copy: it will change the working copy only through the same lock and
+ *    life cycle as a commit (a transition LOADED(v) -> LOADED(v + 1)), and read files only
+ *    through [[CheckpointFiles]].
+ * The rules:
+ *  - Set once by `init`, before Spark shares the provider, then only read (any thread):
+ *    `storeId`, `storeConf`, `hadoopConf`, `files`, `tiering`'s limit, `countsRows`,
+ *    `maxWriteSetBytes`, `keySchema`-derived codecs (`codecs` is a concurrent map: stores
+ *    register families).
+ *  - Guarded by the provider's lock (`this`): every life-cycle transition (checked:
+ *    [[ProviderLifecycle.moveTo]] throws outside the lock), and `registry`, `numKeys`,
+ *    `lastSnapshotVersion`, `usableSnapshots`, `staleSnapshots`, `restores`, `snapshotting`,
+ *    `unreportedSnapshots`, `unreportedRestore`, the tiering bound. `getStore`, `commit`,
+ *    `spill`, `abandon`, `boundHeap`, `close` run entirely under it.
+ *  - The working copy's contents change only on the task thread under the lock (restore,
+ *    commit, spill); the task thread reads them without the lock (gets and scans of its store:
+ *    `state` is volatile). Another thread reads a working copy only through a frozen view
+ *    ([[WorkingCopy.frozen]]) taken under the lock.
+ *  - Maintenance holds the lock only to take that view, to publish the snapshot (an atomic
+ *    rename) and to delete obsolete files; it writes the snapshot and verifies files without
+ *    it. So a commit waits at most for a view (a copy of the heap copy's hash slots, or a
+ *    RocksDB snapshot), a rename or a few deletes, never for a snapshot being written.
  */
 class KStateStoreProvider extends StateStoreProvider with Logging {
   import KStateStoreProvider._
 
+  // ---- set once by init --------------------------------------------------------------------
   @volatile private var storeId: StateStoreId = _
-  private var keySchema: StructType = _
-  private var valueSchema: StructType = _
-  private var keySpec: KeyStateEncoderSpec = _
-  private var multipleValues: Boolean = false
   private var storeConf: StateStoreConf = _
   private var hadoopConf: Configuration = _
-  private var files: StateFiles = _
-  private var dir: Path = _
-  /** Whose this store's files are: written into each, checked on restore. */
-  private var fileIdentity: StateFileIdentity = _
+  private var files: CheckpointFiles = _
   private[state] var countsRows: Boolean = true
+  private[state] var maxWriteSetBytes: Long = KStateConf.MaxWriteSetBytes.default
+  private var tiering = new TieringPolicy(HeapStateBudget.defaultLimit)
+  private val codecs = new ConcurrentHashMap[String, FamilyCodec]()
 
-  /** The working copy: on the heap (`heap`) while it fits its budget, else `localDb`. */
-  private var heap: HeapState = _
-  /** Bytes of [[HeapStateBudget]] reserved for `heap`. */
-  private var heapReserved: Long = 0L
-  private[state] var heapStateLimit: Long = HeapStateBudget.defaultLimit
-  private var localDb: LocalDb = _
-  @volatile private[state] var loadedVersion: Long = Empty
+  // ---- guarded by this ---------------------------------------------------------------------
+  private val lifecycle = new ProviderLifecycle(this)
   private var registry: FamilyRegistry = _
   private var numKeys: Long = 0
+  /** The newest snapshot this provider restored from or wrote. */
   private var lastSnapshotVersion: Long = 0
-  private val codecs = new ConcurrentHashMap[String, FamilyCodec]()
-  /** The version being written in pieces (SPILLED), or null. */
-  private var pending: PendingVersion = _
-  /** Version `loadedVersion` as it was before `pending`'s first spill (SPILLED only). */
-  private var baseView: DbView = _
-  private[state] var maxWriteSetBytes: Long = KStateConf.MaxWriteSetBytes.default
-  @volatile private var unreportedRestore: Option[RestoreInfo] = None
+  /** Snapshots known to read whole (restored from or written here): retention may rely on them. */
+  private var usableSnapshots: Set[Long] = Set.empty
+  /** Snapshots above the restored version: a re-run is rewriting those versions (see commit). */
+  private var staleSnapshots: Set[Long] = Set.empty
+  /** Restores so far: a snapshot taken before a restore is not published after it. */
+  private var restores: Long = 0
+  private var snapshotting = false
+  private var unreportedSnapshots = ProviderMetrics.NoSnapshots
+  private var unreportedRestore: Option[RestoreInfo] = None
   @volatile private var lastRestoreInfo: Option[RestoreInfo] = None
+  /** Entries in the last committed version's write set: the next one's initial capacity. */
+  @volatile private[state] var writeSetSizeHint: Int = 0
 
   override def init(
       stateStoreId: StateStoreId,
@@ -101,30 +98,29 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
       storeConfs: StateStoreConf,
       hadoopConf: Configuration,
       useMultipleValuesPerKey: Boolean,
-      stateSchemaProvider: Option[StateSchemaProvider]): Unit = {
+      stateSchemaProvider: Option[StateSchemaProvider]): Unit = synchronized {
     if (storeConfs.enableStateStoreCheckpointIds) throw KStateErrors.unsupportedStoreCheckpointIds()
     this.storeId = stateStoreId
-    this.keySchema = keySchema
-    this.valueSchema = valueSchema
-    this.keySpec = keyStateEncoderSpec
-    this.multipleValues = useMultipleValuesPerKey
     this.storeConf = storeConfs
     this.hadoopConf = hadoopConf
     this.countsRows = setting(TrackRowsKey).forall(_.trim.toBoolean)
     this.maxWriteSetBytes = setting(KStateConf.MaxWriteSetBytes.key)
       .map(KStateConf.MaxWriteSetBytes.parse).getOrElse(KStateConf.MaxWriteSetBytes.default)
-    this.heapStateLimit = setting(KStateConf.HeapStateBytes.key).map(KStateConf.HeapStateBytes.parse)
-      .filter(_ >= 0).getOrElse(HeapStateBudget.defaultLimit)
-    this.dir = stateStoreId.storeCheckpointLocation()
-    this.files = StateFiles(dir, hadoopConf)
-    this.fileIdentity = StateFileIdentity.of(stateStoreId)
+    this.tiering = new TieringPolicy(setting(KStateConf.HeapStateBytes.key)
+      .map(KStateConf.HeapStateBytes.parse).filter(_ >= 0).getOrElse(HeapStateBudget.defaultLimit))
+    this.files = new CheckpointFiles(stateStoreId.storeCheckpointLocation(), hadoopConf,
+      StateFileIdentity.of(stateStoreId))
     registerCodec(new FamilyCodec(0, StateStore.DEFAULT_COL_FAMILY_NAME, keySchema, valueSchema,
       keyStateEncoderSpec, useMultipleValuesPerKey))
+    lifecycle.moveTo(Empty)
   }
 
   override def stateStoreId: StateStoreId = storeId
 
   private[state] def hadoopConfiguration: Configuration = hadoopConf
+
+  /** The life-cycle state (any thread; for stores' error messages and tests). */
+  private[state] def state: ProviderState = lifecycle.current
 
   override def getStore(version: Long, uniqueId: Option[String], readOnly: Boolean,
       forceSnapshotOnCommit: Boolean): KStateStore = synchronized {
@@ -135,28 +131,68 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   }
 
   override def close(): Unit = synchronized {
-    cancelPending()
-    closeDb()
-    loadedVersion = Closed
+    if (lifecycle.current != Closed) {
+      discard()
+      lifecycle.moveTo(Closed)
+    }
   }
 
   override def toString: String = s"KStateStoreProvider[$storeId]"
 
   // ---- restore -----------------------------------------------------------------------------
 
+  private def ensureLoaded(version: Long): Unit = lifecycle.current match {
+    case Closed => throw new IllegalStateException(s"$this is closed")
+    case Created => throw new IllegalStateException(s"$this is not initialised")
+    case Spilled(v, _, spill) if v != version || spill.taskAttempt.isEmpty || spill.taskAttempt != currentTask =>
+      // A store of this partition spilled and was neither committed nor aborted, and this is
+      // another task (its task died) or another version: its changes are in the working copy,
+      // so it no longer holds any version.
+      discard()
+      restoreTo(version)
+    case Loaded(v, _) if v != version =>
+      discard()
+      restoreTo(version)
+    case Empty => restoreTo(version)
+    case _ => // LOADED(version), or SPILLED(version) by this task: reuse, no I/O
+  }
+
+  /** EMPTY -> LOADED(version); on failure the half-built copy is dropped and it stays EMPTY. */
+  private def restoreTo(version: Long): Unit = {
+    restores += 1
+    val copy = new WorkingCopy(tiering.startsOnHeap, tiering.heapStateLimit, () => localRoot,
+      writeLocally, toString)
+    val r = try Restore(files, version, copy, () => copy.fitsBudget() && tiering.admits(copy.heapBytes),
+      countsRows) catch {
+      case NonFatal(e) => copy.close(); throw e
+    }
+    registry = r.registry
+    numKeys = r.numKeys
+    lastSnapshotVersion = r.info.snapshotVersion.getOrElse(0L)
+    usableSnapshots ++= r.info.snapshotVersion
+    staleSnapshots = r.staleAbove
+    lifecycle.moveTo(Loaded(version, copy))
+    lastRestoreInfo = Some(r.info)
+    if (version > 0) unreportedRestore = Some(r.info)
+    logDebug(s"$this restored ${r.info}")
+  }
+
+  /** LOADED | SPILLED -> EMPTY: drops the working copy (and a pending changelog). */
+  private def discard(): Unit = lifecycle.current match {
+    case Loaded(_, copy) =>
+      copy.close()
+      lifecycle.moveTo(Empty)
+    case Spilled(_, copy, spill) =>
+      spill.cancel().foreach(e => logWarning(s"$this: cancelling ${spill.file}", e))
+      copy.close()
+      lifecycle.moveTo(Empty)
+    case _ =>
+  }
+
+  // ---- tiering -----------------------------------------------------------------------------
+
   /** Whether the working copy is on the heap (for tests and metrics). */
-  private[state] def onHeap: Boolean = heap != null
-
-  /** False once a bounded store outgrew its heap share: the working copy then stays in RocksDB. */
-  @volatile private var heapAllowed = true
-
-  /**
-   * Heap a store's structure bounds its memory to (the time-ordered buffer's `max_bytes` with
-   * spill-to-disk), `Long.MaxValue` when unbounded. The committed working copy may stay on the
-   * heap while it takes at most half of it (the write set gets the rest, see
-   * [[heapCopyBytesWithin]]); past that it moves to RocksDB for good.
-   */
-  @volatile private var heapBound: Long = Long.MaxValue
+  private[state] def onHeap: Boolean = lifecycle.current.workingCopy.exists(_.onHeap)
 
   /**
    * `store` bounds its heap to `maxBytes` (a time-ordered buffer that spills to disk): its
@@ -165,18 +201,17 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
    * either way. A failure discards the working copy and fails like a spill.
    */
   private[state] def boundHeap(store: KStateStore, maxBytes: Long): Unit = synchronized {
-    heapBound = math.min(heapBound, maxBytes)
-    keepWithinBound(store)
+    tiering.bound(maxBytes)
+    lifecycle.current.workingCopy.foreach(keepWithinBound(store, _))
   }
 
   /** Moves a bounded store's heap copy to RocksDB (for good) once it outgrew its share. */
-  private def keepWithinBound(store: KStateStore): Unit =
-    if (heapBound != Long.MaxValue && heap != null && heap.heapBytes > heapBound / 2) {
-      heapAllowed = false
-      try moveHeapToDb() catch {
+  private def keepWithinBound(store: KStateStore, copy: WorkingCopy): Unit =
+    if (tiering.leaveHeap(copy)) {
+      try copy.moveToDb() catch {
         case NonFatal(e) =>
-          discardWorkingCopy()
-          throw KStateErrors.stateSpillFailed(store.id.toString, store.version, localDirOf, e)
+          discard()
+          throw KStateErrors.stateSpillFailed(store.id.toString, store.version, localRoot.toString, e)
       }
     }
 
@@ -185,167 +220,37 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
    * bound by the write set's spill check), 0 otherwise.
    */
   private[state] def heapCopyBytesWithin: Long =
-    if (heapBound == Long.MaxValue) 0L else synchronized(if (heap == null) 0L else heap.heapBytes)
+    if (!tiering.bounded) 0L else synchronized(lifecycle.current.workingCopy.map(_.heapBytes).getOrElse(0L))
 
   /** Bytes this provider holds of the executor's heap state budget (for tests). */
-  private[state] def heapReservedBytes: Long = synchronized(heapReserved)
+  private[state] def heapReservedBytes: Long = synchronized(lifecycle.current.workingCopy.map(_.reservedBytes).getOrElse(0L))
 
-  private def ensureLoaded(version: Long): Unit = {
-    if (loadedVersion == Closed) throw new IllegalStateException(s"$this is closed")
-    if (pending != null && (version != loadedVersion || pending.taskAttempt.isEmpty ||
-        pending.taskAttempt != currentTask)) {
-      // A store of this partition spilled and was neither committed nor aborted, and this is
-      // another task (its task died) or another version: its changes are in the working copy,
-      // so it no longer holds any version.
-      discardWorkingCopy()
-    }
-    if (loadedVersion != version) {
-      try restore(version) catch {
-        case NonFatal(e) =>
-          closeDb()
-          loadedVersion = Empty
-          throw e
-      }
-    }
-  }
-
-  private def restore(version: Long): Unit = {
-    val started = System.nanoTime()
-    closeDb()
-    loadedVersion = Empty
-    if (heapStateLimit > 0 && heapAllowed) heap = new HeapState else localDb = new LocalDb(localRoot)
-    registry = FamilyRegistry.initial(StateStore.DEFAULT_COL_FAMILY_NAME)
-    numKeys = 0
-    lastSnapshotVersion = 0
-    var replayed = 0L
-    var snapshotUsed: Option[Long] = None
-    if (version > 0) {
-      val versions = listFiles()
-      snapshotUsed = versions.snapshots.filter(_ <= version).maxOption
-      snapshotUsed.foreach { s =>
-        val summary = load(StateFile.Snapshot, s, version)
-        numKeys = summary.numKeys
-        lastSnapshotVersion = s
-      }
-      var v = snapshotUsed.getOrElse(0L) + 1
-      while (v <= version) {
-        if (!versions.changelogs.contains(v)) {
-          throw KStateErrors.stateFileMissing(path(StateFile.Changelog, v).toString, v, version)
-        }
-        val summary = load(StateFile.Changelog, v, version)
-        replayed += summary.records
-        numKeys = summary.numKeys
-        v += 1
-      }
-    }
-    if (countsRows && numKeys < 0) numKeys = countAll()
-    loadedVersion = version
-    val info = RestoreInfo(version, snapshotUsed, replayed,
-      (System.nanoTime() - started) / 1000000)
-    lastRestoreInfo = Some(info)
-    if (version > 0) unreportedRestore = Some(info)
-    logDebug(s"$this restored $info")
-  }
-
-  /** Reads one verified file into the working copy. */
-  private def load(kind: StateFile.Kind, version: Long, target: Long): StateFile.Summary = {
-    val p = path(kind, version)
-    val in = try files.open(p) catch {
-      case _: FileNotFoundException => throw KStateErrors.stateFileMissing(p.toString, version, target)
-    }
-    val sink = new StateLoader(heap, localDb, () => heapFits() && heap.heapBytes <= heapBound / 2,
-      () => { moveHeapToDb(); localDb })
-    try {
-      val summary = StateFile.read(in, kind, version, fileIdentity, p.toString, sink)
-      sink.flush()
-      registry = sink.applyFamilies(registry)
-      summary
-    } finally {
-      sink.close()
-      in.close()
-    }
-  }
-
-  // ---- heap working copy -------------------------------------------------------------------
-
-  /** Whether `heap` fits the executor's heap state budget; adjusts the reservation if it does. */
-  private def heapFits(): Boolean = {
-    val want = heap.heapBytes
-    if (want <= heapReserved) {
-      HeapStateBudget.release(heapReserved - want)
-      heapReserved = want
-      true
-    } else if (HeapStateBudget.tryReserve(want - heapReserved, heapStateLimit)) {
-      heapReserved = want
-      true
-    } else false
-  }
-
-  private def releaseHeap(): Unit = {
-    HeapStateBudget.release(heapReserved)
-    heapReserved = 0L
-  }
-
-  /**
-   * Moves the heap working copy into a new local database (it outgrew its budget, or a store
-   * is about to spill into the working copy). On failure the caller discards the working copy.
-   */
-  private def moveHeapToDb(): Unit = {
-    val from = heap
-    localDb = new LocalDb(localRoot)
-    var batch = new WriteBatch()
-    try {
-      var n = 0
-      from.foreach { (k, v) =>
-        batch.put(k, v)
-        n += 1
-        if (n % StateLoader.CheckEvery == 0) {
-          applyLocally(batch); batch.close(); batch = new WriteBatch()
-        }
-      }
-      applyLocally(batch)
-    } finally batch.close()
-    heap = null
-    val entries = from.size
-    from.clear()
-    releaseHeap()
-    logInfo(s"$this: state moved from the heap to local RocksDB ($entries entries)")
-  }
-
-  private def countAll(): Long = countRange(Array.emptyByteArray, None)
-
-  /** Number of keys in [from, until) of the working copy (for the database, a scan). */
-  private def countRange(from: Array[Byte], until: Option[Array[Byte]]): Long =
-    if (heap != null) heap.count(from, until)
-    else {
-      val scan = localDb.scan(from, until)
-      var n = 0L
-      try while (scan.valid) { n += 1; scan.next() } finally scan.close()
-      n
-    }
-
-  // ---- commit ------------------------------------------------------------------------------
+  // ---- a store's reads ---------------------------------------------------------------------
 
   /**
    * Whether `store` can still read its version: the working copy holds its base version, and
    * its spills if it spilled (a store that did not spill reads the base view meanwhile).
    */
-  private[state] def holds(store: KStateStore): Boolean =
-    loadedVersion == store.version && (!store.spilled || (pending != null && (pending.store eq store)))
+  private[state] def holds(store: KStateStore): Boolean = lifecycle.current match {
+    case Loaded(v, _) => v == store.version && !store.spilled
+    case Spilled(v, _, spill) => v == store.version && (!store.spilled || (spill.store eq store))
+    case _ => false
+  }
 
   /** Reads of `store` in the working copy: the base view while another store has spilled. */
-  private[state] def dbGet(store: KStateStore, key: HashedKey): Array[Byte] =
-    if (pending != null && (pending.store ne store)) baseView.get(key.bytes)
-    else if (heap != null) heap.get(key)
-    else localDb.get(key.bytes)
+  private[state] def dbGet(store: KStateStore, key: HashedKey): Array[Byte] = lifecycle.current match {
+    case Spilled(_, copy, spill) => if (spill.store ne store) spill.baseView.get(key.bytes) else copy.get(key)
+    case s => workingCopyOf(s, store).get(key)
+  }
 
   private[state] def dbScan(store: KStateStore, from: Array[Byte], until: Option[Array[Byte]]): StateScan =
-    if (pending != null && (pending.store ne store)) baseView.scan(from, until)
-    else if (heap != null) heap.scan(from, until)
-    else localDb.scan(from, until)
+    lifecycle.current match {
+      case Spilled(_, copy, spill) => if (spill.store ne store) spill.baseView.scan(from, until) else copy.scan(from, until)
+      case s => workingCopyOf(s, store).scan(from, until)
+    }
 
-  /** Entries in the last committed version's write set: the next one's initial capacity. */
-  @volatile private[state] var writeSetSizeHint: Int = 0
+  private def workingCopyOf(s: ProviderState, store: KStateStore): WorkingCopy =
+    s.workingCopy.getOrElse(throw new IllegalStateException(s"$store read while the provider is $s"))
 
   /**
    * An iteration over `store`'s current entries under `prefix` in no particular order, when the
@@ -353,31 +258,108 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
    * None. Captured when opened: later writes do not show through.
    */
   private[state] def unorderedScan(store: KStateStore, prefix: Array[Byte]): Option[UnorderedScan] =
-    if (heap == null || pending != null) None
-    else {
-      // the committed side skips keys this version changed (wrote or deleted) when opened
-      val (changedKeys, changedValues, changed) = store.changes.changesWithPrefix(prefix)
-      Some(new UnorderedScan(changedKeys, changedValues, heap.entriesWithPrefix(prefix, changed.contains)))
+    lifecycle.current match {
+      case Loaded(_, copy) if copy.onHeap =>
+        // the committed side skips keys this version changed (wrote or deleted) when opened
+        val (changedKeys, changedValues, changed) = store.changes.changesWithPrefix(prefix)
+        copy.unordered(prefix, changed.contains).map(new UnorderedScan(changedKeys, changedValues, _))
+      case _ => None
     }
 
   /**
    * Whether reads should note if a key existed (saving a lookup when counting rows at commit):
    * only for a database working copy, where that lookup is a native call.
    */
-  private[state] def notesReads: Boolean = countsRows && heap == null
+  private[state] def notesReads: Boolean = countsRows && !onHeap
 
-  private def checkHolds(store: KStateStore, op: String): Unit =
-    if (!holds(store) || (pending != null && (pending.store ne store))) {
-    throw new IllegalStateException(s"cannot $op $store: the provider holds version " +
-      s"$loadedVersion${if (pending != null) s" with spilled changes of ${pending.store}" else ""} " +
-      "(another store of this partition committed or reloaded first)")
+  private def checkHolds(store: KStateStore, op: String): Unit = {
+    val s = lifecycle.current
+    val spilledByOther = s match { case Spilled(_, _, spill) => spill.store ne store; case _ => false }
+    if (!holds(store) || spilledByOther) {
+      throw new IllegalStateException(s"cannot $op $store: the provider is $s " +
+        "(another store of this partition committed or reloaded first)")
+    }
+  }
+
+  // ---- commit and spill --------------------------------------------------------------------
+
+  /**
+   * Makes `store`'s changes version `store.version + 1` (LOADED(v) | SPILLED(v, store) ->
+   * LOADED(v + 1)). A database working copy changes only once the changelog is durable. A heap
+   * working copy changes first, because the key count falls out of updating it (no second
+   * lookup per key); if the changelog then fails, the heap copy is discarded and rebuilt from
+   * the checkpoint on next use. Writes no snapshot: maintenance does ([[doMaintenance]]).
+   */
+  private[state] def commit(store: KStateStore): Long = synchronized {
+    val started = System.nanoTime()
+    checkHolds(store, "commit")
+    val (copy, spilled) = lifecycle.current match {
+      case Loaded(_, c) => (c, None)
+      case Spilled(_, c, spill) => (c, Some(spill))
+      case s => throw new IllegalStateException(s"cannot commit $store: the provider is $s")
+    }
+    val newVersion = store.version + 1
+    val counting = countsRows && numKeys >= 0
+    dropStaleSnapshots(newVersion)
+    val p = spilled.getOrElse(openPending(store, baseView = null))
+    p.closeView()
+    val families = unflushedFamilies(store)
+    val sorted = copy.wantsSorted
+    val changes = if (sorted) store.changes.sortedChanges else store.changes.unsortedChanges
+    writeSetSizeHint = math.min(store.changes.numEntries, MaxWriteSetSizeHint).toInt
+    val heapFirst = copy.onHeap
+    try {
+      val delta =
+        if (heapFirst) {
+          val d = copy.apply(ChangelogAppend.dropped(families), changes, sorted)
+          ChangelogAppend(families, changes, p.writer, None)
+          d
+        } else ChangelogAppend(families, changes, p.writer, if (counting) Some(copy) else None)
+      val newNumKeys = if (counting) numKeys + delta else -1L
+      store.counters.changelogBytes += p.writer.finish(newNumKeys)
+      store.counters.changelogRecords += p.writer.recordCount
+      makeDurable(p.out)
+      numKeys = newNumKeys
+    } catch {
+      case NonFatal(e) =>
+        try p.out.cancel() catch { case NonFatal(c) => e.addSuppressed(c) }
+        if (store.spilled || heapFirst) discard()
+        throw e
+    }
+    try {
+      if (!heapFirst) copy.apply(ChangelogAppend.dropped(families), changes, sorted = true)
+      if (copy.onHeap && !copy.fitsBudget()) copy.moveToDb()
+      keepWithinBound(store, copy)
+    } catch {
+      case NonFatal(e) =>
+        // The changelog is durable; the local copy is not trustworthy: reload next time.
+        discard()
+        throw e
+    }
+    lifecycle.moveTo(Loaded(newVersion, copy))
+    registry = store.registry
+    store.counters.commitNanos += System.nanoTime() - started
+    newVersion
+  }
+
+  /**
+   * The first commit after a restore to v rewrites versions v + 1, ...: snapshots of those found
+   * on disk were taken of the versions being replaced (a batch re-run after a crash), so they
+   * are deleted before the new changelog becomes durable.
+   */
+  private def dropStaleSnapshots(newVersion: Long): Unit = if (staleSnapshots.nonEmpty) {
+    staleSnapshots.filter(_ >= newVersion).foreach { v =>
+      files.delete(StateFile.Snapshot, v)
+      usableSnapshots -= v
+    }
+    staleSnapshots = Set.empty
   }
 
   /**
    * Moves `store`'s uncommitted changes out of the heap: appends them to the version's pending
-   * changelog (opened by the first spill, made durable only at commit) and writes them to the
-   * local database. A failure discards the working copy and fails with
-   * `KSTATE_STATE_SPILL_FAILED`; the checkpoint still holds the previous version.
+   * changelog (opened by the first spill, LOADED(v) -> SPILLED(v, store), made durable only at
+   * commit) and writes them to the local database. A failure discards the working copy and fails
+   * with `KSTATE_STATE_SPILL_FAILED`; the checkpoint still holds the previous version.
    */
   private[state] def spill(store: KStateStore): Unit = synchronized {
     checkHolds(store, "spill")
@@ -388,62 +370,60 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     }
     val started = System.nanoTime()
     try {
-      if (pending == null) {
-        // Spilled changes go into the working copy before they are committed: into RocksDB,
-        // where a frozen view of version v stays readable meanwhile.
-        if (heap != null) moveHeapToDb()
-        baseView = localDb.view()
-        pending = openPending(store)
+      val (copy, pending) = lifecycle.current match {
+        case Spilled(_, c, spill) => (c, spill)
+        case Loaded(v, c) =>
+          // Spilled changes go into the working copy before they are committed: into RocksDB,
+          // where a frozen view of version v stays readable meanwhile.
+          c.moveToDb()
+          val view = c.view()
+          val spill = try openPending(store, view) catch { case NonFatal(e) => view.close(); throw e }
+          lifecycle.moveTo(Spilled(v, c, spill))
+          (c, spill)
+        case s => throw new IllegalStateException(s"cannot spill $store: the provider is $s")
       }
       store.spilled = true
+      val counting = countsRows && numKeys >= 0
       val records = pending.writer.recordCount
       val families = unflushedFamilies(store)
-      val delta = flushInto(families, changes, pending.writer, countsRows && numKeys >= 0)
-      applyToWorkingCopy(families, changes, sorted = true)
-      if (countsRows && numKeys >= 0) numKeys += delta
+      val delta = ChangelogAppend(families, changes, pending.writer, if (counting) Some(copy) else None)
+      copy.apply(ChangelogAppend.dropped(families), changes, sorted = true)
+      if (counting) numKeys += delta
       store.counters.spilledRecords += pending.writer.recordCount - records
       store.changes.clear()
       store.counters.spills += 1
     } catch {
       case NonFatal(e) =>
-        discardWorkingCopy()
-        throw KStateErrors.stateSpillFailed(store.id.toString, store.version, localDirOf, e)
+        discard()
+        throw KStateErrors.stateSpillFailed(store.id.toString, store.version, localRoot.toString, e)
     } finally store.counters.commitNanos += System.nanoTime() - started
   }
 
   /** Gives up `store`'s spilled version (abort): the working copy is rebuilt on next use. */
   private[state] def abandon(store: KStateStore): Unit = synchronized {
-    if (pending != null && (pending.store eq store)) discardWorkingCopy()
+    lifecycle.current match {
+      case Spilled(_, _, spill) if spill.store eq store => discard()
+      case _ =>
+    }
   }
 
   /** Completes a changelog: closing makes it durable (a seam for fault-injection tests). */
   protected def makeDurable(out: StateFiles.AtomicOutput): Unit = out.commit()
 
-  /** Writes a batch to the local working copy (a seam for fault-injection tests). */
-  protected def applyLocally(batch: WriteBatch): Unit = localDb.writeBatch(batch)
+  /**
+   * Called by maintenance between writing snapshot `version` and publishing it, outside the
+   * lock (a seam for tests that interleave a task there).
+   */
+  protected def snapshotPrepared(version: Long): Unit = ()
 
-  private def discardWorkingCopy(): Unit = {
-    cancelPending()
-    closeDb()
-    loadedVersion = Empty
-  }
+  /** Writes a batch to the local working copy with `write` (a seam for fault-injection tests). */
+  protected def applyLocally(batch: WriteBatch, write: WriteBatch => Unit): Unit = write(batch)
 
-  private def closeBaseView(): Unit = if (baseView != null) {
-    try baseView.close() finally baseView = null
-  }
+  private def writeLocally(db: LocalDb, batch: WriteBatch): Unit = applyLocally(batch, b => db.writeBatch(b))
 
-  private def cancelPending(): Unit = if (pending != null) {
-    val p = pending
-    pending = null
-    closeBaseView()
-    try p.out.cancel() catch { case NonFatal(e) => logWarning(s"$this: cancelling ${p.file}", e) }
-  }
-
-  private def openPending(store: KStateStore): PendingVersion = {
-    val file = path(StateFile.Changelog, store.version + 1)
-    val out = files.create(file)
-    PendingVersion(store, currentTask, file, out,
-      new StateFile.Writer(out.stream, StateFile.Changelog, store.version + 1, fileIdentity))
+  private def openPending(store: KStateStore, baseView: DbView): PendingVersion = {
+    val (out, writer) = files.openChangelog(store.version + 1)
+    PendingVersion(store, currentTask, files.path(StateFile.Changelog, store.version + 1), out, writer, baseView)
   }
 
   /** `store`'s family changes no spill has written yet; marks them written. */
@@ -453,177 +433,72 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     out
   }
 
-  /**
-   * Writes family changes and write-set `changes` (sorted) to the changelog writer; with
-   * `counting`, before the working copy changes, returns the change in the number of keys (else
-   * 0).
-   */
-  private def flushInto(families: Vector[FamilyChange], changes: Array[WriteSet.Entry],
-      w: StateFile.Writer, counting: Boolean): Long = {
-    var delta = 0L
-    families.foreach {
-      case FamilyChange.Created(name, id) => w.family(id, name)
-      case FamilyChange.Dropped(id) =>
-        // Its keys are gone: counted (drops are rare) before the working copy deletes them.
-        if (counting) delta -= countFamily(id)
-        w.dropFamily(id)
-    }
-    if (counting) resolveExistence(changes)
-    changes.foreach { e =>
-      if (e.isDelete) {
-        w.delete(e.key)
-        if (e.existed == WriteSet.Present) delta -= 1
-      } else {
-        w.put(e.key, e.value)
-        if (e.existed != WriteSet.Present) delta += 1
-      }
-    }
-    delta
-  }
-
-  /**
-   * Applies family drops and `changes` (in key order if `sorted`) to the working copy (heap, or
-   * one database batch). For the heap, returns the change in the number of keys (the database
-   * does not tell: 0).
-   */
-  private def applyToWorkingCopy(families: Vector[FamilyChange], changes: Array[WriteSet.Entry],
-      sorted: Boolean): Long = {
-    val drops = families.collect { case FamilyChange.Dropped(id) => FamilyCodec.prefixOf(id) }
-    if (heap != null) {
-      val dropped = drops.map(p => heap.deleteRange(p, Bytes.prefixEnd(p))).sum
-      (if (sorted) heap.applySorted(changes) else heap.applyUnsorted(changes)) - dropped
-    } else {
-      val batch = new WriteBatch()
-      try {
-        drops.foreach(p => batch.deleteRange(p, FamilyCodec.rangeEnd(p)))
-        changes.foreach(e => if (e.isDelete) batch.delete(e.key) else batch.put(e.key, e.value))
-        applyLocally(batch)
-      } finally batch.close()
-      0L
-    }
-  }
-
-  /**
-   * Makes `store`'s changes version `store.version + 1`. A database working copy changes only
-   * once the changelog is durable. A heap working copy changes first, because the key count
-   * falls out of updating it (no second lookup per key); if the changelog then fails, the heap
-   * copy is discarded and rebuilt from the checkpoint on next use.
-   */
-  private[state] def commit(store: KStateStore): Long = synchronized {
-    val started = System.nanoTime()
-    checkHolds(store, "commit")
-    val newVersion = store.version + 1
-    val counting = countsRows && numKeys >= 0
-    val p = if (pending != null) pending else openPending(store)
-    pending = null
-    closeBaseView()
-    val families = unflushedFamilies(store)
-    // A heap working copy that keeps no sorted index takes the changes in any order: no sort.
-    val sorted = heap == null || heap.keepsIndex
-    val changes = if (sorted) store.changes.sortedChanges else store.changes.unsortedChanges
-    writeSetSizeHint = math.min(store.changes.numEntries, MaxWriteSetSizeHint).toInt
-    val heapFirst = heap != null
-    try {
-      val delta =
-        if (heapFirst) {
-          val d = applyToWorkingCopy(families, changes, sorted)
-          flushInto(families, changes, p.writer, counting = false)
-          d
-        } else flushInto(families, changes, p.writer, counting)
-      val newNumKeys = if (counting) numKeys + delta else -1L
-      store.counters.changelogBytes += p.writer.finish(newNumKeys)
-      store.counters.changelogRecords += p.writer.recordCount
-      makeDurable(p.out)
-      numKeys = newNumKeys
-    } catch {
-      case NonFatal(e) =>
-        try p.out.cancel() catch { case NonFatal(c) => e.addSuppressed(c) }
-        if (store.spilled || heapFirst) { closeDb(); loadedVersion = Empty }
-        throw e
-    }
-    try {
-      if (!heapFirst) applyToWorkingCopy(families, changes, sorted = true)
-      if (heap != null && !heapFits()) moveHeapToDb()
-      keepWithinBound(store)
-    } catch {
-      case NonFatal(e) =>
-        // The changelog is durable; the local copy is not trustworthy: reload next time.
-        closeDb(); loadedVersion = Empty
-        throw e
-    }
-    loadedVersion = newVersion
-    registry = store.registry
-    store.counters.commitNanos += System.nanoTime() - started
-    if (newVersion - lastSnapshotVersion >= math.max(1, storeConf.minDeltasForSnapshot)) {
-      writeSnapshot(newVersion, store.counters)
-    }
-    newVersion
-  }
-
-  /** Finds out, in batched native multi-gets, which changed keys existed before this version. */
-  private def resolveExistence(changes: Array[WriteSet.Entry]): Unit = {
-    val keys = new java.util.ArrayList[Array[Byte]](ExistenceBatch)
-    val entries = new java.util.ArrayList[WriteSet.Entry](ExistenceBatch)
-    def flush(): Unit = if (!keys.isEmpty) {
-      val found = localDb.multiGet(keys)
-      var i = 0
-      while (i < keys.size) {
-        entries.get(i).existed = if (found.get(i) != null) WriteSet.Present else WriteSet.Absent
-        i += 1
-      }
-      keys.clear(); entries.clear()
-    }
-    changes.foreach { e =>
-      if (e.existed == WriteSet.Unknown) {
-        keys.add(e.key); entries.add(e)
-        if (keys.size >= ExistenceBatch) flush()
-      }
-    }
-    flush()
-  }
-
-  private def countFamily(id: Short): Long = {
-    val p = FamilyCodec.prefixOf(id)
-    countRange(p, Bytes.prefixEnd(p))
-  }
-
-  private def writeSnapshot(version: Long, counters: StoreCounters): Unit = {
-    val started = System.nanoTime()
-    val file = path(StateFile.Snapshot, version)
-    val out = files.create(file)
-    val scan = if (heap != null) null else localDb.scan(Array.emptyByteArray, None)
-    try {
-      val w = new StateFile.Writer(out.stream, StateFile.Snapshot, version, fileIdentity)
-      registry.ids.foreach { case (name, id) => w.family(id, name) }
-      if (scan == null) heap.foreach((k, v) => w.put(k, v))
-      else while (scan.valid) { w.put(scan.key, scan.value); scan.next() }
-      w.finish(numKeys)
-      out.commit()
-      lastSnapshotVersion = version
-      counters.snapshotsWritten += 1
-    } catch {
-      case NonFatal(e) =>
-        // A snapshot is an optimisation: the changelogs still restore this version.
-        try out.cancel() catch { case NonFatal(_) => }
-        logWarning(s"$this could not write snapshot $file", e)
-    } finally if (scan != null) scan.close()
-    counters.snapshotNanos += System.nanoTime() - started
-  }
-
   // ---- maintenance -------------------------------------------------------------------------
 
   /**
-   * Deletes files no longer needed to restore any of the last `minVersionsToRetain` versions:
-   * everything before the newest snapshot at or below the oldest version to keep.
+   * Spark's maintenance thread: writes a snapshot of the loaded version when one is due
+   * (`minDeltasForSnapshot` versions after the last), then deletes the files no retained version
+   * needs ([[RetentionRule]]). Never blocks a commit for longer than taking a frozen view,
+   * publishing the snapshot or deleting files (see the class's threading model).
    */
-  override def doMaintenance(): Unit = synchronized {
-    if (files == null) return
-    val versions = listFiles()
-    val latest = (versions.changelogs ++ versions.snapshots).maxOption.getOrElse(return)
-    val oldestKept = latest - math.max(1, storeConf.minVersionsToRetain) + 1
-    versions.snapshots.filter(_ <= oldestKept).maxOption.foreach { base =>
-      versions.snapshots.filter(_ < base).foreach(v => files.delete(path(StateFile.Snapshot, v)))
-      versions.changelogs.filter(_ <= base).foreach(v => files.delete(path(StateFile.Changelog, v)))
+  override def doMaintenance(): Unit = {
+    if (lifecycle.current == Created) return
+    snapshotIfDue()
+    deleteObsoleteFiles()
+  }
+
+  /** Takes the due snapshot's frozen view under the lock, writes it outside, publishes under it. */
+  private def snapshotIfDue(): Unit = {
+    val job = synchronized {
+      lifecycle.current match {
+        case Loaded(v, copy) if !snapshotting && v > 0 &&
+            v - lastSnapshotVersion >= math.max(1, storeConf.minDeltasForSnapshot) =>
+          copy.frozen().map { entries =>
+            snapshotting = true
+            SnapshotJob(v, registry.ids, numKeys, entries, restores)
+          }
+        case _ => None
+      }
+    }
+    job.foreach { j =>
+      val started = System.nanoTime()
+      try {
+        val out = try files.prepareSnapshot(j.version, j.families, j.numKeys, j.entries)
+          finally j.entries.close()
+        try snapshotPrepared(j.version) catch { case NonFatal(e) => out.cancel(); throw e }
+        synchronized {
+          // A restore since the view may be a re-run rewriting version j.version: do not publish.
+          if (restores == j.restoresBefore) {
+            out.commit()
+            lastSnapshotVersion = math.max(lastSnapshotVersion, j.version)
+            usableSnapshots += j.version
+            unreportedSnapshots += ProviderMetrics.SnapshotWork(1, System.nanoTime() - started)
+          } else out.cancel()
+        }
+      } catch {
+        // A snapshot is an optimisation: the changelogs still restore this version.
+        case NonFatal(e) => logWarning(s"$this could not write snapshot ${j.version}", e)
+      } finally synchronized { snapshotting = false }
+    }
+  }
+
+  /**
+   * Deletes what [[RetentionRule]] allows. Listing and verifying a snapshot not known to be
+   * usable happen outside the lock; the deletes under it, so that no restore of this provider
+   * runs between choosing files and deleting them.
+   */
+  private def deleteObsoleteFiles(): Unit = {
+    val on = files.versions()
+    val known = synchronized(usableSnapshots)
+    val doomed = RetentionRule.delete(on, storeConf.minVersionsToRetain, s => known(s) || {
+      val ok = files.verifies(StateFile.Snapshot, s)
+      if (ok) synchronized { usableSnapshots += s }
+      else logWarning(s"$this: snapshot $s does not verify; the files before it are kept")
+      ok
+    })
+    synchronized {
+      doomed.snapshots.foreach { v => files.delete(StateFile.Snapshot, v); usableSnapshots -= v }
+      doomed.changelogs.foreach(v => files.delete(StateFile.Changelog, v))
     }
   }
 
@@ -644,54 +519,32 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
 
   // ---- metrics -----------------------------------------------------------------------------
 
-  override def supportedCustomMetrics: Seq[StateStoreCustomMetric] = AllMetrics
+  override def supportedCustomMetrics: Seq[StateStoreCustomMetric] = ProviderMetrics.All
 
-  /** The one metrics method: everything a store version reports. */
+  /**
+   * The one metrics method: everything a store version reports. A committed version also
+   * reports the restore and the snapshots not reported yet.
+   */
   private[state] def metricsOf(store: KStateStore): StateStoreMetrics = {
-    val c = store.counters
-    val restore = if (store.hasCommitted) {
-      val r = unreportedRestore; unreportedRestore = None; r
-    } else None
-    val custom: Map[StateStoreCustomMetric, Long] = Map(
-      MetricDbGets -> c.dbGets,
-      MetricCommitMs -> c.commitNanos / 1000000,
-      MetricChangelogBytes -> c.changelogBytes,
-      MetricChangelogRecords -> c.changelogRecords,
-      MetricSnapshotMs -> c.snapshotNanos / 1000000,
-      MetricSnapshotsWritten -> c.snapshotsWritten,
-      MetricRestoreMs -> restore.map(_.millis).getOrElse(0L),
-      MetricRestoreRecords -> restore.map(_.recordsReplayed).getOrElse(0L),
-      MetricRestoredFromSnapshot -> restore.count(_.snapshotVersion.isDefined).toLong,
-      MetricSpills -> c.spills,
-      MetricSpilledRecords -> c.spilledRecords,
-      MetricHeapBytes -> (if (heap != null) heap.heapBytes else 0L),
-      MetricDbBytes -> Option(localDb).map(_.dataBytes).getOrElse(0L))
-    val mem = if (heap != null) heap.heapBytes else Option(localDb).map(_.memoryBytes).getOrElse(0L)
-    StateStoreMetrics(if (countsRows) math.max(numKeys, 0L) else -1L, mem, custom)
+    val (restore, snapshots, keys) = synchronized {
+      val keys = if (countsRows) math.max(numKeys, 0L) else -1L
+      if (store.hasCommitted) {
+        val taken = (unreportedRestore, unreportedSnapshots, keys)
+        unreportedRestore = None
+        unreportedSnapshots = ProviderMetrics.NoSnapshots
+        taken
+      } else (None, ProviderMetrics.NoSnapshots, keys)
+    }
+    ProviderMetrics.of(store.counters, restore, snapshots, lifecycle.current.workingCopy, keys)
   }
 
   /** The most recent restore of this provider (for tests and logs). */
   def lastRestore: Option[RestoreInfo] = lastRestoreInfo
 
-  // ---- files -------------------------------------------------------------------------------
+  // ---- configuration and local disk --------------------------------------------------------
 
   private def setting(key: String): Option[String] =
     storeConf.sqlConfs.get(key).orElse(storeConf.extraOptions.get(key))
-
-  private def path(kind: StateFile.Kind, version: Long): Path = new Path(dir, s"$version.${kind.suffix}")
-
-  private case class Versions(changelogs: Set[Long], snapshots: Set[Long])
-
-  private def listFiles(): Versions = {
-    val names = files.list()
-    def versions(kind: StateFile.Kind): Set[Long] = names.flatMap { n =>
-      val suffix = "." + kind.suffix
-      if (n.endsWith(suffix)) n.stripSuffix(suffix).toLongOption else None
-    }.toSet
-    Versions(versions(StateFile.Changelog), versions(StateFile.Snapshot))
-  }
-
-  private def localDirOf: String = Option(localDb).map(_.directory.toString).getOrElse(localRoot.toString)
 
   private def localRoot: File = {
     val root = Option(SparkEnv.get).map(env => new File(Utils.getLocalDir(env.conf)))
@@ -699,71 +552,22 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     root.mkdirs()
     root
   }
-
-  /** Drops the working copy, wherever it is. */
-  private def closeDb(): Unit = {
-    if (heap != null) {
-      heap.clear()
-      heap = null
-      releaseHeap()
-    }
-    if (localDb != null) {
-      closeBaseView()
-      try localDb.close() finally localDb = null
-    }
-  }
 }
 
 object KStateStoreProvider {
   private def currentTask: Option[Long] = Option(TaskContext.get()).map(_.taskAttemptId())
 
-  private val Empty = -1L
-  /** Keys per native multi-get when resolving which changed keys existed. */
-  private val ExistenceBatch = 4096
+  /** A due snapshot: the frozen entries of `version`, taken after `restoresBefore` restores. */
+  private final case class SnapshotJob(version: Long, families: Map[String, Short], numKeys: Long,
+      entries: FrozenEntries, restoresBefore: Long)
+
   /** Caps the write set's initial capacity (a version that spilled may have had many more). */
   private val MaxWriteSetSizeHint = 1L << 20
-  private val Closed = -2L
-
-  /** The changelog of a version being written in pieces by `store`'s spills. */
-  private final case class PendingVersion(store: KStateStore, taskAttempt: Option[Long], file: Path,
-      out: StateFiles.AtomicOutput, writer: StateFile.Writer)
 
   /** Same switch as Spark's RocksDB provider: count rows exactly (costs existence lookups). */
   val TrackRowsKey = "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows"
 
   /** One restore: which version, from which snapshot, how many changelog records, how long. */
-  final case class RestoreInfo(version: Long, snapshotVersion: Option[Long],
-      recordsReplayed: Long, millis: Long)
-
-  val MetricDbGets = StateStoreCustomSumMetric("kstateStoreDbGets",
-    "kstate store: lookups that reached the working copy (heap or local RocksDB)")
-  val MetricCommitMs = StateStoreCustomTimingMetric("kstateStoreCommitMs",
-    "kstate store: time to write the changelog and apply it locally")
-  val MetricChangelogBytes = StateStoreCustomSizeMetric("kstateStoreChangelogBytes",
-    "kstate store: changelog bytes written", false)
-  val MetricChangelogRecords = StateStoreCustomSumMetric("kstateStoreChangelogRecords",
-    "kstate store: changelog records written")
-  val MetricSnapshotMs = StateStoreCustomTimingMetric("kstateStoreSnapshotMs",
-    "kstate store: time to write snapshots")
-  val MetricSnapshotsWritten = StateStoreCustomSumMetric("kstateStoreSnapshotsWritten",
-    "kstate store: snapshots written")
-  val MetricRestoreMs = StateStoreCustomTimingMetric("kstateStoreRestoreMs",
-    "kstate store: time to restore state from the checkpoint")
-  val MetricRestoreRecords = StateStoreCustomSumMetric("kstateStoreRestoreRecordsReplayed",
-    "kstate store: changelog records replayed during restore")
-  val MetricRestoredFromSnapshot = StateStoreCustomSumMetric("kstateStoreRestoredFromSnapshot",
-    "kstate store: restores that started from a snapshot")
-  val MetricSpills = StateStoreCustomSumMetric("kstateStoreSpills",
-    "kstate store: times uncommitted changes were spilled from the heap to local disk")
-  val MetricSpilledRecords = StateStoreCustomSumMetric("kstateStoreSpilledRecords",
-    "kstate store: changelog records written by spills")
-  val MetricHeapBytes = StateStoreCustomSizeMetric("kstateStoreHeapBytes",
-    "kstate store: heap bytes (estimated) of the committed state kept on the heap", false)
-  val MetricDbBytes = StateStoreCustomSizeMetric("kstateStoreDbBytes",
-    "kstate store: bytes in its local RocksDB, the disk tier (files and memtables: state off the heap, spilled changes)", false)
-  val AllMetrics: Seq[StateStoreCustomMetric] = Seq(MetricDbGets, MetricCommitMs,
-    MetricChangelogBytes, MetricChangelogRecords, MetricSnapshotMs, MetricSnapshotsWritten,
-    MetricRestoreMs, MetricRestoreRecords, MetricRestoredFromSnapshot, MetricSpills,
-    MetricSpilledRecords, MetricHeapBytes, MetricDbBytes)
+  type RestoreInfo = provider.RestoreInfo
+  val RestoreInfo: provider.RestoreInfo.type = provider.RestoreInfo
 }
-

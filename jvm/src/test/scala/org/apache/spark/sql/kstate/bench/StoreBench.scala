@@ -7,8 +7,6 @@ import java.nio.file.{Files, Paths}
 import org.apache.hadoop.conf.Configuration
 import org.rocksdb.{Options, RocksDB, WriteOptions}
 
-import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.kstate.state.versioned.VersionedKeyValueStore
@@ -34,14 +32,7 @@ import org.apache.spark.network.util.JavaUtils
  * [--only versioned]` (the last for profiling: prints, writes nothing).
  */
 object StoreBench {
-  private val keySchema = StructType(Seq(StructField("k", LongType)))
-  private val valueSchema = StructType(Seq(StructField("v", LongType), StructField("pad", StringType)))
-  private val keyProj = UnsafeProjection.create(keySchema)
-  private val valueProj = UnsafeProjection.create(valueSchema)
-  private val pad = org.apache.spark.unsafe.types.UTF8String.fromString("x" * 40)
-
-  private def key(i: Long): UnsafeRow = keyProj(InternalRow(i))
-  private def value(i: Long): UnsafeRow = valueProj(InternalRow(i, pad))
+  import BenchRows._
 
   private def conf(extra: (String, String)*): StateStoreConf = {
     val sql = new SQLConf

@@ -37,14 +37,19 @@ class KStateStoreProviderSuite extends AnyFunSuite {
   private def contents(s: StateStore): Map[String, Long] =
     s.iterator().map(p => p.key.getUTF8String(0).toString -> p.value.getLong(0)).toMap
 
-  /** Commits versions 1..n where version v sets key "k<v % 5>" = v and deletes "k<(v+2) % 5>". */
+  /**
+   * Commits versions 1..n where version v sets key "k<v % 5>" = v and deletes "k<(v+2) % 5>";
+   * with `maintain`, runs maintenance after each commit as Spark's maintenance thread would
+   * (it writes the snapshots due and deletes what retention allows).
+   */
   private def writeVersions(p: KStateStoreProvider, from: Int, to: Int,
-      model: mutable.Map[Int, Map[String, Long]]): Unit = {
+      model: mutable.Map[Int, Map[String, Long]], maintain: Boolean = true): Unit = {
     for (v <- from to to) {
       val s = p.getStore(v - 1)
       s.put(key(s"k${v % 5}"), value(v))
       s.remove(key(s"k${(v + 2) % 5}"))
       assert(s.commit() == v)
+      if (maintain) p.doMaintenance()
       model(v) = contents(p.getStore(v))
     }
   }
@@ -54,7 +59,7 @@ class KStateStoreProviderSuite extends AnyFunSuite {
 
   test("every version restores identically from snapshots + changelogs in a new provider") {
     val root = tmp()
-    val p = newProvider(root)
+    val p = newProvider(root, conf(retain = 100))
     val model = mutable.Map[Int, Map[String, Long]]()
     writeVersions(p, 1, 10, model)
     p.close()
@@ -190,7 +195,7 @@ class KStateStoreProviderSuite extends AnyFunSuite {
         p.close()
         // the other store holds other data at the same versions
         val o = ProviderFixture.open(root, keySchema, valueSchema, conf(), useColumnFamilies = false, other)
-        for (v <- 1 to 5) { val s = o.getStore(v - 1); s.put(key(s"other$v"), value(-v)); s.commit() }
+        for (v <- 1 to 5) { val s = o.getStore(v - 1); s.put(key(s"other$v"), value(-v)); s.commit(); o.doMaintenance() }
         o.close()
         val version = if (kind == "snapshot") 3 else 5
         val name = s"$version.kstate.$kind"
@@ -279,6 +284,135 @@ class KStateStoreProviderSuite extends AnyFunSuite {
       assert(contents(q.getStore(v)) == model(v))
       q.close()
     }
+  }
+
+  // ---- snapshots from maintenance ----------------------------------------------------------
+
+  private def snapshotFiles(root: String): Seq[String] = dirFiles(root).filter(_.endsWith(".kstate.snapshot"))
+
+  test("commit writes no snapshot; the next maintenance writes the due one of the committed version") {
+    val root = tmp()
+    val p = newProvider(root, conf(snapshotEvery = 3, retain = 100))
+    val model = mutable.Map[Int, Map[String, Long]]()
+    writeVersions(p, 1, 4, model, maintain = false)
+    assert(snapshotFiles(root).isEmpty, "a commit wrote a snapshot")
+    p.doMaintenance() // loaded version 4, 4 versions since the last snapshot (none)
+    assert(snapshotFiles(root) == Seq("4.kstate.snapshot"))
+    p.doMaintenance() // nothing due
+    writeVersions(p, 5, 6, model, maintain = false)
+    p.doMaintenance() // 2 versions since 4: not due
+    assert(snapshotFiles(root) == Seq("4.kstate.snapshot"))
+    writeVersions(p, 7, 7, model, maintain = false)
+    p.doMaintenance()
+    assert(snapshotFiles(root) == Seq("4.kstate.snapshot", "7.kstate.snapshot"))
+    p.close()
+    for (v <- 1 to 7) {
+      val q = newProvider(root)
+      assert(contents(q.getStore(v)) == model(v), s"version $v")
+      assert(q.lastRestore.get.snapshotVersion == Seq(4L, 7L).filter(_ <= v).lastOption, s"version $v")
+      q.close()
+    }
+  }
+
+  test("maintenance snapshots the committed version, not the changes of a store still open") {
+    val root = tmp()
+    for (budget <- Seq(1L << 30, 0L)) { // heap and RocksDB working copies
+      val dir = s"$root/$budget"
+      val p = newProvider(dir, snapshotEveryVersion(budget))
+      hundredKeys(p)
+      val s = p.getStore(1)
+      s.put(key("uncommitted"), value(-1))
+      s.remove(key("k1"))
+      p.doMaintenance() // version 1 is due with minDeltasForSnapshot 1
+      assert(s.commit() == 2)
+      p.close()
+      val q = newProvider(dir)
+      assert(contents(q.getStore(1)) == (0 until 100).map(i => s"k$i" -> i.toLong).toMap)
+      assert(q.lastRestore.get.snapshotVersion == Some(1L))
+      q.close()
+    }
+  }
+
+  /** [[heapBudget]] with a snapshot due at every version. */
+  private def snapshotEveryVersion(bytes: Long): StateStoreConf = conf(snapshotEvery = 1,
+    extra = heapBudget(bytes).sqlConfs.filter(_._1 == io.kstate.KStateConf.HeapStateBytes.key))
+
+  for (base <- Seq(2, 0)) test(s"a snapshot of a version that a re-run rewrites is never restored (re-run from version $base)") {
+    val root = tmp()
+    val p = newProvider(root, conf(snapshotEvery = base + 1, retain = 100))
+    writeVersions(p, 1, base, mutable.Map.empty)
+    val s = p.getStore(base)
+    s.put(key("lost"), value(1))
+    assert(s.commit() == base + 1) // its changelog is written, but Spark never records the batch as done
+    p.doMaintenance() // and maintenance snapshots that version before the executor dies
+    p.close()
+    assert(snapshotFiles(root) == Seq(s"${base + 1}.kstate.snapshot"))
+    val q = newProvider(root)
+    val t = q.getStore(base) // the restarted query re-runs the batch, with different input
+    t.put(key("rerun"), value(2))
+    assert(t.commit() == base + 1)
+    q.close()
+    val r = newProvider(root)
+    val c = contents(r.getStore(base + 1))
+    assert(c.contains("rerun") && !c.contains("lost"), c)
+    assert(snapshotFiles(root).isEmpty, "the snapshot of the replaced version must go")
+  }
+
+  test("a snapshot written while the task re-ran that version is not published") {
+    val root = tmp()
+    val p = new InterleavingProvider
+    p.init(StateStoreId(root, 0, 0), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
+      useColumnFamilies = false, conf(snapshotEvery = 2, retain = 100), new org.apache.hadoop.conf.Configuration,
+      useMultipleValuesPerKey = false, None)
+    writeVersions(p, 1, 1, mutable.Map.empty, maintain = false)
+    val s = p.getStore(1)
+    s.put(key("lost"), value(1))
+    assert(s.commit() == 2)
+    // maintenance has written the snapshot of version 2 when the task re-runs that batch
+    p.whenSnapshotPrepared = () => {
+      val t = p.getStore(1)
+      t.put(key("rerun"), value(2))
+      assert(t.commit() == 2)
+    }
+    p.doMaintenance()
+    assert(snapshotFiles(root).isEmpty, "a snapshot of the replaced version 2 was published")
+    p.close()
+    val c = contents(newProvider(root).getStore(2))
+    assert(c.contains("rerun") && !c.contains("lost"), c)
+  }
+
+  test("a snapshot write that fails leaves no file; the next maintenance writes it") {
+    val root = tmp()
+    val p = new InterleavingProvider
+    p.init(StateStoreId(root, 0, 0), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
+      useColumnFamilies = false, conf(snapshotEvery = 2, retain = 100), new org.apache.hadoop.conf.Configuration,
+      useMultipleValuesPerKey = false, None)
+    val model = mutable.Map[Int, Map[String, Long]]()
+    writeVersions(p, 1, 2, model, maintain = false)
+    p.whenSnapshotPrepared = () => throw new java.io.IOException("injected: the checkpoint file system failed")
+    p.doMaintenance() // logged, not thrown: a snapshot is an optimisation
+    assert(allFiles(root).forall(_.endsWith(".kstate.changelog")), allFiles(root))
+    p.doMaintenance()
+    assert(snapshotFiles(root) == Seq("2.kstate.snapshot"))
+    p.close()
+    val q = newProvider(root)
+    assert(contents(q.getStore(2)) == model(2) && q.lastRestore.get.snapshotVersion == Some(2L))
+    q.close()
+  }
+
+  test("snapshots written by maintenance are reported once, by the next committed version") {
+    val p = newProvider(tmp(), conf(snapshotEvery = 2))
+    writeVersions(p, 1, 2, mutable.Map.empty, maintain = false)
+    p.doMaintenance()
+    def metric(st: StateStore, name: String) = st.metrics.customMetrics.map { case (k, v) => k.name -> v }(name)
+    val s = p.getStore(2)
+    s.put(key("x"), value(1))
+    s.commit()
+    assert(metric(s, "kstateStoreSnapshotsWritten") == 1)
+    val t = p.getStore(3)
+    t.commit()
+    assert(metric(t, "kstateStoreSnapshotsWritten") == 0)
+    p.close()
   }
 
   test("rows handed out are fresh objects; rows passed in may be reused by the caller") {
@@ -480,6 +614,7 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     val after = expected.filter(_._2 % 2 != 0) ++ expected.keys.map(k => s"new-$k" -> -1L) + ("k99" -> -99L)
     assert(contents(s) == after)
     assert(s.commit() == 2 && p.onHeap)
+    p.doMaintenance()
     // versions 2 and 3 were committed without ordered reads (no sort); the snapshot of version 2
     // is in map order, and restores the same state
     assert(contents(p.getStore(2)) == after)
@@ -607,11 +742,11 @@ class KStateStoreProviderSuite extends AnyFunSuite {
 /** A provider whose local disk fills up on demand (RocksDB reports a failed write). */
 class DiskFullProvider extends KStateStoreProvider {
   @volatile var diskFull = false
-  override protected def applyLocally(batch: org.rocksdb.WriteBatch): Unit = {
+  override protected def applyLocally(batch: org.rocksdb.WriteBatch, write: org.rocksdb.WriteBatch => Unit): Unit = {
     if (diskFull) {
       throw new org.rocksdb.RocksDBException("IO error: No space left on device: While appending to file")
     }
-    super.applyLocally(batch)
+    super.applyLocally(batch, write)
   }
 }
 
@@ -625,5 +760,15 @@ class FailingChangelogProvider extends KStateStoreProvider {
       throw new java.io.IOException("injected: the checkpoint file system failed")
     }
     out.commit()
+  }
+}
+
+/** A provider that runs a test's callback once between writing a snapshot and publishing it. */
+class InterleavingProvider extends KStateStoreProvider {
+  @volatile var whenSnapshotPrepared: () => Unit = () => ()
+  override protected def snapshotPrepared(version: Long): Unit = {
+    val f = whenSnapshotPrepared
+    whenSnapshotPrepared = () => ()
+    f()
   }
 }

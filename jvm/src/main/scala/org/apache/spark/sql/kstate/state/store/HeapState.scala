@@ -259,6 +259,22 @@ private[kstate] final class HeapState(private[store] val minGarbageBytes: Long =
     }
   }
 
+  /**
+   * Every entry as it is now, for reading on another thread (the snapshot maintenance writes):
+   * frozen like [[scan]], but without touching the sorted index (no sort, no note of an ordered
+   * read): in key order while the index is valid, else in the hash index's order from a copy of
+   * its slots. Later versions applied by the owner do not show through (pages and index arrays
+   * are only appended to or replaced, never rewritten). The caller must take it under the
+   * owner's lock, so that it sees every write before it.
+   */
+  def frozenEntries(): Iterator[(Array[Byte], Array[Byte])] =
+    if (indexed) {
+      val pages = arena.pages
+      val idx = index
+      val n = indexSize
+      Iterator.range(0, n).map(i => (EntryArena.key(pages, idx(i)), EntryArena.value(pages, idx(i))))
+    } else entriesWithPrefix(Array.emptyByteArray, _ => false)
+
   def clear(): Unit = {
     arena = new EntryArena
     table = new AddressTable

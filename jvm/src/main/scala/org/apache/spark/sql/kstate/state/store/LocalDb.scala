@@ -14,7 +14,9 @@ import org.apache.spark.network.util.JavaUtils
  * deleted on close.
  *
  * Keys are column-family-prefixed byte strings in RocksDB's single default column family.
- * Not thread-safe: the owning provider serialises access.
+ * Not thread-safe: the owning provider serialises access; the one exception is a
+ * [[leasedScan]], which another thread (maintenance) may read while the owner goes on, and
+ * which defers `close()` until it is closed.
  */
 private[kstate] final class LocalDb(root: File) extends AutoCloseable {
   import LocalDb._
@@ -65,11 +67,41 @@ private[kstate] final class LocalDb(root: File) extends AutoCloseable {
     prop("rocksdb.total-sst-files-size") + prop("rocksdb.cur-size-all-mem-tables")
   }
 
-  override def close(): Unit = {
+  // Leases: scans handed to another thread (the snapshot maintenance writes), which the owner's
+  // close must not pull from under them. Guarded by this object's monitor.
+  private var leases = 0
+  private var closing = false
+
+  /**
+   * A scan of the whole database on a snapshot taken now, for another thread than the owner's:
+   * until it is closed, `close()` of the database is deferred (the last lease closes it). None
+   * once the database is closing.
+   */
+  def leasedScan(): Option[StateScan] = synchronized {
+    if (closing) None
+    else {
+      leases += 1
+      Some(new DbScan(db, Array.emptyByteArray, None, None, () => releaseLease()))
+    }
+  }
+
+  private def releaseLease(): Unit = synchronized {
+    leases -= 1
+    if (closing && leases == 0) closeNow()
+  }
+
+  /** Closes the database and deletes its files, once no lease is open (else the last lease does). */
+  override def close(): Unit = synchronized {
+    if (!closing) {
+      closing = true
+      if (leases == 0) closeNow()
+    }
+  }
+
+  private def closeNow(): Unit =
     try {
       db.close(); writeOptions.close(); readOptions.close(); options.close()
     } finally JavaUtils.deleteRecursively(dir)
-  }
 }
 
 private[kstate] object LocalDb {
@@ -100,7 +132,7 @@ private[kstate] final class DbView(db: RocksDB) extends AutoCloseable {
 
 /** A forward scan of [from, until) over a database snapshot (its own, or a view's). */
 private[kstate] final class DbScan(db: RocksDB, from: Array[Byte], until: Option[Array[Byte]],
-    view: Option[DbView]) extends StateScan {
+    view: Option[DbView], onClose: () => Unit = () => ()) extends StateScan {
   private val snapshot = view.map(_.snapshot).getOrElse(db.getSnapshot)
   private val upper = until.map(new Slice(_))
   private val options = {
@@ -121,5 +153,6 @@ private[kstate] final class DbScan(db: RocksDB, from: Array[Byte], until: Option
     closed = true
     it.close(); options.close(); upper.foreach(_.close())
     if (view.isEmpty) db.releaseSnapshot(snapshot)
+    onClose()
   }
 }

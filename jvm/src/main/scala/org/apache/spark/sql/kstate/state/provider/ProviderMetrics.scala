@@ -1,0 +1,69 @@
+package org.apache.spark.sql.kstate.state.provider
+
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.kstate.state.StoreCounters
+
+/**
+ * The custom metrics of kstate's provider, reported per store version (progress
+ * `customMetrics` and SQL metrics), and the one place that assembles them.
+ */
+private[state] object ProviderMetrics {
+  val DbGets = StateStoreCustomSumMetric("kstateStoreDbGets",
+    "kstate store: lookups that reached the working copy (heap or local RocksDB)")
+  val CommitMs = StateStoreCustomTimingMetric("kstateStoreCommitMs",
+    "kstate store: time to write the changelog and apply it locally")
+  val ChangelogBytes = StateStoreCustomSizeMetric("kstateStoreChangelogBytes",
+    "kstate store: changelog bytes written", false)
+  val ChangelogRecords = StateStoreCustomSumMetric("kstateStoreChangelogRecords",
+    "kstate store: changelog records written")
+  val SnapshotMs = StateStoreCustomTimingMetric("kstateStoreSnapshotMs",
+    "kstate store: time to write snapshots")
+  val SnapshotsWritten = StateStoreCustomSumMetric("kstateStoreSnapshotsWritten",
+    "kstate store: snapshots written")
+  val RestoreMs = StateStoreCustomTimingMetric("kstateStoreRestoreMs",
+    "kstate store: time to restore state from the checkpoint")
+  val RestoreRecords = StateStoreCustomSumMetric("kstateStoreRestoreRecordsReplayed",
+    "kstate store: changelog records replayed during restore")
+  val RestoredFromSnapshot = StateStoreCustomSumMetric("kstateStoreRestoredFromSnapshot",
+    "kstate store: restores that started from a snapshot")
+  val Spills = StateStoreCustomSumMetric("kstateStoreSpills",
+    "kstate store: times uncommitted changes were spilled from the heap to local disk")
+  val SpilledRecords = StateStoreCustomSumMetric("kstateStoreSpilledRecords",
+    "kstate store: changelog records written by spills")
+  val HeapBytes = StateStoreCustomSizeMetric("kstateStoreHeapBytes",
+    "kstate store: heap bytes (estimated) of the committed state kept on the heap", false)
+  val DbBytes = StateStoreCustomSizeMetric("kstateStoreDbBytes",
+    "kstate store: bytes in its local RocksDB, the disk tier (files and memtables: state off the heap, spilled changes)", false)
+  val All: Seq[StateStoreCustomMetric] = Seq(DbGets, CommitMs, ChangelogBytes, ChangelogRecords,
+    SnapshotMs, SnapshotsWritten, RestoreMs, RestoreRecords, RestoredFromSnapshot, Spills,
+    SpilledRecords, HeapBytes, DbBytes)
+
+  /** Snapshots maintenance wrote since a store last reported them. */
+  final case class SnapshotWork(written: Long, nanos: Long) {
+    def +(o: SnapshotWork): SnapshotWork = SnapshotWork(written + o.written, nanos + o.nanos)
+  }
+  val NoSnapshots: SnapshotWork = SnapshotWork(0, 0)
+
+  /**
+   * Everything a store version reports: its own counters, the restore and the snapshots not yet
+   * reported by an earlier version, and where the working copy (if any) lives.
+   */
+  def of(c: StoreCounters, restore: Option[RestoreInfo], snapshots: SnapshotWork,
+      copy: Option[WorkingCopy], numKeys: Long): StateStoreMetrics = {
+    val custom: Map[StateStoreCustomMetric, Long] = Map(
+      DbGets -> c.dbGets,
+      CommitMs -> c.commitNanos / 1000000,
+      ChangelogBytes -> c.changelogBytes,
+      ChangelogRecords -> c.changelogRecords,
+      SnapshotMs -> snapshots.nanos / 1000000,
+      SnapshotsWritten -> snapshots.written,
+      RestoreMs -> restore.map(_.millis).getOrElse(0L),
+      RestoreRecords -> restore.map(_.recordsReplayed).getOrElse(0L),
+      RestoredFromSnapshot -> restore.count(_.snapshotVersion.isDefined).toLong,
+      Spills -> c.spills,
+      SpilledRecords -> c.spilledRecords,
+      HeapBytes -> copy.map(_.heapBytes).getOrElse(0L),
+      DbBytes -> copy.map(_.dbBytes).getOrElse(0L))
+    StateStoreMetrics(numKeys, copy.map(_.memoryBytes).getOrElse(0L), custom)
+  }
+}
