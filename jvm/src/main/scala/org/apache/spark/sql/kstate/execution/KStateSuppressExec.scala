@@ -79,7 +79,13 @@ case class KStateSuppressExec(
       row
     }
 
+    // where evicted records go for the current `process` call: one function for the task, not
+    // a closure allocated per record
+    private var target: InternalRow => Unit = _
+    private val emitRecord: BufferedRecord => Unit = r => target(rowOf(r))
+
     override def process(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit = {
+      target = emit
       val tsNull = ts == KStateStatefulExec.NullTime
       val k = if (tsNull) null else keyProj(row)
       val keyNull = k == null || k.isNullAt(0)
@@ -87,7 +93,7 @@ case class KStateSuppressExec(
       val valid = !keyNull && bufferTime != KStateStatefulExec.NullTime
       processor.process(
         if (valid) k.getBytes else null, keyNull, if (valid) rowProj(row).getBytes else null,
-        ts, tsNull, bufferTime, bufferTime == KStateStatefulExec.NullTime, r => emit(rowOf(r)))
+        ts, tsNull, bufferTime, bufferTime == KStateStatefulExec.NullTime, emitRecord)
     }
 
     override def finish(): Unit = {
