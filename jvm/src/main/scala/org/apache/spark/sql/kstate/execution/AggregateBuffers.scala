@@ -5,10 +5,10 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, JoinedR
 import org.apache.spark.sql.kstate.processor.window.MergingAggregator
 
 /**
- * The aggregate buffers of a windowed aggregation whose windows combine buffers (sessions merge,
- * sliding windows are built from their records' buffers), as the processors'
- * [[MergingAggregator]]: a new buffer, one more input row, and two buffers merged, each a fresh
- * copy. Per task; not thread-safe.
+ * The aggregate buffers of a windowed aggregation as the processors' [[MergingAggregator]]: a new
+ * buffer, one more input row, and two buffers merged (sessions merge, sliding windows are built
+ * from their records' buffers; time windows never merge, so the merge projection is built only
+ * when first used), each a fresh copy. Per task; not thread-safe.
  */
 private[execution] final class AggregateBuffers(
     input: Seq[Attribute],
@@ -19,7 +19,7 @@ private[execution] final class AggregateBuffers(
     mergeExpressions: Seq[Expression]) extends MergingAggregator[InternalRow, UnsafeRow] {
   private val initialProj = UnsafeProjection.create(initialValues)
   private val updateProj = UnsafeProjection.create(updateExpressions, bufferAttributes ++ input)
-  private val mergeProj = UnsafeProjection.create(mergeExpressions, bufferAttributes ++ inputBufferAttributes)
+  private lazy val mergeProj = UnsafeProjection.create(mergeExpressions, bufferAttributes ++ inputBufferAttributes)
   private val joined = new JoinedRow()
 
   override def initial(): UnsafeRow = initialProj(InternalRow.empty).copy()

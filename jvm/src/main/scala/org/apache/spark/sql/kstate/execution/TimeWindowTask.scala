@@ -17,7 +17,7 @@ import org.apache.spark.sql.types.{LongType, StructField, StructType}
  * hopping): a [[TimeWindowAggregateProcessor]] (Kafka's `KStreamWindowAggregate` rules,
  * optionally fused with `suppress(untilWindowCloses)`) over [[StoreWindowAggState]] (streaming)
  * or [[InMemoryTimeWindowState]] (batch). Keys are one-column key rows, aggregates Spark's
- * aggregate buffers ([[BufferAggregator]]); results become rows of (key, window start, window
+ * aggregate buffers ([[AggregateBuffers]]); results become rows of (key, window start, window
  * end, results..., max timestamp) ([[WindowResultRows]]).
  */
 private[execution] final class TimeWindowTask private (
@@ -32,7 +32,8 @@ private[execution] final class TimeWindowTask private (
   private val out = ArrayBuffer.empty[InternalRow]
   private val processor = new TimeWindowAggregateProcessor[InternalRow, UnsafeRow, UnsafeRow](
     TimeWindowSpec(windows.sizeMs, windows.advanceMs, windows.graceMs),
-    new BufferAggregator(in, bufferAttributes, initialValues, updateExpressions),
+    new AggregateBuffers(in, bufferAttributes, initialValues, updateExpressions, inputBufferAttributes,
+      mergeExpressions),
     state, _.copy(), finalResults.map(f => BufferLimits.of(f.bufferConfig)), operatorName, this)
 
   override def advanceStreamTime(t: Long): Unit = processor.advanceStreamTime(t)
