@@ -8,35 +8,38 @@ import org.apache.spark.sql.kstate.state.StoreCounters
  * `customMetrics` and SQL metrics), and the one place that assembles them.
  */
 private[state] object ProviderMetrics {
-  val DbGets = StateStoreCustomSumMetric("kstateStoreDbGets",
-    "kstate store: lookups that reached the working copy (heap or local RocksDB)")
-  val CommitMs = StateStoreCustomTimingMetric("kstateStoreCommitMs",
-    "kstate store: time to write the changelog and apply it locally")
-  val ChangelogBytes = StateStoreCustomSizeMetric("kstateStoreChangelogBytes",
-    "kstate store: changelog bytes written", false)
-  val ChangelogRecords = StateStoreCustomSumMetric("kstateStoreChangelogRecords",
-    "kstate store: changelog records written")
-  val SnapshotMs = StateStoreCustomTimingMetric("kstateStoreSnapshotMs",
-    "kstate store: time to write snapshots")
-  val SnapshotsWritten = StateStoreCustomSumMetric("kstateStoreSnapshotsWritten",
-    "kstate store: snapshots written")
-  val RestoreMs = StateStoreCustomTimingMetric("kstateStoreRestoreMs",
-    "kstate store: time to restore state from the checkpoint")
-  val RestoreRecords = StateStoreCustomSumMetric("kstateStoreRestoreRecordsReplayed",
-    "kstate store: changelog records replayed during restore")
-  val RestoredFromSnapshot = StateStoreCustomSumMetric("kstateStoreRestoredFromSnapshot",
-    "kstate store: restores that started from a snapshot")
-  val Spills = StateStoreCustomSumMetric("kstateStoreSpills",
-    "kstate store: times uncommitted changes were spilled from the heap to local disk")
-  val SpilledRecords = StateStoreCustomSumMetric("kstateStoreSpilledRecords",
-    "kstate store: changelog records written by spills")
-  val HeapBytes = StateStoreCustomSizeMetric("kstateStoreHeapBytes",
-    "kstate store: heap bytes (estimated) of the committed state kept on the heap", false)
-  val DbBytes = StateStoreCustomSizeMetric("kstateStoreDbBytes",
-    "kstate store: bytes in its local RocksDB, the disk tier (files and memtables: state off the heap, spilled changes)", false)
-  val All: Seq[StateStoreCustomMetric] = Seq(DbGets, CommitMs, ChangelogBytes, ChangelogRecords,
-    SnapshotMs, SnapshotsWritten, RestoreMs, RestoreRecords, RestoredFromSnapshot, Spills,
-    SpilledRecords, HeapBytes, DbBytes)
+  private val declared = scala.collection.mutable.ArrayBuffer.empty[StateStoreCustomMetric]
+  /** Declares a metric: it is reported (in [[All]], declaration order) because it is declared. */
+  private def declare[M <: StateStoreCustomMetric](m: M): M = { declared += m; m }
+
+  val DbGets = declare(StateStoreCustomSumMetric("kstateStoreDbGets",
+    "kstate store: lookups that reached the working copy (heap or local RocksDB)"))
+  val CommitMs = declare(StateStoreCustomTimingMetric("kstateStoreCommitMs",
+    "kstate store: time to write the changelog and apply it locally"))
+  val ChangelogBytes = declare(StateStoreCustomSizeMetric("kstateStoreChangelogBytes",
+    "kstate store: changelog bytes written", false))
+  val ChangelogRecords = declare(StateStoreCustomSumMetric("kstateStoreChangelogRecords",
+    "kstate store: changelog records written"))
+  val SnapshotMs = declare(StateStoreCustomTimingMetric("kstateStoreSnapshotMs",
+    "kstate store: time to write snapshots"))
+  val SnapshotsWritten = declare(StateStoreCustomSumMetric("kstateStoreSnapshotsWritten",
+    "kstate store: snapshots written"))
+  val RestoreMs = declare(StateStoreCustomTimingMetric("kstateStoreRestoreMs",
+    "kstate store: time to restore state from the checkpoint"))
+  val RestoreRecords = declare(StateStoreCustomSumMetric("kstateStoreRestoreRecordsReplayed",
+    "kstate store: changelog records replayed during restore"))
+  val RestoredFromSnapshot = declare(StateStoreCustomSumMetric("kstateStoreRestoredFromSnapshot",
+    "kstate store: restores that started from a snapshot"))
+  val Spills = declare(StateStoreCustomSumMetric("kstateStoreSpills",
+    "kstate store: times uncommitted changes were spilled from the heap to local disk"))
+  val SpilledRecords = declare(StateStoreCustomSumMetric("kstateStoreSpilledRecords",
+    "kstate store: changelog records written by spills"))
+  val HeapBytes = declare(StateStoreCustomSizeMetric("kstateStoreHeapBytes",
+    "kstate store: heap bytes (estimated) of the committed state kept on the heap", false))
+  val DbBytes = declare(StateStoreCustomSizeMetric("kstateStoreDbBytes",
+    "kstate store: bytes in its local RocksDB, the disk tier (files and memtables: state off the heap, spilled changes)", false))
+  /** Every declared metric (Spark's `supportedCustomMetrics`). */
+  val All: Seq[StateStoreCustomMetric] = declared.toSeq
 
   /** Snapshots maintenance wrote since a store last reported them. */
   final case class SnapshotWork(written: Long, nanos: Long) {
