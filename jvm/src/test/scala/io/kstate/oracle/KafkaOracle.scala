@@ -1,12 +1,11 @@
 package io.kstate.oracle
 
 import java.time.{Duration, Instant}
-import java.util.Properties
 
 import scala.collection.mutable.ArrayBuffer
 
 import org.apache.kafka.common.serialization.{LongSerializer, Serdes, StringSerializer}
-import org.apache.kafka.streams.{StreamsBuilder, StreamsConfig, TopologyTestDriver}
+import org.apache.kafka.streams.{StreamsBuilder, TopologyTestDriver}
 import org.apache.kafka.streams.kstream.{Consumed, ForeachAction, KTable, Suppressed => KSuppressed,
   SessionWindows => KSessionWindows, SlidingWindows => KSlidingWindows, TimeWindows => KTimeWindows, Windowed}
 import org.apache.kafka.streams.kstream.Suppressed.BufferConfig
@@ -59,14 +58,7 @@ object KafkaOracle {
               out += Out(r.key(), r.timestamp(), r.timestamp(), Option(r.value()).map(_.longValue))
           })
     }
-    val props = new Properties()
-    props.put(StreamsConfig.APPLICATION_ID_CONFIG, "kstate-oracle")
-    props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:1") // never contacted by the test driver
-    props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, "0")
-    props.put(StreamsConfig.STATE_DIR_CONFIG, java.nio.file.Files.createTempDirectory("kafka-oracle").toString)
-    props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.String().getClass.getName)
-    props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.Long().getClass.getName)
-    val driver = new TopologyTestDriver(builder.build(), props)
+    val driver = new TopologyTestDriver(builder.build(), OracleDriver.props())
     try {
       val input = driver.createInputTopic(In, new StringSerializer, new LongSerializer)
       val emitted = ArrayBuffer.empty[Seq[Out]]
