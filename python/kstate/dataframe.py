@@ -10,6 +10,7 @@ from ._durations import DurationLike, to_millis
 from ._jvm import check_jvm, translate_errors
 from .errors import KStateError
 from .suppress import Suppressed
+from .tables import KTable, VersionedTable
 from .windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = ["KStateDataFrame", "KStateWindowedStream", "ColumnOrName"]
@@ -233,6 +234,51 @@ class KStateDataFrame:
         jgrace = None if grace is None else str(to_millis(grace, "grace"))
         return self._wrap(self._jkstate(order).suppressTable(
             suppressed._to_jvm(jvm), jkey, jts, jend, jgrace, _name(name)))
+
+    @translate_errors
+    def to_table(
+        self,
+        key: ColumnOrName,
+        timestamp: ColumnOrName,
+        versioned: Optional[VersionedTable] = None,
+        name: Optional[str] = None,
+        order: Optional[str] = None,
+    ) -> KTable:
+        """This DataFrame as a table's changelog (Kafka's ``KStream#toTable``).
+
+        Each row updates the key in column ``key`` at the event time in column ``timestamp``;
+        its other columns are the key's new value. A row whose value columns are all null is a
+        tombstone: the key is deleted (to keep an all-null value, pack the columns into a
+        struct). ``key`` and ``timestamp`` must be columns of this DataFrame (``withColumn``
+        first for an expression).
+
+        Each state partition keeps its keys' latest values, by processing order; with
+        ``versioned`` it keeps their history by timestamp instead (KIP-889/914), and drops
+        updates older than the table's stream time minus the grace period.
+
+        Parameters
+        ----------
+        key, timestamp : str or Column
+        versioned : VersionedTable, optional
+        name : str, optional
+            The operator's name in the checkpoint.
+        order : str, optional
+            As for :meth:`deduplicate_by_key`.
+
+        Examples
+        --------
+        >>> profiles = updates.kstate.to_table(key="user", timestamp="ts",
+        ...                                    versioned=VersionedTable("1 day"))
+        >>> profiles.is_versioned
+        True
+        """
+        if versioned is not None and not isinstance(versioned, VersionedTable):
+            raise TypeError(f"versioned takes a VersionedTable, got {type(versioned).__name__}")
+        jvm = check_jvm(self._df.sparkSession)
+        jversioned = None if versioned is None else versioned._to_jvm(jvm)
+        jtable = self._jkstate(order).toTable(
+            _col(key, "key")._jc, _col(timestamp, "timestamp")._jc, jversioned, _name(name))
+        return KTable(jtable, self._df)
 
     @translate_errors
     def windowed_by(

@@ -4,13 +4,14 @@ import java.time.{Duration => JDuration}
 
 import io.kstate.dedup.DedupMode
 import io.kstate.suppress.{Suppressed, UntilTimeLimit, UntilWindowCloses}
+import io.kstate.tables.{KTable, VersionedTable}
 import io.kstate.windows.{SessionWindows, SlidingWindows, TimeWindows, Windows}
 
 import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
-import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, NamedExpression}
-import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, EventTimeWatermark}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Expression, NamedExpression}
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, EventTimeWatermark, LogicalPlan}
 import org.apache.spark.sql.kstate.{ExpressionLineage, OperatorIdentity}
-import org.apache.spark.sql.kstate.plans.{AggregateSpec, KStateDeduplicate, KStateStatefulNode, KStateSuppress, KStateWindowedAggregate, KStateWindowedDistinct}
+import org.apache.spark.sql.kstate.plans.{AggregateSpec, KStateDeduplicate, KStateStatefulNode, KStateSuppress, KStateTableSource, KStateWindowedAggregate, KStateWindowedDistinct, TableChangeColumns}
 import org.apache.spark.sql.kstate.shim.{RunningQuery, SparkShim}
 import org.apache.spark.sql.types._
 
@@ -187,6 +188,57 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
     val idE = id.map(c => checked("id", c, comparable).expr)
     val tsE = checked("timestamp", timestamp, eventTime).expr
     KStateDataFrame.withNode(df, KStateDeduplicate(mode, intervalMs, name, keyE, idE, tsE, order, SparkShim.logicalPlan(df)))
+  }
+
+  /**
+   * This DataFrame as a table's changelog (Kafka's `KStream#toTable` with a materialization):
+   * each row is an update of the key in column `key`, at the event time in column `timestamp`,
+   * whose value is the row's other columns; a row whose value columns are all null is a
+   * tombstone (the key is deleted; to keep an all-null value, pack the columns into a struct).
+   * `key` and `timestamp` must be columns of this DataFrame (`withColumn` first for an
+   * expression). Each state partition keeps its keys' latest values (by processing order), or,
+   * with `versioned`, their history by timestamp (KIP-889/914): see [[io.kstate.tables.KTable]].
+   *
+   * {{{
+   *   val profiles = updates.kstate.toTable(col("user"), col("ts"), VersionedTable.of("1 day"))
+   * }}}
+   */
+  def toTable(key: Column, timestamp: Column): KTable = toTable(key, timestamp, null, null)
+  def toTable(key: Column, timestamp: Column, versioned: VersionedTable): KTable =
+    toTable(key, timestamp, versioned, null)
+  def toTable(key: Column, timestamp: Column, versioned: VersionedTable, name: String): KTable = {
+    Option(name).foreach(OperatorIdentity.validateName)
+    RunningQuery.register(SparkShim.session(df))
+    val plan = SparkShim.logicalPlan(df)
+    val k = tableColumn("key", key, plan, comparable)
+    val ts = tableColumn("timestamp", timestamp, plan, eventTime)
+    if (k.exprId == ts.exprId) throw KStateErrors.invalidTableColumn("timestamp", "is the key column: a " +
+      "table needs a key column and a separate event-time column")
+    val names = plan.output.map(_.name)
+    names.groupBy(_.toLowerCase).collectFirst { case (_, ns) if ns.size > 1 => ns.head }.foreach { n =>
+      throw KStateErrors.invalidTableColumn("columns", s"include '$n' twice: rename one (withColumnRenamed)")
+    }
+    names.find(_.startsWith("__kstate_")).foreach { n =>
+      throw KStateErrors.invalidTableColumn("columns", s"include '$n': names starting with __kstate_ are kstate's own")
+    }
+    val values = plan.output.filterNot(a => a.exprId == k.exprId || a.exprId == ts.exprId)
+    if (values.isEmpty) throw KStateErrors.invalidTableColumn("value", "is empty: the DataFrame has only " +
+      "the key and timestamp columns; a table needs at least one value column")
+    val node = KStateTableSource(k, ts, values, Option(versioned), Option(name), order,
+      TableChangeColumns.oldValueAttribute(values), TableChangeColumns.latestAttribute(), plan)
+    new KTable(KStateDataFrame.withNode(df, node), k.name, ts.name, values.map(_.name), Option(versioned),
+      Option(name).getOrElse(node.kind), order)
+  }
+
+  /** A key or timestamp of a table: resolved and checked as any column, and a column of the DataFrame. */
+  private def tableColumn(role: String, c: Column, plan: LogicalPlan,
+      typeCheck: (String, DataType) => Unit): Attribute = {
+    checked(role, c, typeCheck)
+    SparkShim.logicalPlan(df.select(c)).expressions.head match {
+      case a: Attribute if plan.outputSet.contains(a) => a
+      case e => throw KStateErrors.invalidTableColumn(role, s"must be a column of the DataFrame, got " +
+        s"${e.sql}: add it with withColumn first")
+    }
   }
 
   private[kstate] def comparable(role: String, dt: DataType): Unit = {

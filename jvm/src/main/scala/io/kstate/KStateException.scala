@@ -250,6 +250,15 @@ object KStateErrors {
   def unsupportedSuppress(why: String): KStateException =
     err("KSTATE_UNSUPPORTED_SUPPRESS", s"Cannot suppress this DataFrame: $why.")
 
+  def invalidTableColumn(role: String, why: String): KStateException =
+    err("KSTATE_INVALID_TABLE_COLUMN", s"Cannot build the table: its $role $why.")
+
+  def suppressOnVersionedTable(table: String): KStateException =
+    err("KSTATE_SUPPRESS_ON_VERSIONED_TABLE",
+      s"Table '$table' is versioned: suppress is not defined on a versioned table (KIP-914: it would " +
+        "drop the version history the table keeps). Suppress an unversioned table instead: build it " +
+        "with to_table(...) without versioned=, or call to_stream() first and suppress the stream.")
+
   def invalidProcessingOrder(what: String, value: String): KStateException =
     err("KSTATE_INVALID_PROCESSING_ORDER",
       s"Invalid processing order for $what: '$value'. Use 'auto' (the default: Kafka task order " +

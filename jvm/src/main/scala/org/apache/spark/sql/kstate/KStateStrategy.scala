@@ -7,8 +7,8 @@ import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
-import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateDeduplicateExec, KStateStatefulExec, KStateSuppressExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
-import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateStatefulNode, KStateSuppress, KStateWindowedAggregate, KStateWindowedDistinct}
+import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateDeduplicateExec, KStateStatefulExec, KStateSuppressExec, KStateTableSourceExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
+import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateStatefulNode, KStateSuppress, KStateTableSource, KStateWindowedAggregate, KStateWindowedDistinct}
 import org.apache.spark.sql.kstate.shim.RunningQuery
 
 /**
@@ -46,6 +46,12 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
         s.suppressed, s.limitMs, name, s.fingerprint, normalized(s.key), s.timestamp, s.windowEnd, s.output,
         provider, followWatermark,
         orderOf(s), stateInfo, InputPositionExec(planLater(s.child))) :: Nil
+    case t: KStateTableSource =>
+      val (name, stateInfo) = streamingIdentity(t)
+      KStateTableSourceExec(
+        normalized(t.key), t.timestamp, t.values, t.versioned, name, t.fingerprint, t.output,
+        provider, followWatermark,
+        orderOf(t), stateInfo, InputPositionExec(planLater(t.child))) :: Nil
     case _ => Nil
   }
 

@@ -56,7 +56,10 @@ object InMemoryTableState {
     }
 
     override def getAsOf(key: K, asOf: Long): Versioned[V] = {
-      if (time != StreamTime.Unknown && asOf < StreamTime.minus(time, retentionMs)) return null
+      if (time != StreamTime.Unknown && asOf < StreamTime.minus(time, retentionMs)) {
+        val latest = get(key) // past retention only the latest version answers
+        return if (latest != null && latest.timestamp <= asOf) latest else null
+      }
       versions.get(key).flatMap(_.rangeTo(asOf).lastOption) match {
         case Some((ts, Some(v))) => Versioned(v, ts)
         case _ => null

@@ -7,7 +7,7 @@ package org.apache.spark.sql.kstate.processor.table
  *
  * Contract, both kinds:
  *  - `put(key, value, ts)` stores `value` (null deletes) and returns its validTo:
- *    [[TableState.Latest]] (-1) when it is now the key's latest value, the next version's
+ *    [[TableState.Latest]] (KIP-914's -1; `Long.MinValue + 1` here) when it is now the key's latest value, the next version's
  *    timestamp when it went into history (versioned only), or [[TableState.NotPut]]
  *    (`Long.MinValue`) when nothing was stored (versioned only: `ts` is older than observed stream
  *    time − grace).
@@ -26,8 +26,9 @@ package org.apache.spark.sql.kstate.processor.table
  *  - the latest value is the one with the largest timestamp (a put with a smaller one goes into
  *    history and returns the timestamp of the version after it);
  *  - `getAsOf(key, t)` is the version with the largest timestamp ≤ t, null if that version is a
- *    tombstone or none exists, and null when `t` < stream time − history retention (the history
- *    may be gone: Kafka's rule);
+ *    tombstone or none exists; when `t` < stream time − history retention (the history may be
+ *    gone) only the latest version answers: itself if its timestamp ≤ t, else null (Kafka's
+ *    `RocksDBVersionedStore` rule: a key's latest version never expires);
  *  - versions whose validTo ≤ stream time − history retention may be dropped at any time
  *    (`getAsOf` never reaches them).
  * kstate's store implementation is `state.versioned.VersionedKeyValueStore` (bytes); the heap one
@@ -42,8 +43,13 @@ trait TableState[K, V] {
 }
 
 object TableState {
-  /** put's result when the value is the latest of its key (KIP-914's -1). */
-  val Latest: Long = -1L
+  /**
+   * put's result when the value is the latest of its key. KIP-914 says -1, which is a valid
+   * validTo here (event times may be negative: a version ending at -1), so kstate uses
+   * `Long.MinValue + 1`: a validTo is above the put's timestamp, and a timestamp is above
+   * `Long.MinValue` (the null time), so no validTo is `Long.MinValue + 1`.
+   */
+  val Latest: Long = Long.MinValue + 1
   /** put's result when nothing was stored: older than the grace period (KIP-914's MIN_VALUE). */
   val NotPut: Long = Long.MinValue
 

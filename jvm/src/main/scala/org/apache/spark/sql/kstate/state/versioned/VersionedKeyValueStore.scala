@@ -13,14 +13,16 @@ import org.apache.spark.sql.kstate.state.KStateStore
  *
  * Rules:
  *  - `put(key, value, ts)` returns the new version's validTo: [[VersionedKeyValueStore.Latest]]
- *    (-1) when it is now the latest version, the next version's timestamp when it went into
+ *    (`Long.MinValue + 1`; KIP-914's -1, see there) when it is now the latest version, the next version's timestamp when it went into
  *    history, or [[VersionedKeyValueStore.NotPut]] (`Long.MinValue`) when `ts` is more than the
  *    grace period behind the observed stream time (nothing is stored).
  *  - A null value is a tombstone: a version whose value is "absent". `get` never returns it.
  *  - A put with the timestamp of an existing version replaces that version's value.
  *  - `get(key)` is the latest version; `get(key, asOf)` the version with the largest timestamp
- *    <= asOf (inclusive), or null when `asOf` is older than observed stream time minus the
- *    history retention (the history may have been cleaned up).
+ *    <= asOf (inclusive). When `asOf` is older than observed stream time minus the history
+ *    retention (the history may have been cleaned up) only the latest version answers: it is
+ *    returned if its timestamp is <= asOf, else null (Kafka's `RocksDBVersionedStore` rule: the
+ *    latest version of a key never expires).
  *  - Grace period and history retention are separate settings (Kafka ties them). The grace
  *    period may not exceed the retention: an accepted put must stay queryable.
  *  - Observed stream time is the largest timestamp put so far; it is persisted with the store
@@ -137,8 +139,12 @@ final class VersionedKeyValueStore(
   }
 
   def get(key: Array[Byte], asOf: Long): VersionedRecord = {
-    if (asOf < minus(streamTime, historyRetentionMs)) return null
     val cur = latestOf(key)
+    if (asOf < minus(streamTime, historyRetentionMs)) {
+      // past the history retention only the latest version still answers (Kafka's rule: the
+      // latest version of a key never expires)
+      return if (cur != null && !cur.tomb && cur.from <= asOf) VersionedRecord(cur.value, cur.from, None) else null
+    }
     if (cur != null && cur.from <= asOf) {
       if (cur.tomb) null else VersionedRecord(cur.value, cur.from, None)
     } else {
@@ -290,8 +296,13 @@ final class VersionedKeyValueStore(
 }
 
 object VersionedKeyValueStore {
-  /** put's result when the record is the latest version of its key (KIP-914). */
-  val Latest: Long = -1L
+  /**
+   * put's result when the record is the latest version of its key. KIP-914 uses -1, a valid
+   * validTo once event times may be negative (a version ending at -1); kstate uses
+   * `Long.MinValue + 1`, which no validTo can be: a validTo is above the put's timestamp, and
+   * timestamps are above `Long.MinValue` (kstate's null time).
+   */
+  val Latest: Long = Long.MinValue + 1
   /** put's result when the record was older than the grace period and not stored (KIP-914). */
   val NotPut: Long = Long.MinValue
 

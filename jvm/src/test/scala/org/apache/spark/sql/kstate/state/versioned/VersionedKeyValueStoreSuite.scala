@@ -94,6 +94,27 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
     }
   }
 
+  test("past the history retention only the latest version answers, if it is old enough (Kafka's rule)") {
+    withStore(retention = 50, grace = 10, segment = 10) { vs =>
+      vs.put(b("k"), b("a"), 10)
+      vs.put(b("x"), b("x"), 100) // stream time 100, cutoff 50
+      assert(str(vs.get(b("k"), 20)) == Some(("a", 10L, None))) // the latest never expires
+      assert(vs.get(b("k"), 5) == null) // older than the latest version: nothing
+      vs.put(b("k"), b("b"), 95)
+      assert(vs.get(b("k"), 20) == null) // a, now history past retention, no longer answers
+      vs.delete(b("x"), 99)
+      assert(vs.get(b("x"), 40) == null) // a latest tombstone answers nothing
+    }
+  }
+
+  test("put's 'latest' result is no timestamp: a version may end at -1") {
+    withStore() { vs =>
+      assert(vs.put(b("k"), b("a"), -1) == Latest)
+      assert(vs.put(b("k"), b("b"), -2) == -1L) // out of order: valid until -1, not "latest"
+      assert(Latest != -1L)
+    }
+  }
+
   test("the expiry index holds one entry per key and segment, not per version") {
     val p = provider()
     val s = p.getStore(0)
@@ -133,7 +154,7 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
     def get(k: String): Option[(String, Long, Option[Long])] =
       versions.get(k).flatMap(_.lastOption).flatMap { case (t, v) => v.map(x => (x, t, None)) }
     def get(k: String, asOf: Long): Option[(String, Long, Option[Long])] =
-      if (streamTime != Long.MinValue && asOf < cutoff(retention)) None
+      if (streamTime != Long.MinValue && asOf < cutoff(retention)) get(k).filter(_._2 <= asOf) // latest only
       else versions.get(k).flatMap { vs =>
         vs.rangeTo(asOf).lastOption.flatMap { case (t, v) =>
           v.map(x => (x, t, vs.rangeFrom(t + 1).headOption.map(_._1)))

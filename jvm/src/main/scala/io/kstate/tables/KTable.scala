@@ -1,0 +1,108 @@
+package io.kstate.tables
+
+import io.kstate.{KStateDataFrame, KStateErrors, ProcessingOrder}
+import io.kstate.suppress.Suppressed
+
+import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
+import org.apache.spark.sql.catalyst.expressions.NamedExpression
+import org.apache.spark.sql.kstate.plans.TableTransforms
+import org.apache.spark.sql.kstate.shim.SparkShim
+
+/**
+ * A table (Kafka's `KTable`): a changelog of keyed updates, materialized per state partition.
+ * Built by `df.kstate.toTable(key, timestamp[, versioned])`; a table's rows are its updates in
+ * processing order, each with the key's value after it (its value columns; all null: a
+ * tombstone).
+ *
+ * Versioned or not (KIP-914): a table is versioned iff it was materialized as versioned
+ * (`toTable(..., VersionedTable.of(...))`) with no unversioned materialization, aggregation or
+ * join in between; `filter` and `mapValues` keep it, `toStream()` loses it (`toTable` again,
+ * versioned, to get it back). [[isVersioned]] tells.
+ *
+ * Operations:
+ *  - [[toStream]]: the table's updates as a DataFrame (key, value and timestamp columns; a
+ *    tombstone's value columns are null), usable with any sink in append or update mode;
+ *  - [[filter]] / [[filterNot]], [[mapValues]]: Kafka's stateless table operations (rules in
+ *    `org.apache.spark.sql.kstate.plans.TableTransforms`);
+ *  - [[suppress]]: Kafka's `KTable#suppress`, not allowed on a versioned table
+ *    (`KSTATE_SUPPRESS_ON_VERSIONED_TABLE`, KIP-914).
+ */
+final class KTable private[kstate] (
+    changes: DataFrame,
+    val keyColumn: String,
+    val timestampColumn: String,
+    val valueColumns: Seq[String],
+    versioned: Option[VersionedTable],
+    val name: String,
+    order: Option[ProcessingOrder]) {
+
+  def isVersioned: Boolean = versioned.isDefined
+  /** The versioned materialization, or null for an unversioned table. */
+  def versionedTable: VersionedTable = versioned.orNull
+
+  private def spec: TableTransforms.Changes =
+    TableTransforms.Changes(SparkShim.logicalPlan(changes), keyColumn, timestampColumn, valueColumns)
+
+  /** The table's updates: its key, value and timestamp columns, one row per update. */
+  def toStream(): DataFrame = changes.select(spec.userColumns.map(a => changes.col(quoted(a.name))): _*)
+
+  /**
+   * Keeps the values `condition` holds for (true; false or null turn the value into a tombstone),
+   * as Kafka's `KTable#filter`; the condition reads the key and value columns. On an unversioned
+   * table a tombstone following a tombstone of the same key is not passed on; on a versioned one
+   * it is (KIP-914).
+   */
+  def filter(condition: Column): KTable = {
+    val c = resolved("condition", Seq(condition)).head
+    withChanges(TableTransforms.filter(spec, c, isVersioned), valueColumns)
+  }
+
+  /** [[filter]] with the negated condition (Kafka's `filterNot`: null counts as not holding). */
+  def filterNot(condition: Column): KTable =
+    filter(org.apache.spark.sql.functions.not(org.apache.spark.sql.functions.coalesce(condition,
+      org.apache.spark.sql.functions.lit(false))))
+
+  /**
+   * New value columns computed from each value (Kafka's `KTable#mapValues`), e.g.
+   * `mapValues(upper(col("name")).as("name"), col("age") + 1 as "age")`; the key and timestamp
+   * columns stay. A tombstone stays a tombstone; a value mapped to all nulls becomes one.
+   */
+  def mapValues(first: Column, rest: Column*): KTable = mapValues(first +: rest)
+  def mapValues(columns: Seq[Column]): KTable = {
+    if (columns.isEmpty) throw KStateErrors.invalidTableColumn("value", "is empty: mapValues needs at least one column")
+    val exprs = resolved("mapValues column", columns)
+    val names = exprs.map(_.name)
+    (names ++ Seq(keyColumn, timestampColumn)).groupBy(_.toLowerCase).collectFirst {
+      case (_, ns) if ns.size > 1 => ns.head
+    }.foreach(n => throw KStateErrors.invalidTableColumn("value", s"column '$n' is named twice or like the " +
+      "key or timestamp column: name each mapped column uniquely (.as(...))"))
+    val (plan, values) = TableTransforms.mapValues(spec, exprs)
+    withChanges(plan, values)
+  }
+
+  /**
+   * Kafka's `KTable#suppress` on this table's updates, by its key and timestamp (see
+   * `KStateDataFrame.suppress`). A versioned table cannot be suppressed (KIP-914).
+   */
+  def suppress(suppressed: Suppressed): DataFrame = {
+    if (isVersioned) throw KStateErrors.suppressOnVersionedTable(name)
+    val s = toStream()
+    new KStateDataFrame(s, order).suppress(suppressed, s.col(quoted(keyColumn)), s.col(quoted(timestampColumn)), null)
+  }
+
+  override def toString: String =
+    s"KTable($name: key=$keyColumn, timestamp=$timestampColumn, values=${valueColumns.mkString("[", ", ", "]")}" +
+      versioned.map(v => ", " + v.describe).getOrElse("") + ")"
+
+  private def quoted(n: String): String = "`" + n.replace("`", "``") + "`"
+
+  private def resolved(role: String, columns: Seq[Column]): Seq[NamedExpression] = {
+    val plan = try SparkShim.logicalPlan(changes.select(columns: _*)) catch {
+      case e: AnalysisException => throw KStateErrors.missingColumn(role, e.getMessage)
+    }
+    plan.expressions.map(_.asInstanceOf[NamedExpression])
+  }
+
+  private def withChanges(plan: org.apache.spark.sql.catalyst.plans.logical.LogicalPlan, values: Seq[String]): KTable =
+    new KTable(SparkShim.ofRows(changes, plan), keyColumn, timestampColumn, values, versioned, name, order)
+}

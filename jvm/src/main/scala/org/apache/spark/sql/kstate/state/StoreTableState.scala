@@ -1,0 +1,62 @@
+package org.apache.spark.sql.kstate.state
+
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
+import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, StateStore}
+import org.apache.spark.sql.kstate.processor.StreamTime
+import org.apache.spark.sql.kstate.processor.table.TableState
+import org.apache.spark.sql.kstate.processor.table.TableState.{Latest, Versioned}
+import org.apache.spark.sql.types.{BinaryType, LongType, StructField, StructType}
+
+/**
+ * An unversioned [[TableState]] in a column family `kstate_table` of a Spark state store (any
+ * provider with column families: kstate's or Spark's RocksDB): key row -> (timestamp, value row
+ * bytes); a tombstone deletes the key. Stream time lives in the store's [[StateMeta]], written by
+ * [[commitStreamTime]] at the end of the task. Keys and values are UnsafeRows of `keySchema` /
+ * `valueFields` fields; rows returned by `get` are fresh. Not thread-safe; one per task.
+ */
+final class StoreTableState(store: StateStore, keySchema: StructType, valueFields: Int)
+  extends TableState[UnsafeRow, UnsafeRow] {
+  import StoreTableState._
+  store.createColFamilyIfAbsent(Cf, keySchema, ValueSchema, NoPrefixKeyStateEncoderSpec(keySchema))
+  private val meta = new StateMeta(store)
+  private var time = meta.get(StateMeta.StreamTime, StreamTime.Unknown)
+  private val writer = new UnsafeRowWriter(2)
+
+  override def versioned: Boolean = false
+  override def streamTime: Long = time
+
+  override def put(key: UnsafeRow, value: UnsafeRow, ts: Long): Long = {
+    if (ts > time) time = ts
+    if (value == null) store.remove(key, Cf)
+    else {
+      writer.reset(); writer.zeroOutNullBytes()
+      writer.write(0, ts)
+      writer.write(1, value.getBytes)
+      store.put(key, writer.getRow, Cf)
+    }
+    Latest
+  }
+
+  override def get(key: UnsafeRow): Versioned[UnsafeRow] = {
+    val stored = store.get(key, Cf)
+    if (stored == null) null
+    else {
+      val bytes = stored.getBinary(1)
+      val row = new UnsafeRow(valueFields)
+      row.pointTo(bytes, bytes.length)
+      Versioned(row, stored.getLong(0))
+    }
+  }
+
+  override def getAsOf(key: UnsafeRow, asOf: Long): Versioned[UnsafeRow] = get(key)
+
+  /** Persists stream time with the state (call once, at the end of the task). */
+  def commitStreamTime(): Unit = meta.put(StateMeta.StreamTime, time)
+}
+
+object StoreTableState {
+  val Cf = "kstate_table"
+  private val ValueSchema = StructType(Seq(
+    StructField("timestamp", LongType, nullable = false), StructField("value", BinaryType, nullable = false)))
+}
