@@ -8,7 +8,7 @@ object StreamTableJoinMetrics extends MetricSet {
   val UnmatchedResults: Metric = sum("unmatchedResults", "left join results emitted with a null table value")
   val Lookups: Metric = sum("tableLookups", "table lookups (one per stream record joined)")
   val LookupsPastRetention: Metric = sum("lookupsPastHistoryRetention",
-    "as-of lookups older than the table's stream time - history retention (no table value)")
+    "as-of lookups older than the table's stream time - history retention (only the key's latest version can match)")
   val Buffered: Metric = sum("streamRecordsBuffered", "stream records held back by the join's grace period")
   val Released: Metric = sum("bufferedRecordsJoined",
     "buffered stream records joined once stream time reached their timestamp + grace")

@@ -44,8 +44,14 @@ import org.apache.spark.sql.kstate.processor.table.{TableSource, TableState}
  *     buffered records (Kafka: only a buffered stream record triggers an eviction).
  *  6. join: versioned table → `getAsOf(key, ts)` (KIP-914); unversioned → `get(key)`, the
  *     latest value by processing order whatever `ts` (`tableLookups`). A versioned lookup with
- *     `ts < table stream time - history retention` finds nothing (Kafka's versioned store returns
- *     null past its history retention; counted `lookupsPastHistoryRetention`). A match is
+ *     `ts < table stream time - history retention` (`lookupsPastHistoryRetention`) finds only
+ *     the key's latest version, when that is not a tombstone and its timestamp is `<= ts`, and
+ *     otherwise nothing: Kafka's `RocksDBVersionedStore.get(key, asOf)` ("the latest record
+ *     version per key never expires"; KIP-914's "returns null" is the other case). kstate asks
+ *     `TableState.get` for it, as the shared `getAsOf` contract returns null past the retention.
+ *     Example (retention 10): table k=v@0, j=w@100 (table stream time 100); stream k@50 joins
+ *     v (v is k's latest version and valid at 50); after k=x@95, stream k@50 finds nothing.
+ *     A match is
  *     emitted `(stream value, table value, ts)`; no match: an inner join drops the record
  *     (`noMatchDropped`), a left join emits `(stream value, null, ts)` (`unmatchedResults`,
  *     KIP-914: "err on the side of including the records"). Every result counts `joinResults`
@@ -162,10 +168,12 @@ final class StreamTableJoinProcessor[K, S, T](
   private def join(key: K, value: S, ts: Long, emit: StreamTableJoinEmitter[S, T]): Unit = {
     counters.add(Lookups)
     val found =
-      if (versioned) {
-        if (ts < StreamTime.minus(table.streamTime, retentionMs)) counters.add(LookupsPastRetention)
-        table.getAsOf(key, ts)
-      } else table.get(key)
+      if (!versioned) table.get(key)
+      else if (ts < StreamTime.minus(table.streamTime, retentionMs)) {
+        counters.add(LookupsPastRetention)
+        val latest = table.get(key) // the latest version never expires (Kafka's versioned store)
+        if (latest != null && latest.timestamp <= ts) latest else null
+      } else table.getAsOf(key, ts)
     if (found != null) result(value, found.value, ts, emit, matched = true)
     else if (leftJoin) result(value, null.asInstanceOf[T], ts, emit, matched = false)
     else counters.add(NoMatchDropped)

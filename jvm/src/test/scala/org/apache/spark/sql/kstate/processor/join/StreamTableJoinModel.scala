@@ -41,8 +41,16 @@ final class StreamTableJoinModel(cfg: StreamTableJoinModel.Cfg) {
   private def lookup(k: String, t: BigInt): String = cfg.retention match {
     case None => latest.getOrElse(k, null)
     case Some(r) =>
-      if (tableTime.exists(tt => t < tt - r)) { count("lookupsPastHistoryRetention"); null }
-      else {
+      if (tableTime.exists(tt => t < tt - r)) {
+        count("lookupsPastHistoryRetention")
+        // only the key's latest version (largest timestamp, last put of it) can answer
+        val ofKey = puts.zipWithIndex.filter(_._1._1 == k)
+        if (ofKey.isEmpty) null
+        else {
+          val ((_, lt, lv), _) = ofKey.maxBy { case ((_, pt, _), i) => (pt, i) }
+          if (lt <= t) lv else null
+        }
+      } else {
         // the version with the largest timestamp <= t; of equal timestamps the last put
         val candidates = puts.zipWithIndex.filter { case ((pk, pt, _), _) => pk == k && pt <= t }
         if (candidates.isEmpty) null else candidates.maxBy { case ((_, pt, _), i) => (pt, i) }._1._3

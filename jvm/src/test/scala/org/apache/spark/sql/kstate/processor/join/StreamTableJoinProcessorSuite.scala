@@ -56,6 +56,19 @@ class StreamTableJoinProcessorSuite extends AnyFunSuite {
     }
   }
 
+  test("rule 6: past the history retention the key's latest version still answers when it is old enough (Kafka's store)") {
+    val h = new Harness(left = true, retention = Some(10L))
+    h.table("k", "v", 0L)
+    h.table("j", "w", 100L) // table stream time 100: lookups before 90 are past the retention
+    h.stream("k", "s50", 50L) // k's latest version v@0 is valid at 50
+    h.table("k", "x", 95L)
+    h.stream("k", "t50", 50L) // k's latest is now x@95: v may be gone, nothing
+    h.table("j", null, 101L)
+    h.stream("j", "u60", 60L) // j's latest is a tombstone
+    assert(h.out.toSeq === Seq(("s50", "v", 50L), ("t50", null, 50L), ("u60", null, 60L)))
+    assert(h.counters(LookupsPastRetention) === 3)
+  }
+
   // ---- KIP-923 --------------------------------------------------------------------------------
 
   test("KIP-923: with a grace period, a table update that arrives after the stream record but is older still counts") {
@@ -225,10 +238,10 @@ class StreamTableJoinProcessorSuite extends AnyFunSuite {
     val h = new Harness(left = false, retention = Some(100L), grace = Some(10L))
     h.table("k", "v", -30L)
     h.stream("k", "s-20", -20L)
-    h.stream("k", "s-5", -5L)
-    assert(h.out.isEmpty)
+    h.stream("k", "s-12", -12L)
+    assert(h.out.isEmpty, "stream time -12: due are records at or before -22")
     h.stream("k", "s0", 0L)
-    assert(h.out.toSeq === Seq(("s-20", "v", -20L)))
+    assert(h.out.toSeq === Seq(("s-20", "v", -20L), ("s-12", "v", -12L)))
   }
 
   test("rule 12: the table's grace period is its own: a join grace up to the history retention is accepted") {
