@@ -33,7 +33,9 @@ import org.apache.spark.sql.kstate.processor.table.{TableSource, TableState}
  *     buffer; table updates, dropped records and records joined at once never move it) decides:
  *     a record with `ts < st - g` is late and joined at once (`lateRecordsJoinedAtOnce`: Kafka's
  *     `buffer.put` returns false and the processor calls `doJoin`, it does not drop it); any
- *     other record is buffered (`streamRecordsBuffered`) and `st := max(st, ts)`.
+ *     other record is buffered (`streamRecordsBuffered`) and `st := max(st, ts)`. (Kafka's
+ *     processor also tracks an observed stream time over every stream record, but the buffer's
+ *     `put` ignores the time it is passed and compares with its own.)
  *  5. after each buffered record, every buffered record with `ts <= st - g` leaves the buffer
  *     and is joined (rule 6, `bufferedRecordsJoined`), oldest first: by timestamp, then key, then
  *     arrival (Kafka's buffer store order: timestamp, serialized key, sequence number). With
@@ -51,8 +53,7 @@ import org.apache.spark.sql.kstate.processor.table.{TableSource, TableState}
  *     `TableState.get` for it, as the shared `getAsOf` contract returns null past the retention.
  *     Example (retention 10): table k=v@0, j=w@100 (table stream time 100); stream k@50 joins
  *     v (v is k's latest version and valid at 50); after k=x@95, stream k@50 finds nothing.
- *     A match is
- *     emitted `(stream value, table value, ts)`; no match: an inner join drops the record
+ *     A match is emitted `(stream value, table value, ts)`; no match: an inner join drops the record
  *     (`noMatchDropped`), a left join emits `(stream value, null, ts)` (`unmatchedResults`,
  *     KIP-914: "err on the side of including the records"). Every result counts `joinResults`
  *     and carries the stream record's own timestamp (Kafka's `record.withValue`).
@@ -65,14 +66,15 @@ import org.apache.spark.sql.kstate.processor.table.{TableSource, TableState}
  *     timestamps: a version needs a time);
  *  8. otherwise applied to the table state through [[TableSource]] (a null value is a
  *     tombstone): stored (`tableUpdates`, of which `tableUpdatesIntoHistory` were older than
- *     their key's latest version), or, on a versioned table, not stored when older than the
+ *     their key's latest version: the put's validTo was not `Latest`; a version ended by one
+ *     at timestamp -1 is not counted, as KIP-914's -1 also means "latest"), or, on a versioned table, not stored when older than the
  *     table's stream time − its grace period (`tableUpdatesExpired`). Nothing is emitted.
  *
  * kstate's additions and deliberate differences:
  *  9. [[advanceStreamTime]] raises the buffer's stream time (the watermark-follow option) and
  *     [[finish]] releases what that made due (rule 5); without them (Kafka's behaviour) a
- *     buffered record leaves only when a later buffered stream record moves stream time.
- *     Kafka's processor keeps no time beyond its buffer's, which is the one that decides.
+ *     buffered record leaves only when a later buffered stream record moves stream time, and
+ *     so without watermarks where micro-batches end changes no result.
  * 10. negative timestamps are buffered and released like any other (Kafka rejects them at its
  *     sources; its buffer scans from timestamp 0); a timestamp is never `Long.MinValue` (the
  *     states' "unknown"; the caller passes a null instead).
@@ -155,12 +157,19 @@ final class StreamTableJoinProcessor[K, S, T](
     counters.set(BufferRecords, grace.numRecords)
   }
 
+  // one eviction callback per processor, not a closure per buffered record
+  private var releaseTo: StreamTableJoinEmitter[S, T] = _
+  private val joinReleased: StreamTableJoinBuffer.Evicted[K, S] = (k: K, v: S, t: Long) => {
+    counters.add(Released)
+    join(k, v, t, releaseTo)
+  }
+
   /** Rule 5: joins every buffered record with ts <= stream time − grace, oldest first. */
   private def release(emit: StreamTableJoinEmitter[S, T]): Unit = {
     val bound = streamTime.closeTime(graceMs)
-    if (bound != Long.MinValue) grace.evictUpTo(bound) { (k: K, v: S, t: Long) =>
-      counters.add(Released)
-      join(k, v, t, emit)
+    if (bound != Long.MinValue) {
+      releaseTo = emit
+      grace.evictUpTo(bound)(joinReleased)
     }
   }
 
