@@ -272,4 +272,18 @@ object KStateErrors {
         "e.g. F.col('ts').cast('timestamp') or F.col('id').cast('bigint').")
 
   def internal(msg: String): KStateException = err("KSTATE_INTERNAL_ERROR", msg)
+
+  def joinGraceOnUnversionedTable(graceMs: Long): KStateException =
+    err("KSTATE_JOIN_GRACE_ON_UNVERSIONED_TABLE",
+      s"A stream-table join with a grace period (${graceMs}ms) needs a versioned table: the " +
+        "grace period holds stream records back so that they join the table as of their own " +
+        "timestamp, and an unversioned table keeps only its latest value per key. Materialize " +
+        "the table as versioned (versioned=VersionedTable(history_retention=...)), or drop grace=.")
+
+  def joinGraceExceedsRetention(graceMs: Long, historyRetentionMs: Long): KStateException =
+    err("KSTATE_JOIN_GRACE_EXCEEDS_RETENTION",
+      s"The stream-table join's grace period (${graceMs}ms) exceeds the table's history retention " +
+        s"(${historyRetentionMs}ms): a stream record released after the grace period would look up " +
+        "a version the table no longer keeps. Lower the join's grace= to at most the history " +
+        "retention, or raise the table's history_retention.")
 }
