@@ -87,7 +87,7 @@ class TableTableJoinProcessorSuite extends AnyFunSuite {
     assert(h.a("j", "a4", 4) === Nil, "4 < 10 - 5")
     assert(h.counters(TableTableJoinMetrics.LateDropped) === 1)
     assert(h.left.state.get("j") === null)
-    assert(h.a("j", "a5", 5) === Seq(r("(a5,null)", null, 5)), "5 = 10 - 5 is within grace")
+    assert(h.a("j", "a5", 5) === Seq(r("(a5,null)", null, 5, key = "j")), "5 = 10 - 5 is within grace")
   }
 
   test("rule 3: out-of-order updates of a versioned side are stored but produce nothing; unversioned ones join") {
