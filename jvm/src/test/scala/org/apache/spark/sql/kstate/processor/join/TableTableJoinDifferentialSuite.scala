@@ -4,7 +4,7 @@ import scala.collection.mutable.ArrayBuffer
 
 import io.kstate.oracle.KafkaTableJoinOracle
 import io.kstate.oracle.KafkaTableJoinOracle.{JOut, PkJoin, TEv}
-import org.apache.spark.sql.kstate.processor.table.{InMemoryTableState, TableSource}
+import org.apache.spark.sql.kstate.processor.table.{InMemoryTableState, TableChange, TableSource}
 import org.scalacheck.Gen
 import org.scalacheck.rng.Seed
 import org.scalatest.funsuite.AnyFunSuite
@@ -39,8 +39,7 @@ class TableTableJoinDifferentialSuite extends AnyFunSuite {
       val out = ArrayBuffer.empty[JOut]
       batch.foreach { e =>
         val v = e.value.map(java.lang.Long.valueOf).orNull
-        val emit = (c: org.apache.spark.sql.kstate.processor.table.TableChange[String, String]) =>
-          out += JOut(c.key, Option(c.newValue), c.timestamp)
+        val emit: TableChange[String, String] => Unit = c => out += JOut(c.key, Option(c.newValue), c.timestamp)
         if (e.left) p.processLeft(e.key, e.key == null, v, e.ts, false, emit)
         else p.processRight(e.key, e.key == null, v, e.ts, false, emit)
       }
