@@ -1,16 +1,9 @@
 package org.apache.spark.sql.kstate.processor.join
 
-import org.apache.spark.sql.kstate.processor.{Metric, MetricSet}
+import org.apache.spark.sql.kstate.processor.Metric
 
 /** What a [[TableTableJoinProcessor]] counts; the reported ones are the operator's custom metrics. */
-object TableTableJoinMetrics extends MetricSet {
-  val JoinResults: Metric = sum("joinResults", "join results emitted (tombstones included)")
-  val OutOfOrderIgnored: Metric =
-    sum("outOfOrderRecordsIgnored", "out-of-order updates of a versioned side: stored, no join result (KIP-914)")
-  val LateDropped: Metric =
-    sum("lateRecordsDropped", "updates a versioned side did not store (older than its stream time - grace)")
-  val NullKeys: Metric = sum("nullKeysDropped", "updates dropped: null key")
-  val NullTimestamps: Metric = sum("nullTimestampsDropped", "updates dropped: null timestamp")
+object TableTableJoinMetrics extends TableTableJoinMetricSet {
   /** Updates stored with no result: the other side had no value and the kind needs one. */
   val NoMatch: Metric = tally("noMatch")
 }

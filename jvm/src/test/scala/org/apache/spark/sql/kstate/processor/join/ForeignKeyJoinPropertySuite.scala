@@ -24,6 +24,8 @@ class ForeignKeyJoinPropertySuite extends AnyFunSuite with ScalaCheckPropertyChe
 
   implicit override val generatorDrivenConfig: PropertyCheckConfiguration =
     PropertyCheckConfiguration(minSuccessful = 300)
+  /** No shrinking: a shrunk input leaves the generators' domain (keys, values, timestamps). */
+  private implicit def noShrink[A]: org.scalacheck.Shrink[A] = org.scalacheck.Shrink.shrinkAny
 
   private val upd: Gen[(Boolean, String, String, Long)] = for {
     left <- Gen.oneOf(true, false)
@@ -37,7 +39,7 @@ class ForeignKeyJoinPropertySuite extends AnyFunSuite with ScalaCheckPropertyChe
     Gen.choose(1, 5).flatMap(n => Gen.listOfN(n, Gen.choose(0, 10).flatMap(Gen.listOfN(_, upd))))
 
   test("the result table is the join of the two tables after every micro-batch, with no stale result") {
-    forAllNoShrink(Gen.oneOf(true, false), Gen.oneOf(true, false), Gen.oneOf(true, false), Gen.oneOf(1, 3),
+    forAll(Gen.oneOf(true, false), Gen.oneOf(true, false), Gen.oneOf(true, false), Gen.oneOf(1, 3),
         Gen.choose(0L, 8L), batches) { (leftJoin, lv, rv, n, grace, bs) =>
       def state(v: Boolean): () => TableState[String, String] = () =>
         if (v) InMemoryTableState.versioned[String, String](grace, grace) else InMemoryTableState.unversioned[String, String]()
