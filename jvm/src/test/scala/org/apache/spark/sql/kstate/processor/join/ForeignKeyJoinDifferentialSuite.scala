@@ -14,7 +14,7 @@ import org.scalatest.funsuite.AnyFunSuite
  * (keys f0, f1, f2 and null), split into micro-batches, versioned sides with grace = history
  * retention as Kafka's.
  *  - One stage-1 partition: every result (key, value, timestamp) is Kafka's, in Kafka's order.
- *  - Three: per micro-batch and key, kstate's results are a subsequence of Kafka's ending with
+ *  - Three (stage-1 partitions reaching stage 2 in order or reversed): per micro-batch and key, kstate's results are a subsequence of Kafka's ending with
  *    Kafka's last, so the result table after every micro-batch is Kafka's
  *    ([[ForeignKeyResponseProcessor]], "Ordering and equivalence"). A versioned right table
  *    then has one stream time per stage-1 partition, as it would per Kafka task, so these runs
@@ -39,11 +39,12 @@ class ForeignKeyJoinDifferentialSuite extends AnyFunSuite {
   }.flatMap(split[TEv]), seed)
 
   private def kstate(leftJoin: Boolean, lv: Boolean, rv: Boolean, retention: Long, partitions: Int,
-      in: Seq[Seq[TEv]]): Seq[Seq[JOut]] = {
+      in: Seq[Seq[TEv]], reversed: Boolean = false): Seq[Seq[JOut]] = {
     def state[K](v: Boolean): () => TableState[K, java.lang.Long] = () =>
       if (v) InMemoryTableState.versioned[K, java.lang.Long](retention, retention) else InMemoryTableState.unversioned[K, java.lang.Long]()
     val d = new ForeignKeyJoinDriver[java.lang.Long, String, java.lang.Long, String](leftJoin, fk,
-      KafkaTableJoinOracle.joined, state[String](lv), state[String](rv), partitions)
+      KafkaTableJoinOracle.joined, state[String](lv), state[String](rv), partitions,
+      i => if (reversed) partitions - 1 - i else i)
     in.map { b =>
       d.runBatch(b.map { e =>
         val v = e.value.map(java.lang.Long.valueOf).orNull
@@ -66,7 +67,7 @@ class ForeignKeyJoinDifferentialSuite extends AnyFunSuite {
         val retention = if (n > 1 && rv) 1000L else sample(Gen.choose(0L, 8L), i * 13 + 5)
         val in = inputs(i * 17 + how.length * 3 + n)
         val k = KafkaTableJoinOracle.run(FkJoin(how, v => fk(v)), lv, rv, retention, in)
-        val s = kstate(how == "left", lv, rv, retention, n, in)
+        val s = kstate(how == "left", lv, rv, retention, n, in, reversed = i % 2 == 0)
         val clue = s"retention $retention\ninput ${in.map(_.mkString(" ")).mkString(" | ")}\nkafka  $k\nkstate $s"
         if (n == 1) assert(s === k, clue)
         else {

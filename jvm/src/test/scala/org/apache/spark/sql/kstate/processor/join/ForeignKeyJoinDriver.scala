@@ -14,8 +14,10 @@ import org.apache.spark.sql.kstate.processor.table.{InMemoryTableState, TableCha
  *     of the foreign key; null foreign keys on partition 0): each partition's subscriptions and
  *     right updates in the batch's order (a subscription at its left update's position);
  *  3. stage 2 ([[ForeignKeyResponseProcessor]], a new one per batch) on `partitions` partitions
- *     (by a hash of the left key): stage-1 partition 0's responses in emission order, then
- *     partition 1's, and so on.
+ *     (by a hash of the left key): the stage-1 partitions' responses one partition after another,
+ *     each in emission order; partition `stage1Order(0)` first, then `stage1Order(1)`, ... (a
+ *     Spark reducer reads the map outputs in no fixed order).
+ * Left updates with a null key are dropped (the left table's source drops and counts them).
  * Returns every result of each batch, stage-2 partition by partition.
  *
  * Input: `Left(key, value, ts)` and `Right(key, value, ts)` updates (key null = null key, value
@@ -27,7 +29,8 @@ final class ForeignKeyJoinDriver[V, KO, VO, R](
     joiner: (V, VO) => R,
     leftState: () => TableState[String, V],
     rightState: () => TableState[KO, VO],
-    partitions: Int) {
+    partitions: Int,
+    stage1Order: Int => Int = identity) {
   import ForeignKeyJoinDriver._
 
   val counters = ForeignKeyJoinMetrics.newCounters()
@@ -68,7 +71,9 @@ final class ForeignKeyJoinDriver[V, KO, VO, R](
     // 3. stage 2: each partition gets stage 1's partitions' responses in order
     val stage2 = results.map(new ForeignKeyResponseProcessor[String, V, VO, R](leftJoin, joiner, _, counters))
     val out = Vector.fill(partitions)(ArrayBuffer.empty[TableChange[String, R]])
-    responses.foreach(_.foreach(r => stage2(partitionOf(r.key)).processResponse(r, out(partitionOf(r.key)) += _)))
+    (0 until partitions).map(i => responses(stage1Order(i))).foreach(_.foreach { r =>
+      stage2(partitionOf(r.key)).processResponse(r, out(partitionOf(r.key)) += _)
+    })
     out.flatten
   }
 }

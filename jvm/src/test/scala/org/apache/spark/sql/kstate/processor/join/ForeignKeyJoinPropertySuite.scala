@@ -16,7 +16,7 @@ import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
  * timestamp, late updates not stored; the right one per stage-1 partition, each with its own
  * stream time, as the stage keeps it) and, after each micro-batch, the join they define: inner,
  * a row per left key with a foreign key whose right value exists; left, a row per left key.
- * Asserted: the result table the emitted changes build is that join after every micro-batch,
+ * Stage-1 partitions reach stage 2 in partition order or reversed. Asserted: the result table the emitted changes build is that join after every micro-batch,
  * and each change's old value is the table's previous value for its key (no stale result).
  */
 class ForeignKeyJoinPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
@@ -39,11 +39,15 @@ class ForeignKeyJoinPropertySuite extends AnyFunSuite with ScalaCheckPropertyChe
     Gen.choose(1, 5).flatMap(n => Gen.listOfN(n, Gen.choose(0, 10).flatMap(Gen.listOfN(_, upd))))
 
   test("the result table is the join of the two tables after every micro-batch, with no stale result") {
-    forAll(Gen.oneOf(true, false), Gen.oneOf(true, false), Gen.oneOf(true, false), Gen.oneOf(1, 3),
-        Gen.choose(0L, 8L), batches) { (leftJoin, lv, rv, n, grace, bs) =>
+    forAll(Gen.oneOf(true, false), Gen.zip(Gen.oneOf(true, false), Gen.oneOf(true, false)),
+        Gen.zip(Gen.oneOf(1, 3), Gen.oneOf(true, false)), Gen.choose(0L, 8L), batches) {
+        (leftJoin, versioned, partitioning, grace, bs) =>
+      val (lv, rv) = versioned
+      val (n, reversed) = partitioning
       def state(v: Boolean): () => TableState[String, String] = () =>
         if (v) InMemoryTableState.versioned[String, String](grace, grace) else InMemoryTableState.unversioned[String, String]()
-      val d = new ForeignKeyJoinDriver[String, String, String, String](leftJoin, fk, joiner, state(lv), state(rv), n)
+      val d = new ForeignKeyJoinDriver[String, String, String, String](leftJoin, fk, joiner, state(lv), state(rv), n,
+        i => if (reversed) n - 1 - i else i)
       val l = new TableTableJoinModel.Table(lv, grace)
       // the right table lives in the stage-1 partitions: one stream time per partition
       val rParts = Vector.fill(n)(new TableTableJoinModel.Table(rv, grace))
@@ -63,7 +67,7 @@ class ForeignKeyJoinPropertySuite extends AnyFunSuite with ScalaCheckPropertyChe
             if (rv.isDefined || leftJoin) Some(k -> joiner(lvV, rv.orNull)) else None
           }
         }.toMap
-        assert(table.toMap === expected, s"batch $bi, leftJoin=$leftJoin lv=$lv rv=$rv n=$n grace=$grace: $bs")
+        assert(table.toMap === expected, s"batch $bi, leftJoin=$leftJoin lv=$lv rv=$rv n=$n reversed=$reversed grace=$grace: $bs")
       }
     }
   }
