@@ -29,6 +29,13 @@ import org.apache.spark.sql.kstate.processor.table.TableChange
  *  7. `new` null (deleted): `DeleteAndPropagate` to `fk(old)` if non-null.
  * Each subscription carries the change's key, new value, timestamp and the caller's `version`.
  * Foreign keys are compared with `sameForeignKey` (Kafka compares serialized bytes), never `==`.
+ *
+ * Spark mapping: runs in the operator that materializes the left table (partitioned by left
+ * key), on each change its [[org.apache.spark.sql.kstate.processor.table.TableSource]] returns;
+ * null keys and null timestamps were dropped there. The subscriptions are shuffled by foreign
+ * key (a null one to any partition: its response touches no state) to stage 1. The foreign key
+ * is a function of the left value (Kafka 4.3 also offers one of key and value; a Spark
+ * expression over the left row sees the key columns anyway).
  */
 final class ForeignKeySubscriptionSender[K, V, KO](
     foreignKey: V => KO,
