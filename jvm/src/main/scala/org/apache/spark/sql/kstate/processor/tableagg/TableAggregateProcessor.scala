@@ -35,6 +35,12 @@ import org.apache.spark.sql.kstate.processor.table.{TableChange, TableState}
  *     its grace), nothing is emitted; `isLatest` is the store's answer (always true unversioned).
  * Out-of-order records of a versioned source table never get here (stage 1, rule 1).
  *
+ * kstate's decisions: every result is emitted with its old value (Kafka forwards the old value
+ * only when a downstream processor asks for it; `toStream()` drops it) and one result per group
+ * change, as Kafka with caches off: collapsing a micro-batch's results per group is the exec's
+ * choice, not this processor's. `sum` is kstate's ([[TableAggregator.sum]]; Kafka's grouped
+ * table has none): its results equal Kafka's `reduce(+, −)` (`TableAggregateKafkaDifferentialSuite`).
+ *
  * Counts into [[TableAggregateMetrics]]. Not thread-safe; one per task.
  */
 final class TableAggregateProcessor[G, GV, A](

@@ -31,6 +31,16 @@ import org.apache.spark.sql.kstate.processor.table.TableChange
  * Null keys and null timestamps never reach it: the table source's caller drops and counts them
  * (Kafka's `KTableSource` drops null keys; a Kafka record always has a timestamp).
  *
+ * kstate's decisions (differences from Kafka, each with the test that shows it):
+ *  K1. a table record with a null timestamp is dropped at the source and counted
+ *      (`nullTimestampsDropped`); Kafka has no such record (`TableAggregateProcessorSuite`,
+ *      "driver: null keys, null timestamps ...");
+ *  K2. "same group" is the selector's `sameGroup`, not `equals`, so byte-array group keys work
+ *      (`TableRegroupProcessorSuite`, "rule 3: ... sameGroup, not ==");
+ *  K3. with several table partitions, the order in which a group sees their changes is fixed:
+ *      (table partition, sequence) — one of the orders Kafka may produce ([[TableAggregationDriver]]).
+ * Everything else is Kafka's, record for record (`TableAggregateKafkaDifferentialSuite`).
+ *
  * Counts into [[TableRegroupMetrics]]. Keeps no state. Not thread-safe; one per task.
  */
 final class TableRegroupProcessor[K, V, G, GV](

@@ -13,15 +13,16 @@ object TableAggInputs {
   val key: Gen[String] = Gen.frequency(1 -> Gen.const(null), 8 -> Gen.oneOf("a", "b", "c", "d"))
   val value: Gen[Option[Long]] = Gen.frequency(1 -> Gen.const(None), 5 -> Gen.choose(0L, 9L).map(Some(_)))
 
-  def records(n: Int): Gen[Seq[Ev]] = Gen.listOfN(n, for {
-    k <- key; v <- value
-    step <- Gen.frequency(6 -> Gen.choose(0L, 4L), 2 -> Gen.choose(-6L, -1L), 1 -> Gen.choose(-20L, -7L))
-  } yield (k, v, step)).map { steps =>
-    var t = 20L
-    steps.map { case (k, v, step) =>
-      val ts = math.max(0L, t + step)
-      if (step > 0) t = ts
-      Ev(k, ts, v)
+  /** `n` records; time starts at 20 and moves by steps: mostly forward, some behind, some far behind. */
+  def records(n: Int): Gen[Seq[Ev]] = {
+    val step = Gen.frequency(6 -> Gen.choose(0L, 4L), 2 -> Gen.choose(-6L, -1L), 1 -> Gen.choose(-20L, -7L))
+    Gen.listOfN(n, Gen.zip(key, value, step)).map { rs =>
+      // (stream position, record's timestamp): a step back does not move the position
+      val times = rs.scanLeft((20L, 20L)) { case ((pos, _), (_, _, d)) =>
+        val ts = math.max(0L, pos + d)
+        (if (d > 0) ts else pos, ts)
+      }.tail
+      rs.zip(times).map { case ((k, v, _), (_, ts)) => Ev(k, ts, v) }
     }
   }
 
