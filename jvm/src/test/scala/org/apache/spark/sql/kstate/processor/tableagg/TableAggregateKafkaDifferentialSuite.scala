@@ -1,6 +1,7 @@
 package org.apache.spark.sql.kstate.processor.tableagg
 
 import io.kstate.oracle.{Ev, KafkaTableAggregateOracle, TableAggCase}
+import io.kstate.oracle.KafkaTableAggregateOracle.AggOut
 import org.scalacheck.Gen
 import org.scalacheck.rng.Seed
 import org.scalatest.funsuite.AnyFunSuite
@@ -22,13 +23,15 @@ import org.scalatest.funsuite.AnyFunSuite
 class TableAggregateKafkaDifferentialSuite extends AnyFunSuite {
   private def sample[A](g: Gen[A], seed: Long): A = g.pureApply(Gen.Parameters.default, Seed(seed))
 
-  private def compare(c: TableAggCase, retention: Option[Long], input: Seq[Seq[Ev]]): Unit = {
+  /** Compares both engines; returns kstate's driver (for its counters) and Kafka's output. */
+  private def compare(c: TableAggCase, retention: Option[Long], input: Seq[Seq[Ev]]): (TableAggFixtures.Driver, Seq[Seq[AggOut]]) = {
     val kafka = KafkaTableAggregateOracle.run(c, retention, input)
     val d = TableAggFixtures.driver(c, retention)
     val ours = input.map(b => d.runBatch(b.map(TableAggFixtures.update(_))).map(TableAggFixtures.out))
     withClue(s"case $c retention $retention\ninput ${input.map(_.mkString(" ")).mkString(" | ")}\nkafka  $kafka\nkstate $ours\n") {
       assert(ours === kafka)
     }
+    (d, kafka)
   }
 
   private def e(k: String, ts: Long, v: Long): Ev = Ev(k, ts, Some(v))
@@ -50,9 +53,20 @@ class TableAggregateKafkaDifferentialSuite extends AnyFunSuite {
 
   for (c <- TableAggCase.all; versioned <- Seq(false, true))
     test(s"$c, ${if (versioned) "versioned" else "unversioned"} table: as Kafka on random input") {
-      (1 to 6).foreach { i =>
+      val runs = (1 to 6).map { i =>
         val r = if (versioned) Some(sample(Gen.choose(0L, 15L), i)) else None
         compare(c, r, sample(TableAggInputs.batches(16), i * 31L + (if (versioned) 7 else 0)))
       }
+      // the inputs reach the rules that matter: re-grouped rows, tombstones, and on a versioned
+      // table out-of-order records ignored and records past grace dropped
+      def total(m: org.apache.spark.sql.kstate.processor.Metric): Long = runs.map(_._1.regroupCounters(m)).sum
+      assert(runs.map(_._2.flatten.length).sum > 30)
+      assert(total(TableRegroupMetrics.GroupChanges) > total(TableRegroupMetrics.NoGroup))
+      if (versioned) {
+        assert(total(TableRegroupMetrics.OutOfOrderIgnored) > 0)
+        assert(total(TableRegroupMetrics.NotPut) > 0)
+      }
+      if (c == TableAggCase.DeletingReduce || c == TableAggCase.Chain)
+        assert(runs.exists(_._2.flatten.exists(_.value.isEmpty)), "some group was deleted")
     }
 }
