@@ -40,7 +40,17 @@ final class KTable private[kstate] (
   /** The versioned materialization, or null for an unversioned table. */
   def versionedTable: VersionedTable = versioned.orNull
 
-  private def spec: TableTransforms.Changes =
+  /**
+   * The table's change rows (for kstate's table operators): its own columns (key, values,
+   * timestamp; a tombstone's values are null), then `__kstate_old` (the key's previous value as
+   * a struct of the value columns, null when absent) and `__kstate_latest` (false only for an
+   * out-of-order update of a versioned table); in processing order within each partition.
+   */
+  private[kstate] def changeRows: DataFrame = changes
+  private[kstate] def versioning: Option[VersionedTable] = versioned
+  private[kstate] def processingOrder: Option[ProcessingOrder] = order
+
+  private[kstate] def spec: TableTransforms.Changes =
     TableTransforms.Changes(SparkShim.logicalPlan(changes), keyColumn, timestampColumn, valueColumns)
 
   /** The table's updates: its key, value and timestamp columns, one row per update. */
