@@ -286,4 +286,18 @@ object KStateErrors {
         s"(${historyRetentionMs}ms): a stream record released after the grace period would look up " +
         "a version the table no longer keeps. Lower the join's grace= to at most the history " +
         "retention, or raise the table's history_retention.")
+
+  def invalidTableJoinType(how: String, allowed: Seq[String]): KStateException =
+    err("KSTATE_INVALID_JOIN_TYPE",
+      s"Invalid table-table join type '$how'. Use one of ${allowed.mkString(", ")} (Kafka's KTable#join, " +
+        "leftJoin and outerJoin); for a right join, swap the tables and use 'left'.")
+
+  def joinColumnClash(name: String, key: String, timestamp: String, leftValues: Seq[String],
+      rightValues: Seq[String]): KStateException =
+    err("KSTATE_JOIN_COLUMN_CLASH",
+      s"The table-table join's result would have two columns named '$name': it has the left table's " +
+        s"key '$key', its value columns ${leftValues.mkString("[", ", ", "]")}, the right table's value " +
+        s"columns ${rightValues.mkString("[", ", ", "]")} and the left table's timestamp '$timestamp'. " +
+        "Rename the clashing value column on one side first, e.g. " +
+        s"right.map_values(F.col('$name').alias('right_$name'), ...).")
 }

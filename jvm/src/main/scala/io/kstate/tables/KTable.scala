@@ -5,7 +5,8 @@ import io.kstate.suppress.Suppressed
 
 import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
 import org.apache.spark.sql.catalyst.expressions.NamedExpression
-import org.apache.spark.sql.kstate.plans.TableTransforms
+import org.apache.spark.sql.kstate.OperatorIdentity
+import org.apache.spark.sql.kstate.plans.{KStateTableJoin, TableTransforms}
 import org.apache.spark.sql.kstate.shim.SparkShim
 
 /**
@@ -98,6 +99,31 @@ final class KTable private[kstate] (
     if (isVersioned) throw KStateErrors.suppressOnVersionedTable(name)
     val s = toStream()
     new KStateDataFrame(s, order).suppress(suppressed, s.col(quoted(keyColumn)), s.col(quoted(timestampColumn)), null)
+  }
+
+  /**
+   * Kafka's primary-key table–table join (`KTable#join`, `leftJoin`, `outerJoin`): `how` is
+   * "inner", "left" or "outer". Both tables must have the same key type and timestamp type
+   * (`KSTATE_MISMATCHED_INPUTS`); their value columns, with this table's key and timestamp
+   * columns, must have distinct names (`KSTATE_JOIN_COLUMN_CLASH`: rename with [[mapValues]]).
+   *
+   * The result is an unversioned table keyed like this one (KIP-914: a join does not keep
+   * versions) whose columns are this table's key, this table's value columns, `other`'s value
+   * columns and this table's timestamp column; a side without a value has null value columns.
+   * Each update of either side joins the other side's latest value and makes a result row with
+   * the timestamp max of both; on a versioned side an out-of-order update makes none (KIP-914).
+   * Rules and differences from Kafka: docs/tables.md, "Table–table joins".
+   * {{{
+   *   val joined = users.join(profiles.mapValues(col("city")), "left")
+   * }}}
+   */
+  def join(other: KTable): KTable = join(other, "inner", null)
+  def join(other: KTable, how: String): KTable = join(other, how, null)
+  def join(other: KTable, how: String, name: String): KTable = {
+    Option(name).foreach(OperatorIdentity.validateName)
+    val node = KStateTableJoin.of(spec, versioned, other.spec, other.versioning, how, Option(name))
+    new KTable(KStateDataFrame.withNode(changes, node), keyColumn, timestampColumn, valueColumns ++ other.valueColumns,
+      None, Option(name).getOrElse(node.kind), order)
   }
 
   override def toString: String =

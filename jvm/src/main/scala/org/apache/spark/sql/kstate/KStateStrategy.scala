@@ -8,7 +8,9 @@ import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
 import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateDeduplicateExec, KStateStatefulExec, KStateSuppressExec, KStateTableSourceExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
+import org.apache.spark.sql.kstate.execution.KStateTableJoinExec
 import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateStatefulNode, KStateSuppress, KStateTableSource, KStateWindowedAggregate, KStateWindowedDistinct}
+import org.apache.spark.sql.kstate.plans.KStateTableJoin
 import org.apache.spark.sql.kstate.shim.RunningQuery
 
 /**
@@ -52,6 +54,12 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
         normalized(t.key), t.timestamp, t.values, t.versioned, name, t.fingerprint, t.output,
         provider, followWatermark,
         orderOf(t), stateInfo, InputPositionExec(planLater(t.child))) :: Nil
+    case j: KStateTableJoin =>
+      val (name, stateInfo) = streamingIdentity(j)
+      KStateTableJoinExec(
+        j.how, j.left, j.right, normalized(j.envelopeKey), j.envelopeTimestamp, name, j.fingerprint, j.output,
+        provider, followWatermark,
+        orderOf(j), stateInfo, InputPositionExec(planLater(j.child))) :: Nil
     case _ => Nil
   }
 

@@ -9,16 +9,17 @@ import org.apache.spark.sql.kstate.processor.table.TableState.{Latest, Versioned
 import org.apache.spark.sql.types.{BinaryType, LongType, StructField, StructType}
 
 /**
- * An unversioned [[TableState]] in a column family `kstate_table` of a Spark state store (any
- * provider with column families: kstate's or Spark's RocksDB): key row -> (timestamp, value row
- * bytes); a tombstone deletes the key. Stream time lives in the store's [[StateMeta]], written by
- * [[commitStreamTime]] at the end of the task. Keys and values are UnsafeRows of `keySchema` /
+ * An unversioned [[TableState]] in a column family of a Spark state store (`family`, default
+ * `kstate_table`; any provider with column families: kstate's or Spark's RocksDB): key row ->
+ * (timestamp, value row bytes); a tombstone deletes the key. Stream time lives in the store's
+ * [[StateMeta]], written by [[commitStreamTime]] at the end of the task (one slot per store: with
+ * several tables in one store, at most one of them commits its stream time). Keys and values are UnsafeRows of `keySchema` /
  * `valueFields` fields; rows returned by `get` are fresh. Not thread-safe; one per task.
  */
-final class StoreTableState(store: StateStore, keySchema: StructType, valueFields: Int)
-  extends TableState[UnsafeRow, UnsafeRow] {
+final class StoreTableState(store: StateStore, keySchema: StructType, valueFields: Int,
+    family: String = StoreTableState.Cf) extends TableState[UnsafeRow, UnsafeRow] {
   import StoreTableState._
-  store.createColFamilyIfAbsent(Cf, keySchema, ValueSchema, NoPrefixKeyStateEncoderSpec(keySchema))
+  store.createColFamilyIfAbsent(family, keySchema, ValueSchema, NoPrefixKeyStateEncoderSpec(keySchema))
   private val meta = new StateMeta(store)
   private var time = meta.get(StateMeta.StreamTime, StreamTime.Unknown)
   private val writer = new UnsafeRowWriter(2)
@@ -28,18 +29,18 @@ final class StoreTableState(store: StateStore, keySchema: StructType, valueField
 
   override def put(key: UnsafeRow, value: UnsafeRow, ts: Long): Long = {
     if (ts > time) time = ts
-    if (value == null) store.remove(key, Cf)
+    if (value == null) store.remove(key, family)
     else {
       writer.reset(); writer.zeroOutNullBytes()
       writer.write(0, ts)
       writer.write(1, value.getBytes)
-      store.put(key, writer.getRow, Cf)
+      store.put(key, writer.getRow, family)
     }
     Latest
   }
 
   override def get(key: UnsafeRow): Versioned[UnsafeRow] = {
-    val stored = store.get(key, Cf)
+    val stored = store.get(key, family)
     if (stored == null) null
     else {
       val bytes = stored.getBinary(1)

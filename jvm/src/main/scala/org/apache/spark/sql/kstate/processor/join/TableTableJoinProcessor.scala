@@ -50,8 +50,13 @@ import org.apache.spark.sql.kstate.processor.table.{TableChange, TableSource, Ta
  *    Spark event time before 1970 (negative) stays itself rather than becoming -1.
  *
  * Spark mapping: a Kafka task is one state partition; both sides are co-partitioned by key and
- * merged into one processing order by the two-input operator, which calls `processLeft` /
- * `processRight` in that order. Counts into [[TableTableJoinMetrics]]. Not thread-safe; one
+ * merged into one processing order by the two-input operator. In Spark each side's table is
+ * materialized by its own operator upstream (`KStateTableSource`, then any filter / mapValues),
+ * whose change rows carry rules 1–2's outcome, the old value and `isLatest`: the operator calls
+ * [[joinLeft]] / [[joinRight]] with those changes, over two unversioned states that mirror each
+ * side's latest value (Kafka's join reads the upstream store through a value getter; the join
+ * only ever reads a side's latest value, so a mirror of it is all the join keeps). `processLeft`
+ * / `processRight` do the same from raw updates, with each side materialized here. Counts into [[TableTableJoinMetrics]]. Not thread-safe; one
  * instance per task (state lives in the two tables, so an instance per micro-batch is fine).
  */
 final class TableTableJoinProcessor[K, VL, VR, R](
@@ -83,6 +88,24 @@ final class TableTableJoinProcessor[K, VL, VR, R](
     }
   }
 
+  /**
+   * Joins one change the left table passed on, when that table is materialized upstream of the
+   * join (Spark: its own operator applied rules 1–2 and computed the change's old value and
+   * `isLatest`). The left state here then only mirrors each key's latest value for the right
+   * side's lookups: it must be unversioned, and a change is put into it iff it is the latest
+   * (rule 3). Same results as [[processLeft]] on the raw update.
+   */
+  def joinLeft(change: TableChange[K, VL], emit: TableChange[K, R] => Unit): Unit =
+    if (mirrored(left, change)) {
+      join(change, right.state.get(change.key), kind.leftPreserved, kind.rightPreserved, joiner, emit)
+    }
+
+  /** [[joinLeft]] for a change of the right table. */
+  def joinRight(change: TableChange[K, VR], emit: TableChange[K, R] => Unit): Unit =
+    if (mirrored(right, change)) {
+      join(change, left.state.get(change.key), kind.rightPreserved, kind.leftPreserved, rightFirst, emit)
+    }
+
   /** Rules 1–3: the change to join, or null when the update produces no result. */
   private def apply[V](side: TableSource[K, V], key: K, keyIsNull: Boolean, value: V, ts: Long,
       tsIsNull: Boolean): TableChange[K, V] = {
@@ -90,8 +113,18 @@ final class TableTableJoinProcessor[K, VL, VR, R](
     if (tsIsNull) { counters.add(NullTimestamps); return null }
     val change = side.update(key, value, ts)
     if (change == null) { counters.add(LateDropped); null }
-    else if (!change.isLatest) { counters.add(OutOfOrderIgnored); null }
-    else change
+    else if (latest(change)) change
+    else null
+  }
+
+  /** Rule 3: whether `change` joins (counts it when it does not). */
+  private def latest(change: TableChange[K, _]): Boolean =
+    change.isLatest || { counters.add(OutOfOrderIgnored); false }
+
+  /** Rule 3 for an upstream change: a latest one is mirrored into the side's (unversioned) state. */
+  private def mirrored[V](side: TableSource[K, V], change: TableChange[K, V]): Boolean = {
+    require(!side.state.versioned, "a mirror of an upstream table is unversioned")
+    latest(change) && { side.state.put(change.key, change.newValue, change.timestamp); true }
   }
 
   /** Rules 4–7 for a change of "this" side (type T) against the other side's latest value. */
