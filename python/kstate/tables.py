@@ -154,5 +154,30 @@ class KTable:
         jvm = self._df.sparkSession.sparkContext._jvm
         return DataFrame(self._jtable.suppress(suppressed._to_jvm(jvm)), self._df.sparkSession)
 
+    @translate_errors
+    def join(self, other: "KTable", how: str = "inner", name: Optional[str] = None) -> "KTable":
+        """Kafka's primary-key table–table join (``KTable#join``, ``leftJoin``, ``outerJoin``).
+
+        ``how`` is ``"inner"``, ``"left"`` or ``"outer"``. Both tables need the same key type and
+        timestamp type (``KSTATE_MISMATCHED_INPUTS``), and their value columns, with this table's
+        key and timestamp columns, distinct names (``KSTATE_JOIN_COLUMN_CLASH``: rename one side's
+        with :meth:`map_values`).
+
+        The result is an unversioned table keyed like this one: this table's key column, its value
+        columns, ``other``'s value columns, this table's timestamp column (max of both sides'); a
+        side without a value has null columns. On a versioned side an out-of-order update makes no
+        result (KIP-914). Rules: docs/tables.md, "Table–table joins".
+
+        Examples
+        --------
+        >>> enriched = users.join(profiles.map_values(F.col("city")), how="left")
+        >>> enriched.to_stream().writeStream.outputMode("append").format("console").start()
+        """
+        if not isinstance(other, KTable):
+            raise TypeError(f"join takes a KTable, got {type(other).__name__}")
+        if not isinstance(how, str):
+            raise TypeError(f"how must be a str, got {type(how).__name__}")
+        return self._wrap(self._jtable.join(other._jtable, how, name))
+
     def __repr__(self) -> str:
         return str(self._jtable.toString())

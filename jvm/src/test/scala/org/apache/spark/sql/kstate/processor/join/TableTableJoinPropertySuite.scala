@@ -29,9 +29,8 @@ class TableTableJoinPropertySuite extends AnyFunSuite with ScalaCheckPropertyChe
     left <- Gen.oneOf(true, false)
     k <- Gen.frequency(8 -> Gen.oneOf("a", "b", "c"), 1 -> Gen.const(null: String))
     v <- Gen.frequency(5 -> Gen.oneOf("x", "y", "z", "w"), 2 -> Gen.const(null: String))
-    // timestamps >= 0: a versioned put whose next version is at -1 returns validTo -1, which the
-    // shared TableState contract also uses for "latest" (reported to the lead)
-    ts <- Gen.frequency(12 -> Gen.choose(0L, 30L).map(Some(_)), 1 -> Gen.const(None))
+    // negative timestamps too: a version may end at -1 ("latest" is Long.MinValue + 1)
+    ts <- Gen.frequency(12 -> Gen.choose(-10L, 30L).map(Some(_)), 1 -> Gen.const(None))
   } yield Upd(left, k, v, ts)
 
   private def check(kind: TableTableJoinKind, lv: Boolean, rv: Boolean, graceMs: Long,
@@ -42,17 +41,30 @@ class TableTableJoinPropertySuite extends AnyFunSuite with ScalaCheckPropertyChe
     val right = new TableSource(state(rv))
     val model = new Join(kind, lv, rv, graceMs, joiner)
     val counters = TableTableJoinMetrics.newCounters()
+    // the Spark path: each table materialized upstream, its changes joined over unversioned mirrors
+    val (upLeft, upRight) = (new TableSource(state(lv)), new TableSource(state(rv)))
+    val (mirrorLeft, mirrorRight) = (new TableSource(state(false)), new TableSource(state(false)))
     var results = 0L
     batches.zipWithIndex.foreach { case (b, bi) =>
       val p = new TableTableJoinProcessor[String, String, String, String](kind, left, right, joiner, counters)
+      val m = new TableTableJoinProcessor[String, String, String, String](kind, mirrorLeft, mirrorRight, joiner)
       b.recs.zipWithIndex.foreach { case (u, ri) =>
         val got = ArrayBuffer.empty[TableChange[String, String]]
         if (u.left) p.processLeft(u.key, u.key == null, u.value, u.ts.getOrElse(0L), u.ts.isEmpty, got += _)
         else p.processRight(u.key, u.key == null, u.value, u.ts.getOrElse(0L), u.ts.isEmpty, got += _)
+        val viaChanges = ArrayBuffer.empty[TableChange[String, String]]
+        if (u.key != null && u.ts.isDefined) {
+          val up = (if (u.left) upLeft else upRight).update(u.key, u.value, u.ts.get)
+          if (up != null) {
+            if (u.left) m.joinLeft(up, viaChanges += _) else m.joinRight(up, viaChanges += _)
+          }
+        }
         val expected = model.update(u).toList
         results += expected.length
-        assert(got.toList.map(c => Res(c.key, Option(c.newValue), Option(c.oldValue), c.timestamp)) === expected,
-          s"batch $bi record $ri $u; $kind lv=$lv rv=$rv grace=$graceMs; batches $batches")
+        def of(cs: ArrayBuffer[TableChange[String, String]]) =
+          cs.toList.map(c => Res(c.key, Option(c.newValue), Option(c.oldValue), c.timestamp))
+        assert(of(got) === expected, s"batch $bi record $ri $u; $kind lv=$lv rv=$rv grace=$graceMs; batches $batches")
+        assert(of(viaChanges) === expected, s"joinLeft/joinRight: batch $bi record $ri $u; $kind lv=$lv rv=$rv")
         assert(got.forall(_.isLatest))
       }
     }

@@ -1,0 +1,225 @@
+package io.kstate.tables
+
+import scala.collection.mutable
+import scala.util.Random
+
+import io.kstate.{CollectSink, KStateException}
+import io.kstate.implicits._
+import io.kstate.testing.KStateSparkSuite
+
+import org.apache.spark.sql.{DataFrame, Row, SQLContext}
+import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
+import org.apache.spark.sql.functions.{col, hash, lit, not, pmod, upper}
+import org.apache.spark.sql.kstate.processor.join.{TableTableJoinKind, TableTableJoinModel}
+import org.apache.spark.sql.streaming.StreamingQuery
+
+/**
+ * The primary-key table–table join wired into micro-batch queries: KIP-914's A/B sequences one
+ * record per micro-batch, a restart between every two micro-batches, random inputs against the
+ * record-by-record model ([[TableTableJoinModel]]) on 1 and 3 state partitions, the result as a
+ * table (toStream, filter, mapValues, joined again), and the errors at construction.
+ *
+ * Both tables read one MemoryStream of updates `(left, k, v, ts)`: rows with `left` true are the
+ * left table's (value column `lv`), the others the right table's (`rv`); a null `v` is a tombstone.
+ */
+class TableJoinStreamingSuite extends KStateSparkSuite {
+  type Upd = (Boolean, String, String, Long)
+
+  private def input(): MemoryStream[Upd] = {
+    implicit val ctx: SQLContext = spark.sqlContext
+    val session = spark; import session.implicits._
+    MemoryStream[Upd]
+  }
+
+  private def tables(src: DataFrame, lv: Option[VersionedTable], rv: Option[VersionedTable]): (KTable, KTable) = {
+    val df = src.toDF("left", "k", "v", "ts")
+    val l = df.filter(col("left")).select(col("k"), col("v").as("lv"), col("ts"))
+      .kstate.toTable(col("k"), col("ts"), lv.orNull, "left_table")
+    val r = df.filter(not(col("left"))).select(col("k"), col("v").as("rv"), col("ts"))
+      .kstate.toTable(col("k"), col("ts"), rv.orNull, "right_table")
+    (l, r)
+  }
+
+  /** The join's change rows: k, lv, rv, ts, old as "(l,r)". */
+  private def joined(src: DataFrame, how: String, lv: Option[VersionedTable], rv: Option[VersionedTable]): DataFrame = {
+    val (l, r) = tables(src, lv, rv)
+    l.join(r, how, "tj").changeRows.select(col("k"), col("lv"), col("rv"), col("ts"), col("__kstate_old"))
+  }
+
+  private def show(s: String) = if (s == null) "null" else s
+  private def pair(l: String, r: String): Option[String] =
+    if (l == null && r == null) None else Some(s"(${show(l)},${show(r)})")
+  private def result(row: Row): TableTableJoinModel.Res = {
+    val old = row.getStruct(4)
+    TableTableJoinModel.Res(row.getString(0), pair(row.getString(1), row.getString(2)),
+      if (old == null) None else pair(old.getString(0), old.getString(1)), row.getLong(3))
+  }
+
+  private def run(batches: Seq[Seq[Upd]], build: DataFrame => DataFrame, restartEach: Boolean = false)
+    : Seq[TableTableJoinModel.Res] = {
+    val in = input()
+    val ckpt = tempDir("ckpt")
+    val out = mutable.ArrayBuffer.empty[Row]
+    var q: StreamingQuery = null
+    def start(): Unit = q = CollectSink.start(build(in.toDF()), ckpt, "append")
+    try {
+      start()
+      batches.foreach { b =>
+        if (restartEach) { out ++= CollectSink.rows(q); q.stop(); start() }
+        in.addData(b)
+        q.processAllAvailable()
+      }
+      out ++= CollectSink.rows(q)
+    } finally if (q != null) q.stop()
+    out.map(result).toSeq
+  }
+
+  private def r(nw: String, old: String, ts: Long) = TableTableJoinModel.Res("k", Option(nw), Option(old), ts)
+  private val versioned = Some(VersionedTable.ofMillis(100))
+
+  // ------------------------------------------------------------------ KIP-914's sequences
+
+  test("KIP-914 accepted rule, first sequence, one record per micro-batch: (a5,b2), (a5,b3), (a5,b4) at 5") {
+    val seq = Seq((true, "k", "a0", 0L), (true, "k", "a5", 5L), (false, "k", "b2", 2L), (false, "k", "b3", 3L),
+      (false, "k", "b4", 4L), (true, "k", "a1", 1L))
+    assert(run(seq.map(Seq(_)), joined(_, "inner", versioned, versioned)) ===
+      Seq(r("(a5,b2)", null, 5), r("(a5,b3)", "(a5,b2)", 5), r("(a5,b4)", "(a5,b3)", 5)))
+  }
+
+  test("KIP-914 problem example: unversioned tables join the out-of-order b1, versioned ones do not") {
+    val seq = Seq((true, "k", "a0", 0L), (true, "k", "a4", 4L), (false, "k", "b2", 2L), (false, "k", "b1", 1L))
+    assert(run(seq.map(Seq(_)), joined(_, "inner", None, None)) ===
+      Seq(r("(a4,b2)", null, 4), r("(a4,b1)", "(a4,b2)", 4)))
+    assert(run(seq.map(Seq(_)), joined(_, "inner", versioned, versioned)) === Seq(r("(a4,b2)", null, 4)))
+  }
+
+  test("KIP-914 Attempt-1 sequence: only latest records join") {
+    val seq = Seq((true, "k", "a0", 0L), (false, "k", "b0", 0L), (true, "k", "a4", 4L), (false, "k", "b3", 3L),
+      (false, "k", "b2", 2L), (true, "k", "a1", 1L))
+    assert(run(seq.map(Seq(_)), joined(_, "inner", versioned, versioned)) ===
+      Seq(r("(a0,b0)", null, 0), r("(a4,b0)", "(a0,b0)", 4), r("(a4,b3)", "(a4,b0)", 4)))
+  }
+
+  test("a restart between every two micro-batches gives the uninterrupted output") {
+    val rnd = new Random(7)
+    val batches = randomBatches(rnd, 40)
+    Seq("inner", "left", "outer").foreach { how =>
+      val build = joined(_: DataFrame, how, versioned, None)
+      assert(run(batches, build, restartEach = true) === run(batches, build), how)
+    }
+  }
+
+  // ----------------------------------------------------------- random inputs vs the model
+
+  private def randomBatches(rnd: Random, n: Int): Seq[Seq[Upd]] = {
+    val recs = (0 until n).map { _ =>
+      val k = if (rnd.nextInt(12) == 0) null else Seq("a", "b", "c", "d", "e")(rnd.nextInt(5))
+      val v = if (rnd.nextInt(4) == 0) null else Seq("x", "y", "z")(rnd.nextInt(3))
+      (rnd.nextBoolean(), k, v, (rnd.nextInt(50) - 15).toLong)
+    }
+    val cuts = (0 until n).filter(_ => rnd.nextInt(4) == 0)
+    (0 +: cuts :+ n).distinct.sorted.sliding(2).collect { case Seq(a, b) if b > a => recs.slice(a, b) }.toSeq
+  }
+
+  private def partitionOf(keys: Seq[String], n: Int): Map[String, Int] = {
+    val session = spark; import session.implicits._
+    keys.toDF("k").select(col("k"), pmod(hash(col("k")), lit(n))).collect().map(x => x.getString(0) -> x.getInt(1)).toMap
+  }
+
+  /**
+   * The model's results, by key, as Spark's plan processes the records: per micro-batch and
+   * state partition, each table passes on its stored updates in its input's order (null keys
+   * and, on a versioned table, updates older than its stream time − grace are not passed on),
+   * and the join merges the two tables' changes in Kafka task order (each table's changes in
+   * order, the one whose running maximum timestamp is lowest next, left first on ties).
+   */
+  private def model(batches: Seq[Seq[Upd]], kind: TableTableJoinKind, lv: Option[VersionedTable],
+      rv: Option[VersionedTable], n: Int): Map[String, Seq[TableTableJoinModel.Res]] = {
+    val part = partitionOf(Seq("a", "b", "c", "d", "e"), n)
+    val grace = lv.orElse(rv).map(_.graceMs).getOrElse(0L)
+    val joins = mutable.Map.empty[Int, TableTableJoinModel.Join]
+    val streamTime = mutable.Map.empty[(Int, Boolean), Long]
+    val out = mutable.ArrayBuffer.empty[TableTableJoinModel.Res]
+    batches.foreach { b =>
+      val passed = b.filter(_._2 != null).filter { case (left, k, _, ts) =>
+        val side = (part(k), left)
+        val v = if (left) lv else rv
+        val late = v.exists(t => streamTime.get(side).exists(st => ts < st - t.graceMs))
+        if (!late) streamTime(side) = math.max(streamTime.getOrElse(side, Long.MinValue), ts)
+        !late
+      }
+      passed.groupBy(u => part(u._2)).foreach { case (p, us) =>
+        def ordered(left: Boolean) = {
+          var max = Long.MinValue
+          us.filter(_._1 == left).map { u => max = math.max(max, u._4); (max, if (left) 0 else 1, u) }
+        }
+        val merged = (ordered(true) ++ ordered(false)).zipWithIndex
+          .sortBy { case ((m, s, _), i) => (m, s, i) }.map(_._1._3)
+        val j = joins.getOrElseUpdate(p, new TableTableJoinModel.Join(kind, lv.isDefined, rv.isDefined, grace,
+          (l, r) => s"(${show(l)},${show(r)})"))
+        merged.foreach(u => out ++= j.update(TableTableJoinModel.Upd(u._1, u._2, u._3, Some(u._4))))
+      }
+    }
+    out.toSeq.groupBy(_.key)
+  }
+
+  private def kindOf(how: String) = how match {
+    case "inner" => TableTableJoinKind.Inner
+    case "left" => TableTableJoinKind.Left
+    case "outer" => TableTableJoinKind.Outer
+  }
+
+  test("random updates of both tables agree with the model, on 1 and 3 state partitions") {
+    val rnd = new Random(15)
+    val grace = Some(VersionedTable.ofMillis(40).withGraceMillis(10))
+    val cases = Seq(("inner", None, None, 1), ("left", grace, None, 3), ("outer", grace, grace, 3),
+      ("inner", None, grace, 3), ("left", grace, grace, 1), ("outer", None, None, 3))
+    cases.foreach { case (how, lv, rv, n) =>
+      val batches = randomBatches(rnd, 60)
+      spark.conf.set("spark.sql.shuffle.partitions", n.toString)
+      val got = try run(batches, joined(_, how, lv, rv)) finally spark.conf.set("spark.sql.shuffle.partitions", "3")
+      val expected = model(batches, kindOf(how), lv, rv, n)
+      assert(got.groupBy(_.key) === expected, s"$how lv=$lv rv=$rv partitions=$n batches=$batches")
+      assert(got.nonEmpty)
+    }
+  }
+
+  // ------------------------------------------------------------------ the result is a table
+
+  test("the result is an unversioned table: toStream, filter, mapValues and another join work on it") {
+    val in = input()
+    val (l, r) = tables(in.toDF(), None, None)
+    val j = l.join(r, "outer")
+    assert(!j.isVersioned && j.keyColumn == "k" && j.timestampColumn == "ts" && j.valueColumns == Seq("lv", "rv"))
+    val third = in.toDF().toDF("left", "k", "v", "ts").select(col("k"), col("v").as("w"), col("ts"))
+      .kstate.toTable(col("k"), col("ts"))
+    val chained = j.filter(col("lv").isNotNull).mapValues(upper(col("lv")).as("LV"), col("rv")).join(third, "left")
+    assert(chained.toStream().columns.toSeq === Seq("k", "LV", "rv", "ts", "w"))
+    val q = CollectSink.start(chained.toStream(), tempDir("ckpt"), "append")
+    try {
+      in.addData((true, "k", "a", 1L))
+      q.processAllAvailable()
+      // "a" reaches the third table as (k, a, 1) too; the left join sees either order
+      assert(CollectSink.rows(q).map(_.toSeq).last.take(3) === Seq("k", "A", null))
+    } finally q.stop()
+  }
+
+  // -------------------------------------------------------------------- errors at construction
+
+  test("errors at construction: join type, clashing value columns, key types") {
+    val in = input()
+    val (l, r) = tables(in.toDF(), None, None)
+    val how = intercept[KStateException](l.join(r, "right"))
+    assert(how.errorClass === "KSTATE_INVALID_JOIN_TYPE" && how.getMessage.contains("swap the tables"))
+    val clash = intercept[KStateException](l.join(l.mapValues(col("lv"))))
+    assert(clash.errorClass === "KSTATE_JOIN_COLUMN_CLASH" && clash.getMessage.contains("'lv'"))
+    val named = in.toDF().toDF("left", "k", "v", "ts").select(col("k").as("id"), col("v").as("ts"), col("ts").as("t"))
+      .kstate.toTable(col("id"), col("t"))
+    val tsClash = intercept[KStateException](l.join(named)) // its value column 'ts' is the left timestamp's name
+    assert(tsClash.errorClass === "KSTATE_JOIN_COLUMN_CLASH")
+    val other = in.toDF().toDF("left", "k", "v", "ts").select(col("ts").as("id"), col("v").as("w"), col("ts"))
+      .kstate.toTable(col("id"), col("ts"))
+    val keys = intercept[KStateException](l.join(other))
+    assert(keys.errorClass === "KSTATE_MISMATCHED_INPUTS" && keys.getMessage.contains("key"))
+  }
+}
