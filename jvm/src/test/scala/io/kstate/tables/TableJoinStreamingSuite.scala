@@ -109,6 +109,28 @@ class TableJoinStreamingSuite extends KStateSparkSuite {
     }
   }
 
+  test("a changed join type on restart is KSTATE_OPERATOR_CONFIG_CHANGED") {
+    val in = input()
+    val ckpt = tempDir("ckpt")
+    val q1 = CollectSink.start(joined(in.toDF(), "inner", versioned, None), ckpt, "append")
+    in.addData((true, "k", "a", 1L)); q1.processAllAvailable(); q1.stop()
+    val q = CollectSink.start(joined(in.toDF(), "left", versioned, None), ckpt, "append")
+    in.addData((false, "k", "b", 2L))
+    val e = intercept[org.apache.spark.sql.streaming.StreamingQueryException](q.processAllAvailable())
+    assert(e.getMessage.contains("KSTATE_OPERATOR_CONFIG_CHANGED") && e.getMessage.contains("how=left"), e.getMessage)
+    q.stop()
+  }
+
+  test("difference D3: a TIMESTAMP result timestamp has millisecond precision") {
+    val session = spark; import session.implicits._
+    val df = Seq(("k", "a", "2024-01-01 12:00:00.123456")).toDF("k", "a", "s")
+      .select(col("k"), col("a"), col("s").cast("timestamp").as("ts"))
+    val l = df.kstate.toTable(col("k"), col("ts"))
+    val r = df.select(col("k"), col("a").as("b"), col("ts")).kstate.toTable(col("k"), col("ts"))
+    val out = l.join(r).toStream().collect()
+    assert(out.map(_.getAs[java.sql.Timestamp]("ts").toString).toSeq === Seq("2024-01-01 12:00:00.123"))
+  }
+
   // ----------------------------------------------------------- random inputs vs the model
 
   private def randomBatches(rnd: Random, n: Int): Seq[Seq[Upd]] = {
@@ -194,7 +216,7 @@ class TableJoinStreamingSuite extends KStateSparkSuite {
     val third = in.toDF().toDF("left", "k", "v", "ts").select(col("k"), col("v").as("w"), col("ts"))
       .kstate.toTable(col("k"), col("ts"))
     val chained = j.filter(col("lv").isNotNull).mapValues(upper(col("lv")).as("LV"), col("rv")).join(third, "left")
-    assert(chained.toStream().columns.toSeq === Seq("k", "LV", "rv", "ts", "w"))
+    assert(chained.toStream().columns.toSeq === Seq("k", "LV", "rv", "w", "ts"))
     val q = CollectSink.start(chained.toStream(), tempDir("ckpt"), "append")
     try {
       in.addData((true, "k", "a", 1L))

@@ -7,7 +7,7 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, BoundReference, Exp
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.state.StateStore
-import org.apache.spark.sql.kstate.plans.{TableChangeColumns, TableJoinSide}
+import org.apache.spark.sql.kstate.plans.TableJoinSide
 import org.apache.spark.sql.kstate.processor.MetricSet
 import org.apache.spark.sql.kstate.processor.join.{TableTableJoinKind, TableTableJoinMetrics, TableTableJoinProcessor}
 import org.apache.spark.sql.kstate.processor.table.{InMemoryTableState, TableChange, TableSource, TableState}
