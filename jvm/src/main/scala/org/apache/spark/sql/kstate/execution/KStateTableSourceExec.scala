@@ -1,12 +1,11 @@
 package org.apache.spark.sql.kstate.execution
 
-import io.kstate.{KStateErrors, ProcessingOrder}
+import io.kstate.KStateErrors
 import io.kstate.tables.VersionedTable
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.processor.MetricSet
 import org.apache.spark.sql.kstate.processor.table.{InMemoryTableState, TableSource, TableSourceMetrics, TableState}
@@ -27,14 +26,9 @@ case class KStateTableSourceExec(
     timestamp: Expression,
     values: Seq[Attribute],
     versioned: Option[VersionedTable],
-    operatorName: String,
-    fingerprint: Map[String, String],
     output: Seq[Attribute],
-    providerClass: String,
-    followWatermark: Boolean,
-    processingOrder: ProcessingOrder,
-    stateInfo: Option[StatefulOperatorStateInfo],
-    child: SparkPlan) extends KStateStatefulExec {
+    context: KStateOperatorContext,
+    child: SparkPlan) extends KStateContextExec {
 
   override def shortName: String = "kstate_table"
   override def storeCapabilities: Set[StoreCapability] =
