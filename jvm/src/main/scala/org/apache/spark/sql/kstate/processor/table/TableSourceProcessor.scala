@@ -1,0 +1,56 @@
+package org.apache.spark.sql.kstate.processor.table
+
+import org.apache.spark.sql.kstate.processor.Counters
+
+/**
+ * A table's changelog entering its materialization, one update at a time, for one state
+ * partition (one Kafka task): Kafka's `KTableSource` on a materialized table (a
+ * [[TableSource]]) with the rules for what Kafka never lets reach it, and its metrics.
+ *
+ * Spark mapping: a table's changelog is a DataFrame of keyed updates, processed per state
+ * partition in Kafka task order; stream time is the largest timestamp the partition's table has
+ * put ([[TableState.streamTime]]).
+ *
+ * For each update, in processing order:
+ *  1. a null key: dropped, counted (`tableNullKeysDropped`), stream time unchanged (Kafka's
+ *     `KTableSource` rule: "Skipping record due to null key");
+ *  2. a null timestamp: dropped, counted (`tableNullTimestampsDropped`), stream time unchanged
+ *     (kstate's rule: Kafka never sees one: its default timestamp extractor fails the task on an
+ *     invalid timestamp and `LogAndSkipOnInvalidTimestamp` drops the record; a table cannot place
+ *     an update without a time, so kstate drops it);
+ *  3. otherwise the update is put ([[TableSource.update]]): counted as an update, and as a
+ *     tombstone when its value is null;
+ *  4. a versioned table's put older than stream time − grace stores nothing (`NotPut`): dropped,
+ *     counted (`tableUpdatesNotPut`), nothing forwarded (Kafka: "if not put to store, do not
+ *     forward downstream either");
+ *  5. a stored update is forwarded as a [[TableChange]]: new value, the latest value before it
+ *     (by processing order unversioned, by timestamp versioned), the update's timestamp, and
+ *     `isLatest` = the put returned `Latest`; a versioned put into history also counts as
+ *     out of order. Tombstones are forwarded even when the key had no value (Kafka's source
+ *     does not drop them; only the filter does, [[TableFilterProcessor]] rule 3).
+ *
+ * Not thread-safe; one per task.
+ */
+final class TableSourceProcessor[K, V](
+    source: TableSource[K, V], val counters: Counters = TableMetrics.newCounters()) {
+  import TableMetrics._
+  require(counters.set eq TableMetrics, "counters of another operator")
+
+  /**
+   * Applies one update; `key` is ignored when `keyIsNull`, `ts` when `tsIsNull`.
+   * @return the change to forward, or null when the update is dropped.
+   */
+  def process(key: K, keyIsNull: Boolean, value: V, ts: Long, tsIsNull: Boolean): TableChange[K, V] = {
+    if (keyIsNull) { counters.add(NullKeysDropped); return null }
+    if (tsIsNull) { counters.add(NullTimestampsDropped); return null }
+    counters.add(Updates)
+    if (value == null) counters.add(Tombstones)
+    val change = source.update(key, value, ts)
+    if (change == null) counters.add(UpdatesNotPut)
+    else {
+      counters.add(VersionsStored)
+      if (!change.isLatest) counters.add(OutOfOrderUpdates)
+    }
+    change
+  }
+}
