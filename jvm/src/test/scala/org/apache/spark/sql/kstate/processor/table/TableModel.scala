@@ -46,17 +46,17 @@ final class TableModel(p: Pipeline) {
       case None => notPut += 1; None
       case Some((n0, o0, latest)) =>
         var nv = n0
-        var ov = if (sendOld) o0 else None
+        var ov = o0 // the source is always materialized: it knows the old value
         var dropped = false
         p.steps.foreach { step =>
           if (!dropped) step match {
             case Filter | FilterNot =>
               def keeps(v: Long) = predicate(key, v) != (step == FilterNot)
-              nv = nv.filter(keeps); ov = ov.filter(keeps)
+              nv = nv.filter(keeps); ov = if (sendOld) ov.filter(keeps) else None
               if (!p.source.versioned && sendOld && nv.isEmpty && ov.isEmpty) { dropped = true; duplicateTombstones += 1 }
             case MapValues =>
               def m(v: Long) = Option(mapper(key, v)).map(_.longValue)
-              nv = nv.flatMap(m); ov = ov.flatMap(m)
+              nv = nv.flatMap(m); ov = if (sendOld) ov.flatMap(m) else None
           }
         }
         if (dropped) None else Some((key, nv, ov, r.ts.get, latest))

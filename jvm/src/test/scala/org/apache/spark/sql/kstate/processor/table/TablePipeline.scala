@@ -12,7 +12,10 @@ object TablePipeline {
   type V = java.lang.Long
 
   sealed trait Source { def versioned: Boolean = false }
-  /** Kafka's `builder.table(topic)` with no store name: old values unknown downstream. */
+  /**
+   * Kafka's `builder.table(topic)` with no store name: old values unknown downstream. kstate's
+   * equivalent: its (always materialized) source, then steps with `sendOldValues = false`.
+   */
   case object Unmaterialized extends Source
   case object Unversioned extends Source
   final case class Versioned(retentionMs: Long, graceMs: Long) extends Source {
