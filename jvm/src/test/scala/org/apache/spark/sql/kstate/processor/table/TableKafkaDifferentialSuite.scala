@@ -1,7 +1,7 @@
 package org.apache.spark.sql.kstate.processor.table
 
 import io.kstate.oracle.KafkaTableOracle
-import io.kstate.oracle.KafkaTableOracle.Out
+import io.kstate.oracle.KafkaTableOracle.{Out, OutWithOld}
 import org.scalacheck.Gen
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
@@ -45,6 +45,19 @@ class TableKafkaDifferentialSuite extends AnyFunSuite with ScalaCheckPropertyChe
     forAll(kafkaPipelineGen, batchesGen) { (p, batches) =>
       val expected = KafkaTableOracle.run(p, batches.flatten)
       assert(kstate(p, batches) == expected, s"pipeline $p; batches $batches")
+    }
+  }
+
+  test("materialized sources: the old values kstate forwards are Kafka's (exposed by a probing transformValues)") {
+    val materialized = kafkaPipelineGen.suchThat(_.source != Unmaterialized)
+    forAll(materialized, batchesGen) { (p, batches) =>
+      val state = newState(p.source)
+      val counters = TableMetrics.newCounters()
+      val got = batches.flatMap { batch =>
+        val run = new Run(p, state, counters)
+        batch.flatMap(r => Option(run.process(r)))
+      }.map(c => OutWithOld(c.key, Option(c.newValue).map(_.longValue), Option(c.oldValue).map(_.longValue), c.timestamp))
+      assert(got == KafkaTableOracle.runWithOldValues(p, batches.flatten), s"pipeline $p; batches $batches")
     }
   }
 
