@@ -36,6 +36,15 @@ import org.apache.spark.sql.kstate.processor.Counters
  * `false` is Kafka's unmaterialized source, kept so that both topologies have a kstate
  * equivalent.
  *
+ * Difference from Kafka (deliberate):
+ *  D1. kstate's tables are always materialized, so a filter on an unversioned table always knows
+ *      the old value and drops duplicate tombstones; Kafka's filter over an unmaterialized
+ *      `builder.table(topic)` does not. Example, one key, predicate `v > 0`: updates -1 @1, -2 @2;
+ *      Kafka (unmaterialized) forwards null @1, null @2; kstate forwards nothing (both changes
+ *      are (null, null)), as Kafka does over `builder.table(topic, Materialized.as(store))`.
+ *      Downstream tables are the same (the key never has a value); only the redundant tombstones
+ *      differ. Asserted by `TableKafkaDifferentialSuite` ("difference: ...").
+ *
  * `filterNot(p)` is Kafka's `KTable#filterNot`: `filter(!p)` (Kafka computes
  * `value != null && (filterNot ^ p(value))`, so tombstones stay tombstones either way).
  *

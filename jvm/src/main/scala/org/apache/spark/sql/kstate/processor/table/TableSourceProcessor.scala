@@ -29,6 +29,15 @@ import org.apache.spark.sql.kstate.processor.Counters
  *     out of order. Tombstones are forwarded even when the key had no value (Kafka's source
  *     does not drop them; only the filter does, [[TableFilterProcessor]] rule 3).
  *
+ * Differences from Kafka (deliberate):
+ *  D1. rule 2: a null timestamp is dropped and counted (Kafka's default extractor fails the task).
+ *  D2. a versioned table's grace is its own setting (≤ history retention), where Kafka's
+ *      versioned store uses its history retention as grace (KIP-914 lists that as a
+ *      limitation). Example: retention 100, grace 10, updates k:1 @50 then k:2 @39: kstate drops
+ *      k:2 @39 (older than 50 − 10, counted `tableUpdatesNotPut`); Kafka (grace = retention = 100)
+ *      puts it into history and forwards it. With grace = retention the two agree
+ *      (`TableKafkaDifferentialSuite`).
+ *
  * Not thread-safe; one per task.
  */
 final class TableSourceProcessor[K, V](

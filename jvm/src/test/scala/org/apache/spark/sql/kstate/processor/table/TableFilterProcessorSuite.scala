@@ -103,4 +103,15 @@ class TableFilterProcessorSuite extends AnyFunSuite {
     assert(downstream.get("k") == null)
     assert(downstream.getAsOf("k", 3) == TableState.Versioned("v2", 3))
   }
+
+  test("difference D1: a materialized table's filter drops the tombstones Kafka's unmaterialized source forwards") {
+    def run(sendOldValues: Boolean) = {
+      val source = new TableSource(InMemoryTableState.unversioned[String, java.lang.Long]())
+      val f = new TableFilterProcessor[String, java.lang.Long]((_, v) => v > 0, versioned = false, sendOldValues)
+      Seq(L(-1) -> 1L, L(-2) -> 2L).flatMap { case (v, ts) => Option(f.process(source.update("k", v, ts))) }
+        .map(c => (c.newValue, c.timestamp))
+    }
+    assert(run(sendOldValues = true).isEmpty) // kstate
+    assert(run(sendOldValues = false) == Seq((null, 1L), (null, 2L))) // Kafka's builder.table(topic)
+  }
 }

@@ -87,4 +87,16 @@ class TableSourceSuite extends AnyFunSuite {
       new TableSource(InMemoryTableState.unversioned[String, java.lang.Long]()),
       org.apache.spark.sql.kstate.processor.dedup.DedupMetrics.newCounters()))
   }
+
+  test("difference D2: grace is separate from history retention; an update older than stream time - grace " +
+    "but within retention is dropped (Kafka, grace = retention, would put it)") {
+    def run(grace: Long) = {
+      val p = new TableSourceProcessor[String, java.lang.Long](
+        new TableSource(InMemoryTableState.versioned[String, java.lang.Long](100, grace)))
+      p.process("k", keyIsNull = false, L(1), 50, tsIsNull = false)
+      (p.process("k", keyIsNull = false, L(2), 39, tsIsNull = false), p.counters(UpdatesNotPut))
+    }
+    assert(run(grace = 10) == ((null, 1L)))
+    assert(run(grace = 100) == ((C("k", L(2), L(1), 39, latest = false), 0L)))
+  }
 }
