@@ -7,8 +7,7 @@ import org.apache.spark.sql.kstate.processor.table.TableState.{Latest, NotPut, V
 
 /** Every rule of [[TableState]]'s contract on the heap implementations, one test per rule. */
 class InMemoryTableStateSuite extends AnyFunSuite {
-  private def L(v: Long): java.lang.Long = java.lang.Long.valueOf(v)
-  private val Tomb: java.lang.Long = null
+  import TableFixtures._
   private def unversioned() = InMemoryTableState.unversioned[String, java.lang.Long]()
   private def versioned(retention: Long = 100, grace: Long = 100) =
     InMemoryTableState.versioned[String, java.lang.Long](retention, grace)

@@ -4,11 +4,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 /** [[TableFilterProcessor]]'s rules, one test each, and KIP-914's filter example both ways. */
 class TableFilterProcessorSuite extends AnyFunSuite {
-  private def L(v: Long): java.lang.Long = java.lang.Long.valueOf(v)
-  private val Tomb: java.lang.Long = null
-  private type C = TableChange[String, java.lang.Long]
-  private def C(k: String, n: java.lang.Long, o: java.lang.Long, ts: Long, latest: Boolean = true): C =
-    TableChange(k, n, o, ts, latest)
+  import TableFixtures._
   private val even: (String, java.lang.Long) => Boolean = (_, v) => v % 2 == 0
 
   test("rule 1: a rejected new value becomes a tombstone; a kept one is passed on; tombstones stay tombstones") {

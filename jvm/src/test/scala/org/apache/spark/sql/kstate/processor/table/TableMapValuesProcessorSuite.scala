@@ -4,10 +4,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 /** [[TableMapValuesProcessor]]'s rules, one test each. */
 class TableMapValuesProcessorSuite extends AnyFunSuite {
-  private def L(v: Long): java.lang.Long = java.lang.Long.valueOf(v)
-  private val Tomb: java.lang.Long = null
-  private def C(k: String, n: java.lang.Long, o: java.lang.Long, ts: Long, latest: Boolean = true) =
-    TableChange(k, n, o, ts, latest)
+  import TableFixtures._
   private val show: (String, java.lang.Long) => String = (k, v) => s"$k=$v"
 
   test("rule 1: the new value is mapped with its key; a tombstone stays a tombstone, the mapper is not called") {

@@ -4,12 +4,8 @@ import org.scalatest.funsuite.AnyFunSuite
 
 /** [[TableSource]]'s contract and [[TableSourceProcessor]]'s rules (null keys/timestamps, metrics). */
 class TableSourceSuite extends AnyFunSuite {
+  import TableFixtures._
   import TableMetrics._
-  private def L(v: Long): java.lang.Long = java.lang.Long.valueOf(v)
-  private val Tomb: java.lang.Long = null
-  private type C = TableChange[String, java.lang.Long]
-  private def C(k: String, n: java.lang.Long, o: java.lang.Long, ts: Long, latest: Boolean = true): C =
-    TableChange(k, n, o, ts, latest)
 
   test("source, unversioned: old value is the previous one by processing order; every change is the latest") {
     val src = new TableSource(InMemoryTableState.unversioned[String, java.lang.Long]())
