@@ -24,14 +24,18 @@ class TableKafkaDifferentialSuite extends AnyFunSuite with ScalaCheckPropertyChe
   implicit override val generatorDrivenConfig: PropertyCheckConfiguration =
     PropertyCheckConfiguration(minSuccessful = 150)
 
-  private def kstate(p: Pipeline, batches: Seq[Seq[Rec]]): Seq[Out] = {
+  /** kstate's changes: a new [[Run]] per micro-batch over one state. */
+  private def changes(p: Pipeline, batches: Seq[Seq[Rec]]): Seq[TableChange[String, V]] = {
     val state = newState(p.source)
     val counters = TableMetrics.newCounters()
     batches.flatMap { batch =>
       val run = new Run(p, state, counters)
       batch.flatMap(r => Option(run.process(r)))
-    }.map(c => Out(c.key, Option(c.newValue).map(_.longValue), c.timestamp))
+    }
   }
+  private def opt(v: V): Option[Long] = Option(v).map(_.longValue)
+  private def kstate(p: Pipeline, batches: Seq[Seq[Rec]]): Seq[Out] =
+    changes(p, batches).map(c => Out(c.key, opt(c.newValue), c.timestamp))
 
   private val kafkaPipelineGen: Gen[Pipeline] = pipelineGen.map { p =>
     p.source match {
@@ -51,12 +55,7 @@ class TableKafkaDifferentialSuite extends AnyFunSuite with ScalaCheckPropertyChe
   test("materialized sources: the old values kstate forwards are Kafka's (exposed by a probing transformValues)") {
     val materialized = kafkaPipelineGen.suchThat(_.source != Unmaterialized)
     forAll(materialized, batchesGen) { (p, batches) =>
-      val state = newState(p.source)
-      val counters = TableMetrics.newCounters()
-      val got = batches.flatMap { batch =>
-        val run = new Run(p, state, counters)
-        batch.flatMap(r => Option(run.process(r)))
-      }.map(c => OutWithOld(c.key, Option(c.newValue).map(_.longValue), Option(c.oldValue).map(_.longValue), c.timestamp))
+      val got = changes(p, batches).map(c => OutWithOld(c.key, opt(c.newValue), opt(c.oldValue), c.timestamp))
       assert(got == KafkaTableOracle.runWithOldValues(p, batches.flatten), s"pipeline $p; batches $batches")
     }
   }
