@@ -37,6 +37,16 @@ import org.apache.spark.sql.kstate.processor.Counters
  *      k:2 @39 (older than 50 − 10, counted `tableUpdatesNotPut`); Kafka (grace = retention = 100)
  *      puts it into history and forwards it. With grace = retention the two agree
  *      (`TableKafkaDifferentialSuite`).
+ *  D3. (Kafka's defect, not followed) a tombstone replacing a key's latest version at that
+ *      version's own timestamp is a version: the key is deleted from then on, and a later
+ *      out-of-order update goes into history before it (KIP-889's rules; [[TableState]]).
+ *      Kafka 4.3's RocksDB versioned store deletes the latest value without recording the
+ *      tombstone, so the key's history is empty and the out-of-order update becomes the latest.
+ *      Example, retention = grace = 15: c:6 @33, c:null @33, c:3 @19, c:7 @26. kstate: 3 @19 is
+ *      history (isLatest false), the key stays deleted, c:7 @26's old value is null. Kafka:
+ *      3 @19 is the latest, c:7 @26's old value is 3 (a downstream aggregation would subtract
+ *      it). Asserted by `TableKafkaDifferentialSuite` ("difference D3"); the random
+ *      differential inputs leave such same-timestamp tombstones out on versioned tables.
  *
  * Not thread-safe; one per task.
  */
