@@ -69,6 +69,21 @@ class TableKafkaDifferentialSuite extends AnyFunSuite with ScalaCheckPropertyChe
     }
   }
 
+  test("timestamps spread over many of Kafka's versioned-store segments (2 s each): same records, old values too") {
+    val scale = 500L // retention <= 15 s: Kafka's segment interval is 2 s, timestamps span 20 s
+    def scaled(p: Pipeline): Pipeline = p.source match {
+      case Versioned(r, g) => p.copy(source = Versioned(r * scale, g * scale))
+      case _ => p
+    }
+    val versionedPipelines = kafkaPipelineGen.suchThat(_.source.versioned).map(scaled)
+    forAll(versionedPipelines, batchesGen) { (p, all) =>
+      val batches = comparable(p, all.map(_.map(r => r.copy(ts = r.ts.map(_ * scale)))))
+      assert(kstate(p, batches) == KafkaTableOracle.run(p, batches.flatten), s"pipeline $p; batches $batches")
+      val got = changes(p, batches).map(c => OutWithOld(c.key, opt(c.newValue), opt(c.oldValue), c.timestamp))
+      assert(got == KafkaTableOracle.runWithOldValues(p, batches.flatten), s"pipeline $p; batches $batches")
+    }
+  }
+
   test("materialized sources: the old values kstate forwards are Kafka's (exposed by a probing transformValues)") {
     val materialized = kafkaPipelineGen.suchThat(_.source != Unmaterialized)
     forAll(materialized, batchesGen) { (p, all) =>
