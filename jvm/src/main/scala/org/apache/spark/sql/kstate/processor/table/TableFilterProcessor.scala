@@ -43,7 +43,8 @@ import org.apache.spark.sql.kstate.processor.Counters
  *      Kafka (unmaterialized) forwards null @1, null @2; kstate forwards nothing (both changes
  *      are (null, null)), as Kafka does over `builder.table(topic, Materialized.as(store))`.
  *      Downstream tables are the same (the key never has a value); only the redundant tombstones
- *      differ. Asserted by `TableKafkaDifferentialSuite` ("difference: ...").
+ *      differ. Asserted by `TableKafkaDifferentialSuite` and `TableFilterProcessorSuite`
+ *      ("filter difference D1").
  *
  * `filterNot(p)` is Kafka's `KTable#filterNot`: `filter(!p)` (Kafka computes
  * `value != null && (filterNot ^ p(value))`, so tombstones stay tombstones either way).

@@ -30,13 +30,14 @@ import org.apache.spark.sql.kstate.processor.Counters
  *     does not drop them; only the filter does, [[TableFilterProcessor]] rule 3).
  *
  * Differences from Kafka (deliberate):
- *  D1. rule 2: a null timestamp is dropped and counted (Kafka's default extractor fails the task).
+ *  D1. rule 2: a null timestamp is dropped and counted (Kafka's default extractor fails the task);
+ *      `TableSourceSuite` "rule 2 (source difference D1)".
  *  D2. a versioned table's grace is its own setting (≤ history retention), where Kafka's
  *      versioned store uses its history retention as grace (KIP-914 lists that as a
  *      limitation). Example: retention 100, grace 10, updates k:1 @50 then k:2 @39: kstate drops
  *      k:2 @39 (older than 50 − 10, counted `tableUpdatesNotPut`); Kafka (grace = retention = 100)
  *      puts it into history and forwards it. With grace = retention the two agree
- *      (`TableKafkaDifferentialSuite`).
+ *      (`TableKafkaDifferentialSuite`); `TableSourceSuite` "source difference D2".
  *  D3. (Kafka's defect, not followed) a tombstone replacing a key's latest version at that
  *      version's own timestamp is a version: the key is deleted from then on, and a later
  *      out-of-order update goes into history before it (KIP-889's rules; [[TableState]]).
@@ -45,7 +46,7 @@ import org.apache.spark.sql.kstate.processor.Counters
  *      Example, retention = grace = 15: c:6 @33, c:null @33, c:3 @19, c:7 @26. kstate: 3 @19 is
  *      history (isLatest false), the key stays deleted, c:7 @26's old value is null. Kafka:
  *      3 @19 is the latest, c:7 @26's old value is 3 (a downstream aggregation would subtract
- *      it). Asserted by `TableKafkaDifferentialSuite` ("difference D3"); the random
+ *      it). Asserted by `TableKafkaDifferentialSuite` ("source difference D3"); the random
  *      differential inputs leave such same-timestamp tombstones out on versioned tables.
  *
  * Not thread-safe; one per task.

@@ -100,7 +100,7 @@ class TableFilterProcessorSuite extends AnyFunSuite {
     assert(downstream.getAsOf("k", 3) == TableState.Versioned("v2", 3))
   }
 
-  test("difference D1: a materialized table's filter drops the tombstones Kafka's unmaterialized source forwards") {
+  test("filter difference D1: a materialized table's filter drops the tombstones Kafka's unmaterialized source forwards") {
     def run(sendOldValues: Boolean) = {
       val source = new TableSource(InMemoryTableState.unversioned[String, java.lang.Long]())
       val f = new TableFilterProcessor[String, java.lang.Long]((_, v) => v > 0, versioned = false, sendOldValues)

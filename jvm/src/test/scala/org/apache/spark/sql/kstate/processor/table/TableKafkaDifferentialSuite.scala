@@ -93,7 +93,7 @@ class TableKafkaDifferentialSuite extends AnyFunSuite with ScalaCheckPropertyChe
     }
   }
 
-  test("difference D3: Kafka's versioned store forgets a tombstone replacing the latest version at its own " +
+  test("source difference D3: Kafka's versioned store forgets a tombstone replacing the latest version at its own " +
     "timestamp; kstate keeps it, so a later out-of-order update's old value is null, not the older version") {
     val p = Pipeline(Versioned(15, 15), Seq(MapValues))
     val recs = Seq(Rec(Some("c"), Some(6), Some(33)), Rec(Some("c"), None, Some(33)), Rec(Some("c"), Some(3), Some(19)),
@@ -122,7 +122,7 @@ class TableKafkaDifferentialSuite extends AnyFunSuite with ScalaCheckPropertyChe
     }
   }
 
-  test("difference: kstate's tables are always materialized, so over Kafka's unmaterialized source a filter " +
+  test("filter difference D1: kstate's tables are always materialized, so over Kafka's unmaterialized source a filter " +
     "also drops duplicate tombstones: Kafka's output minus exactly the tombstones after a tombstone") {
     val filterLast = Gen.oneOf(Seq(Filter), Seq(FilterNot), Seq(MapValues, Filter), Seq(Filter, FilterNot))
     forAll(filterLast, batchesGen) { (steps, batches) =>

@@ -51,7 +51,7 @@ class TableSourceSuite extends AnyFunSuite {
     }
   }
 
-  test("rule 2: a null timestamp is dropped and counted; stream time unchanged") {
+  test("rule 2 (source difference D1): a null timestamp is dropped and counted; stream time unchanged") {
     Seq(false, true).foreach { v =>
       val p = processor(v)
       assert(p.process("k", keyIsNull = false, L(1), 99, tsIsNull = true) == null)
@@ -84,7 +84,7 @@ class TableSourceSuite extends AnyFunSuite {
       org.apache.spark.sql.kstate.processor.dedup.DedupMetrics.newCounters()))
   }
 
-  test("difference D2: grace is separate from history retention; an update older than stream time - grace " +
+  test("source difference D2: grace is separate from history retention; an update older than stream time - grace " +
     "but within retention is dropped (Kafka, grace = retention, would put it)") {
     def run(grace: Long) = {
       val p = new TableSourceProcessor[String, java.lang.Long](
