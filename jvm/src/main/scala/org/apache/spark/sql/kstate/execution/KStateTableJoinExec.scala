@@ -1,11 +1,8 @@
 package org.apache.spark.sql.kstate.execution
 
-import io.kstate.ProcessingOrder
-
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, BoundReference, Expression, GenericInternalRow, GetStructField, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.plans.TableJoinSide
 import org.apache.spark.sql.kstate.processor.MetricSet
@@ -30,14 +27,9 @@ case class KStateTableJoinExec(
     right: TableJoinSide,
     key: Expression,
     timestamp: Expression,
-    operatorName: String,
-    fingerprint: Map[String, String],
     output: Seq[Attribute],
-    providerClass: String,
-    followWatermark: Boolean,
-    processingOrder: ProcessingOrder,
-    stateInfo: Option[StatefulOperatorStateInfo],
-    child: SparkPlan) extends KStateStatefulExec {
+    context: KStateOperatorContext,
+    child: SparkPlan) extends KStateContextExec {
 
   override def shortName: String = "kstate_table_join"
   override def storeCapabilities: Set[StoreCapability] = Set(StoreCapability.ColumnFamilies)
