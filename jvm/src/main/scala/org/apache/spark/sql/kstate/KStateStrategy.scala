@@ -8,7 +8,7 @@ import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
 import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateOperatorContext, KStateDeduplicateExec, KStateStatefulExec, KStateSuppressExec, KStateTableSourceExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
-import org.apache.spark.sql.kstate.execution.KStateTableJoinExec
+import org.apache.spark.sql.kstate.execution.{KStateTableJoinExec, SidePositionsExec}
 import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateStatefulNode, KStateSuppress, KStateTableSource, KStateWindowedAggregate, KStateWindowedDistinct}
 import org.apache.spark.sql.kstate.plans.KStateTableJoin
 import org.apache.spark.sql.kstate.shim.RunningQuery
@@ -45,7 +45,7 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
     case j: KStateTableJoin =>
       KStateTableJoinExec(
         j.how, j.left, j.right, normalized(j.envelopeKey), j.envelopeTimestamp, j.output,
-        contextOf(j), InputPositionExec(planLater(j.child))) :: Nil
+        contextOf(j), SidePositionsExec(InputPositionExec(planLater(j.child)))) :: Nil
     case _ => Nil
   }
 

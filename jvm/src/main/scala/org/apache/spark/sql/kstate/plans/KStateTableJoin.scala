@@ -39,6 +39,8 @@ object TableJoinSide {
  * value columns, the right value columns, `timestamp` (the result's: max of both sides'), then
  * [[TableChangeColumns.OldValue]] (the previous join value as a struct of the value columns) and
  * [[TableChangeColumns.Latest]] (always true). Rules: `TableTableJoinProcessor`.
+ * `envelopeColumns` are all the envelope's columns: the exec reads each side's struct, so they
+ * are the node's references (column pruning keeps them).
  */
 case class KStateTableJoin(
     how: String,
@@ -46,6 +48,7 @@ case class KStateTableJoin(
     right: TableJoinSide,
     envelopeKey: Attribute,
     envelopeTimestamp: Attribute,
+    envelopeColumns: Seq[Attribute],
     operatorName: Option[String],
     output: Seq[Attribute],
     child: LogicalPlan) extends UnaryNode with KStateStatefulNode {
@@ -92,7 +95,7 @@ object KStateTableJoin {
       Seq(fresh(left.attr(left.timestamp), nullable = false),
         TableChangeColumns.oldValueAttribute(values), TableChangeColumns.latestAttribute())
     KStateTableJoin(kind, TableJoinSide.of(left, leftVersioning), TableJoinSide.of(right, rightVersioning),
-      env.key, env.timestamp, name, output, env.plan)
+      env.key, env.timestamp, env.plan.output, name, output, env.plan)
   }
 
   private def describe(v: Option[VersionedTable]): String =
