@@ -52,6 +52,14 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
         normalized(t.key), t.timestamp, t.values, t.versioned, name, t.fingerprint, t.output,
         provider, followWatermark,
         orderOf(t), stateInfo, InputPositionExec(planLater(t.child))) :: Nil
+    case r: plans.KStateTableRegroup =>
+      execution.KStateTableRegroupExec(normalized(r.group), r.values, normalized(r.oldGroup), r.oldValues,
+        r.tableValues, r.oldValue, r.latest, r.timestamp, r.versioned, r.output, planLater(r.child)) :: Nil
+    case a: plans.KStateTableAggregate =>
+      val (name, stateInfo) = streamingIdentity(a)
+      execution.KStateTableAggregateExec(
+        a.spec, a.group, a.add, a.subtract, a.timestamp, name, a.fingerprint, a.output,
+        provider, followWatermark, stateInfo, InputPositionExec(planLater(a.child))) :: Nil
     case _ => Nil
   }
 
