@@ -38,7 +38,7 @@ case class KStateTableRegroupExec(
   override def outputPartitioning: Partitioning = child.outputPartitioning
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val sql = Reported.map(m => m -> longMetric(m.name))
+    val sqlMetrics = Reported.map(m => longMetric(m.name))
     val in = child.output
     val (g, v, og, ov, tv, t, versionedTable) = (group, values, oldGroup, oldValues, tableValues, timestamp, versioned)
     val oldOrdinal = in.indexWhere(_.exprId == oldValue.exprId)
@@ -70,7 +70,7 @@ case class KStateTableRegroupExec(
         sent.toArray(new Array[InternalRow](sent.size)).iterator
       }
       CompletionIterator[InternalRow, Iterator[InternalRow]](out,
-        sql.foreach { case (m, metric) => metric += processor.counters(m) })
+        Reported.zip(sqlMetrics).foreach { case (m, metric) => metric += processor.counters(m) })
     }
   }
 
