@@ -161,9 +161,9 @@ class TableAggregateStreamingSuite extends KStateSparkSuite {
     Math.floorMod(Murmur3Hash(Seq(Literal(UTF8String.fromString(s))), 42).eval().asInstanceOf[Int], n)
 
   private def model(c: TableAggCase, retention: Option[Long], n: Int): TableAggFixtures.Driver =
-    new TableAggregationDriver(
-      IndexedSeq.fill(n)(TableAggFixtures.sourceState(retention)), sparkPartition(n),
-      IndexedSeq.fill(n)(InMemoryTableState.unversioned[String, java.lang.Long]()), sparkPartition(n),
+    new TableAggregationDriver[String, java.lang.Long, String, java.lang.Long, java.lang.Long](
+      IndexedSeq.fill(n)(TableAggFixtures.sourceState(retention)), sparkPartition(n) _,
+      IndexedSeq.fill(n)(InMemoryTableState.unversioned[String, java.lang.Long]()), sparkPartition(n) _,
       TableAggFixtures.selector, TableAggFixtures.aggregator(c))
 
   for (n <- Seq(1, 3))

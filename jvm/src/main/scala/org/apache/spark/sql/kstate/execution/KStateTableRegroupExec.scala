@@ -3,7 +3,7 @@ package org.apache.spark.sql.kstate.execution
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, GenericInternalRow, UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.catalyst.plans.physical.Partitioning
+import org.apache.spark.sql.catalyst.plans.physical.{Partitioning, UnknownPartitioning}
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.kstate.processor.table.TableChange
@@ -35,7 +35,8 @@ case class KStateTableRegroupExec(
   override lazy val metrics: Map[String, SQLMetric] =
     Reported.map(m => m.name -> SQLMetrics.createMetric(sparkContext, m.description)).toMap
 
-  override def outputPartitioning: Partitioning = child.outputPartitioning
+  /** The rows stay in the table's partitions, which are not the groups' (stage 2 shuffles them). */
+  override def outputPartitioning: Partitioning = UnknownPartitioning(child.outputPartitioning.numPartitions)
 
   override protected def doExecute(): RDD[InternalRow] = {
     val sqlMetrics = Reported.map(m => longMetric(m.name))
