@@ -8,7 +8,7 @@ import io.kstate.testing.KStateSparkSuite
 import org.apache.spark.sql.{Column, DataFrame, Row, SQLContext}
 import org.apache.spark.sql.catalyst.expressions.{Literal, Murmur3Hash}
 import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
-import org.apache.spark.sql.functions.{col, concat, lit, when}
+import org.apache.spark.sql.functions.{col, concat, lit, struct, when}
 import org.apache.spark.sql.kstate.processor.table.InMemoryTableState
 import org.apache.spark.sql.kstate.processor.tableagg.{TableAggFixtures, TableAggInputs, TableAggregationDriver}
 import org.apache.spark.sql.streaming.{StreamingQuery, StreamingQueryException}
@@ -113,6 +113,17 @@ class TableAggregateStreamingSuite extends KStateSparkSuite {
     val static = spark.createDataFrame(Seq(("a", 1L, 3L), ("a", 2L, 4L), ("b", 3L, 3L))).toDF("k", "ts", "v")
     val sums = static.kstate.toTable(col("k"), col("ts")).groupBy(lit("all").as("g")).sum("v").toStream()
     assert(sums.collect().toSeq.map(r => (r.getLong(1), r.getLong(2))) === Seq((3L, 1L), (4L, 2L), (7L, 3L)))
+  }
+
+  test("reduce over several grouped value columns: the placeholders and the result are structs of them") {
+    val static = spark.createDataFrame(Seq(("a", 1L, 3L, 10L), ("b", 2L, 4L, 5L), ("a", 3L, 6L, 1L))).toDF("k", "ts", "n", "m")
+    val t = static.kstate.toTable(col("k"), col("ts")).groupBy(lit("all").as("g"))
+      .reduce((agg, v) => struct((agg("n") + v("n")).as("n"), (agg("m") + v("m")).as("m")),
+        (agg, v) => struct((agg("n") - v("n")).as("n"), (agg("m") - v("m")).as("m")))
+    assert(t.valueColumns === Seq("n", "m"))
+    // a=(3,10), b=(4,5), then a changes to (6,1) in the same group: −(3,10) +(6,1)
+    assert(t.toStream().collect().toSeq.map(r => (r.getLong(1), r.getLong(2), r.getLong(3))) ===
+      Seq((3L, 10L, 1L), (7L, 15L, 2L), (10L, 6L, 3L)))
   }
 
   test("bad group_by, sum and reduce arguments fail at construction with named errors") {
