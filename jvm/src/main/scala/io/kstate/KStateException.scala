@@ -286,4 +286,12 @@ object KStateErrors {
         s"(${historyRetentionMs}ms): a stream record released after the grace period would look up " +
         "a version the table no longer keeps. Lower the join's grace= to at most the history " +
         "retention, or raise the table's history_retention.")
+
+  def invalidTableAggregate(what: String, why: String): KStateException =
+    err("KSTATE_INVALID_TABLE_AGGREGATE",
+      s"Cannot aggregate the grouped table with $what: $why. A grouped table's count(), " +
+        "sum(column) and reduce(adder, subtractor) read the grouped value columns (group_by's " +
+        "value=, else the table's value columns): sum takes a numeric expression over them, " +
+        "reduce two functions of (aggregate, value) returning the value's type, e.g. " +
+        "reduce(lambda agg, v: agg + v, lambda agg, v: agg - v).")
 }

@@ -40,6 +40,14 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
       KStateTableSourceExec(
         normalized(t.key), t.timestamp, t.values, t.versioned, t.output,
         contextOf(t), InputPositionExec(planLater(t.child))) :: Nil
+    case r: plans.KStateTableRegroup =>
+      execution.KStateTableRegroupExec(normalized(r.group), r.values, normalized(r.oldGroup), r.oldValues,
+        r.tableValues, r.oldValue, r.latest, r.timestamp, r.versioned, r.output, planLater(r.child)) :: Nil
+    case a: plans.KStateTableAggregate =>
+      // always Kafka task order over stage 1's partitions (docs/tables.md, "Table aggregation")
+      execution.KStateTableAggregateExec(
+        a.spec, a.group, a.add, a.subtract, a.timestamp, a.output,
+        contextOf(a).copy(processingOrder = ProcessingOrder.Task), InputPositionExec(planLater(a.child))) :: Nil
     case _ => Nil
   }
 
