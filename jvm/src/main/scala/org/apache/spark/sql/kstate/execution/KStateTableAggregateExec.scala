@@ -1,6 +1,5 @@
 package org.apache.spark.sql.kstate.execution
 
-
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, BoundReference, Expression, GenericInternalRow, GetStructField, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.SparkPlan
