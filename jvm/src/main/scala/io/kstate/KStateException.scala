@@ -300,4 +300,12 @@ object KStateErrors {
         s"columns ${rightValues.mkString("[", ", ", "]")} and the left table's timestamp '$timestamp'. " +
         "Rename the clashing value column on one side first, e.g. " +
         s"right.map_values(F.col('$name').alias('right_$name'), ...).")
+
+  def invalidTableAggregate(what: String, why: String): KStateException =
+    err("KSTATE_INVALID_TABLE_AGGREGATE",
+      s"Cannot aggregate the grouped table with $what: $why. A grouped table's count(), " +
+        "sum(column) and reduce(adder, subtractor) read the grouped value columns (group_by's " +
+        "value=, else the table's value columns): sum takes a numeric expression over them, " +
+        "reduce two functions of (aggregate, value) returning the value's type, e.g. " +
+        "reduce(lambda agg, v: agg + v, lambda agg, v: agg - v).")
 }

@@ -46,6 +46,14 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
       KStateTableJoinExec(
         j.how, j.left, j.right, normalized(j.envelopeKey), j.envelopeTimestamp, j.output,
         contextOf(j), SidePositionsExec(InputPositionExec(planLater(j.child)))) :: Nil
+    case r: plans.KStateTableRegroup =>
+      execution.KStateTableRegroupExec(normalized(r.group), r.values, normalized(r.oldGroup), r.oldValues,
+        r.tableValues, r.oldValue, r.latest, r.timestamp, r.versioned, r.output, planLater(r.child)) :: Nil
+    case a: plans.KStateTableAggregate =>
+      // always Kafka task order over stage 1's partitions (docs/tables.md, "Table aggregation")
+      execution.KStateTableAggregateExec(
+        a.spec, a.group, a.add, a.subtract, a.timestamp, a.output,
+        contextOf(a).copy(processingOrder = ProcessingOrder.Task), InputPositionExec(planLater(a.child))) :: Nil
     case _ => Nil
   }
 

@@ -121,12 +121,15 @@ class InMemoryTableStateSuite extends AnyFunSuite {
     assert(s.getAsOf("absent", 20) == null)
   }
 
-  test("versioned: getAsOf older than stream time - history retention is null; at the bound it is served") {
+  test("versioned: past stream time - history retention only the latest version answers; at the bound all are served") {
     val s = versioned(retention = 50, grace = 10)
     s.put("k", L(1), 10); s.put("k", L(2), 20); s.put("x", L(9), 100)
-    assert(s.getAsOf("k", 49) == null)
+    assert(s.getAsOf("k", 15) == null) // 1@10 is history past retention; the latest (20) is newer than 15
+    assert(s.getAsOf("k", 49) == Versioned(L(2), 20)) // the latest never expires (Kafka's rule)
+    s.put("k", L(3), 95)
+    assert(s.getAsOf("k", 49) == null) // 2@20 is history now, past retention
     assert(s.getAsOf("k", 50) == Versioned(L(2), 20))
-    assert(s.get("k") == Versioned(L(2), 20)) // get (latest) has no retention bound
+    assert(s.get("k") == Versioned(L(3), 95)) // get (latest) has no retention bound
   }
 
   test("versioned: stream time is the largest timestamp put; NotPut does not move it") {
