@@ -286,4 +286,17 @@ object KStateErrors {
         s"(${historyRetentionMs}ms): a stream record released after the grace period would look up " +
         "a version the table no longer keeps. Lower the join's grace= to at most the history " +
         "retention, or raise the table's history_retention.")
+
+  def joinColumnClash(column: String, streamColumns: Seq[String], tableValues: Seq[String]): KStateException =
+    err("KSTATE_DUPLICATE_COLUMN",
+      s"The stream-table join would output two columns named '$column': the stream's columns " +
+        s"(${streamColumns.mkString(", ")}) are followed by the table's value columns " +
+        s"(${tableValues.mkString(", ")}). Rename one before joining, e.g. " +
+        s"stream.withColumnRenamed('$column', 'stream_$column'), or map the table's values to new names " +
+        s"(table.map_values(F.col('$column').alias('table_$column'))).")
+
+  def invalidJoinType(how: String): KStateException =
+    err("KSTATE_INVALID_JOIN_TYPE",
+      s"Invalid join type '$how' for a stream-table join: use how='inner' (stream rows without a " +
+        "table value are dropped) or how='left' (they are emitted with null table values).")
 }

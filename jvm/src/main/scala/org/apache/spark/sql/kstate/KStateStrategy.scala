@@ -7,8 +7,8 @@ import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
-import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateDeduplicateExec, KStateStatefulExec, KStateSuppressExec, KStateTableSourceExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
-import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateStatefulNode, KStateSuppress, KStateTableSource, KStateWindowedAggregate, KStateWindowedDistinct}
+import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateDeduplicateExec, KStateStatefulExec, KStateStreamTableJoinExec, KStateSuppressExec, KStateTableSourceExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
+import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateStatefulNode, KStateStreamTableJoin, KStateSuppress, KStateTableSource, KStateWindowedAggregate, KStateWindowedDistinct}
 import org.apache.spark.sql.kstate.shim.RunningQuery
 
 /**
@@ -52,6 +52,12 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
         normalized(t.key), t.timestamp, t.values, t.versioned, name, t.fingerprint, t.output,
         provider, followWatermark,
         orderOf(t), stateInfo, InputPositionExec(planLater(t.child))) :: Nil
+    case j: KStateStreamTableJoin =>
+      val (name, stateInfo) = streamingIdentity(j)
+      KStateStreamTableJoinExec(
+        j.leftJoin, j.graceMs, j.versioned, name, j.fingerprint, normalized(j.key), j.timestamp, j.output,
+        provider, followWatermark,
+        orderOf(j), stateInfo, InputPositionExec(planLater(j.child))) :: Nil
     case _ => Nil
   }
 
