@@ -35,8 +35,10 @@ def _pairs(rows):
 
 
 def _batch(spark, records, **kw):
-    """A batch DataFrame: the join defaults to event-time order there (stream first on ties)."""
-    return _pairs(run_batch_df(spark, lambda df: _join(df, **kw), records, schema=SCHEMA, partitions=1))
+    """A batch DataFrame in one input partition and one state partition. The join's default order
+    there is event time (stream first on ties); ``order="task"`` merges the stream (left) and the
+    table's updates (right) as Kafka's task does: lowest head timestamp first, each side in its order."""
+    return _pairs(run_batch_df(spark, lambda df: _join(df.coalesce(1), **kw), records, schema=SCHEMA, partitions=1))
 
 
 def _streaming(spark, tmp_path, records, **kw):
@@ -56,11 +58,13 @@ def _streaming(spark, tmp_path, records, **kw):
 ASOF = [t("a", "a0", 0), t("a", "a4", 4), s("a", "s2", 2), s("a", "s5", 5)]
 ASOF_VERSIONED = [("s2", "a0", 2), ("s5", "a4", 5)]
 ASOF_UNVERSIONED = [("s2", "a4", 2), ("s5", "a4", 5)]
+# in task order s2 (out of order within the stream, after s5) comes after both table updates
+ASOF_TASK_ORDER = [t("a", "a0", 0), t("a", "a4", 4), s("a", "s5", 5), s("a", "s2", 2)]
 
 
 @pytest.mark.parametrize("versioned,expected", [(VersionedTable(100), ASOF_VERSIONED), (None, ASOF_UNVERSIONED)])
 def test_kip914_lookup_as_of_the_stream_records_time_batch(spark, versioned, expected):
-    assert _batch(spark, ASOF, versioned=versioned) == expected
+    assert _batch(spark, ASOF_TASK_ORDER, versioned=versioned, order="task") == expected
 
 
 @pytest.mark.parametrize("versioned,expected", [(VersionedTable(100), ASOF_VERSIONED), (None, ASOF_UNVERSIONED)])
@@ -72,6 +76,8 @@ def test_kip914_lookup_as_of_the_stream_records_time_streaming(spark, tmp_path, 
 # inner emits nothing, left emits null. Kafka's store still answers with the key's latest version
 # when that is old enough: a4@4 for s@5 (docs/tables.md).
 RETENTION = [t("a", "a0", 0), t("a", "a4", 4), t("b", "b30", 30), s("a", "s2", 2), s("a", "s5", 5), s("b", "s31", 31)]
+# task order: s31 first holds the stream's head time at 31, so s2 and s5 come after b30
+RETENTION_TASK_ORDER = RETENTION[:3] + [s("b", "s31", 31), s("a", "s2", 2), s("a", "s5", 5)]
 
 
 @pytest.mark.parametrize("how,expected", [
@@ -80,7 +86,7 @@ RETENTION = [t("a", "a0", 0), t("a", "a4", 4), t("b", "b30", 30), s("a", "s2", 2
 ])
 def test_kip914_past_the_history_retention(spark, tmp_path, how, expected):
     versioned = VersionedTable(10)
-    assert _batch(spark, RETENTION, versioned=versioned, how=how) == expected
+    assert _batch(spark, RETENTION_TASK_ORDER, versioned=versioned, how=how, order="task") == expected
     assert _streaming(spark, tmp_path, RETENTION, versioned=versioned, how=how) == expected
 
 
@@ -109,9 +115,11 @@ def test_kip923_grace_example_batch(spark):
 
 
 def test_batch_join_auto_order_is_event_time(spark):
-    # order="auto" on a batch join is event time: the listed order of a static DataFrame would put
-    # every stream row (the left input) before every table row, so nothing would match
-    assert _batch(spark, ASOF, versioned=None, order="auto") == ASOF_UNVERSIONED
+    # order="auto" on a batch join is event time (a0@0, s2@2, a4@4, s5@5): the listed order of a
+    # static DataFrame would put every stream row (the left input) before every table row, so
+    # nothing would match
+    assert _batch(spark, ASOF, versioned=None, order="auto") == [("s2", "a0", 2), ("s5", "a4", 5)]
+    assert _batch(spark, ASOF, versioned=None) == [("s2", "a0", 2), ("s5", "a4", 5)]
 
 
 def test_equal_timestamps_stream_record_first(spark, tmp_path):

@@ -36,9 +36,11 @@ class StreamTableJoinStreamingSuite extends KStateSparkSuite {
     val all = in.toDF().toDF("side", "k", "v", "ts")
     val stream = all.filter(col("side") === "s").select(col("k"), col("v").as("sv"), col("ts"))
     val updates = all.filter(col("side") === "t").select(col("k"), col("v").as("tv"), col("ts"))
+    // the table's source in event-time order too: its grace drops what the model's table drops
+    val source = updates.kstate.withProcessingOrder("event_time")
     val table: KTable = cfg.retention match {
-      case Some(r) => updates.kstate.toTable(col("k"), col("ts"), VersionedTable.ofMillis(r).withGraceMillis(cfg.tableGrace))
-      case None => updates.kstate.toTable(col("k"), col("ts"))
+      case Some(r) => source.toTable(col("k"), col("ts"), VersionedTable.ofMillis(r).withGraceMillis(cfg.tableGrace))
+      case None => source.toTable(col("k"), col("ts"))
     }
     val grace = graceOverride.orElse(cfg.grace)
     stream.kstate.withProcessingOrder("event_time")

@@ -30,7 +30,7 @@ import org.apache.spark.sql.types.{StructField, StructType}
  * the grace period at its end is not emitted.
  *
  * Rows: the stream struct is the stream's columns then the join key; the table struct the table's
- * value columns then its key. A result is the stream's columns followed by the table's values
+ * value columns then its key and timestamp. A result is the stream's columns followed by the table's values
  * (null: no match), projected to `output`.
  */
 case class KStateStreamTableJoinExec(
