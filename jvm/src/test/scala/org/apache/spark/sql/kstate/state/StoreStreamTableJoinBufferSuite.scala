@@ -34,7 +34,7 @@ class StoreStreamTableJoinBufferSuite extends AnyFunSuite with ScalaCheckPropert
   private final case class Evict(upTo: Long) extends Op
   private case object Commit extends Op
 
-  private val bytes: Gen[Array[Byte]] = Gen.listOf(Gen.oneOf[Byte](0, 1, -1, 0x7f)).map(_.take(4).toArray)
+  private val bytes: Gen[Array[Byte]] = Gen.listOf(Gen.oneOf(Seq[Byte](0, 1, -1, 0x7f))).map(_.take(4).toArray)
   private val op: Gen[Op] = Gen.frequency(
     6 -> (for { k <- bytes; v <- Gen.alphaStr.map(_.take(3)); ts <- Gen.choose(-5L, 15L) } yield Put(k, v, ts)),
     2 -> Gen.frequency(5 -> Gen.choose(-6L, 16L), 1 -> Gen.const(Long.MaxValue)).map(Evict(_)),
