@@ -123,6 +123,13 @@ class StreamTableJoinStreamingSuite extends KStateSparkSuite {
     assert(restarted === expected(cfg, batches, 3))
   }
 
+  test("the grace buffer's stream time survives a restart: a record late against it is joined at once") {
+    val cfg = Cfg(left = true, Some(40L), 40L, Some(10L))
+    val batches = Seq(Seq(t("a", "v", 0), s("a", "a#30", 30)), Seq(s("a", "a#5", 5)))
+    // stream time 30 after the first micro-batch: a#5 < 30 - 10 is joined at once (a#30 still waits)
+    assert(run(cfg, batches, 1, restart = true)._1 === Seq(("a#5", "v")))
+  }
+
   test("KIP-923's example, one record per micro-batch: the late but older table update counts") {
     val batches = Seq(Seq(t("a", "old", 0)), Seq(s("a", "a#click", 10)), Seq(t("a", "new", 8)),
       Seq(s("a", "a#later", 15)), Seq(s("b", "b#end", 30)))
