@@ -24,13 +24,13 @@ from .errors import KStateError
 from .session import configure
 from .state_reader import read_state
 from .suppress import BufferConfig, EagerBufferConfig, StrictBufferConfig, Suppressed
-from .tables import KTable, VersionedTable
+from .tables import KGroupedTable, KTable, VersionedTable
 from .windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = [
     "KStateDataFrame", "KStateWindowedStream", "KStateError", "KStateStreamingQueryError", "TimeWindows", "SessionWindows", "SlidingWindows", "configure", "jar_path", "to_millis",
     "read_state", "Suppressed", "BufferConfig", "StrictBufferConfig", "EagerBufferConfig",
-    "KTable", "VersionedTable", "EXTENSION", "SPARK_MINOR", "__version__",
+    "KTable", "KGroupedTable", "VersionedTable", "EXTENSION", "SPARK_MINOR", "__version__",
 ]
 
 

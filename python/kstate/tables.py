@@ -4,16 +4,17 @@ Build one with ``df.kstate.to_table(key=, timestamp=, versioned=None)``; see :cl
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Union
 
 from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
 
 from ._durations import DurationLike, to_millis
 from ._jvm import translate_errors
 from .errors import KStateError
 from .suppress import Suppressed
 
-__all__ = ["KTable", "VersionedTable"]
+__all__ = ["KTable", "KGroupedTable", "VersionedTable"]
 
 
 class VersionedTable:
@@ -154,5 +155,119 @@ class KTable:
         jvm = self._df.sparkSession.sparkContext._jvm
         return DataFrame(self._jtable.suppress(suppressed._to_jvm(jvm)), self._df.sparkSession)
 
+    @translate_errors
+    def group_by(self, key: Union[str, Column],
+                 value: Union[None, str, Column, Sequence[Union[str, Column]]] = None) -> "KGroupedTable":
+        """Groups the table's rows by a new key (Kafka's ``KTable#groupBy``) for an aggregation.
+
+        Parameters
+        ----------
+        key : str or Column
+            The group of a row: an expression over the table's key, value and timestamp
+            columns. A row whose group is null belongs to no group.
+        value : str, Column or list of them, optional
+            The grouped value each row contributes (default: the table's value columns). A row
+            whose grouped value columns are all null contributes nothing.
+
+        Returns
+        -------
+        KGroupedTable
+            ``count()``, ``sum(column)`` or ``reduce(adder, subtractor)`` give an unversioned
+            table keyed by the group: a changed row leaves its old group and joins its new one;
+            on a versioned table an out-of-order update is ignored (KIP-914).
+
+        Examples
+        --------
+        >>> per_region = users.group_by("region").count()
+        >>> totals = users.group_by("region", value="amount").sum("amount")
+        """
+        jvm = self._df.sparkSession.sparkContext._jvm
+        values = [] if value is None else (list(value) if isinstance(value, (list, tuple)) else [value])
+        jvalues = jvm.scala.jdk.javaapi.CollectionConverters.asScala(
+            [_column(v, "value")._jc for v in values]).toSeq()
+        return KGroupedTable(self._jtable.groupBy(_column(key, "key")._jc, jvalues), self._df)
+
     def __repr__(self) -> str:
         return str(self._jtable.toString())
+
+
+def _column(c: Union[str, Column], role: str) -> Column:
+    if isinstance(c, Column):
+        return c
+    if isinstance(c, str):
+        return F.col(c)
+    raise TypeError(f"group_by {role} takes a column name or a Column, got {type(c).__name__}")
+
+
+class KGroupedTable:
+    """A table grouped by a new key (Kafka's ``KGroupedTable``), from :meth:`KTable.group_by`.
+
+    Each aggregation returns an unversioned :class:`KTable` keyed by the group, whose updates
+    are each group's aggregate after each change: the group key column (named as the
+    ``group_by`` key), the aggregate column(s), and the table's timestamp column (the latest
+    time of the group's contributing updates). Kafka's rules: a row that changes subtracts its
+    old value from its old group and adds its new value to its new group (one update when the
+    group is the same, KIP-904); a tombstone only subtracts; on a versioned table an update
+    older than its key's latest version is ignored (KIP-914). See docs/tables.md.
+    """
+
+    def __init__(self, jgrouped: Any, df: DataFrame):
+        self._jgrouped = jgrouped
+        self._df = df
+
+    def _table(self, jtable: Any) -> KTable:
+        return KTable(jtable, self._df)
+
+    @translate_errors
+    def count(self, name: Optional[str] = None) -> KTable:
+        """Kafka's ``count()``: the rows in each group, in a column ``count`` (BIGINT).
+
+        A group whose rows all left it counts 0 and stays (Kafka's rule).
+
+        Examples
+        --------
+        >>> users.group_by("region").count().to_stream()
+        """
+        return self._table(self._jgrouped.count(name))
+
+    @translate_errors
+    def sum(self, column: Union[str, Column], name: Optional[str] = None) -> KTable:
+        """The sum of ``column`` per group, in a column ``sum``.
+
+        ``column`` is a numeric expression over the grouped value columns; the sum is BIGINT
+        for integral input, DOUBLE for floating point, DECIMAL(p + 10, s) for DECIMAL(p, s). A
+        row whose ``column`` is null contributes nothing; a group emptied by subtraction sums to
+        0 and stays. kstate's (Kafka has ``reduce(+, -)``, which gives the same values).
+
+        Examples
+        --------
+        >>> totals = orders.group_by("region", value="amount").sum("amount")
+        """
+        return self._table(self._jgrouped.sum(_column(column, "sum")._jc, name))
+
+    @translate_errors
+    def reduce(self, adder: Callable[[Column, Column], Column], subtractor: Callable[[Column, Column], Column],
+               name: Optional[str] = None) -> KTable:
+        """Kafka's ``reduce(adder, subtractor)``: the aggregate has the grouped value's columns.
+
+        A group's first value is its aggregate; each value added is ``adder(agg, value)``, each
+        value subtracted ``subtractor(agg, value)``. The functions are called once, with two
+        placeholder Columns (``F.col("__kstate_agg")`` and ``F.col("__kstate_value")``), and
+        must return a Column of the grouped value's type (its one column's type, else a struct
+        of its columns). A result that is null deletes the group's aggregate (a tombstone).
+
+        Examples
+        --------
+        >>> totals = orders.group_by("region", value="amount").reduce(
+        ...     lambda agg, v: agg + v, lambda agg, v: agg - v)
+        """
+        if not callable(adder) or not callable(subtractor):
+            raise TypeError("reduce takes two functions of (aggregate, value) Columns")
+        agg, value = F.col("__kstate_agg"), F.col("__kstate_value")
+        added, subtracted = adder(agg, value), subtractor(agg, value)
+        if not isinstance(added, Column) or not isinstance(subtracted, Column):
+            raise TypeError("reduce's adder and subtractor must return Columns")
+        return self._table(self._jgrouped.reduceColumns(added._jc, subtracted._jc, name))
+
+    def __repr__(self) -> str:
+        return str(self._jgrouped.toString())

@@ -307,7 +307,7 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
    * Resolves `c` against the DataFrame now, so a bad column fails at construction; returns its
    * (unresolved) expression for the plan and its resolved type.
    */
-  private def checked(role: String, c: Column, typeCheck: (String, DataType) => Unit): KStateDataFrame.Checked = {
+  private[kstate] def checked(role: String, c: Column, typeCheck: (String, DataType) => Unit): KStateDataFrame.Checked = {
     if (c == null) throw KStateErrors.missingColumn(role, "no column was given")
     val resolved = try SparkShim.logicalPlan(df.select(c)) catch {
       case e: AnalysisException => throw KStateErrors.missingColumn(role, e.getMessage)

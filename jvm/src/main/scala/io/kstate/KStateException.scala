@@ -287,6 +287,13 @@ object KStateErrors {
         "a version the table no longer keeps. Lower the join's grace= to at most the history " +
         "retention, or raise the table's history_retention.")
 
+  def invalidTableAggregate(what: String, why: String): KStateException =
+    err("KSTATE_INVALID_TABLE_AGGREGATE",
+      s"Cannot aggregate the grouped table with $what: $why. A grouped table's count(), " +
+        "sum(column) and reduce(adder, subtractor) read the grouped value columns (group_by's " +
+        "value=, else the table's value columns): sum takes a numeric expression over them, " +
+        "reduce two functions of (aggregate, value) returning the value's type, e.g. " +
+        "reduce(lambda agg, v: agg + v, lambda agg, v: agg - v).")
   def joinColumnClash(column: String, streamColumns: Seq[String], tableValues: Seq[String]): KStateException =
     err("KSTATE_DUPLICATE_COLUMN",
       s"The stream-table join would output two columns named '$column': the stream's columns " +

@@ -66,6 +66,6 @@ object LayeringSuite {
    */
   val EntryPoints: Set[String] =
     Set("KStateDataFrame.scala", "KStateExtensions.scala", "KStateStateReader.scala", "KStateStoreProvider.scala",
-      "KTable.scala")
+      "KTable.scala", "KGroupedTable.scala")
 
 }

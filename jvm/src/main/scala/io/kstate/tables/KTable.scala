@@ -100,6 +100,16 @@ final class KTable private[kstate] (
     new KStateDataFrame(s, order).suppress(suppressed, s.col(quoted(keyColumn)), s.col(quoted(timestampColumn)), null)
   }
 
+  /**
+   * Groups the table's rows by a new key (Kafka's `KTable#groupBy`) for [[KGroupedTable.count]],
+   * `sum` or `reduce`: `key` (and `values`, default the table's value columns) are expressions
+   * over the table's key, value and timestamp columns, e.g. `groupBy(col("region"))`,
+   * `groupBy(col("region"), col("amount"))`. The aggregate is an unversioned table keyed by the group.
+   */
+  def groupBy(key: Column): KGroupedTable = new KGroupedTable(this, key, Nil)
+  def groupBy(key: Column, value: Column, more: Column*): KGroupedTable = new KGroupedTable(this, key, value +: more)
+  def groupBy(key: Column, values: Seq[Column]): KGroupedTable = new KGroupedTable(this, key, values)
+
   override def toString: String =
     s"KTable($name: key=$keyColumn, timestamp=$timestampColumn, values=${valueColumns.mkString("[", ", ", "]")}" +
       versioned.map(v => ", " + v.describe).getOrElse("") + ")"

@@ -7,7 +7,7 @@ import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
-import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateDeduplicateExec, KStateStatefulExec, KStateStreamTableJoinExec, KStateSuppressExec, KStateTableSourceExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
+import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateOperatorContext, KStateDeduplicateExec, KStateStatefulExec, KStateStreamTableJoinExec, KStateSuppressExec, KStateTableSourceExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
 import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateStatefulNode, KStateStreamTableJoin, KStateSuppress, KStateTableSource, KStateWindowedAggregate, KStateWindowedDistinct}
 import org.apache.spark.sql.kstate.shim.RunningQuery
 
@@ -21,43 +21,37 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
 
   private def execsOf(plan: LogicalPlan): Seq[SparkPlan] = plan match {
     case d: KStateDeduplicate =>
-      val (name, stateInfo) = streamingIdentity(d)
       KStateDeduplicateExec(
-        d.mode, d.intervalMs, name, d.fingerprint, d.identity.map(normalized),
-        d.timestamp, d.partitionBy.map(normalized),
-        d.output, provider, followWatermark,
-        orderOf(d), stateInfo, InputPositionExec(planLater(d.child))) :: Nil
+        d.mode, d.intervalMs, d.identity.map(normalized), d.timestamp, d.partitionBy.map(normalized),
+        d.output, contextOf(d), InputPositionExec(planLater(d.child))) :: Nil
     case d: KStateWindowedDistinct =>
-      val (name, stateInfo) = streamingIdentity(d)
       KStateWindowedDistinctExec(
-        d.windows, name, d.fingerprint, normalized(d.key), d.timestamp, d.output,
-        provider, followWatermark,
-        orderOf(d), stateInfo, InputPositionExec(planLater(d.child))) :: Nil
+        d.windows, normalized(d.key), d.timestamp, d.output, contextOf(d), InputPositionExec(planLater(d.child))) :: Nil
     case a: KStateWindowedAggregate =>
-      val (name, stateInfo) = streamingIdentity(a)
       KStateWindowedAggregateExec(
-        a.windows, name, a.fingerprint, normalized(a.key), a.timestamp, a.bufferAttributes, a.initialValues,
+        a.windows, normalized(a.key), a.timestamp, a.bufferAttributes, a.initialValues,
         a.updateExpressions, a.inputBufferAttributes, a.mergeExpressions, a.resultExpressions, a.finalResults,
-        a.output, provider, followWatermark,
-        orderOf(a), stateInfo, InputPositionExec(planLater(a.child))) :: Nil
+        a.output, contextOf(a), InputPositionExec(planLater(a.child))) :: Nil
     case s: KStateSuppress =>
-      val (name, stateInfo) = streamingIdentity(s)
       KStateSuppressExec(
-        s.suppressed, s.limitMs, name, s.fingerprint, normalized(s.key), s.timestamp, s.windowEnd, s.output,
-        provider, followWatermark,
-        orderOf(s), stateInfo, InputPositionExec(planLater(s.child))) :: Nil
+        s.suppressed, s.limitMs, normalized(s.key), s.timestamp, s.windowEnd, s.output,
+        contextOf(s), InputPositionExec(planLater(s.child))) :: Nil
     case t: KStateTableSource =>
-      val (name, stateInfo) = streamingIdentity(t)
       KStateTableSourceExec(
-        normalized(t.key), t.timestamp, t.values, t.versioned, name, t.fingerprint, t.output,
-        provider, followWatermark,
-        orderOf(t), stateInfo, InputPositionExec(planLater(t.child))) :: Nil
+        normalized(t.key), t.timestamp, t.values, t.versioned, t.output,
+        contextOf(t), InputPositionExec(planLater(t.child))) :: Nil
+    case r: plans.KStateTableRegroup =>
+      execution.KStateTableRegroupExec(normalized(r.group), r.values, normalized(r.oldGroup), r.oldValues,
+        r.tableValues, r.oldValue, r.latest, r.timestamp, r.versioned, r.output, planLater(r.child)) :: Nil
+    case a: plans.KStateTableAggregate =>
+      // always Kafka task order over stage 1's partitions (docs/tables.md, "Table aggregation")
+      execution.KStateTableAggregateExec(
+        a.spec, a.group, a.add, a.subtract, a.timestamp, a.output,
+        contextOf(a).copy(processingOrder = ProcessingOrder.Task), InputPositionExec(planLater(a.child))) :: Nil
     case j: KStateStreamTableJoin =>
-      val (name, stateInfo) = streamingIdentity(j)
       KStateStreamTableJoinExec(
-        j.leftJoin, j.graceMs, j.versioned, name, j.fingerprint, normalized(j.key), j.timestamp, j.output,
-        provider, followWatermark,
-        orderOf(j), stateInfo, InputPositionExec(planLater(j.child))) :: Nil
+        j.leftJoin, j.graceMs, j.versioned, normalized(j.key), j.timestamp, j.output,
+        contextOf(j), InputPositionExec(planLater(j.child))) :: Nil
     case _ => Nil
   }
 
@@ -75,6 +69,12 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
   /** The operator's own processing order, else the session's. */
   private def orderOf(node: KStateStatefulNode): ProcessingOrder =
     node.processingOrder.getOrElse(KStateConf.ProcessingOrderPolicy.get(session.sessionState.conf))
+
+  /** What the node's exec takes from the query and the session. */
+  private def contextOf(node: KStateStatefulNode): KStateOperatorContext = {
+    val (name, stateInfo) = streamingIdentity(node)
+    KStateOperatorContext(name, node.fingerprint, provider, followWatermark, orderOf(node), stateInfo)
+  }
 
   private def streamingIdentity(node: KStateStatefulNode) = {
     val query = if (node.isStreaming) RunningQuery.current(session) else None

@@ -1,12 +1,10 @@
 package org.apache.spark.sql.kstate.execution
 
-import io.kstate.ProcessingOrder
 import io.kstate.dedup.DedupMode
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.processor.MetricSet
 import org.apache.spark.sql.kstate.processor.dedup.{DedupMetrics, DedupProcessor, DedupState, InMemoryDedupState}
@@ -17,17 +15,12 @@ import org.apache.spark.sql.types.{StructField, StructType}
 case class KStateDeduplicateExec(
     mode: DedupMode,
     intervalMs: Long,
-    operatorName: String,
-    fingerprint: Map[String, String],
     identity: Seq[Expression],
     timestamp: Expression,
     partitionBy: Seq[Expression],
     output: Seq[Attribute],
-    providerClass: String,
-    followWatermark: Boolean,
-    processingOrder: ProcessingOrder,
-    stateInfo: Option[StatefulOperatorStateInfo],
-    child: SparkPlan) extends KStateStatefulExec {
+    context: KStateOperatorContext,
+    child: SparkPlan) extends KStateContextExec {
 
   override def shortName: String = "kstate_" + mode.name
   override def storeCapabilities: Set[StoreCapability] = Set(StoreCapability.ColumnFamilies)

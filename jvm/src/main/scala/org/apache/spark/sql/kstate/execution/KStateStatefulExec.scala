@@ -405,4 +405,17 @@ object KStateStatefulExec {
       case other => throw io.kstate.KStateErrors.wrongTimestampType("timestamp", other.sql)
     }
   }
+
+  /** The inverse of [[millisOf]]: an event time in ms as a value of type `dt` (TIMESTAMPs in micros). */
+  def millisTo(dt: DataType): Long => Any = {
+    import org.apache.spark.sql.types._
+    dt match {
+      case TimestampType | TimestampNTZType => ms => Math.multiplyExact(ms, 1000L)
+      case LongType => ms => ms
+      case IntegerType => ms => ms.toInt
+      case ShortType => ms => ms.toShort
+      case ByteType => ms => ms.toByte
+      case other => throw io.kstate.KStateErrors.wrongTimestampType("timestamp", other.sql)
+    }
+  }
 }

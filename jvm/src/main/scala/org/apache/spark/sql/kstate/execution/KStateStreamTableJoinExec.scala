@@ -9,7 +9,6 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, BoundReference, Expression, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.plans.KStateStreamTableJoin
 import org.apache.spark.sql.kstate.processor.MetricSet
@@ -37,16 +36,11 @@ case class KStateStreamTableJoinExec(
     leftJoin: Boolean,
     graceMs: Option[Long],
     versioned: Option[VersionedTable],
-    operatorName: String,
-    fingerprint: Map[String, String],
     key: Expression,
     timestamp: Expression,
     output: Seq[Attribute],
-    providerClass: String,
-    followWatermark: Boolean,
-    processingOrder: ProcessingOrder,
-    stateInfo: Option[StatefulOperatorStateInfo],
-    child: SparkPlan) extends KStateStatefulExec {
+    context: KStateOperatorContext,
+    child: SparkPlan) extends KStateContextExec {
 
   override def shortName: String = "kstate_stream_table_join"
   override def storeCapabilities: Set[StoreCapability] =

@@ -2,14 +2,12 @@ package org.apache.spark.sql.kstate.execution
 
 import scala.collection.mutable.ArrayBuffer
 
-import io.kstate.ProcessingOrder
 import io.kstate.KStateErrors
 import io.kstate.suppress.Suppressed
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.processor.MetricSet
 import org.apache.spark.sql.kstate.processor.suppress.{SuppressMetrics, SuppressProcessor}
@@ -28,17 +26,12 @@ import org.apache.spark.sql.types.{BinaryType, StructField, StructType}
 case class KStateSuppressExec(
     suppressed: Suppressed,
     limitMs: Long,
-    operatorName: String,
-    fingerprint: Map[String, String],
     key: Expression,
     timestamp: Expression,
     windowEnd: Option[Expression],
     output: Seq[Attribute],
-    providerClass: String,
-    followWatermark: Boolean,
-    processingOrder: ProcessingOrder,
-    stateInfo: Option[StatefulOperatorStateInfo],
-    child: SparkPlan) extends KStateStatefulExec {
+    context: KStateOperatorContext,
+    child: SparkPlan) extends KStateContextExec {
 
   override def shortName: String = "kstate_suppress"
   override def storeCapabilities: Set[StoreCapability] = StoreCapability.ofSuppress(suppressed.bufferConfig)

@@ -1,15 +1,14 @@
 package org.apache.spark.sql.kstate.execution
 
-import io.kstate.{KStateErrors, ProcessingOrder}
+import io.kstate.KStateErrors
 import io.kstate.tables.VersionedTable
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.processor.MetricSet
-import org.apache.spark.sql.kstate.processor.table.{InMemoryTableState, TableSource, TableSourceMetrics, TableState}
+import org.apache.spark.sql.kstate.processor.table.{InMemoryTableState, TableMetrics, TableSource, TableSourceProcessor, TableState}
 import org.apache.spark.sql.kstate.state.{KStateStore, StoreTableState, StoreVersionedTableState}
 import org.apache.spark.sql.types.StructType
 
@@ -27,14 +26,9 @@ case class KStateTableSourceExec(
     timestamp: Expression,
     values: Seq[Attribute],
     versioned: Option[VersionedTable],
-    operatorName: String,
-    fingerprint: Map[String, String],
     output: Seq[Attribute],
-    providerClass: String,
-    followWatermark: Boolean,
-    processingOrder: ProcessingOrder,
-    stateInfo: Option[StatefulOperatorStateInfo],
-    child: SparkPlan) extends KStateStatefulExec {
+    context: KStateOperatorContext,
+    child: SparkPlan) extends KStateContextExec {
 
   override def shortName: String = "kstate_table"
   override def storeCapabilities: Set[StoreCapability] =
@@ -43,7 +37,7 @@ case class KStateTableSourceExec(
 
   override protected def stateKeySchema: StructType = new StructType().add("key", key.dataType)
   override protected def stateValueSchema: StructType = org.apache.spark.sql.kstate.plans.TableChangeColumns.valueType(values)
-  override protected def metricSet: MetricSet = TableSourceMetrics
+  override protected def metricSet: MetricSet = TableMetrics
 
   override protected def newTask(store: Option[StateStore]): KStateTask = {
     val (state, finishState): (TableState[UnsafeRow, UnsafeRow], () => Long) = (store, versioned) match {
@@ -64,9 +58,7 @@ case class KStateTableSourceExec(
 
   private final class TableSourceTask(state: TableState[UnsafeRow, UnsafeRow], finishState: () => Long)
     extends KStateTask {
-    import TableSourceMetrics._
-    val counters = TableSourceMetrics.newCounters()
-    private val source = new TableSource(state)
+    private val processor = new TableSourceProcessor(new TableSource(state))
     private val in = child.output
     private val keyProj = UnsafeProjection.create(Seq(key), in)
     private val valueProj = UnsafeProjection.create(values, in)
@@ -75,33 +67,34 @@ case class KStateTableSourceExec(
     private val extraRow = new GenericInternalRow(2)
     private val joined = new JoinedRow()
     private val nValues = values.length
+    private var cleanedUp = 0L
 
     override def advanceStreamTime(t: Long): Unit = ()
 
     override def process(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit = {
-      if (ts == KStateStatefulExec.NullTime) { counters.add(NullTimestamps); return }
+      val tsNull = ts == KStateStatefulExec.NullTime
       val k = keyProj(row)
-      if (k.isNullAt(0)) { counters.add(NullKeys); return }
-      val v = valueProj(row)
+      val keyNull = k.isNullAt(0)
+      val valid = !keyNull && !tsNull
       var tomb = true
+      val v = if (valid) valueProj(row) else null
       var i = 0
-      while (tomb && i < nValues) { tomb = v.isNullAt(i); i += 1 }
-      val change = source.update(k.copy(), if (tomb) null else v.copy(), ts)
-      if (change == null) { counters.add(NotPut); return }
-      counters.add(Updates)
-      if (tomb) counters.add(Tombstones)
-      if (!change.isLatest) counters.add(OutOfOrder)
-      extraRow.update(0, change.oldValue)
-      extraRow.setBoolean(1, change.isLatest)
-      emit(outProj(joined(row, extraRow)))
+      while (valid && tomb && i < nValues) { tomb = v.isNullAt(i); i += 1 }
+      val change = processor.process(if (valid) k.copy() else null, keyNull,
+        if (valid && !tomb) v.copy() else null, ts, tsNull)
+      if (change != null) {
+        extraRow.update(0, change.oldValue)
+        extraRow.setBoolean(1, change.isLatest)
+        emit(outProj(joined(row, extraRow)))
+      }
     }
 
-    override def finish(): Unit = counters.add(VersionsCleaned, finishState())
+    override def finish(): Unit = cleanedUp = finishState()
 
-    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(counters,
+    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(processor.counters,
       totalStateRows = -1L,
-      updatedStateRows = counters(Updates),
-      removedStateRows = counters(VersionsCleaned))
+      updatedStateRows = processor.counters(TableMetrics.VersionsStored),
+      removedStateRows = cleanedUp)
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): KStateTableSourceExec = copy(child = newChild)

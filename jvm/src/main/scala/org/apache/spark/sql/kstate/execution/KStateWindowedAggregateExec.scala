@@ -1,12 +1,10 @@
 package org.apache.spark.sql.kstate.execution
 
-import io.kstate.ProcessingOrder
 import io.kstate.suppress.UntilWindowCloses
 import io.kstate.windows.{SessionWindows, SlidingWindows, TimeWindows, Windows}
 
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression}
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.processor.MetricSet
 import org.apache.spark.sql.kstate.processor.window.{SessionMetrics, SlidingMetrics, TimeWindowAggregateMetrics}
@@ -27,8 +25,6 @@ import org.apache.spark.sql.types.StructType
  */
 case class KStateWindowedAggregateExec(
     windows: Windows,
-    operatorName: String,
-    fingerprint: Map[String, String],
     key: Expression,
     timestamp: Expression,
     bufferAttributes: Seq[Attribute],
@@ -39,11 +35,8 @@ case class KStateWindowedAggregateExec(
     resultExpressions: Seq[Expression],
     finalResults: Option[UntilWindowCloses],
     output: Seq[Attribute],
-    providerClass: String,
-    followWatermark: Boolean,
-    processingOrder: ProcessingOrder,
-    stateInfo: Option[StatefulOperatorStateInfo],
-    child: SparkPlan) extends KStateStatefulExec {
+    context: KStateOperatorContext,
+    child: SparkPlan) extends KStateContextExec {
 
   override def shortName: String = windows match {
     case _: TimeWindows => "kstate_windowed_aggregate"

@@ -1,6 +1,5 @@
 package org.apache.spark.sql.kstate.execution
 
-import io.kstate.ProcessingOrder
 import io.kstate.KStateErrors
 import io.kstate.windows.{SessionWindows, TimeWindows, Windows}
 
@@ -8,7 +7,6 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, BoundReference, Expression, JoinedRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.processor.{Counters, MetricSet}
 import org.apache.spark.sql.kstate.processor.dedup.{DedupState, InMemoryDedupState}
@@ -23,16 +21,11 @@ import org.apache.spark.sql.types._
  */
 case class KStateWindowedDistinctExec(
     windows: Windows,
-    operatorName: String,
-    fingerprint: Map[String, String],
     key: Expression,
     timestamp: Expression,
     output: Seq[Attribute],
-    providerClass: String,
-    followWatermark: Boolean,
-    processingOrder: ProcessingOrder,
-    stateInfo: Option[StatefulOperatorStateInfo],
-    child: SparkPlan) extends KStateStatefulExec {
+    context: KStateOperatorContext,
+    child: SparkPlan) extends KStateContextExec {
 
   override def shortName: String = "kstate_distinct"
   override def storeCapabilities: Set[StoreCapability] = Set(StoreCapability.ColumnFamilies)

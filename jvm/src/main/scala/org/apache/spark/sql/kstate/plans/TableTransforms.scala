@@ -34,7 +34,7 @@ object TableTransforms {
   private def holds(condition: Expression): Expression = Coalesce(Seq(condition, Literal(false)))
 
   /** `e` evaluated on the old value: value columns read from the old-value struct. */
-  private def onOld(c: Changes, e: Expression): Expression = {
+  def onOld(c: Changes, e: Expression): Expression = {
     val index = c.valueAttrs.map(_.exprId).zipWithIndex.toMap
     e.transform {
       case a: Attribute if index.contains(a.exprId) =>

@@ -189,6 +189,13 @@ object StoreBench {
 
     val reps = if (quick) 1 else 3
     val (vk, vr) = if (quick) (20000, 5) else (100000, 10)
+    if (args.sliding(2).exists(_.sameElements(Seq("--only", "restore")))) {
+      // the restore figure alone, kstate's heap working copy, for before/after comparisons
+      val runs = (1 to 5).map(_ => restoreRun(kstate, keys, 10))
+      println(s"restore only, kstate heap copy: write s ${runs.map(r => f"${r._1}%.2f").mkString("/")}; " +
+        s"restore s ${runs.map(r => f"${r._2}%.2f").mkString("/")}")
+      return
+    }
     if (args.sliding(2).exists(_.sameElements(Seq("--only", "versioned")))) {
       val pairs = versionedGoal(vk, vr, reps)
       println(s"heap copy puts/s per run: ${pairs.map(p => f"${p._1._1 / 1000}%.1fk").mkString("/")}; " +

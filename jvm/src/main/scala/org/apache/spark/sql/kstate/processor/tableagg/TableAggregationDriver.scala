@@ -19,15 +19,21 @@ import org.apache.spark.sql.kstate.processor.table.{TableChange, TableSource, Ta
  *     does not store (older than stream time − grace) is dropped (`recordsPastGraceDropped`);
  *  2. stage 1's group changes of this micro-batch all reach stage 2 in this micro-batch;
  *  3. ORDER: each group partition (`groupPartition`) processes the group changes sent to it
- *     sorted by (stage-1 partition, emission sequence within that partition in the batch). The
- *     execs make this order explicit (stage 1 tags each change with its partition id and
- *     sequence number, stage 2 sorts its input by them within the micro-batch) because Spark's
- *     shuffle reads a reducer's blocks in the order they are fetched, which is not
- *     deterministic; with the tags a replayed micro-batch gives the same results.
+ *     in Kafka task order over the stage-1 partitions: each stage-1 partition's changes (to
+ *     this group partition) in the order it sent them, merged by smallest head timestamp, ties
+ *     by lower stage-1 partition; equivalently sorted by (running maximum of the timestamps of
+ *     that partition's changes to this group partition up to and including the change,
+ *     stage-1 partition, sequence). This is what the execs do: stage 2's input positions are
+ *     recorded map-side (stage-1 partition, row index) and stage 2 always orders a micro-batch
+ *     in task order (`execution.InputOrder.KafkaTask`), because Spark's shuffle reads a
+ *     reducer's blocks in the order they are fetched, which is not deterministic; with the
+ *     positions a replayed micro-batch gives the same results. Event-time order is never used
+ *     there: it would put a key's subtract after a later add.
  *  4. The result is stage 2's emissions, group partition 0 first, each in processing order.
  *
  * Relation to Kafka: a repartition topic partition interleaves the writes of the upstream tasks
- * in an arbitrary order and keeps only each task's own order, which rule 3 keeps too, so
+ * in an arbitrary order (roughly by time, as the upstream tasks advance together) and keeps
+ * only each task's own order, which rule 3 keeps too, so
  * kstate's order is one of Kafka's possible orders. With one stage-1 partition (Kafka: one input
  * partition) it is Kafka's order exactly, and every emitted record is identical (the
  * differential suite). With several, each group's last aggregate of a micro-batch is the same
@@ -72,8 +78,8 @@ final class TableAggregationDriver[K, V, G, GV, A](
     val out = ArrayBuffer.empty[TableChange[G, A]]
     aggregateStates.indices.foreach { q =>
       val agg = new TableAggregateProcessor(aggregator, aggregateStates(q), aggregateCounters)
-      for (fromPartition <- sent; c <- fromPartition if partition(groupPartition(c.group), aggregateStates.length) == q)
-        agg.process(c, out += _)
+      val toQ = sent.map(_.filter(c => partition(groupPartition(c.group), aggregateStates.length) == q).toSeq)
+      TableAggregationDriver.taskOrder(toQ).foreach(agg.process(_, out += _))
     }
     out.toSeq
   }
@@ -82,4 +88,16 @@ final class TableAggregationDriver[K, V, G, GV, A](
     require(p >= 0 && p < n, s"partition $p outside 0 until $n")
     p
   }
+}
+
+object TableAggregationDriver {
+  /**
+   * Rule 3: the changes each stage-1 partition (index) sent to one group partition, in Kafka task
+   * order: sorted by (running maximum timestamp within its partition, partition, sequence).
+   */
+  def taskOrder[C <: GroupChange[_, _]](byPartition: IndexedSeq[Seq[C]]): Seq[C] =
+    byPartition.zipWithIndex.flatMap { case (changes, p) =>
+      val runningMax = changes.map(_.timestamp).scanLeft(Long.MinValue)(math.max).tail
+      changes.zip(runningMax).zipWithIndex.map { case ((c, max), i) => ((max, p, i), c) }
+    }.sortBy(_._1).map(_._2)
 }

@@ -38,7 +38,9 @@ import org.apache.spark.sql.kstate.processor.table.TableChange
  *  K2. "same group" is the selector's `sameGroup`, not `equals`, so byte-array group keys work
  *      (`TableRegroupProcessorSuite`, "rule 3: ... sameGroup, not ==");
  *  K3. with several table partitions, the order in which a group sees their changes is fixed:
- *      (table partition, sequence) — one of the orders Kafka may produce ([[TableAggregationDriver]]).
+ *      Kafka task order over the table partitions (each partition's changes in the order sent,
+ *      merged by running maximum timestamp, ties by lower partition) — one of the orders Kafka
+ *      may produce ([[TableAggregationDriver]], rule 3).
  * Everything else is Kafka's, record for record (`TableAggregateKafkaDifferentialSuite`).
  *
  * Counts into [[TableRegroupMetrics]]. Keeps no state. Not thread-safe; one per task.

@@ -151,18 +151,30 @@ class TableAggregateProcessorSuite extends AnyFunSuite {
     assert(d.regroupCounters(TableRegroupMetrics.NotPut) === 1)
   }
 
-  test("driver: each group partition processes its changes by (table partition, sequence), partition 0 first") {
+  test("driver: each group partition merges the table partitions' changes in Kafka task order (running max time, then partition)") {
     // keys "a" and "b" in different table partitions, both moving rows into group g0
     val p = TableAggFixtures.partitionOf(2) _
     assert(p("a") != p("b"))
     val (first, second) = if (p("a") == 0) ("a", "b") else ("b", "a")
     val d = TableAggFixtures.driver(TableAggCase.Chain, None, sourcePartitions = 2)
-    // input order interleaves the partitions; the group sees partition 0's records first
+    // Chain's subtract may delete the aggregate: the add then starts from the initializer
+    def change(agg: java.lang.Long, sub: Long, add: Long): Long = {
+      val rest = if (agg == null) null else TableAggCase.chainSubtract("g0", sub, agg)
+      TableAggCase.chainAdd("g0", add, if (rest == null) TableAggCase.chainInit else rest)
+    }
+    // by time across partitions: partition 1's change at 1 before partition 0's at 2
     val out = d.runBatch(Seq(Ev(second, 1L, Some(0L)), Ev(first, 2L, Some(3L)), Ev(second, 3L, Some(6L))).map(TableAggFixtures.update(_)))
-    val ch = TableAggCase.chainAdd _
-    val afterFirst = ch("g0", 3L, TableAggCase.chainInit)
-    val afterSecond0 = ch("g0", 0L, afterFirst)
-    val afterSecond6 = ch("g0", 6L, TableAggCase.chainSubtract("g0", 0L, afterSecond0))
-    assert(out.map(TableAggFixtures.out) === Seq(o("g0", afterFirst, 2), o("g0", afterSecond0, 2), o("g0", afterSecond6, 3)))
+    val s0 = TableAggCase.chainAdd("g0", 0L, TableAggCase.chainInit).longValue
+    val f3 = TableAggCase.chainAdd("g0", 3L, s0).longValue
+    val s6 = change(f3, 0L, 6L)
+    assert(out.map(TableAggFixtures.out) === Seq(o("g0", s0, 1), o("g0", f3, 2), o("g0", s6, 3)))
+    // a change older than its partition's running maximum keeps its place after it; on equal
+    // running maxima partition 0 goes first
+    val out2 = d.runBatch(Seq(Ev(second, 9L, Some(3L)), Ev(second, 4L, Some(0L)), Ev(first, 9L, Some(6L)))
+      .map(TableAggFixtures.update(_)))
+    val f6 = change(s6, 3L, 6L)
+    val s3 = change(f6, 6L, 3L)
+    val s0b = change(s3, 3L, 0L)
+    assert(out2.map(TableAggFixtures.out) === Seq(o("g0", f6, 9), o("g0", s3, 9), o("g0", s0b, 9)))
   }
 }

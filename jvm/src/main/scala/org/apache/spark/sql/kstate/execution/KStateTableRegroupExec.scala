@@ -1,0 +1,105 @@
+package org.apache.spark.sql.kstate.execution
+
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, GenericInternalRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.plans.physical.{Partitioning, UnknownPartitioning}
+import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.kstate.processor.table.TableChange
+import org.apache.spark.sql.kstate.processor.tableagg.{GroupChange, GroupSelector, GroupedValue, TableRegroupMetrics, TableRegroupProcessor}
+import org.apache.spark.util.CompletionIterator
+
+/**
+ * Physical stage 1 of a table aggregation ([[org.apache.spark.sql.kstate.plans.KStateTableRegroup]]):
+ * a [[TableRegroupProcessor]] per partition over the table's change rows, in their order (a
+ * narrow map: the rows stay in the table's partition, in its processing order). Each change's
+ * new and old values are selected into (group, grouped value) here, so the processor's
+ * [[GroupSelector]] hands on what was selected. Keeps no state; counts
+ * `outOfOrderRecordsIgnored`, `noGroupValuesSkipped` and `groupChangesSent` as SQL metrics.
+ */
+case class KStateTableRegroupExec(
+    group: Expression,
+    values: Seq[Expression],
+    oldGroup: Expression,
+    oldValues: Seq[Expression],
+    tableValues: Seq[Attribute],
+    oldValue: Attribute,
+    latest: Attribute,
+    timestamp: Expression,
+    versioned: Boolean,
+    output: Seq[Attribute],
+    child: SparkPlan) extends UnaryExecNode {
+  import KStateTableRegroupExec._
+
+  override lazy val metrics: Map[String, SQLMetric] =
+    Reported.map(m => m.name -> SQLMetrics.createMetric(sparkContext, m.description)).toMap
+
+  /** The rows stay in the table's partitions, which are not the groups' (stage 2 shuffles them). */
+  override def outputPartitioning: Partitioning = UnknownPartitioning(child.outputPartitioning.numPartitions)
+
+  override protected def doExecute(): RDD[InternalRow] = {
+    val sqlMetrics = Reported.map(m => longMetric(m.name))
+    val in = child.output
+    val (g, v, og, ov, tv, t, versionedTable) = (group, values, oldGroup, oldValues, tableValues, timestamp, versioned)
+    val oldOrdinal = in.indexWhere(_.exprId == oldValue.exprId)
+    val latestOrdinal = in.indexWhere(_.exprId == latest.exprId)
+    val groupType = group.dataType
+    val outTypes = output.map(_.dataType).toArray
+    child.execute().mapPartitionsInternal { rows =>
+      val newSide = new Side(g, v, in)
+      val oldSide = new Side(og, ov, in)
+      val tableValue = UnsafeProjection.create(tv, in)
+      val tsOf = KStateStatefulExec.eventTimeOf(t, in)
+      val processor = new TableRegroupProcessor[InternalRow, Selected, UnsafeRow, UnsafeRow](
+        SelectedGroup, versionedTable, TableRegroupMetrics.newCounters())
+      val outRow = new GenericInternalRow(4)
+      val toUnsafe = UnsafeProjection.create(outTypes)
+      val sent = new java.util.ArrayList[InternalRow](2)
+      val emit: GroupChange[UnsafeRow, UnsafeRow] => Unit = c => {
+        outRow.update(0, c.group.get(0, groupType))
+        outRow.update(1, c.newValue)
+        outRow.update(2, c.oldValue)
+        outRow.setLong(3, c.timestamp)
+        sent.add(toUnsafe(outRow).copy())
+      }
+      val out = rows.flatMap { row =>
+        sent.clear()
+        val newSel = if (ExpressionTableAggregator.allNull(tableValue(row))) null else newSide(row)
+        val oldSel = if (row.isNullAt(oldOrdinal)) null else oldSide(row)
+        processor.process(TableChange(row, newSel, oldSel, tsOf(row), row.getBoolean(latestOrdinal)), emit)
+        sent.toArray(new Array[InternalRow](sent.size)).iterator
+      }
+      CompletionIterator[InternalRow, Iterator[InternalRow]](out,
+        Reported.zip(sqlMetrics).foreach { case (m, metric) => metric += processor.counters(m) })
+    }
+  }
+
+  override protected def withNewChildInternal(newChild: SparkPlan): KStateTableRegroupExec = copy(child = newChild)
+}
+
+object KStateTableRegroupExec {
+  private val Reported = Seq(TableRegroupMetrics.OutOfOrderIgnored, TableRegroupMetrics.NoGroup,
+    TableRegroupMetrics.GroupChanges)
+
+  /** A table value as selected: its group (a one-field row) and grouped value, each null if none. */
+  type Selected = GroupedValue[UnsafeRow, UnsafeRow]
+
+  /** Selects one side (new or old value) of a change row; fresh rows. */
+  private final class Side(group: Expression, values: Seq[Expression], in: Seq[Attribute]) {
+    private val groupProj = UnsafeProjection.create(Seq(group), in)
+    private val valueProj = UnsafeProjection.create(values, in)
+    def apply(row: InternalRow): Selected = {
+      val g = groupProj(row)
+      val v = valueProj(row)
+      GroupedValue(if (g.isNullAt(0)) null else g.copy(), if (ExpressionTableAggregator.allNull(v)) null else v.copy())
+    }
+  }
+
+  /** Hands on what the exec selected; groups are equal when their (normalized) rows are. */
+  private object SelectedGroup extends GroupSelector[InternalRow, Selected, UnsafeRow, UnsafeRow] {
+    override def select(key: InternalRow, value: Selected): Selected = value
+    override def sameGroup(a: UnsafeRow, b: UnsafeRow): Boolean = a == b
+  }
+
+}
