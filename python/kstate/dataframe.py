@@ -281,6 +281,67 @@ class KStateDataFrame:
         return KTable(jtable, self._df)
 
     @translate_errors
+    def join(
+        self,
+        table: KTable,
+        key: Union[ColumnOrName, Sequence[ColumnOrName]],
+        timestamp: ColumnOrName,
+        how: str = "inner",
+        grace: Optional[DurationLike] = None,
+        name: Optional[str] = None,
+        order: Optional[str] = None,
+    ) -> DataFrame:
+        """Kafka's stream–table join: each row of this DataFrame (the stream) joins ``table``.
+
+        A row is joined with the table's value for its ``key``: on a versioned table the value
+        as of the row's ``timestamp`` (KIP-914), on an unversioned table the latest value in
+        processing order. On equal timestamps a stream row is processed before a table update.
+        ``how="inner"`` drops rows without a table value (also rows with a null key or null
+        timestamp); ``how="left"`` emits them with null table values. With ``grace`` (KIP-923;
+        versioned tables only, at most the history retention) each row waits until the
+        partition's stream time reaches its timestamp + grace, so that a table update that
+        arrives later but is older than the row still counts.
+
+        Parameters
+        ----------
+        table : KTable
+            From ``df.kstate.to_table(...)``; its key type and timestamp type must equal the
+            stream's (``KSTATE_MISMATCHED_INPUTS``).
+        key, timestamp : str, Column or list of them
+            The stream's join key and event time.
+        how : "inner" or "left"
+        grace : str, timedelta or int (milliseconds), optional
+            ``KSTATE_JOIN_GRACE_ON_UNVERSIONED_TABLE`` on an unversioned table,
+            ``KSTATE_JOIN_GRACE_EXCEEDS_RETENTION`` above the history retention.
+        name : str, optional
+            The operator's name in the checkpoint.
+        order : str, optional
+            As for :meth:`deduplicate_by_key`.
+
+        Returns
+        -------
+        DataFrame
+            This DataFrame's columns followed by the table's value columns (a table value column
+            named like a stream column is ``KSTATE_DUPLICATE_COLUMN``: rename one). Each result
+            carries its stream row's timestamp.
+
+        Examples
+        --------
+        >>> profiles = updates.kstate.to_table(key="user", timestamp="ts",
+        ...                                    versioned=VersionedTable("1 day"))
+        >>> enriched = clicks.kstate.join(profiles, key="user", timestamp="ts", how="left",
+        ...                               grace="10 seconds")
+        """
+        if not isinstance(table, KTable):
+            raise TypeError(f"join takes a KTable (df.kstate.to_table(...)), got {type(table).__name__}")
+        if not isinstance(how, str):
+            raise KStateError("KSTATE_INVALID_JOIN_TYPE",
+                              f"how must be 'inner' or 'left', got {how!r}.")
+        jgrace = None if grace is None else str(to_millis(grace, "grace"))
+        return self._wrap(self._jkstate(order).join(
+            table._jtable, _col(key, "key")._jc, _col(timestamp, "timestamp")._jc, how, jgrace, _name(name)))
+
+    @translate_errors
     def windowed_by(
         self,
         windows: Union[TimeWindows, SessionWindows, SlidingWindows],

@@ -11,7 +11,7 @@ import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Expression, NamedExpression}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, EventTimeWatermark, LogicalPlan}
 import org.apache.spark.sql.kstate.{ExpressionLineage, OperatorIdentity}
-import org.apache.spark.sql.kstate.plans.{AggregateSpec, KStateDeduplicate, KStateStatefulNode, KStateSuppress, KStateTableSource, KStateWindowedAggregate, KStateWindowedDistinct, TableChangeColumns}
+import org.apache.spark.sql.kstate.plans.{AggregateSpec, KStateDeduplicate, KStateStatefulNode, KStateStreamTableJoin, KStateSuppress, KStateTableSource, KStateWindowedAggregate, KStateWindowedDistinct, TableChangeColumns}
 import org.apache.spark.sql.kstate.shim.{RunningQuery, SparkShim}
 import org.apache.spark.sql.types._
 
@@ -228,6 +228,53 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
       TableChangeColumns.oldValueAttribute(values), TableChangeColumns.latestAttribute(), plan)
     new KTable(KStateDataFrame.withNode(df, node), k.name, ts.name, values.map(_.name), Option(versioned),
       Option(name).getOrElse(node.kind), order)
+  }
+
+  /**
+   * Kafka's stream–table join (`KStream#join` / `leftJoin` with a `KTable`): each row of this
+   * DataFrame (the stream) is joined with `table`'s value for its `key`: as of the row's
+   * `timestamp` when the table is versioned (KIP-914), else the table's latest value in
+   * processing order. `how` is `"inner"` (rows without a table value are dropped) or `"left"`
+   * (they are emitted with null table values). `grace` (KIP-923, versioned tables only, at most
+   * the history retention) holds each row back until the partition's stream time reaches its
+   * timestamp + grace, so that table updates arriving later but older than the row still count;
+   * null for none. Output: this DataFrame's columns followed by the table's value columns; each
+   * result carries its stream row's timestamp. Rules and differences from Kafka: docs/tables.md,
+   * "Stream–table join".
+   *
+   * {{{
+   *   val enriched = clicks.kstate.join(profiles, col("user"), col("ts"), "left", "10 seconds", "enrich")
+   * }}}
+   */
+  def join(table: KTable, key: Column, timestamp: Column): DataFrame = join(table, key, timestamp, "inner", null: String, null)
+  def join(table: KTable, key: Column, timestamp: Column, how: String): DataFrame =
+    join(table, key, timestamp, how, null: String, null)
+  def join(table: KTable, key: Column, timestamp: Column, how: String, grace: JDuration, name: String): DataFrame =
+    streamTableJoin(table, key, timestamp, how, Option(grace).map(g => Durations.toMillis("grace", g)), name)
+  def join(table: KTable, key: Column, timestamp: Column, how: String, grace: String, name: String): DataFrame =
+    streamTableJoin(table, key, timestamp, how, Option(grace).map(g => Durations.toMillis("grace", g)), name)
+
+  private def streamTableJoin(table: KTable, key: Column, timestamp: Column, how: String, graceMs: Option[Long],
+      name: String): DataFrame = {
+    if (table == null) throw KStateErrors.missingColumn("table", "no table was given")
+    val leftJoin = Option(how).map(_.toLowerCase) match {
+      case Some("inner") => false
+      case Some("left") => true
+      case _ => throw KStateErrors.invalidJoinType(String.valueOf(how))
+    }
+    Option(name).foreach(OperatorIdentity.validateName)
+    RunningQuery.register(SparkShim.session(df))
+    val plan = SparkShim.logicalPlan(df)
+    def resolved(role: String, c: Column, typeCheck: (String, DataType) => Unit): Expression = {
+      checked(role, c, typeCheck)
+      SparkShim.logicalPlan(df.select(c)).expressions.head match {
+        case a: org.apache.spark.sql.catalyst.expressions.Alias => a.child
+        case e => e
+      }
+    }
+    val node = KStateStreamTableJoin(leftJoin, graceMs, table.versioning, Option(name), order,
+      plan, resolved("key", key, comparable), resolved("timestamp", timestamp, eventTime), table.spec)
+    KStateDataFrame.withNode(df, node)
   }
 
   /** A key or timestamp of a table: resolved and checked as any column, and a column of the DataFrame. */

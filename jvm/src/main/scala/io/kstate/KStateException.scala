@@ -308,4 +308,16 @@ object KStateErrors {
         "value=, else the table's value columns): sum takes a numeric expression over them, " +
         "reduce two functions of (aggregate, value) returning the value's type, e.g. " +
         "reduce(lambda agg, v: agg + v, lambda agg, v: agg - v).")
+  def joinColumnClash(column: String, streamColumns: Seq[String], tableValues: Seq[String]): KStateException =
+    err("KSTATE_DUPLICATE_COLUMN",
+      s"The stream-table join would output two columns named '$column': the stream's columns " +
+        s"(${streamColumns.mkString(", ")}) are followed by the table's value columns " +
+        s"(${tableValues.mkString(", ")}). Rename one before joining, e.g. " +
+        s"stream.withColumnRenamed('$column', 'stream_$column'), or map the table's values to new names " +
+        s"(table.map_values(F.col('$column').alias('table_$column'))).")
+
+  def invalidJoinType(how: String): KStateException =
+    err("KSTATE_INVALID_JOIN_TYPE",
+      s"Invalid join type '$how' for a stream-table join: use how='inner' (stream rows without a " +
+        "table value are dropped) or how='left' (they are emitted with null table values).")
 }

@@ -7,9 +7,9 @@ import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
-import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateOperatorContext, KStateDeduplicateExec, KStateStatefulExec, KStateSuppressExec, KStateTableSourceExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
+import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateOperatorContext, KStateDeduplicateExec, KStateStatefulExec, KStateStreamTableJoinExec, KStateSuppressExec, KStateTableSourceExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
 import org.apache.spark.sql.kstate.execution.{KStateTableJoinExec, SidePositionsExec}
-import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateStatefulNode, KStateSuppress, KStateTableSource, KStateWindowedAggregate, KStateWindowedDistinct}
+import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateStatefulNode, KStateStreamTableJoin, KStateSuppress, KStateTableSource, KStateWindowedAggregate, KStateWindowedDistinct}
 import org.apache.spark.sql.kstate.plans.KStateTableJoin
 import org.apache.spark.sql.kstate.shim.RunningQuery
 
@@ -54,6 +54,10 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
       execution.KStateTableAggregateExec(
         a.spec, a.group, a.add, a.subtract, a.timestamp, a.output,
         contextOf(a).copy(processingOrder = ProcessingOrder.Task), InputPositionExec(planLater(a.child))) :: Nil
+    case j: KStateStreamTableJoin =>
+      KStateStreamTableJoinExec(
+        j.leftJoin, j.graceMs, j.versioned, normalized(j.key), j.timestamp, j.output,
+        contextOf(j), SidePositionsExec(InputPositionExec(planLater(j.child)))) :: Nil
     case _ => Nil
   }
 

@@ -21,8 +21,11 @@ import org.apache.spark.sql.types.{ByteType, StructType}
  *
  * Why a tagged union and not a binary exec: everything a kstate operator needs from its input
  * then holds for two inputs unchanged. One shuffle co-partitions both sides by key (equal keys
- * of either side meet in one state partition, a Kafka task), the union keeps each side's input
- * partitions as its own (the left side's first), so every row keeps its input position, and
+ * of either side meet in one state partition, a Kafka task), each side's rows of an input
+ * partition are a queue of their own (the left side's first: Spark may union two inputs that are
+ * already partitioned alike partition by partition, so the operator's strategy case puts a
+ * [[org.apache.spark.sql.kstate.execution.SidePositionsExec]] over the input positions), so
+ * every row keeps its input position within its side, and
  * [[org.apache.spark.sql.kstate.execution.InputOrder]] puts the rows of both sides in one
  * processing order: in Kafka task order, the record whose partition has the lowest head
  * timestamp next (Kafka's `PartitionGroup` rule), as for any operator with several input

@@ -28,6 +28,8 @@ object StreamTableJoinMetrics extends MetricSet {
     "versioned table updates dropped: older than the table's stream time - its grace period")
   val TableNullKeysDropped: Metric = sum("tableNullKeysDropped", "table updates dropped: null key")
   val TableNullTimestampsDropped: Metric = sum("tableNullTimestampsDropped", "table updates dropped: null timestamp")
+  val TableVersionsCleaned: Metric = sum("tableVersionsCleaned",
+    "versioned table entries deleted past the history retention (counted by the exec, not the processor)")
   val BufferRecords: Metric = sum("bufferRecords", "stream records in the grace buffer at the end of the micro-batch")
   val BufferRecordsMax: Metric = max("bufferRecordsMax",
     "most stream records in a partition's grace buffer during the micro-batch (the largest over partitions)")

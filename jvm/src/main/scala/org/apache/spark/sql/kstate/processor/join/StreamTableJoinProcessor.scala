@@ -49,8 +49,8 @@ import org.apache.spark.sql.kstate.processor.table.{TableSource, TableState}
  *     `ts < table stream time - history retention` (`lookupsPastHistoryRetention`) finds only
  *     the key's latest version, when that is not a tombstone and its timestamp is `<= ts`, and
  *     otherwise nothing: Kafka's `RocksDBVersionedStore.get(key, asOf)` ("the latest record
- *     version per key never expires"; KIP-914's "returns null" is the other case). kstate asks
- *     `TableState.get` for it, as the shared `getAsOf` contract returns null past the retention.
+ *     version per key never expires"; KIP-914's "returns null" is the other case), which the
+ *     shared [[TableState]] contract's `getAsOf` implements.
  *     Example (retention 10): table k=v@0, j=w@100 (table stream time 100); stream k@50 joins
  *     v (v is k's latest version and valid at 50); after k=x@95, stream k@50 finds nothing.
  *     A match is emitted `(stream value, table value, ts)`; no match: an inner join drops the record
@@ -66,8 +66,8 @@ import org.apache.spark.sql.kstate.processor.table.{TableSource, TableState}
  *     timestamps: a version needs a time);
  *  8. otherwise applied to the table state through [[TableSource]] (a null value is a
  *     tombstone): stored (`tableUpdates`, of which `tableUpdatesIntoHistory` were older than
- *     their key's latest version: the put's validTo was not `Latest`; a version ended by one
- *     at timestamp -1 is not counted, as KIP-914's -1 also means "latest"), or, on a versioned table, not stored when older than the
+ *     their key's latest version: the put's validTo was not `Latest`), or, on a versioned table,
+ *     not stored when older than the
  *     table's stream time − its grace period (`tableUpdatesExpired`). Nothing is emitted.
  *
  * kstate's additions and deliberate differences:
@@ -176,13 +176,8 @@ final class StreamTableJoinProcessor[K, S, T](
   /** Rule 6. */
   private def join(key: K, value: S, ts: Long, emit: StreamTableJoinEmitter[S, T]): Unit = {
     counters.add(Lookups)
-    val found =
-      if (!versioned) table.get(key)
-      else if (ts < StreamTime.minus(table.streamTime, retentionMs)) {
-        counters.add(LookupsPastRetention)
-        val latest = table.get(key) // the latest version never expires (Kafka's versioned store)
-        if (latest != null && latest.timestamp <= ts) latest else null
-      } else table.getAsOf(key, ts)
+    if (versioned && ts < StreamTime.minus(table.streamTime, retentionMs)) counters.add(LookupsPastRetention)
+    val found = table.getAsOf(key, ts) // unversioned: the latest value
     if (found != null) result(value, found.value, ts, emit, matched = true)
     else if (leftJoin) result(value, null.asInstanceOf[T], ts, emit, matched = false)
     else counters.add(NoMatchDropped)

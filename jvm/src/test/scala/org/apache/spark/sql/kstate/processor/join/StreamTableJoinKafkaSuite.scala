@@ -91,6 +91,14 @@ class StreamTableJoinKafkaSuite extends AnyFunSuite with ScalaCheckPropertyCheck
       Seq(Result("a", "a#click", "new", 10L), Result("a", "a#later", "new", 15L)))
   }
 
+  test("equal timestamps: a stream record piped before a table update does not see it (kstate's stream-first tie rule)") {
+    val input = Seq(TableIn("a", "v1", 1L), StreamIn("a", "a#1", 5L), TableIn("a", "v5", 5L))
+    for (join <- Seq(Join(left = false, None, None), Join(left = false, Some(10L), None), Join(left = false, Some(10L), Some(0L)))) {
+      assert(KafkaStreamTableJoinOracle.run(join, input) === Right(Seq(Result("a", "a#1", "v1", 5L))), join)
+      compare(join, input, input.map(_ => false))
+    }
+  }
+
   test("deliberate difference (rule 2): a left join's null-key record with a grace period is emitted; Kafka's buffer throws") {
     val input = Seq(TableIn("a", "v", 0L), StreamIn("a", "a#1", 5L), StreamIn(null, "null#2", 6L))
     val join = Join(left = true, Some(10L), Some(2L))

@@ -31,12 +31,8 @@ final class StreamTableJoinModel(cfg: StreamTableJoinModel.Cfg) {
     case (k, Some(t)) =>
       if (tableTime.exists(tt => t < tt - cfg.tableGrace)) count("tableUpdatesExpired")
       else {
-        // into history: a later version ends it. Its validTo is that version's timestamp, and the
-        // shared TableState reports validTo -1 as "latest" (KIP-914's -1 cannot tell a version
-        // ending at timestamp -1 from the latest one; Kafka has no negative timestamps), so a
-        // version ended at -1 does not count.
-        val validTo = puts.filter(p => p._1 == k && p._2 > t).map(_._2).minOption
-        if (validTo.exists(_ != -1)) count("tableUpdatesIntoHistory")
+        // into history: a later version ends it
+        if (puts.exists(p => p._1 == k && p._2 > t)) count("tableUpdatesIntoHistory")
         puts += ((k, BigInt(t), value))
         tableTime = Some(tableTime.fold(BigInt(t))(_ max t))
         count("tableUpdates")

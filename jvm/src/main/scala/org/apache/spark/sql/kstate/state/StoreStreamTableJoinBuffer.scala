@@ -1,0 +1,114 @@
+package org.apache.spark.sql.kstate.state
+
+import java.nio.ByteBuffer
+import java.util.Arrays
+
+import scala.collection.mutable.ArrayBuffer
+
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.kstate.processor.StreamTime
+import org.apache.spark.sql.kstate.processor.join.StreamTableJoinBuffer
+
+/**
+ * KIP-923's grace buffer of a stream–table join ([[StreamTableJoinBuffer]]) in a column family of
+ * a kstate state store, so that buffered stream records, the buffer's stream time and its arrival
+ * counter are checkpointed with the join's state and survive restarts.
+ *
+ * Order: (timestamp, key bytes unsigned lexicographic, arrival), Kafka's buffer store order
+ * (timestamp, serialized key, sequence number), with kstate's arrival counter persisted (Kafka's
+ * restarts at 0). Keys are 1-field UnsafeRows of `keyFields` fields, values UnsafeRows of
+ * `valueFields` fields; the rows passed in are copied to bytes, rows handed to `evictUpTo`'s
+ * callback are fresh.
+ *
+ * Layout (`flip` maps signed to unsigned order; `escaped` doubles as a terminator-safe encoding so
+ * that byte order of the concatenation is (key bytes, arrival) order for keys of any length):
+ * {{{
+ *   kstate_stj_<name>_buffer  flip(ts):8 escaped(key) 0x00 0x00 arrival:8 -> keyLength:4 key value
+ *   kstate_stj_<name>_meta    "m"                                          -> streamTime:8 arrivals:8 records:8
+ * }}}
+ * The meta entry is written when the store commits, if anything changed. One instance per store
+ * version (task); not thread-safe.
+ */
+final class StoreStreamTableJoinBuffer(store: KStateStore, name: String, keyFields: Int, valueFields: Int)
+  extends StreamTableJoinBuffer[UnsafeRow, UnsafeRow] {
+  import StoreStreamTableJoinBuffer._
+
+  private val records = store.bytes(s"kstate_stj_${name}_buffer")
+  private val meta = store.bytes(s"kstate_stj_${name}_meta")
+
+  private var time: Long = StreamTime.Unknown
+  private var arrivals: Long = 0L
+  private var count: Long = 0L
+  private var dirty = false
+  /** No buffered record is older than this (within this store version): scans start here. */
+  private var lowest: Long = Long.MinValue
+
+  Option(meta.get(MetaKey)).foreach { b =>
+    val bb = ByteBuffer.wrap(b)
+    time = bb.getLong
+    arrivals = bb.getLong
+    count = bb.getLong
+  }
+  store.beforeCommit(() => if (dirty) {
+    meta.put(MetaKey, ByteBuffer.allocate(24).putLong(time).putLong(arrivals).putLong(count).array())
+    dirty = false
+  })
+
+  override def streamTime: Long = time
+  override def streamTime_=(t: Long): Unit = if (t != time) { time = t; dirty = true }
+  override def numRecords: Long = count
+
+  override def put(key: UnsafeRow, value: UnsafeRow, ts: Long): Unit = {
+    val k = key.getBytes
+    val v = value.getBytes
+    records.put(recordKey(ts, k, arrivals),
+      ByteBuffer.allocate(4 + k.length + v.length).putInt(k.length).put(k).put(v).array())
+    arrivals += 1
+    count += 1
+    if (ts < lowest) lowest = ts
+    dirty = true
+  }
+
+  override def evictUpTo(time: Long)(f: StreamTableJoinBuffer.Evicted[UnsafeRow, UnsafeRow]): Unit = {
+    if (count == 0 || time < lowest) return
+    val until = if (time == Long.MaxValue) None else Some(timePrefix(time + 1))
+    var done = false
+    while (!done) {
+      // a chunk at a time: deletes are made after its scan is closed, callbacks after the deletes
+      val chunk = new ArrayBuffer[(Array[Byte], Array[Byte])](64)
+      val it = records.scan(timePrefix(lowest), until, chunked = true)
+      try while (chunk.length < EvictionChunk && it.hasNext) chunk += it.next()
+      finally it.close()
+      done = chunk.length < EvictionChunk
+      chunk.foreach { case (k, _) => records.delete(k) }
+      count -= chunk.length
+      dirty = dirty || chunk.nonEmpty
+      chunk.foreach { case (k, v) =>
+        val bb = ByteBuffer.wrap(v)
+        val keyLength = bb.getInt
+        val keyRow = new UnsafeRow(keyFields)
+        keyRow.pointTo(Arrays.copyOfRange(v, 4, 4 + keyLength), keyLength)
+        val valueRow = new UnsafeRow(valueFields)
+        val valueBytes = Arrays.copyOfRange(v, 4 + keyLength, v.length)
+        valueRow.pointTo(valueBytes, valueBytes.length)
+        f(keyRow, valueRow, ByteBuffer.wrap(k).getLong ^ Long.MinValue)
+      }
+    }
+    if (time != Long.MaxValue) lowest = time + 1
+  }
+}
+
+object StoreStreamTableJoinBuffer {
+  private val MetaKey = Array[Byte]('m')
+  private val EvictionChunk = 4096
+
+  private def timePrefix(ts: Long): Array[Byte] = ByteBuffer.allocate(8).putLong(ts ^ Long.MinValue).array()
+
+  /** flip(ts) ++ escaped key ++ 0x00 0x00 ++ arrival: ordered by (ts, key bytes, arrival). */
+  private[state] def recordKey(ts: Long, key: Array[Byte], arrival: Long): Array[Byte] = {
+    val zeros = key.count(_ == 0)
+    val bb = ByteBuffer.allocate(8 + key.length + zeros + 2 + 8).putLong(ts ^ Long.MinValue)
+    key.foreach { b => bb.put(b); if (b == 0) bb.put(0xFF.toByte) }
+    bb.put(0.toByte).put(0.toByte).putLong(arrival).array()
+  }
+}
