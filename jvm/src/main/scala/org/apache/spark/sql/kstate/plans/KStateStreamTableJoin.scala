@@ -32,6 +32,11 @@ case class KStateStreamTableJoin(
 
   override def output: Seq[Attribute] = streamColumns ++ tableValues
   override def producedAttributes: AttributeSet = outputSet
+  /**
+   * The exec reads the whole envelope (side, key, timestamp and both sides' structs), found by
+   * name: all of it is referenced, so column pruning under a projection keeps it.
+   */
+  override def references: AttributeSet = child.outputSet
   override def kind: String = "stream_table_join"
 
   private def envelope(name: String): Attribute = child.output.find(_.name == name).get
