@@ -65,7 +65,7 @@ def _read(spark, ckpt, name, as_of=None):
 
 
 def _random_batches(seed: int, n_batches: int = 6, per_batch: int = 12) -> List[List[Dict[str, Any]]]:
-    """Keys a..h, values or tombstones, mostly increasing times with out-of-order and late rows."""
+    """Keys a..p, values or tombstones, mostly increasing times with out-of-order and late rows."""
     rnd = random.Random(seed)
     batches, now = [], 0
     for _ in range(n_batches):
@@ -74,7 +74,7 @@ def _random_batches(seed: int, n_batches: int = 6, per_batch: int = 12) -> List[
             now += rnd.randint(0, 6)
             ts = now - rnd.choice([0, 0, 0, 3, 10, 30])  # in order, out of order, late past grace
             tomb = rnd.random() < 0.2
-            rows.append({"k": rnd.choice("abcdefgh"), "v": None if tomb else f"v{rnd.randint(0, 99)}",
+            rows.append({"k": rnd.choice("abcdefghijklmnop"), "v": None if tomb else f"v{rnd.randint(0, 99)}",
                          "n": None if tomb else rnd.randint(0, 9), "ts": ts})
         batches.append(rows)
     return batches
