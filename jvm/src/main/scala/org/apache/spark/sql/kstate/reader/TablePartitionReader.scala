@@ -8,7 +8,7 @@ import io.kstate.KStateErrors
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeRow}
-import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, StateStoreProvider, StateStoreProviderId}
+import org.apache.spark.sql.execution.streaming.state.StateStoreProvider
 import org.apache.spark.sql.kstate.execution.KStateStatefulExec
 import org.apache.spark.sql.kstate.state.{KStateStore, KStateStoreProvider}
 import org.apache.spark.sql.kstate.state.versioned.VersionedKeyValueStore
@@ -80,15 +80,11 @@ object TablePartitionReader {
   /** Opens `partition` of `target` as of `asOf`; on failure, releases what was opened. */
   def open(target: TableReadTarget, partition: Int, asOf: Option[Long], hadoopConf: Configuration)
     : TablePartitionReader = {
-    val s = target.state
-    val provider = StateStoreProvider.createAndInit(
-      StateStoreProviderId(s.storeId(partition), java.util.UUID.randomUUID()),
-      s.keySchema, s.valueSchema, NoPrefixKeyStateEncoderSpec(s.keySchema),
-      true, s.storeConf, hadoopConf, false, None)
+    val provider = PartitionStateIterator.providerOf(target.state, partition, hadoopConf)
     var store: KStateStore = null
     try {
       provider match {
-        case k: KStateStoreProvider => store = k.getStore(s.version, None, true, false)
+        case k: KStateStoreProvider => store = k.getStore(target.state.version, None, true, false)
         case other => throw KStateErrors.internal(
           s"a versioned table's state was opened with ${other.getClass.getName}, not kstate's provider")
       }
