@@ -38,7 +38,8 @@ case class KStateTableSourceExec(
   override protected def metricSet: MetricSet = TableMetrics
 
   override protected def newTask(store: Option[StateStore]): KStateTask = {
-    val chosen = TableStateChoice.choose(operatorName, store, versioned, "table", stateKeySchema, values.length)
+    val chosen = TableStateChoice.choose(operatorName, store, versioned, KStateTableSourceExec.VersionedStoreName,
+      stateKeySchema, values.length)
     new TableSourceTask(chosen.state, chosen.finish)
   }
 
@@ -87,4 +88,9 @@ case class KStateTableSourceExec(
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): KStateTableSourceExec = copy(child = newChild)
+}
+
+object KStateTableSourceExec {
+  /** The name of the versioned store a versioned table keeps its versions in (`kstate_vs_table_*`; `kstate.read_table` reads it). */
+  val VersionedStoreName = "table"
 }

@@ -26,7 +26,7 @@ final case class TableReadTarget(
 
 object TableReadTarget {
   /** The name of the versioned store the table source keeps its versions in (`kstate_vs_table_*`). */
-  val VersionedStoreName = "table"
+  val VersionedStoreName: String = org.apache.spark.sql.kstate.execution.KStateTableSourceExec.VersionedStoreName
 
   private val Kinds = Set("table", "versioned_table")
 
