@@ -227,6 +227,24 @@ object KStateErrors {
   def invalidStateRead(why: String): KStateException =
     err("KSTATE_INVALID_STATE_READ", s"Cannot read kstate state: $why.")
 
+  def checkpointNotFound(checkpoint: String): KStateException =
+    err("KSTATE_CHECKPOINT_NOT_FOUND",
+      s"Checkpoint $checkpoint does not exist. Pass the checkpointLocation of the streaming " +
+        "query that materialized the table (writeStream.option(\"checkpointLocation\", ...)).")
+
+  def tableNotFound(name: String, checkpoint: String, tables: Seq[String]): KStateException =
+    err("KSTATE_TABLE_NOT_FOUND",
+      s"Checkpoint $checkpoint holds no table named '$name'. Tables there: " +
+        s"${if (tables.isEmpty) "none" else tables.mkString(", ")}. Pass the name= given to " +
+        "to_table(...), or versioned_table-<n> / table-<n> for an unnamed one (as listed).")
+
+  def tableNotVersioned(name: String, checkpoint: String): KStateException =
+    err("KSTATE_TABLE_NOT_VERSIONED",
+      s"Table '$name' in checkpoint $checkpoint is not versioned: it keeps only its latest " +
+        "values, so it cannot be read as of a time. Materialize it with " +
+        "to_table(..., versioned=VersionedTable(history_retention)) (a new checkpoint) to read " +
+        "it with read_table.")
+
   def unsupportedAggregate(expr: String, why: String): KStateException =
     err("KSTATE_UNSUPPORTED_AGGREGATE",
       s"Cannot aggregate '$expr': $why. Windowed aggregations take Spark's built-in aggregate " +
@@ -272,6 +290,30 @@ object KStateErrors {
         "e.g. F.col('ts').cast('timestamp') or F.col('id').cast('bigint').")
 
   def internal(msg: String): KStateException = err("KSTATE_INTERNAL_ERROR", msg)
+
+  /**
+   * A stream–table join (`tableJoin` false) or a table–table join (true) of a streaming and a
+   * batch input; `leftStreaming`: which side is the streaming one.
+   */
+  def streamStaticJoin(tableJoin: Boolean, leftStreaming: Boolean): KStateException = {
+    val (left, right) = if (tableJoin) ("left table", "right table") else ("stream", "table")
+    val (streaming, static) = if (leftStreaming) (left, right) else (right, left)
+    val fix =
+      if (!tableJoin && leftStreaming)
+        "To enrich a stream with the rows of a static (batch) DataFrame use Spark's stream-static " +
+          "join: stream.join(static_df, on=key, how=\"left\") (the static side's current rows, no " +
+          "time semantics); for as-of lookups read the table's updates as a stream " +
+          "(spark.readStream) and build the table from it with to_table."
+      else if (tableJoin)
+        "Build both tables from streaming DataFrames (spark.readStream), or both from batch " +
+          "DataFrames; to enrich a streaming table's updates with static rows use Spark's " +
+          "stream-static join on its to_stream()."
+      else "Build the stream from a streaming DataFrame too, or the table from a batch DataFrame " +
+        "(a batch join is one micro-batch)."
+    err("KSTATE_STREAM_STATIC_JOIN",
+      s"The $streaming is built from a streaming DataFrame and the $static from a batch DataFrame: " +
+        s"kstate's joins take both inputs as streams of updates (or both as batches). $fix")
+  }
 
   def joinGraceOnUnversionedTable(graceMs: Long): KStateException =
     err("KSTATE_JOIN_GRACE_ON_UNVERSIONED_TABLE",

@@ -87,6 +87,9 @@ object KStateTableJoin {
     val names = Seq(left.key, left.timestamp) ++ left.values ++ right.values
     names.groupBy(_.toLowerCase(java.util.Locale.ROOT)).collectFirst { case (_, ns) if ns.size > 1 => ns.head }
       .foreach(n => throw KStateErrors.joinColumnClash(n, left.key, left.timestamp, left.values, right.values))
+    if (left.plan.isStreaming != right.plan.isStreaming) {
+      throw KStateErrors.streamStaticJoin(tableJoin = true, leftStreaming = left.plan.isStreaming)
+    }
     val env = TwoInputs(left.plan, left.attr(left.key), left.attr(left.timestamp),
       right.plan, right.attr(right.key), right.attr(right.timestamp))
     def fresh(a: Attribute, nullable: Boolean): Attribute = AttributeReference(a.name, a.dataType, nullable)()
