@@ -124,7 +124,10 @@ final class KGroupedTable private[kstate] (table: KTable, key: Column, values: S
       "(pass e.g. count(\"*\"), sum(\"v\"))")
     val plan = try SparkShim.logicalPlan(SparkShim.ofRows(stream, LocalRelation(valueAttrs)).agg(columns.head,
       columns.tail: _*)) catch {
-      case e: AnalysisException => throw KStateErrors.missingColumn("agg", e.getMessage)
+      case e: AnalysisException if Option(e.getCondition).exists(_.startsWith("UNRESOLVED_")) =>
+        throw KStateErrors.missingColumn("agg", e.getMessage)
+      case e: AnalysisException => throw KStateErrors.invalidTableAggregate("agg", "each column must be an " +
+        s"aggregate function of the grouped value columns, or an expression over such aggregates (${e.getMessage})")
     }
     val exprs = plan match {
       case a: Aggregate => a.aggregateExpressions

@@ -4,9 +4,9 @@ import scala.collection.mutable.ArrayBuffer
 
 import io.kstate.KStateErrors
 
-import org.apache.spark.sql.catalyst.expressions.{Add, Alias, Attribute, AttributeReference, Cast, EqualTo, Expression, If, IsNull, Literal, NamedExpression, Or, Subtract}
+import org.apache.spark.sql.catalyst.expressions.{Add, Alias, Coalesce, Attribute, AttributeReference, Cast, EqualTo, Expression, If, IsNull, Literal, NamedExpression, Or, Subtract}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Average, Count, Sum}
-import org.apache.spark.sql.types.{DataType, LongType}
+import org.apache.spark.sql.types.{DataType, LongType, NumericType}
 
 /**
  * `agg` of Spark's declarative aggregates on a grouped table (`KGroupedTable.agg`) as a
@@ -67,6 +67,9 @@ object DeclarativeTableAggregates {
     if (es.forall(!_.nullable)) Literal(1L)
     else If(es.map(IsNull(_): Expression).reduce(Or(_, _)), Literal(0L), Literal(1L))
 
+  /** `e` in type `t`, 0 when null (a null value adds nothing). */
+  private def orZero(e: Expression, t: DataType): Expression = Coalesce(Seq(Cast(e, t), Literal.default(t)))
+
   private def newState(states: ArrayBuffer[State], name: String, t: DataType, initial: Expression,
       delta: Expression): Attribute = {
     val a = AttributeReference(s"__kstate_${states.length}_$name", t)()
@@ -80,18 +83,24 @@ object DeclarativeTableAggregates {
     if (a.isDistinct) throw refuse("a DISTINCT aggregate cannot take a value out again (it would need every value)")
     if (a.filter.isDefined) throw refuse("a FILTER clause is not supported (filter the table, or sum a " +
       "when(...) expression)")
+    def numeric(e: Expression): Unit = if (!e.dataType.isInstanceOf[NumericType]) {
+      throw KStateErrors.invalidTableAggregate(a.sql, s"its input has type ${e.dataType.sql}, not a numeric type " +
+        "(cast it, e.g. F.col('amount').cast('bigint'))")
+    }
     a.aggregateFunction match {
       case Count(children) =>
         newState(states, "count", LongType, Literal(0L), nonNull(children))
       case s: Sum =>
+        numeric(s.child)
         val t = s.dataType
         val n = newState(states, "n", LongType, Literal(0L), nonNull(Seq(s.child)))
-        val sum = newState(states, "sum", t, Literal(0), If(IsNull(s.child), Literal(0), s.child))
+        val sum = newState(states, "sum", t, Literal(0), orZero(s.child, t))
         If(EqualTo(n, Literal(0L)), Literal(null, t), sum)
       case avg: Average =>
+        numeric(avg.child)
         // Spark's own buffer (sum with nulls as 0, count of non-null values) and result expression
         val t = avg.sumDataType
-        val sum = newState(states, "sum", t, Literal(0), If(IsNull(avg.child), Literal(0), avg.child))
+        val sum = newState(states, "sum", t, Literal(0), orZero(avg.child, t))
         val n = newState(states, "n", LongType, Literal(0L), nonNull(Seq(avg.child)))
         avg.evaluateExpression.transform {
           case r: AttributeReference if r.exprId == avg.sum.exprId => sum
