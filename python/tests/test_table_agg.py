@@ -12,12 +12,12 @@ from _streaming import FileStream, run_batch_df, shuffle_partitions
 from models.table_agg_model import TableAggModel
 
 SCHEMA = "k STRING, g STRING, v LONG, ts LONG"
-AGGS = (F.count("*"), F.count("v"), F.sum("v"), F.avg("v"))
 NAMES = ["count(1)", "count(v)", "sum(v)", "avg(v)"]
 
 
-def _agg(df, versioned=None, aggs=AGGS):
-    return df.kstate.to_table("k", "ts", versioned=versioned).group_by("g").agg(*aggs).to_stream()
+def _agg(df, versioned=None):
+    return (df.kstate.to_table("k", "ts", versioned=versioned).group_by("g")
+            .agg(F.count("*"), F.count("v"), F.sum("v"), F.avg("v")).to_stream())
 
 
 def _rec(k, g, v, ts):
