@@ -43,6 +43,14 @@ def test_agg_batch_spark_null_rules_and_deleted_groups(spark):
     assert [_shown(r) for r in rows] == [c for b in EXPECTED for c in b]
 
 
+def test_agg_columns_are_nullable_a_tombstone_is_null_downstream(spark):
+    # count(1) is never null in Spark's batch result, but a deleted group's tombstone has it null:
+    # the result's columns must say so, or the optimizer folds isnull(count(1)) to false
+    rows = run_batch_df(spark, lambda df: _agg(df).filter(F.isnull("count(1)")),
+                        [r for b in INPUT for r in b], schema=SCHEMA, partitions=1)
+    assert [_shown(r) for r in rows] == [("A", None, 6)]
+
+
 def test_agg_streaming_with_a_restart_between_batches(spark, tmp_path):
     src, ckpt = str(tmp_path / "src"), str(tmp_path / "ckpt")
     got = []
