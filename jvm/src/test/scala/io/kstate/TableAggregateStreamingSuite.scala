@@ -17,7 +17,7 @@ import org.scalacheck.Gen
 import org.scalacheck.rng.Seed
 
 /**
- * Table aggregation (`table.groupBy(...).count()/sum/reduce`) wired into Spark: both stages as
+ * Table aggregation (`table.groupBy(...).count()/sum/reduce/agg/aggregate`) wired into Spark: both stages as
  * execs, store-backed state across micro-batches and restarts, the stage-2 order, construction
  * errors; and, on random input, every emitted change (group, aggregate, old aggregate,
  * timestamp) per micro-batch identical to [[TableAggregationDriver]] (the Scala model) with
