@@ -349,7 +349,15 @@ object KStateErrors {
         "sum(column) and reduce(adder, subtractor) read the grouped value columns (group_by's " +
         "value=, else the table's value columns): sum takes a numeric expression over them, " +
         "reduce two functions of (aggregate, value) returning the value's type, e.g. " +
-        "reduce(lambda agg, v: agg + v, lambda agg, v: agg - v).")
+        "reduce(lambda agg, v: agg + v, lambda agg, v: agg - v); agg takes count, sum and avg; " +
+        "aggregate an initializer and two functions returning the initializer's type.")
+  def tableAggregateWithoutSubtractor(aggregate: String, column: String, why: String): KStateException =
+    err("KSTATE_TABLE_AGGREGATE_WITHOUT_SUBTRACTOR",
+      s"Cannot use $aggregate (in agg column '$column') on a grouped table: $why. A grouped table's " +
+        "rows change, so each aggregate must be able to take a value out again: agg takes count(*), " +
+        "count(col), sum(col) and avg(col)/mean(col). Write any other aggregate with " +
+        "reduce(adder, subtractor) or aggregate(initializer, adder, subtractor), whose subtractor you " +
+        "write (e.g. keep a sum and a count and take each value out).")
   def joinColumnClash(column: String, streamColumns: Seq[String], tableValues: Seq[String]): KStateException =
     err("KSTATE_DUPLICATE_COLUMN",
       s"The stream-table join would output two columns named '$column': the stream's columns " +
