@@ -12,8 +12,11 @@ same run, each written to a parquet sink (the sink is part of every variant's wo
 * ``kstate``: ``updates.kstate.to_table(versioned=VersionedTable(retention))`` and
   ``events.kstate.join(table, grace=...)``: KIP-914 as-of lookups after KIP-923's grace;
 * ``spark``: what a Spark user builds today: a stream–stream inner join with watermarks on both
-  sides and the time range ``ts - range <= uts <= ts``, then the latest match per event
-  (``max_by`` over ``(event_id, ts)``, append mode) (goal: kstate >= 2x its throughput).
+  sides and the time range ``ts - range <= uts <= ts`` (range: two mean gaps between versions),
+  then the latest match per event (``max_by`` over ``(event_id, ts)``, append mode) (goal:
+  kstate >= 2x its throughput). Profiles change at random times, so a key's last version can be
+  older than any fixed range: such events find nothing; and Spark emits an event only once its
+  watermark, held back by the range, passes it.
 
 Throughput is stream events per second of wall time (table updates are extra input for kstate
 and ``spark``; ``static`` reads the final table once). Each variant's output is compared with
@@ -80,6 +83,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--no-save", action="store_true")
     p.add_argument("--jfr", default=None, help="record the Spark JVM with Java Flight Recorder into this file")
     add_spark_args(p)
+    p.add_argument("--heap-state-bytes", default="4g",
+                   help="kstate's heap state budget (spark.sql.streaming.stateStore.kstate.heapStateBytes): "
+                        "the default (an eighth of the heap) does not hold 10M versions twice (the table "
+                        "source's and the join's), which then work in local RocksDB")
+    p.set_defaults(driver_memory="12g")  # every variant gets the same
     a = p.parse_args(argv)
     a.events = a.events or (200_000 if a.quick else 4_000_000)
     a.keys = a.keys or (50_000 if a.quick else 1_000_000)
@@ -110,8 +118,14 @@ def generate(out: str, a: argparse.Namespace, seed: int = 15) -> Dict[str, Any]:
     rng = np.random.default_rng(seed)
     span_ms, v, k = a.span * 1000, a.versions, a.keys
     slot = span_ms / v
-    # version j of key k: in [j * slot, (j + 1) * slot), so versions are in time order per key
-    vts = (T0_MS + (np.arange(v)[None, :] + rng.random((k, v))) * slot).astype(np.int64)
+    # each key's first version early (in the first slot), the others at random times over the
+    # span, in time order per key: profiles change at irregular intervals, so some gaps between
+    # versions exceed any fixed range a range join looks back over
+    first = rng.random((k, 1)) * slot
+    later = np.sort(rng.random((k, v - 1)) * span_ms, axis=1)
+    vts = (T0_MS + np.maximum(np.concatenate([first, later], axis=1),
+                              np.concatenate([first, first.repeat(v - 1, axis=1)], axis=1))).astype(np.int64)
+    vts = np.maximum.accumulate(vts, axis=1) + np.arange(v)[None, :]  # strictly increasing per key
     ukey = np.repeat(np.arange(k, dtype=np.int64), v)
     uts = vts.reshape(-1)
     profile = ukey * v + np.tile(np.arange(v, dtype=np.int64), k)
@@ -269,7 +283,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     warm = os.path.join(tmp, "warm")
     generate(warm, argparse.Namespace(**{**vars(a), "events": 20_000, "keys": 5_000, "files": 2}), seed=16)
     spark = start_spark(a, "kstate-bench-enrichment", os.path.join(tmp, "spark-local"),
-                        conf={"spark.kstate.stateStore.providerClass": "io.kstate.KStateStoreProvider"})
+                        conf={"spark.kstate.stateStore.providerClass": "io.kstate.KStateStoreProvider",
+                              "spark.sql.streaming.stateStore.kstate.heapStateBytes": a.heap_state_bytes})
     meter = CpuMeter(int(spark.sparkContext._jvm.ProcessHandle.current().pid()))
     runs: Dict[str, Dict[str, Any]] = {}
     footprint: List[Dict[str, Any]] = []
@@ -323,7 +338,8 @@ def main(argv: Optional[List[str]] = None) -> int:
               f"join store heap {f['join_heap_bytes']:,} B = {f['bytes_per_version']:.0f} B/version")
     result = {"benchmark": "enrichment", "quick": a.quick, "jar": os.path.basename(jar), "input": inp,
               "parameters": {"grace_s": a.grace, "retention_s": a.retention, "shuffle_partitions": a.shuffle_partitions,
-                             "spark_range_s": 2 * a.span // a.versions, "conf": a.conf},
+                             "spark_range_s": 2 * a.span // a.versions, "conf": a.conf,
+                             "driver_memory": a.driver_memory, "kstate_heap_state_bytes": a.heap_state_bytes},
               "runs": runs, "events_per_s": rate, "ratios": ratios,
               "goals": {"kstate_vs_static": GOAL_VS_STATIC, "kstate_vs_spark": GOAL_VS_SPARK, "met": goals},
               "footprint": footprint}
