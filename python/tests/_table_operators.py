@@ -1,7 +1,8 @@
 """The table operators of the restart and kill -9 tests, by name, shared by the tests and the
 kill -9 driver process: each a ``build(source_df)`` over the property tests' schema
 (``_tables_property.SCHEMA``), the sides its input uses and its model (``expected(scenario,
-partition_of_key)``: batch -> key -> results, as the property tests compare them)."""
+partition_of_key)``: batch -> key -> results) and what of them the tests compare, as the
+property tests do."""
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, NamedTuple, Sequence
@@ -17,6 +18,7 @@ class TableOperator(NamedTuple):
     expected: Callable[[Dict[str, Any], Callable[[Any], int]], Dict]
     key_of: Callable[[Dict[str, Any]], Any]
     row_of: Callable[[Dict[str, Any]], tuple]
+    compared: Callable[[Dict], Any] = lambda c: c  # what of the output the model determines
 
 
 VERSIONED = (10, 4)  # history retention 10, grace 4: late updates are dropped
@@ -37,6 +39,6 @@ OPERATORS = {
     # (per micro-batch and group: the number of results and the last one)
     "table_aggregate": TableOperator(
         agg._build("sum", VERSIONED), ["t"],
-        lambda sc, part: agg._count_and_last(agg.expected(sc, part, "sum", VERSIONED)),
-        lambda r: r["g"], lambda r: (r["sum"], r["ts"])),
+        lambda sc, part: agg.expected(sc, part, "sum", VERSIONED),
+        lambda r: r["g"], lambda r: (r["sum"], r["ts"]), agg._count_and_last),
 }

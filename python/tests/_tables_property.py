@@ -103,3 +103,14 @@ def describe(sc: Dict[str, Any], partitions: int, part: Callable[[Any], int], **
     batches = [[(r["seq"], r["side"], r["k"], r["v"], r["ts"]) for r in b] for b in sc["batches"]]
     return (f"params={params} partitions={partitions}\nbatches (seq, side, k, v, ts)={batches}\n"
             f"state partition of each key={ {k: part(k) for k in KEYS + [None]} }")
+
+
+def assert_matches_model(spark, tmp_factory, sc: Dict[str, Any], partitions: int, build,
+                         expected: Callable[[Callable[[Any], int]], Canonical],
+                         row_of: Callable[[Any], Tuple], key_of: Callable[[Any], Any] = lambda r: r["k"],
+                         compared: Callable[[Canonical], Any] = lambda c: c, **params: Any) -> None:
+    """Runs ``build`` over the scenario (one query) and asserts ``compared(its output)`` equals
+    ``compared(expected(partition_of_key))``."""
+    part = key_partitioner(spark, partitions)
+    got = canonical(run_kstate(spark, tmp_factory, build, sc, partitions), key_of, row_of)
+    assert compared(got) == compared(expected(part)), describe(sc, partitions, part, **params)

@@ -15,8 +15,7 @@ from pyspark.sql import functions as F
 
 from kstate import VersionedTable
 from _property import PROPERTY_SETTINGS
-from _tables_property import (by_partition, canonical, describe, key_partitioner, run_kstate, scenarios,
-                              task_order)
+from _tables_property import assert_matches_model, by_partition, scenarios, task_order
 from models.stream_table_join_model import StreamTableJoinModel
 from models.table_model import TableModel
 
@@ -64,8 +63,6 @@ def params(draw):
 def test_stream_table_join_matches_model(spark, session_tmp, partitions, data):
     how, versioned, grace = data.draw(params(), label="how, versioned, grace")
     sc = data.draw(scenarios(sides=["s", "t"]), label="scenario")
-    part = key_partitioner(spark, partitions)
-    got = canonical(run_kstate(spark, session_tmp, _build(how, versioned, grace), sc, partitions),
-                    lambda r: r["k"], lambda r: (r["seq"], r["tv"], r["ts"]))
-    assert got == expected(sc, part, how, versioned, grace), describe(
-        sc, partitions, part, how=how, versioned=versioned, grace=grace)
+    assert_matches_model(spark, session_tmp, sc, partitions, _build(how, versioned, grace),
+                         lambda part: expected(sc, part, how, versioned, grace),
+                         lambda r: (r["seq"], r["tv"], r["ts"]), how=how, versioned=versioned, grace=grace)

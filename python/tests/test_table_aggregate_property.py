@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 
 from kstate import VersionedTable
 from _property import PROPERTY_SETTINGS
-from _tables_property import by_partition, canonical, describe, key_partitioner, run_kstate, scenarios
+from _tables_property import assert_matches_model, by_partition, scenarios
 from models.table_aggregate_model import (TableAggregateModel, count_functions, reduce_functions,
                                           sum_functions)
 from models.table_model import TableModel
@@ -89,16 +89,11 @@ VERSIONINGS = [None, (10, 10), (25, 4)]
 
 
 def check(spark, tmp_factory, sc, kind, versioned, partitions):
-    part = key_partitioner(spark, partitions)
     column = AGG_COLUMN[kind]
-    got = canonical(run_kstate(spark, tmp_factory, _build(kind, versioned), sc, partitions),
-                    lambda r: r["g"], lambda r: (r[column], r["ts"]))
-    want = expected(sc, part, kind, versioned)
-    detail = describe(sc, partitions, part, kind=kind, versioned=versioned)
-    if partitions == 1:
-        assert got == want, detail
-    else:
-        assert _count_and_last(got) == _count_and_last(want), detail
+    assert_matches_model(spark, tmp_factory, sc, partitions, _build(kind, versioned),
+                         lambda part: expected(sc, part, kind, versioned), lambda r: (r[column], r["ts"]),
+                         key_of=lambda r: r["g"], compared=(lambda c: c) if partitions == 1 else _count_and_last,
+                         kind=kind, versioned=versioned)
 
 
 @PROPERTY_SETTINGS

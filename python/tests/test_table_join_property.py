@@ -15,8 +15,7 @@ from pyspark.sql import functions as F
 
 from kstate import VersionedTable
 from _property import PROPERTY_SETTINGS
-from _tables_property import (by_partition, canonical, describe, key_partitioner, run_kstate, scenarios,
-                              task_order)
+from _tables_property import assert_matches_model, by_partition, scenarios, task_order
 from models.table_join_model import TableJoinModel
 from models.table_model import TableModel
 
@@ -63,8 +62,6 @@ def test_table_join_matches_model(spark, session_tmp, partitions, data):
     left = data.draw(st.sampled_from(VERSIONINGS), label="left versioned")
     right = data.draw(st.sampled_from(VERSIONINGS), label="right versioned")
     sc = data.draw(scenarios(sides=["A", "B"]), label="scenario")
-    part = key_partitioner(spark, partitions)
-    got = canonical(run_kstate(spark, session_tmp, _build(how, left, right), sc, partitions),
-                    lambda r: r["k"], lambda r: (r["a"], r["b"], r["ts"]))
-    assert got == expected(sc, part, how, left, right), describe(
-        sc, partitions, part, how=how, left=left, right=right)
+    assert_matches_model(spark, session_tmp, sc, partitions, _build(how, left, right),
+                         lambda part: expected(sc, part, how, left, right),
+                         lambda r: (r["a"], r["b"], r["ts"]), how=how, left=left, right=right)

@@ -14,8 +14,7 @@ from pyspark.sql import functions as F
 
 from kstate import VersionedTable
 from _property import PROPERTY_SETTINGS
-from _tables_property import (KEYS, by_partition, canonical, describe, key_partitioner, run_kstate,
-                              scenarios)
+from _tables_property import KEYS, assert_matches_model, by_partition, key_partitioner, scenarios
 from models.table_model import TableModel, filter_change, map_change
 
 DOWNSTREAM = ("none", "filter", "map_values")
@@ -64,14 +63,6 @@ def params(draw):
     return versioned, draw(st.sampled_from(DOWNSTREAM))
 
 
-def check(spark, tmp_factory, sc, versioned, downstream, partitions):
-    part = key_partitioner(spark, partitions)
-    got = canonical(run_kstate(spark, tmp_factory, _build(versioned, downstream), sc, partitions),
-                    lambda r: r["k"], lambda r: (r["v"], r["ts"]))
-    assert got == expected(sc, part, versioned, downstream), describe(
-        sc, partitions, part, versioned=versioned, downstream=downstream)
-
-
 def test_partition_alphabet_spread(spark):
     """Premise of the 3-partition properties: the keys fall into every state partition."""
     part = key_partitioner(spark, 3)
@@ -84,4 +75,6 @@ def test_partition_alphabet_spread(spark):
 def test_table_updates_match_model(spark, session_tmp, partitions, data):
     versioned, downstream = data.draw(params(), label="versioned, downstream")
     sc = data.draw(scenarios(sides=["t"]), label="scenario")
-    check(spark, session_tmp, sc, versioned, downstream, partitions)
+    assert_matches_model(spark, session_tmp, sc, partitions, _build(versioned, downstream),
+                         lambda part: expected(sc, part, versioned, downstream), lambda r: (r["v"], r["ts"]),
+                         versioned=versioned, downstream=downstream)

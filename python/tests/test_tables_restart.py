@@ -57,10 +57,7 @@ def _run_restarting(spark, workdir: str, name: str, restart: bool) -> Dict[int, 
 def _model_check(spark, name: str, batches: Dict[int, List[Any]]) -> None:
     op = OPERATORS[name]
     want = op.expected(dict(batches=_batches(name)), key_partitioner(spark, 2))
-    got = canonical(batches, op.key_of, op.row_of)
-    if name == "table_aggregate":
-        got = {b: {g: (len(rs), rs[-1]) for g, rs in groups.items()} for b, groups in got.items()}
-    assert got == want
+    assert op.compared(canonical(batches, op.key_of, op.row_of)) == op.compared(want)
     assert sum(len(rows) for rows in batches.values()) > 0
 
 
