@@ -26,9 +26,12 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))  # the kstate package (python/)
 
 
-def _table_operators() -> dict:
+def _table_operator(name: str):
+    """A table operator of ``_table_operators`` (imported only when one is asked for)."""
     from _table_operators import OPERATORS
-    return OPERATORS
+    if name not in OPERATORS:
+        raise ValueError(f"unknown operator {name}")
+    return OPERATORS[name]
 
 
 def main(config_path: str) -> int:
@@ -65,19 +68,17 @@ def main(config_path: str) -> int:
     operator = cfg.get("operator", "dedup")
     if operator == "dedup":
         out = dedup(source, cfg["mode"], cfg["interval"])
-    elif operator in _table_operators():
-        out = _table_operators()[operator].build(source)
-    else:
+    elif operator in ("window_final", "time_limit"):
         from kstate import BufferConfig, Suppressed, TimeWindows
         if operator == "window_final":
             out = (source.kstate.windowed_by(TimeWindows.of_size(cfg["size"]).grace(cfg["grace"]), key="k",
                                              timestamp="ts").count()
                    .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
-        elif operator == "time_limit":
+        else:
             out = source.kstate.suppress(Suppressed.until_time_limit(cfg["limit"], BufferConfig.unbounded()),
                                          key="k", timestamp="ts")
-        else:
-            raise ValueError(f"unknown operator {operator}")
+    else:
+        out = _table_operator(operator).build(source)
     q = (out.writeStream.foreachBatch(sink).outputMode("append")
          .option("checkpointLocation", cfg["checkpoint"]).start())
     q.processAllAvailable()
