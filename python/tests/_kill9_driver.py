@@ -3,7 +3,8 @@
 Runs ONE streaming query: JSON-lines files in ``src`` (one file per micro-batch, files are
 ordered by modification time) -> a kstate operator (``operator``: ``dedup``, the default;
 ``window_final``, a windowed count suppressed until its windows close; ``time_limit``,
-``suppress(until_time_limit)``) -> an idempotent sink: foreachBatch
+``suppress(until_time_limit)``; or a table operator of ``_table_operators.OPERATORS`` by name,
+over ``schema``, default ``_streaming.SCHEMA``) -> an idempotent sink: foreachBatch
 writes each batch's rows to ``out/batch=<id>.json`` (atomically, overwriting), so a replayed
 batch rewrites the same file. Processes every available file, stops and exits 0.
 
@@ -23,6 +24,14 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))  # the kstate package (python/)
+
+
+def _table_operator(name: str):
+    """A table operator of ``_table_operators`` (imported only when one is asked for)."""
+    from _table_operators import OPERATORS
+    if name not in OPERATORS:
+        raise ValueError(f"unknown operator {name}")
+    return OPERATORS[name]
 
 
 def main(config_path: str) -> int:
@@ -55,21 +64,21 @@ def main(config_path: str) -> int:
         os.replace(path + ".tmp", path)
         pause("after_write", batch_id)
 
-    source = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(cfg["src"])
+    source = spark.readStream.schema(cfg.get("schema", SCHEMA)).option("maxFilesPerTrigger", 1).json(cfg["src"])
     operator = cfg.get("operator", "dedup")
     if operator == "dedup":
         out = dedup(source, cfg["mode"], cfg["interval"])
-    else:
+    elif operator in ("window_final", "time_limit"):
         from kstate import BufferConfig, Suppressed, TimeWindows
         if operator == "window_final":
             out = (source.kstate.windowed_by(TimeWindows.of_size(cfg["size"]).grace(cfg["grace"]), key="k",
                                              timestamp="ts").count()
                    .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
-        elif operator == "time_limit":
+        else:
             out = source.kstate.suppress(Suppressed.until_time_limit(cfg["limit"], BufferConfig.unbounded()),
                                          key="k", timestamp="ts")
-        else:
-            raise ValueError(f"unknown operator {operator}")
+    else:
+        out = _table_operator(operator).build(source)
     q = (out.writeStream.foreachBatch(sink).outputMode("append")
          .option("checkpointLocation", cfg["checkpoint"]).start())
     q.processAllAvailable()
