@@ -98,6 +98,6 @@ object KStateTableJoin {
       env.key, env.timestamp, env.plan.output, name, output, env.plan)
   }
 
-  private def describe(v: Option[VersionedTable]): String =
+  private[plans] def describe(v: Option[VersionedTable]): String =
     v.map(t => s"historyRetentionMs=${t.historyRetentionMs},graceMs=${t.graceMs}").getOrElse("unversioned")
 }
