@@ -76,7 +76,7 @@ case class KStateFkJoinSubscriptionsExec(
       outRow.update(2, r.foreignValue)
       outRow.setLong(3, r.version)
       outRow.setLong(4, r.timestamp)
-      emitTo(outProj(outRow))
+      emitTo(outProj(outRow).copy()) // one call may emit several rows: each its own
     }
 
     override protected def processLeft(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit = {

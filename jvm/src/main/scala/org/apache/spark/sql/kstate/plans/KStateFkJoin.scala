@@ -5,7 +5,7 @@ import io.kstate.tables.VersionedTable
 
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeReference, AttributeSet, Cast, Expression}
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.types.{DataType, NumericType, StructType}
 
 /**
  * Stage 2 of a foreign-key join (`left.join(right, foreign_key=...)`, KIP-213; Kafka's response
@@ -84,12 +84,18 @@ object KStateFkJoin {
       TableChangeColumns.oldValueAttribute(values), TableChangeColumns.latestAttribute(), stage1)
   }
 
+  /** A numeric type the right key's numeric type holds every value of (INT -> BIGINT, DECIMAL(5,2) -> DECIMAL(10,2)). */
+  private def widens(from: DataType, to: DataType): Boolean = (from, to) match {
+    case (_: NumericType, _: NumericType) => Cast.canUpCast(from, to)
+    case _ => false
+  }
+
   /** The foreign key as a value of the right key's type: equal, or up-cast; else a named error. */
   private def foreignKeyOf(foreignKey: Expression, right: TableTransforms.Changes): Expression = {
     val fk = foreignKey match { case Alias(c, _) => c case e => e }
     val rightKey = right.attr(right.key)
     if (fk.dataType.sameType(rightKey.dataType)) fk
-    else if (Cast.canUpCast(fk.dataType, rightKey.dataType)) {
+    else if (widens(fk.dataType, rightKey.dataType)) {
       Cast(fk, rightKey.dataType, Some(org.apache.spark.sql.internal.SQLConf.get.sessionLocalTimeZone))
     }
     else throw KStateErrors.foreignKeyTypeMismatch(foreignKey.sql, fk.dataType.sql, right.key, rightKey.dataType.sql)
