@@ -145,7 +145,7 @@ class ForeignKeyJoinStreamingSuite extends KStateSparkSuite {
       val expected = pipeline(batches, how == "left", lv, rv)
       assert(tablesAfter(got) === expected,
         s"$how lv=$lv rv=$rv partitions=$n batches=$batches\nrows ${got.map(_.mkString(" ")).mkString("\n")}")
-      assert(expected.last.nonEmpty)
+      assert(expected.exists(_.nonEmpty))
     }
   }
 
