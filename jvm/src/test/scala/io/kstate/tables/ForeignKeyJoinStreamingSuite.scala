@@ -172,6 +172,21 @@ class ForeignKeyJoinStreamingSuite extends KStateSparkSuite {
     }
   }
 
+  test("versions grow across micro-batches: an older subscription's response does not hide the newer one") {
+    // batch 1: a subscribes to f1 as the 4th left change of its partition (version 1<<32 | 3);
+    // batch 2: f1 changes (ts 5) before a moves to f2 (ts 20, first left change: 2<<32 | 0). Stage 2
+    // gets f1's response (old version) first, then f2's: the newer one must win, so versions must
+    // carry the micro-batch id (with the position alone, 0 < 3 would drop f2's response as stale)
+    val batches = Seq(
+      Seq((false, "f1", Some(10L), 1L), (false, "f2", Some(20L), 1L), (true, "b", Some(4L), 10L),
+        (true, "c", Some(4L), 10L), (true, "d", Some(4L), 10L), (true, "a", Some(1L), 10L)),
+      Seq((false, "f1", Some(11L), 5L), (true, "a", Some(2L), 20L)))
+    withPartitions(1) {
+      val out = run(batches, joined("inner") _)
+      assert(tablesAfter(out).last("a") === ((Some(2L), Some(20L))), out)
+    }
+  }
+
   test("a changed foreign key or join type on restart is KSTATE_OPERATOR_CONFIG_CHANGED") {
     Seq(joined("left") _, joined("inner", fk = concat(lit("f"), col("lv").cast("string"))) _).foreach { changed =>
       val in = input()
