@@ -227,8 +227,8 @@ class KTable:
         jvm = self._df.sparkSession.sparkContext._jvm
         values = [] if value is None else (list(value) if isinstance(value, (list, tuple)) else [value])
         jvalues = jvm.scala.jdk.javaapi.CollectionConverters.asScala(
-            [_column(v, "value")._jc for v in values]).toSeq()
-        return KGroupedTable(self._jtable.groupBy(_column(key, "key")._jc, jvalues), self._df)
+            [_column(v, "group_by value")._jc for v in values]).toSeq()
+        return KGroupedTable(self._jtable.groupBy(_column(key, "group_by key")._jc, jvalues), self._df)
 
     def __repr__(self) -> str:
         return str(self._jtable.toString())
@@ -239,7 +239,7 @@ def _column(c: Union[str, Column], role: str) -> Column:
         return c
     if isinstance(c, str):
         return F.col(c)
-    raise TypeError(f"group_by {role} takes a column name or a Column, got {type(c).__name__}")
+    raise TypeError(f"{role} takes a column name or a Column, got {type(c).__name__}")
 
 
 class KGroupedTable:
