@@ -9,7 +9,7 @@
     deduped = events.kstate.deduplicate_by_key("10 minutes", key="user", timestamp="ts")
 
 ``kstate.read_state(spark, checkpoint, operator)`` reads a kstate operator's state from a
-checkpoint.
+checkpoint; ``kstate.read_table(spark, checkpoint, name, as_of)`` a versioned table as of a time.
 """
 from __future__ import annotations
 
@@ -23,13 +23,14 @@ from ._query_errors import install as _install_query_errors
 from .errors import KStateError
 from .session import configure
 from .state_reader import read_state
+from .table_reader import read_table
 from .suppress import BufferConfig, EagerBufferConfig, StrictBufferConfig, Suppressed
 from .tables import KGroupedTable, KTable, VersionedTable
 from .windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = [
     "KStateDataFrame", "KStateWindowedStream", "KStateError", "KStateStreamingQueryError", "TimeWindows", "SessionWindows", "SlidingWindows", "configure", "jar_path", "to_millis",
-    "read_state", "Suppressed", "BufferConfig", "StrictBufferConfig", "EagerBufferConfig",
+    "read_state", "read_table", "Suppressed", "BufferConfig", "StrictBufferConfig", "EagerBufferConfig",
     "KTable", "KGroupedTable", "VersionedTable", "EXTENSION", "SPARK_MINOR", "__version__",
 ]
 

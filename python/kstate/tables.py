@@ -215,7 +215,8 @@ class KTable:
         Returns
         -------
         KGroupedTable
-            ``count()``, ``sum(column)`` or ``reduce(adder, subtractor)`` give an unversioned
+            ``count()``, ``sum(column)``, ``reduce(adder, subtractor)``, ``agg(*columns)`` or
+            ``aggregate(initializer, adder, subtractor)`` give an unversioned
             table keyed by the group: a changed row leaves its old group and joins its new one;
             on a versioned table an out-of-order update is ignored (KIP-914).
 
@@ -311,6 +312,69 @@ class KGroupedTable:
         if not isinstance(added, Column) or not isinstance(subtracted, Column):
             raise TypeError("reduce's adder and subtractor must return Columns")
         return self._table(self._jgrouped.reduceColumns(added._jc, subtracted._jc, name))
+
+    @translate_errors
+    def agg(self, *columns: Column, name: Optional[str] = None) -> KTable:
+        """Spark's declarative aggregates that can take a value out again, several at once.
+
+        Each column is ``F.count("*")``, ``F.count(col)`` (non-null values), ``F.sum(col)``,
+        ``F.avg(col)`` / ``F.mean(col)`` over the grouped value columns, or an expression over
+        them (``(F.sum("v") / F.count("v")).alias("r")``), named as Spark names it (``avg(v)``)
+        or by its alias, in Spark's type. Spark's null rules: nulls are ignored and a sum or
+        average of no value is null. A group whose last row leaves it is deleted (a tombstone), so
+        the table holds the groups and values Spark's batch ``groupBy(...).agg(...)`` of the
+        current table gives.
+
+        An aggregate without a subtractor (``min``, ``max``, ``first``, ``collect_list``, ...,
+        DISTINCT or FILTER) is ``KSTATE_TABLE_AGGREGATE_WITHOUT_SUBTRACTOR``: write it with
+        :meth:`reduce` or :meth:`aggregate`.
+
+        Examples
+        --------
+        >>> stats = orders.group_by("region", value="amount").agg(
+        ...     F.count("*").alias("orders"), F.sum("amount"), F.avg("amount"))
+        """
+        if not columns or not all(isinstance(c, Column) for c in columns):
+            raise TypeError("agg takes one or more Columns, e.g. F.count('*'), F.sum('v'), F.avg('v')")
+        jvm = self._df.sparkSession.sparkContext._jvm
+        jcols = jvm.scala.jdk.javaapi.CollectionConverters.asScala([c._jc for c in columns]).toSeq()
+        return self._table(self._jgrouped.aggColumns(jcols, name))
+
+    @translate_errors
+    def aggregate(self, initializer: Any, adder: Callable[[Column, Column], Column],
+                  subtractor: Callable[[Column, Column], Column], name: Optional[str] = None) -> KTable:
+        """Kafka's ``aggregate(initializer, adder, subtractor)``: an aggregate of a type of its own.
+
+        ``initializer`` is a Column over no column (``F.lit(0.0)``, ``F.struct(...)`` of
+        literals; a Python int becomes a BIGINT literal, another Python value ``F.lit`` of it):
+        the aggregate a group starts from, whose type is the aggregate's type. ``adder(agg,
+        value)`` and ``subtractor(agg, value)`` are called once with the placeholder Columns
+        ``F.col("__kstate_agg")`` (the aggregate's type) and ``F.col("__kstate_value")`` (as in
+        :meth:`reduce`) and must return the aggregate's type (``KSTATE_INVALID_TABLE_AGGREGATE``
+        otherwise: cast). The aggregate column is named as the initializer's alias (default
+        ``aggregate``); a struct initializer gives one column per field. A result that is null
+        deletes the group (a tombstone); its next value starts again from the initializer.
+
+        Examples
+        --------
+        >>> n_and_total = orders.group_by("region", value="amount").aggregate(
+        ...     F.struct(F.lit(0).cast("bigint").alias("n"), F.lit(0.0).alias("total")),
+        ...     lambda agg, v: F.struct((agg.n + 1).alias("n"), (agg.total + v).alias("total")),
+        ...     lambda agg, v: F.struct((agg.n - 1).alias("n"), (agg.total - v).alias("total")))
+        """
+        if not callable(adder) or not callable(subtractor):
+            raise TypeError("aggregate takes an initializer and two functions of (aggregate, value) Columns")
+        if isinstance(initializer, bool) or not isinstance(initializer, (Column, int)):
+            init = F.lit(initializer)
+        elif isinstance(initializer, int):
+            init = F.lit(initializer).cast("bigint")
+        else:
+            init = initializer
+        agg, value = F.col("__kstate_agg"), F.col("__kstate_value")
+        added, subtracted = adder(agg, value), subtractor(agg, value)
+        if not isinstance(added, Column) or not isinstance(subtracted, Column):
+            raise TypeError("aggregate's adder and subtractor must return Columns")
+        return self._table(self._jgrouped.aggregateColumns(init._jc, added._jc, subtracted._jc, name))
 
     def __repr__(self) -> str:
         return str(self._jgrouped.toString())

@@ -145,6 +145,15 @@ def test_bad_joins_fail_at_construction(spark, how, fk, error):
     assert e.value.error_class == error
 
 
+def test_streaming_left_table_with_a_batch_right_table_fails_at_construction(spark, tmp_path):
+    stream = spark.readStream.schema(SCHEMA).json(str(tmp_path))
+    left, _ = _tables(stream)
+    _, right = _tables(spark.createDataFrame([], SCHEMA))
+    with pytest.raises(KStateError) as e:
+        left.join(right, foreign_key=FOREIGN_KEY())
+    assert e.value.error_class == "KSTATE_STREAM_STATIC_JOIN"
+
+
 def test_changed_foreign_key_on_restart_is_config_changed(spark, tmp_path):
     src, ckpt = str(tmp_path / "src"), str(tmp_path / "ckpt")
     with FileStream(spark, src, ckpt, _joined("inner"), schema=SCHEMA) as fs:

@@ -6,6 +6,8 @@ the scalatest ``StreamTableJoinStreamingSuite`` (random input on 1 and 3 state p
 """
 from __future__ import annotations
 
+import os
+
 import pytest
 from pyspark.sql import functions as F
 
@@ -228,3 +230,56 @@ def test_join_takes_a_table(spark):
     df = spark.createDataFrame([("s", "a", "v", 1)], SCHEMA)
     with pytest.raises(TypeError):
         df.kstate.join(df, key="k", timestamp="ts")
+
+
+def _stream_df(spark, tmp_path):
+    os.makedirs(str(tmp_path / "in"), exist_ok=True)
+    return spark.readStream.schema(SCHEMA).json(str(tmp_path / "in"))
+
+
+def test_streaming_stream_with_a_static_table_fails_at_construction(spark, tmp_path):
+    """Decision: a stream joined with a table built from a batch DataFrame (or the reverse) is a
+    named error when the DataFrame is built, pointing to Spark's stream–static join: kstate's join
+    takes the table's updates as a stream (a static table would be read again, whole, each
+    micro-batch, and its time semantics would not hold)."""
+    stream = _stream_df(spark, tmp_path).select("k", F.col("v").alias("sv"), "ts")
+    static = spark.createDataFrame([("a", "x", 1)], "k STRING, tv STRING, ts LONG")
+    table = static.kstate.to_table(key="k", timestamp="ts", versioned=VersionedTable(100))
+    with pytest.raises(KStateError) as e:
+        stream.kstate.join(table, key="k", timestamp="ts", how="left")
+    assert e.value.error_class == "KSTATE_STREAM_STATIC_JOIN"
+    assert "stream-static join" in e.value.message and "stream.join(static_df" in e.value.message
+
+
+def test_batch_stream_with_a_streaming_table_fails_at_construction(spark, tmp_path):
+    updates = _stream_df(spark, tmp_path).select("k", F.col("v").alias("tv"), "ts")
+    table = updates.kstate.to_table(key="k", timestamp="ts")
+    batch = spark.createDataFrame([("a", "s", 1)], "k STRING, sv STRING, ts LONG")
+    with pytest.raises(KStateError) as e:
+        batch.kstate.join(table, key="k", timestamp="ts")
+    assert e.value.error_class == "KSTATE_STREAM_STATIC_JOIN"
+    assert "The table is built from a streaming DataFrame and the stream from a batch" in e.value.message
+
+
+def test_table_join_of_a_streaming_and_a_static_table_fails_at_construction(spark, tmp_path):
+    streaming = _stream_df(spark, tmp_path).select("k", F.col("v").alias("a"), "ts").kstate.to_table("k", "ts")
+    static = spark.createDataFrame([("a", "x", 1)], "k STRING, b STRING, ts LONG").kstate.to_table("k", "ts")
+    for left, right in ((streaming, static), (static, streaming)):
+        with pytest.raises(KStateError) as e:
+            left.join(right, how="left")
+        assert e.value.error_class == "KSTATE_STREAM_STATIC_JOIN"
+
+
+def test_join_reports_the_versions_its_table_copy_holds(spark, tmp_path):
+    """tableVersions of the join: its own copy of a versioned table (every update the table
+    passes on; an update at an existing version's timestamp replaces it); 0 for an unversioned one."""
+    for versioned, expected in ((VersionedTable(1000), 3), (None, 0)):
+        with shuffle_partitions(spark, 2):
+            fs = FileStream(spark, str(tmp_path / f"src{expected}"), str(tmp_path / f"ckpt{expected}"),
+                            lambda df: _join(df, versioned=versioned, how="left"), schema=SCHEMA)
+            with fs:
+                fs.add_batch([t("a", "a1", 1), t("a", "a2", 2), t("b", "b1", 1), s("a", "x", 3)])
+                fs.add_batch([t("a", "a2'", 2)])
+                ops = fs.query.lastProgress["stateOperators"]
+                join = [op for op in ops if op["operatorName"] == "kstate_stream_table_join"][0]
+                assert join["customMetrics"]["tableVersions"] == expected

@@ -7,7 +7,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from kstate import KStateError, Suppressed, BufferConfig, VersionedTable
-from _streaming import FileStream, run_batch_df
+from _streaming import FileStream, run_batch_df, shuffle_partitions
 
 SCHEMA = "k STRING, v STRING, ts LONG"
 
@@ -155,3 +155,32 @@ def test_bad_versioned_config(make, error):
     with pytest.raises(KStateError) as e:
         make()
     assert e.value.error_class == error
+
+
+def _custom_metrics(fs, operator):
+    return [op for op in fs.query.lastProgress["stateOperators"] if op["operatorName"] == operator][0]["customMetrics"]
+
+
+def test_versions_gauge_counts_puts_overwrites_and_expiry(spark, tmp_path):
+    """tableVersions: the versions a versioned table holds after each micro-batch (tombstones
+    included); an update with an existing version's timestamp replaces it, one older than stream
+    time − grace is not stored, and versions past the history retention go when cleaned up (the
+    store drops them by time segment: 2 s for a 10 ms retention)."""
+    build = lambda df: df.kstate.to_table("k", "ts", versioned=VersionedTable(10, grace=5)).to_stream()  # noqa: E731
+    with shuffle_partitions(spark, 2):
+        with FileStream(spark, str(tmp_path / "src"), str(tmp_path / "ckpt"), build, schema=SCHEMA) as fs:
+            fs.add_batch([{"k": "a", "v": "p", "ts": 0}, {"k": "a", "v": "q", "ts": 4}, {"k": "b", "v": "r", "ts": 3}])
+            assert _custom_metrics(fs, "kstate_table")["tableVersions"] == 3
+            fs.add_batch([{"k": "a", "v": "q2", "ts": 4}, {"k": "b", "v": None, "ts": 6}])  # replace; a tombstone
+            assert _custom_metrics(fs, "kstate_table")["tableVersions"] == 4
+            # both partitions' stream time 5000, cutoff 4990: a@0 (valid until 4) and b@3 (until 6)
+            # expire; a@4 and b's tombstone @6 (valid until 5000) stay, with the two new versions
+            fs.add_batch([{"k": "a", "v": "s", "ts": 5000}, {"k": "b", "v": "t", "ts": 5000}])
+            assert _custom_metrics(fs, "kstate_table")["tableVersions"] == 4
+
+
+def test_versions_gauge_is_zero_for_an_unversioned_table(spark, tmp_path):
+    build = lambda df: df.kstate.to_table("k", "ts").to_stream()  # noqa: E731
+    with FileStream(spark, str(tmp_path / "src"), str(tmp_path / "ckpt"), build, schema=SCHEMA) as fs:
+        fs.add_batch([{"k": "a", "v": "p", "ts": 0}, {"k": "a", "v": "q", "ts": 4}])
+        assert _custom_metrics(fs, "kstate_table")["tableVersions"] == 0

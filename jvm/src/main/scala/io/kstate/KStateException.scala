@@ -227,6 +227,24 @@ object KStateErrors {
   def invalidStateRead(why: String): KStateException =
     err("KSTATE_INVALID_STATE_READ", s"Cannot read kstate state: $why.")
 
+  def checkpointNotFound(checkpoint: String): KStateException =
+    err("KSTATE_CHECKPOINT_NOT_FOUND",
+      s"Checkpoint $checkpoint does not exist. Pass the checkpointLocation of the streaming " +
+        "query that materialized the table (writeStream.option(\"checkpointLocation\", ...)).")
+
+  def tableNotFound(name: String, checkpoint: String, tables: Seq[String]): KStateException =
+    err("KSTATE_TABLE_NOT_FOUND",
+      s"Checkpoint $checkpoint holds no table named '$name'. Tables there: " +
+        s"${if (tables.isEmpty) "none" else tables.mkString(", ")}. Pass the name= given to " +
+        "to_table(...), or versioned_table-<n> / table-<n> for an unnamed one (as listed).")
+
+  def tableNotVersioned(name: String, checkpoint: String): KStateException =
+    err("KSTATE_TABLE_NOT_VERSIONED",
+      s"Table '$name' in checkpoint $checkpoint is not versioned: it keeps only its latest " +
+        "values, so it cannot be read as of a time. Materialize it with " +
+        "to_table(..., versioned=VersionedTable(history_retention)) (a new checkpoint) to read " +
+        "it with read_table.")
+
   def unsupportedAggregate(expr: String, why: String): KStateException =
     err("KSTATE_UNSUPPORTED_AGGREGATE",
       s"Cannot aggregate '$expr': $why. Windowed aggregations take Spark's built-in aggregate " +
@@ -273,6 +291,30 @@ object KStateErrors {
 
   def internal(msg: String): KStateException = err("KSTATE_INTERNAL_ERROR", msg)
 
+  /**
+   * A stream–table join (`tableJoin` false) or a table–table join (true) of a streaming and a
+   * batch input; `leftStreaming`: which side is the streaming one.
+   */
+  def streamStaticJoin(tableJoin: Boolean, leftStreaming: Boolean): KStateException = {
+    val (left, right) = if (tableJoin) ("left table", "right table") else ("stream", "table")
+    val (streaming, static) = if (leftStreaming) (left, right) else (right, left)
+    val fix =
+      if (!tableJoin && leftStreaming)
+        "To enrich a stream with the rows of a static (batch) DataFrame use Spark's stream-static " +
+          "join: stream.join(static_df, on=key, how=\"left\") (the static side's current rows, no " +
+          "time semantics); for as-of lookups read the table's updates as a stream " +
+          "(spark.readStream) and build the table from it with to_table."
+      else if (tableJoin)
+        "Build both tables from streaming DataFrames (spark.readStream), or both from batch " +
+          "DataFrames; to enrich a streaming table's updates with static rows use Spark's " +
+          "stream-static join on its to_stream()."
+      else "Build the stream from a streaming DataFrame too, or the table from a batch DataFrame " +
+        "(a batch join is one micro-batch)."
+    err("KSTATE_STREAM_STATIC_JOIN",
+      s"The $streaming is built from a streaming DataFrame and the $static from a batch DataFrame: " +
+        s"kstate's joins take both inputs as streams of updates (or both as batches). $fix")
+  }
+
   def joinGraceOnUnversionedTable(graceMs: Long): KStateException =
     err("KSTATE_JOIN_GRACE_ON_UNVERSIONED_TABLE",
       s"A stream-table join with a grace period (${graceMs}ms) needs a versioned table: the " +
@@ -307,7 +349,15 @@ object KStateErrors {
         "sum(column) and reduce(adder, subtractor) read the grouped value columns (group_by's " +
         "value=, else the table's value columns): sum takes a numeric expression over them, " +
         "reduce two functions of (aggregate, value) returning the value's type, e.g. " +
-        "reduce(lambda agg, v: agg + v, lambda agg, v: agg - v).")
+        "reduce(lambda agg, v: agg + v, lambda agg, v: agg - v); agg takes count, sum and avg; " +
+        "aggregate an initializer and two functions returning the initializer's type.")
+  def tableAggregateWithoutSubtractor(aggregate: String, column: String, why: String): KStateException =
+    err("KSTATE_TABLE_AGGREGATE_WITHOUT_SUBTRACTOR",
+      s"Cannot use $aggregate (in agg column '$column') on a grouped table: $why. A grouped table's " +
+        "rows change, so each aggregate must be able to take a value out again: agg takes count(*), " +
+        "count(col), sum(col) and avg(col)/mean(col). Write any other aggregate with " +
+        "reduce(adder, subtractor) or aggregate(initializer, adder, subtractor), whose subtractor you " +
+        "write (e.g. keep a sum and a count and take each value out).")
   def joinColumnClash(column: String, streamColumns: Seq[String], tableValues: Seq[String]): KStateException =
     err("KSTATE_DUPLICATE_COLUMN",
       s"The stream-table join would output two columns named '$column': the stream's columns " +

@@ -65,7 +65,7 @@ object LayeringSuite {
    * provider its public class name (`KStateStoreProvider`).
    */
   val EntryPoints: Set[String] =
-    Set("KStateDataFrame.scala", "KStateExtensions.scala", "KStateStateReader.scala", "KStateStoreProvider.scala",
+    Set("KStateDataFrame.scala", "KStateExtensions.scala", "KStateStateReader.scala", "KStateTableReader.scala", "KStateStoreProvider.scala",
       "KTable.scala", "KGroupedTable.scala")
 
 }

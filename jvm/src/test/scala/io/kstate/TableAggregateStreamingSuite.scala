@@ -8,7 +8,7 @@ import io.kstate.testing.KStateSparkSuite
 import org.apache.spark.sql.{Column, DataFrame, Row, SQLContext}
 import org.apache.spark.sql.catalyst.expressions.{Literal, Murmur3Hash}
 import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
-import org.apache.spark.sql.functions.{col, concat, lit, struct, when}
+import org.apache.spark.sql.functions.{avg, col, concat, count, count_distinct, first, lit, max, struct, sum, when}
 import org.apache.spark.sql.kstate.processor.table.InMemoryTableState
 import org.apache.spark.sql.kstate.processor.tableagg.{TableAggFixtures, TableAggInputs, TableAggregationDriver}
 import org.apache.spark.sql.streaming.{StreamingQuery, StreamingQueryException}
@@ -17,7 +17,7 @@ import org.scalacheck.Gen
 import org.scalacheck.rng.Seed
 
 /**
- * Table aggregation (`table.groupBy(...).count()/sum/reduce`) wired into Spark: both stages as
+ * Table aggregation (`table.groupBy(...).count()/sum/reduce/agg/aggregate`) wired into Spark: both stages as
  * execs, store-backed state across micro-batches and restarts, the stage-2 order, construction
  * errors; and, on random input, every emitted change (group, aggregate, old aggregate,
  * timestamp) per micro-batch identical to [[TableAggregationDriver]] (the Scala model) with
@@ -141,6 +141,67 @@ class TableAggregateStreamingSuite extends KStateSparkSuite {
     assert(error(t.groupBy(col("k")).count("bad name!")) === "KSTATE_INVALID_OPERATOR_NAME")
   }
 
+  test("agg of count, count(col), sum, avg, with a restart between batches: the groups and values of Spark's batch groupBy.agg") {
+    val batches = Seq(
+      Seq[Rec](("a", 1L, Some(3L)), ("b", 2L, Some(4L)), ("c", 3L, Some(23L))),
+      Seq[Rec](("a", 4L, Some(5L)), ("c", 5L, None)), // a stays in A (one update); c deleted: B loses its last row
+      Seq[Rec](("b", 6L, Some(21L)))) // b moves from A to B
+    val aggregated = (df: DataFrame) => changes(table(df, None).groupBy(groupOf(col("v")).as("g"), col("v"))
+      .agg(count("*"), count(col("v")).as("n"), sum("v"), avg("v"), (sum("v") * 2).as("twice")))
+    val rows = run(batches, aggregated, restartEach = true)
+    def shown(r: Row) = (r.getString(0), Option(r.get(1)).map(_ => (r.getLong(1), r.getLong(2), r.getLong(3),
+      r.getDouble(4), r.getLong(5))), r.getLong(6))
+    assert(rows.map(_.map(shown).sortBy(_._1)) === Seq(
+      Seq(("A", Some((1L, 1L, 3L, 3.0, 6L)), 1L), ("A", Some((2L, 2L, 7L, 3.5, 14L)), 2L), ("B", Some((1L, 1L, 23L, 23.0, 46L)), 3L)),
+      Seq(("A", Some((2L, 2L, 9L, 4.5, 18L)), 4L), ("B", None, 5L)), // B deleted: a tombstone (Spark has no group B)
+      Seq(("A", Some((1L, 1L, 5L, 5.0, 10L)), 6L), ("B", Some((1L, 1L, 21L, 21.0, 42L)), 6L))))
+    // the columns are named as Spark's batch agg names them, in its types
+    val t = table(spark.createDataFrame(Seq(("a", 1L, 3L))).toDF("k", "ts", "v"), None).groupBy(col("k"), col("v"))
+      .agg(count("*"), count(col("v")).as("n"), sum("v"), avg("v"))
+    val batch = spark.createDataFrame(Seq(Tuple1(3L))).toDF("v").agg(count("*"), count(col("v")).as("n"), sum("v"), avg("v"))
+    assert(t.valueColumns === batch.columns.toSeq)
+    assert(t.toStream().schema.fields.slice(1, 5).map(f => (f.name, f.dataType)).toSeq ===
+      batch.schema.fields.map(f => (f.name, f.dataType)).toSeq)
+  }
+
+  test("aggregate(initializer, adder, subtractor): the aggregate's own type (a struct), deleted by a null result") {
+    val static = spark.createDataFrame(Seq(("a", 1L, 3L), ("b", 2L, 4L), ("a", 3L, 6L), ("b", 4L, 4L)))
+      .toDF("k", "ts", "v")
+    val t = static.kstate.toTable(col("k"), col("ts")).groupBy(lit("all").as("g"), col("v"))
+      .aggregate(struct(lit(0L).as("n"), lit(0.0).as("total")),
+        (agg, v) => struct((agg("n") + 1).as("n"), (agg("total") + v).as("total")),
+        (agg, v) => when(agg("n") === 1, lit(null)).otherwise(struct((agg("n") - 1).as("n"), (agg("total") - v).as("total"))))
+    assert(t.valueColumns === Seq("n", "total"))
+    // a=3, b=4, a: 3 -> 6 (one update), b: 4 -> 4
+    assert(t.toStream().collect().toSeq.map(r => (r.getLong(1), r.getDouble(2), r.getLong(3))) ===
+      Seq((1L, 3.0, 1L), (2L, 7.0, 2L), (2L, 10.0, 3L), (2L, 10.0, 4L)))
+    val named = static.kstate.toTable(col("k"), col("ts")).groupBy(lit("all").as("g"), col("v"))
+      .aggregate(lit(1L).as("product"), (agg, v) => agg * v, (agg, v) => agg / v cast "bigint")
+    assert(named.valueColumns === Seq("product"))
+    assert(named.toStream().collect().toSeq.map(_.getLong(1)) === Seq(3L, 12L, 24L, 24L))
+    val unnamed = static.kstate.toTable(col("k"), col("ts")).groupBy(lit("all").as("g"), col("v"))
+      .aggregate(lit(0L), (agg, v) => agg + v, (agg, v) => agg - v)
+    assert(unnamed.valueColumns === Seq("aggregate"))
+  }
+
+  test("bad agg and aggregate arguments fail at construction with named errors") {
+    val t = table(spark.createDataFrame(Seq(("a", 1L, 3L))).toDF("k", "ts", "v"), None).groupBy(col("k"), col("v"))
+    def error(f: => Any): KStateException = intercept[KStateException](f)
+    val noSubtractor = error(t.agg(count("*"), max("v")))
+    assert(noSubtractor.errorClass === "KSTATE_TABLE_AGGREGATE_WITHOUT_SUBTRACTOR")
+    assert(noSubtractor.getMessage.contains("max(v)") && noSubtractor.getMessage.contains("reduce"))
+    assert(error(t.agg(count_distinct(col("v")))).errorClass === "KSTATE_TABLE_AGGREGATE_WITHOUT_SUBTRACTOR")
+    assert(error(t.agg(first("v"))).errorClass === "KSTATE_TABLE_AGGREGATE_WITHOUT_SUBTRACTOR")
+    assert(error(t.agg(sum("nope"))).errorClass === "KSTATE_MISSING_COLUMN")
+    assert(error(t.agg(col("v"))).errorClass === "KSTATE_INVALID_TABLE_AGGREGATE")
+    assert(error(t.agg(sum("v").as("k"))).errorClass === "KSTATE_INVALID_TABLE_AGGREGATE") // named like the key
+    // aggregate: the adder and subtractor return the initializer's type
+    assert(error(t.aggregate(lit(0), (a, v) => a + v, (a, v) => a - v)).errorClass === "KSTATE_INVALID_TABLE_AGGREGATE")
+    assert(error(t.aggregate(lit(0L), (a, v) => a + v, (a, v) => (a - v).cast("double"))).errorClass ===
+      "KSTATE_INVALID_TABLE_AGGREGATE")
+    assert(error(t.aggregate(col("v"), (a, v) => a + v, (a, v) => a - v)).errorClass === "KSTATE_INVALID_TABLE_AGGREGATE")
+  }
+
   test("a changed aggregation on restart is KSTATE_OPERATOR_CONFIG_CHANGED") {
     val in = input()
     val ckpt = tempDir("ckpt")
@@ -163,7 +224,9 @@ class TableAggregateStreamingSuite extends KStateSparkSuite {
       case TableAggCase.Count => grouped.count()
       case TableAggCase.Sum => grouped.sum("gv")
       case TableAggCase.DeletingReduce => grouped.reduce((a, x) => a + x, (a, x) => when(a - x === 0, lit(null)).otherwise(a - x))
-      case other => throw new IllegalArgumentException(other.toString)
+      case TableAggCase.Chain => // the groups' names all have length 2: chainAdd's g.length
+        grouped.aggregate(lit(TableAggCase.chainInit.longValue), (a, x) => a * 3 + x + 2,
+          (a, x) => when((a - x) % 4 === 0, lit(null)).otherwise(a - x))
     }
   }
 
@@ -182,7 +245,7 @@ class TableAggregateStreamingSuite extends KStateSparkSuite {
       val old = spark.conf.get("spark.sql.shuffle.partitions")
       spark.conf.set("spark.sql.shuffle.partitions", n.toString)
       try {
-        val cases = Seq(TableAggCase.Count, TableAggCase.Sum, TableAggCase.DeletingReduce)
+        val cases = TableAggCase.all
         for (i <- 1 to 2; c <- cases) {
           val seed = i * 101L + n
           val retention = if (i % 2 == 0) Some(Gen.choose(0L, 15L).pureApply(Gen.Parameters.default, Seed(seed))) else None

@@ -13,7 +13,7 @@ import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.plans.KStateStreamTableJoin
 import org.apache.spark.sql.kstate.processor.MetricSet
 import org.apache.spark.sql.kstate.processor.join.{InMemoryStreamTableJoinBuffer, StreamTableJoinBuffer, StreamTableJoinEmitter, StreamTableJoinMetrics, StreamTableJoinProcessor, StreamTableJoinSpec}
-import org.apache.spark.sql.kstate.processor.table.{InMemoryTableState, TableState}
+import org.apache.spark.sql.kstate.processor.table.TableState
 import org.apache.spark.sql.kstate.state.{KStateStore, StoreStreamTableJoinBuffer, StoreTableState, StoreVersionedTableState}
 import org.apache.spark.sql.types.{StructField, StructType}
 
@@ -71,20 +71,9 @@ case class KStateStreamTableJoinExec(
 
   override protected def newTask(store: Option[StateStore]): KStateTask = {
     val spec = StreamTableJoinSpec(leftJoin, versioned.map(_.historyRetentionMs), graceMs)
-    val (table, finishTable): (TableState[UnsafeRow, UnsafeRow], () => Long) = (store, versioned) match {
-      case (Some(k: KStateStore), Some(v)) =>
-        val s = new StoreVersionedTableState(k, "stj_table", v.historyRetentionMs, v.historyRetentionMs, valueCount)
-        (s, () => s.cleanup().toLong)
-      case (Some(other), Some(_)) =>
-        throw KStateErrors.providerLacksCapabilities(operatorName, other.getClass.getName,
-          Seq(StoreCapability.VersionedStore.description))
-      case (Some(s), None) =>
-        val t = new StoreTableState(s, stateKeySchema, valueCount)
-        (t, () => { t.commitStreamTime(); 0L })
-      case (None, Some(v)) =>
-        (InMemoryTableState.versioned[UnsafeRow, UnsafeRow](v.historyRetentionMs, v.historyRetentionMs), () => 0L)
-      case (None, None) => (InMemoryTableState.unversioned[UnsafeRow, UnsafeRow](), () => 0L)
-    }
+    // stored with grace = retention: see the class comment
+    val chosen = TableStateChoice.choose(operatorName, store, versioned.map(v => v.withGraceMillis(v.historyRetentionMs)),
+      "stj_table", stateKeySchema, valueCount)
     val buffer: Option[StreamTableJoinBuffer[UnsafeRow, UnsafeRow]] = graceMs.map { _ =>
       store match {
         case Some(k: KStateStore) => new StoreStreamTableJoinBuffer(k, "join", 1, streamFields)
@@ -93,11 +82,12 @@ case class KStateStreamTableJoinExec(
         case None => new InMemoryStreamTableJoinBuffer[UnsafeRow, UnsafeRow]()(KStateStreamTableJoinExec.ByBytes)
       }
     }
-    new JoinTask(new StreamTableJoinProcessor(spec, table, buffer), finishTable, buffer)
+    new JoinTask(new StreamTableJoinProcessor(spec, chosen.state, buffer), chosen.state, chosen.finish, buffer)
   }
 
   private final class JoinTask(
       processor: StreamTableJoinProcessor[UnsafeRow, UnsafeRow, UnsafeRow],
+      table: TableState[UnsafeRow, UnsafeRow],
       finishTable: () => Long,
       buffer: Option[StreamTableJoinBuffer[UnsafeRow, UnsafeRow]]) extends TwoInputTask(child.output) {
     private val nStream = streamFields
@@ -151,6 +141,7 @@ case class KStateStreamTableJoinExec(
       target = r => out += r
       processor.finish(emitter)
       processor.counters.add(StreamTableJoinMetrics.TableVersionsCleaned, finishTable())
+      processor.counters.set(StreamTableJoinMetrics.TableVersions, table.numVersions)
     }
 
     override def finishOutput: Iterator[InternalRow] = out.iterator

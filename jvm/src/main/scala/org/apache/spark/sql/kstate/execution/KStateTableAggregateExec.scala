@@ -1,7 +1,7 @@
 package org.apache.spark.sql.kstate.execution
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, BoundReference, Expression, GenericInternalRow, GetStructField, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, BoundReference, CreateNamedStruct, Expression, GenericInternalRow, GetStructField, If, IsNull, Literal, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.plans.TableAggregateSpec
@@ -16,8 +16,8 @@ import org.apache.spark.sql.types.{BooleanType, StructType}
  * per group partition, a [[TableAggregateProcessor]] over the group changes of stage 1
  * ([[KStateTableRegroupExec]]), with an [[ExpressionTableAggregator]] for the spec and each
  * group's aggregate in a [[StoreTableState]] (heap for batch DataFrames). Every result is
- * emitted (one row per group change, as Kafka without caching): the group key, the aggregate
- * columns (null on a tombstone), the result timestamp in the table's timestamp type, the
+ * emitted (one row per group change, as Kafka without caching): the group key, the aggregate's
+ * result columns (null on a tombstone; `agg`'s are evaluated on its state columns), the result timestamp in the table's timestamp type, the
  * previous aggregate as a struct, and `latest` (true).
  */
 case class KStateTableAggregateExec(
@@ -55,18 +55,19 @@ case class KStateTableAggregateExec(
     private val subtractOrdinal = in.indexWhere(_.exprId == subtract.exprId)
     private val nValues = spec.value.length
     private val groupType = group.dataType
-    private val timestampType = output(spec.aggregate.length + 1).dataType
+    private val timestampType = output(spec.output.length + 1).dataType
     private val toTimestamp = KStateStatefulExec.millisTo(timestampType)
     // (group, aggregate struct, timestamp, old aggregate struct, latest) -> the output columns
     private val result = new GenericInternalRow(5)
     private val outProj = {
       val aggType = spec.aggregateType
-      val aggStruct = BoundReference(1, aggType, nullable = true)
+      val newAgg = BoundReference(1, aggType, nullable = true)
+      val oldAgg = BoundReference(3, aggType, nullable = true)
       UnsafeProjection.create(
         Seq(BoundReference(0, groupType, nullable = false)) ++
-          spec.aggregate.indices.map(i => GetStructField(aggStruct, i, Some(spec.aggregate(i).name))) ++
+          KStateTableAggregateExec.resultColumns(spec, newAgg) ++
           Seq(BoundReference(2, timestampType, nullable = false),
-            BoundReference(3, aggType, nullable = true), BoundReference(4, BooleanType, nullable = false)))
+            KStateTableAggregateExec.resultStruct(spec, oldAgg), BoundReference(4, BooleanType, nullable = false)))
     }
     private var emit: InternalRow => Unit = _
     private val emitChange: TableChange[UnsafeRow, UnsafeRow] => Unit = c => {
@@ -98,4 +99,29 @@ case class KStateTableAggregateExec(
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): KStateTableAggregateExec = copy(child = newChild)
+}
+
+object KStateTableAggregateExec {
+  /**
+   * The result's value columns ([[TableAggregateSpec.output]]) of the stored aggregate `agg` (a
+   * struct of the spec's aggregate columns): each null when `agg` is (a deleted group).
+   */
+  def resultColumns(spec: TableAggregateSpec, agg: Expression): Seq[Expression] = {
+    val fields = spec.aggregate.indices.map(i => GetStructField(agg, i, Some(spec.aggregate(i).name)))
+    if (spec.result.isEmpty) fields
+    else {
+      val byId = spec.aggregate.map(_.exprId).zip(fields).toMap
+      spec.result.map { r =>
+        val e = r match { case Alias(child, _) => child; case other => other }
+        val bound = e.transform { case a: Attribute if byId.contains(a.exprId) => byId(a.exprId) }
+        If(IsNull(agg), Literal(null, r.dataType), bound)
+      }
+    }
+  }
+
+  /** [[resultColumns]] as one struct of the output columns, null when `agg` is. */
+  def resultStruct(spec: TableAggregateSpec, agg: Expression): Expression =
+    if (spec.result.isEmpty) agg
+    else If(IsNull(agg), Literal(null, spec.outputType),
+      CreateNamedStruct(spec.output.zip(resultColumns(spec, agg)).flatMap { case (o, e) => Seq(Literal(o.name), e) }))
 }

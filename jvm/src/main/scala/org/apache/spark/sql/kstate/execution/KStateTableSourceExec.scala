@@ -1,6 +1,5 @@
 package org.apache.spark.sql.kstate.execution
 
-import io.kstate.KStateErrors
 import io.kstate.tables.VersionedTable
 
 import org.apache.spark.sql.catalyst.InternalRow
@@ -8,14 +7,13 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, Generic
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.processor.MetricSet
-import org.apache.spark.sql.kstate.processor.table.{InMemoryTableState, TableMetrics, TableSource, TableSourceProcessor, TableState}
-import org.apache.spark.sql.kstate.state.{KStateStore, StoreTableState, StoreVersionedTableState}
+import org.apache.spark.sql.kstate.processor.table.{TableMetrics, TableSource, TableSourceProcessor, TableState}
 import org.apache.spark.sql.types.StructType
 
 /**
  * Physical table source ([[org.apache.spark.sql.kstate.plans.KStateTableSource]]): a
- * [[TableSource]] per state partition over the table's materialization (latest by processing
- * order in [[StoreTableState]], or versioned in [[StoreVersionedTableState]]; heap states for
+ * [[TableSource]] per state partition over the table's materialization ([[TableStateChoice]]:
+ * latest by processing order, or versioned in the families `kstate_vs_table_*`; heap states for
  * batch DataFrames). Each stored update is emitted as its input row followed by the key's old
  * value (a struct of the value columns, null when absent) and whether the update is the key's
  * latest. Null keys and null timestamps are dropped and counted; so are the updates a versioned
@@ -40,20 +38,9 @@ case class KStateTableSourceExec(
   override protected def metricSet: MetricSet = TableMetrics
 
   override protected def newTask(store: Option[StateStore]): KStateTask = {
-    val (state, finishState): (TableState[UnsafeRow, UnsafeRow], () => Long) = (store, versioned) match {
-      case (Some(k: KStateStore), Some(v)) =>
-        val s = new StoreVersionedTableState(k, "table", v.historyRetentionMs, v.graceMs, values.length)
-        (s, () => s.cleanup().toLong)
-      case (Some(other), Some(_)) =>
-        throw KStateErrors.providerLacksCapabilities(operatorName, other.getClass.getName,
-          Seq(StoreCapability.VersionedStore.description))
-      case (Some(s), None) =>
-        val t = new StoreTableState(s, stateKeySchema, values.length)
-        (t, () => { t.commitStreamTime(); 0L })
-      case (None, Some(v)) => (InMemoryTableState.versioned[UnsafeRow, UnsafeRow](v.historyRetentionMs, v.graceMs), () => 0L)
-      case (None, None) => (InMemoryTableState.unversioned[UnsafeRow, UnsafeRow](), () => 0L)
-    }
-    new TableSourceTask(state, finishState)
+    val chosen = TableStateChoice.choose(operatorName, store, versioned, KStateTableSourceExec.VersionedStoreName,
+      stateKeySchema, values.length)
+    new TableSourceTask(chosen.state, chosen.finish)
   }
 
   private final class TableSourceTask(state: TableState[UnsafeRow, UnsafeRow], finishState: () => Long)
@@ -89,7 +76,10 @@ case class KStateTableSourceExec(
       }
     }
 
-    override def finish(): Unit = cleanedUp = finishState()
+    override def finish(): Unit = {
+      cleanedUp = finishState()
+      processor.counters.set(TableMetrics.Versions, state.numVersions)
+    }
 
     override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(processor.counters,
       totalStateRows = -1L,
@@ -98,4 +88,9 @@ case class KStateTableSourceExec(
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): KStateTableSourceExec = copy(child = newChild)
+}
+
+object KStateTableSourceExec {
+  /** The name of the versioned store a versioned table keeps its versions in (`kstate_vs_table_*`; `kstate.read_table` reads it). */
+  val VersionedStoreName = "table"
 }

@@ -56,15 +56,13 @@ object KStateFkJoin {
    * Both stages of the foreign-key join of the tables whose change rows are `left` and `right`;
    * `foreignKey` is resolved over `left.plan` (deterministic: the caller checks). Checked: `how`,
    * the foreign key's type against the right key's (equal, or widened by an up-cast), equal
-   * timestamp types, distinct output column names.
+   * timestamp types, distinct output column names, both tables streaming or both batch.
    */
   def of(left: TableTransforms.Changes, right: TableTransforms.Changes, rightVersioning: Option[VersionedTable],
       foreignKey: Expression, how: String, name: Option[String]): KStateFkJoin = {
     val kind = Option(how).map(_.trim.toLowerCase(java.util.Locale.ROOT)).orNull
     if (!Hows.contains(kind)) throw KStateErrors.invalidForeignKeyJoinType(String.valueOf(how))
-    val names = Seq(left.key, left.timestamp) ++ left.values ++ right.values
-    names.groupBy(_.toLowerCase(java.util.Locale.ROOT)).collectFirst { case (_, ns) if ns.size > 1 => ns.head }
-      .foreach(n => throw KStateErrors.joinColumnClash(n, left.key, left.timestamp, left.values, right.values))
+    KStateTableJoin.checkTables(left, right)
     val fk = foreignKeyOf(foreignKey, right)
     val leftKey = left.attr(left.key)
     val leftTs = left.attr(left.timestamp)

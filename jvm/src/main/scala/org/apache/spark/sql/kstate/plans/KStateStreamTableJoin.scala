@@ -32,6 +32,11 @@ case class KStateStreamTableJoin(
 
   override def output: Seq[Attribute] = streamColumns ++ tableValues
   override def producedAttributes: AttributeSet = outputSet
+  /**
+   * The exec reads the whole envelope (side, key, timestamp and both sides' structs), found by
+   * name: all of it is referenced, so column pruning under a projection keeps it.
+   */
+  override def references: AttributeSet = child.outputSet
   override def kind: String = "stream_table_join"
 
   private def envelope(name: String): Attribute = child.output.find(_.name == name).get
@@ -59,7 +64,8 @@ object KStateStreamTableJoin {
   /**
    * The join of `stream` (keyed and timed by `streamKey` / `streamTs`, resolved over it) with
    * `table`'s change rows. Checked here, when the DataFrame is built: a table value column named
-   * like a stream column (`KSTATE_DUPLICATE_COLUMN`), key and timestamp types
+   * like a stream column (`KSTATE_DUPLICATE_COLUMN`), a streaming and a batch input
+   * (`KSTATE_STREAM_STATIC_JOIN`: Spark's stream–static join is the tool there), key and timestamp types
    * (`KSTATE_MISMATCHED_INPUTS`, by [[TwoInputs]]), the grace period ([[StreamTableJoinSpec]]:
    * negative, on an unversioned table, above the history retention).
    */
@@ -72,6 +78,9 @@ object KStateStreamTableJoin {
       stream: LogicalPlan, streamKey: Expression, streamTs: Expression,
       table: TableTransforms.Changes): KStateStreamTableJoin = {
     StreamTableJoinSpec(leftJoin, versioned.map(_.historyRetentionMs), graceMs) // grace: named errors
+    if (stream.isStreaming != table.plan.isStreaming) {
+      throw KStateErrors.streamStaticJoin(tableJoin = false, leftStreaming = stream.isStreaming)
+    }
     val streamNames = stream.output.map(_.name.toLowerCase).toSet
     table.values.find(v => streamNames.contains(v.toLowerCase)).foreach { n =>
       throw KStateErrors.joinColumnClash(n, stream.output.map(_.name), table.values)

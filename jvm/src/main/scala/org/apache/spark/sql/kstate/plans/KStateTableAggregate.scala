@@ -9,7 +9,8 @@ import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
  * Stage 2 of a table aggregation (Kafka's `KTableAggregate` / `KTableReduce`): over the group
  * changes of [[KStateTableRegroup]] (its child), partitioned by group, keeps each group's
  * aggregate ([[TableAggregateSpec]]) and its timestamp, and emits the result table's change
- * rows: the group key (the child's group attribute), the aggregate columns, the timestamp (in
+ * rows: the group key (the child's group attribute), the aggregate's result columns
+ * ([[TableAggregateSpec.output]]), the timestamp (in
  * the source table's timestamp type), [[TableChangeColumns.OldValue]] (the previous aggregate)
  * and [[TableChangeColumns.Latest]] (always true: the result is an unversioned table).
  *
@@ -41,7 +42,8 @@ case class KStateTableAggregate(
     "aggregation" -> spec.kind,
     "groupType" -> group.dataType.catalogString,
     "valueType" -> spec.valueType.catalogString,
-    "aggregateType" -> spec.aggregateType.catalogString)
+    "aggregateType" -> spec.aggregateType.catalogString) ++
+    (if (spec.result.isEmpty) Map.empty else Map("resultType" -> spec.outputType.catalogString))
 
   override protected def withNewChildInternal(newChild: LogicalPlan): KStateTableAggregate = copy(child = newChild)
 }

@@ -37,7 +37,10 @@ case class KStateTableSource(
     "kind" -> kind,
     "keyType" -> key.dataType.catalogString,
     "valueType" -> TableChangeColumns.valueType(values).catalogString,
-    "timestampType" -> timestamp.dataType.catalogString) ++
+    "timestampType" -> timestamp.dataType.catalogString,
+    // the column names, for kstate.read_table (the value columns' are in valueType)
+    "keyColumn" -> key.name,
+    "timestampColumn" -> timestamp.name) ++
     versioned.toSeq.flatMap(v => Seq("historyRetentionMs" -> v.historyRetentionMs.toString,
       "graceMs" -> v.graceMs.toString))
 

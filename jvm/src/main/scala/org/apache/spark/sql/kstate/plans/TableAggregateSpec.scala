@@ -1,6 +1,6 @@
 package org.apache.spark.sql.kstate.plans
 
-import org.apache.spark.sql.catalyst.expressions.{Add, Attribute, AttributeReference, Cast, CreateNamedStruct, Expression, GetStructField, Literal, Subtract}
+import org.apache.spark.sql.catalyst.expressions.{Add, Attribute, AttributeReference, Cast, CreateNamedStruct, Expression, GetStructField, Literal, NamedExpression, Subtract}
 import org.apache.spark.sql.types._
 
 /**
@@ -14,6 +14,9 @@ import org.apache.spark.sql.types._
  *    initializer); None: the first value is the aggregate (Kafka's `reduce`).
  *  - [[add]] / [[subtract]]: the new aggregate's columns; an aggregate whose columns are ALL
  *    null is deleted (a tombstone is emitted), as Kafka deletes a null aggregate.
+ *  - [[result]]: the result table's value columns as expressions over [[aggregate]] (the stored
+ *    state), evaluated on each stored aggregate as it is emitted (`agg`'s avg is its state's sum
+ *    over its count); empty: the aggregate's columns are the result's ([[output]]).
  *
  * The expressions' own attributes are not plan attributes: they are hidden from Catalyst (a
  * plan node holds the spec, not its expressions) and bound by the exec.
@@ -24,9 +27,13 @@ final case class TableAggregateSpec(
     value: Seq[Attribute],
     initial: Option[Seq[Expression]],
     add: Seq[Expression],
-    subtract: Seq[Expression]) {
+    subtract: Seq[Expression],
+    result: Seq[NamedExpression] = Nil) {
   def aggregateType: StructType = TableChangeColumns.valueType(aggregate)
   def valueType: StructType = TableChangeColumns.valueType(value)
+  /** The result table's value columns: [[result]]'s, else the stored aggregate's. */
+  val output: Seq[Attribute] = if (result.isEmpty) aggregate else result.map(_.toAttribute)
+  def outputType: StructType = TableChangeColumns.valueType(output)
 }
 
 object TableAggregateSpec {
@@ -65,17 +72,45 @@ object TableAggregateSpec {
   def reduce(value: Seq[Attribute], adder: Expression, subtractor: Expression,
       aggPlaceholder: Attribute, valuePlaceholder: Attribute): TableAggregateSpec = {
     val agg = value.map(a => AttributeReference(a.name, a.dataType)())
-    def asOne(attrs: Seq[Attribute]): Expression =
-      if (attrs.length == 1) attrs.head
-      else CreateNamedStruct(attrs.flatMap(a => Seq(Literal(a.name), a)))
-    def fields(e: Expression): Seq[Expression] = {
-      val bound = e.transform {
-        case a: Attribute if a.exprId == aggPlaceholder.exprId => asOne(agg)
-        case a: Attribute if a.exprId == valuePlaceholder.exprId => asOne(value)
-      }
-      if (value.length == 1) Seq(bound) else value.indices.map(i => GetStructField(bound, i, Some(value(i).name)))
+    val bind = binder(agg, agg.length > 1, value, aggPlaceholder, valuePlaceholder)
+    TableAggregateSpec("reduce", agg, value, None, bind(adder), bind(subtractor))
+  }
+
+  /**
+   * Kafka's `aggregate(initializer, adder, subtractor)` on the grouped values: the aggregate has
+   * the initializer's type (one column `name`, or one column per field of a struct initializer);
+   * `adder` / `subtractor` are resolved over the placeholders (the aggregate's placeholder has
+   * the initializer's type, the value's [[placeholderType]]) and return the initializer's type.
+   */
+  def aggregate(value: Seq[Attribute], initializer: Expression, name: String, adder: Expression,
+      subtractor: Expression, aggPlaceholder: Attribute, valuePlaceholder: Attribute): TableAggregateSpec = {
+    val (agg, isStruct) = initializer.dataType match {
+      case s: StructType => (s.fields.toSeq.map(f => AttributeReference(f.name, f.dataType)()), true)
+      case t => (Seq(AttributeReference(name, t)()), false)
     }
-    TableAggregateSpec("reduce", agg, value, None, fields(adder), fields(subtractor))
+    def fields(e: Expression): Seq[Expression] =
+      if (isStruct) agg.indices.map(i => GetStructField(e, i, Some(agg(i).name))) else Seq(e)
+    val bind = binder(agg, isStruct, value, aggPlaceholder, valuePlaceholder)
+    TableAggregateSpec("aggregate", agg, value, Some(fields(initializer)), bind(adder), bind(subtractor))
+  }
+
+  /**
+   * A function's expression over the placeholders as the aggregate's columns: the placeholders
+   * bound to the aggregate (`aggAsStruct`: a struct of its columns, else its one column) and the
+   * value ([[placeholderType]]), the result split into the aggregate's columns.
+   */
+  private def binder(agg: Seq[Attribute], aggAsStruct: Boolean, value: Seq[Attribute],
+      aggPlaceholder: Attribute, valuePlaceholder: Attribute): Expression => Seq[Expression] = {
+    def asStruct(attrs: Seq[Attribute]): Expression = CreateNamedStruct(attrs.flatMap(a => Seq(Literal(a.name), a)))
+    val aggBound = if (aggAsStruct) asStruct(agg) else agg.head
+    val valueBound = if (value.length == 1) value.head else asStruct(value)
+    e => {
+      val bound = e.transform {
+        case a: Attribute if a.exprId == aggPlaceholder.exprId => aggBound
+        case a: Attribute if a.exprId == valuePlaceholder.exprId => valueBound
+      }
+      if (aggAsStruct) agg.indices.map(i => GetStructField(bound, i, Some(agg(i).name))) else Seq(bound)
+    }
   }
 
   /**

@@ -50,10 +50,7 @@ object PartitionStateIterator {
   /** Opens `partition` of `target` read-only; on failure, releases what was opened. */
   def open(target: StateReadTarget, partition: Int, hadoopConf: Configuration)
     : PartitionStateIterator = {
-    val provider = StateStoreProvider.createAndInit(
-      StateStoreProviderId(target.storeId(partition), java.util.UUID.randomUUID()),
-      target.keySchema, target.valueSchema, NoPrefixKeyStateEncoderSpec(target.keySchema),
-      true, target.storeConf, hadoopConf, false, None)
+    val provider = providerOf(target, partition, hadoopConf)
     var store: ReadStateStore = null
     try {
       store = provider.getReadStore(target.version)
@@ -66,6 +63,16 @@ object PartitionStateIterator {
         throw e
     }
   }
+
+  /**
+   * A provider of its own (not Spark's executor-wide cache) for `partition` of `target`, with the
+   * default column family's schemas; the caller closes it.
+   */
+  def providerOf(target: StateReadTarget, partition: Int, hadoopConf: Configuration): StateStoreProvider =
+    StateStoreProvider.createAndInit(
+      StateStoreProviderId(target.storeId(partition), java.util.UUID.randomUUID()),
+      target.keySchema, target.valueSchema, NoPrefixKeyStateEncoderSpec(target.keySchema),
+      true, target.storeConf, hadoopConf, false, None)
 
   /** Runs every step even if some fail; the first failure is thrown (or added to `primary`). */
   private def closeAll(steps: Seq[() => Unit], primary: Option[Throwable] = None): Unit = {

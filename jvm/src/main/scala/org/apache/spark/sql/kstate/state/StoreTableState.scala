@@ -26,6 +26,7 @@ final class StoreTableState(store: StateStore, keySchema: StructType, valueField
 
   override def versioned: Boolean = false
   override def streamTime: Long = time
+  override def numVersions: Long = 0L
 
   override def put(key: UnsafeRow, value: UnsafeRow, ts: Long): Long = {
     if (ts > time) time = ts

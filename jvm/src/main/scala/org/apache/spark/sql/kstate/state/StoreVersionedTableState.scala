@@ -19,6 +19,7 @@ final class StoreVersionedTableState(
 
   override def versioned: Boolean = true
   override def streamTime: Long = vs.observedStreamTime
+  override def numVersions: Long = vs.numVersions
 
   override def put(key: UnsafeRow, value: UnsafeRow, ts: Long): Long =
     vs.put(key.getBytes, if (value == null) null else value.getBytes, ts)

@@ -59,6 +59,11 @@ object StoreBench {
     val t0 = System.nanoTime(); val r = f; (r, (System.nanoTime() - t0) / 1e9)
   }
 
+  private val threads = java.lang.management.ManagementFactory.getThreadMXBean
+  /** The last [[restoreRun]]'s restore: CPU seconds of the restoring thread, snapshot it started from. */
+  private var lastRestoreCpuS = 0.0
+  private var lastRestoreSnapshot = -1L
+
   /** Writes `keys` keys in `versions` versions; returns (write s, restore s, restored numKeys). */
   private def restoreRun(cls: String, keys: Int, versions: Int,
       extra: Map[String, String] = Map.empty): (Double, Double, Long) = {
@@ -78,10 +83,16 @@ object StoreBench {
       }
       p.close()
       val q = provider(cls, root.getAbsolutePath, extra)
+      val cpu0 = threads.getCurrentThreadCpuTime
       val (n, restoreS) = timed {
         val s = q.getStore(versions)
         val n = s.iterator().size.toLong // forces the restored state to be readable end to end
         s.abort(); n
+      }
+      lastRestoreCpuS = (threads.getCurrentThreadCpuTime - cpu0) / 1e9
+      lastRestoreSnapshot = q match {
+        case k: KStateStoreProvider => k.lastRestore.flatMap(_.snapshotVersion).getOrElse(-1L)
+        case _ => -1L
       }
       q.close()
       (writeS, restoreS, n)
@@ -191,9 +202,14 @@ object StoreBench {
     val (vk, vr) = if (quick) (20000, 5) else (100000, 10)
     if (args.sliding(2).exists(_.sameElements(Seq("--only", "restore")))) {
       // the restore figure alone, kstate's heap working copy, for before/after comparisons
-      val runs = (1 to 5).map(_ => restoreRun(kstate, keys, 10))
+      // the restoring thread's CPU time as well: less disturbed than wall time by other load
+      val runs = (1 to 8).map { _ =>
+        val r = restoreRun(kstate, keys, 10); (r._1, r._2, lastRestoreCpuS, lastRestoreSnapshot)
+      }
       println(s"restore only, kstate heap copy: write s ${runs.map(r => f"${r._1}%.2f").mkString("/")}; " +
-        s"restore s ${runs.map(r => f"${r._2}%.2f").mkString("/")}")
+        s"restore s ${runs.map(r => f"${r._2}%.3f").mkString("/")}; " +
+        s"restore thread cpu s ${runs.map(r => f"${r._3}%.3f").mkString("/")}; " +
+        s"from snapshot ${runs.map(_._4).mkString("/")}")
       return
     }
     if (args.sliding(2).exists(_.sameElements(Seq("--only", "versioned")))) {

@@ -33,4 +33,7 @@ object StreamTableJoinMetrics extends MetricSet {
   val BufferRecords: Metric = sum("bufferRecords", "stream records in the grace buffer at the end of the micro-batch")
   val BufferRecordsMax: Metric = max("bufferRecordsMax",
     "most stream records in a partition's grace buffer during the micro-batch (the largest over partitions)")
+  /** A gauge: set by the exec at the end of each task, summed over state partitions. */
+  val TableVersions: Metric = sum("tableVersions",
+    "versions the join's copy of a versioned table holds at the end of the micro-batch, tombstones included (0 if unversioned)")
 }

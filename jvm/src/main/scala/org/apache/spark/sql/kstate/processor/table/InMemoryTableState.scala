@@ -6,8 +6,10 @@ import org.apache.spark.sql.kstate.processor.StreamTime
 import org.apache.spark.sql.kstate.processor.table.TableState.{Latest, NotPut, Versioned}
 
 /**
- * Heap [[TableState]]s, for unit and property tests of the table processors (keys need equality
- * and hash code: not arrays). Not thread-safe.
+ * Heap [[TableState]]s, for unit and property tests of the table processors and batch DataFrames
+ * (keys need equality and hash code: not arrays). The versioned one keeps every version it
+ * stored (none is dropped past the history retention, which the contract allows), so its
+ * `numVersions` only grows. Not thread-safe.
  */
 object InMemoryTableState {
   /** An unversioned table: the last value put per key, by processing order. */
@@ -29,6 +31,7 @@ object InMemoryTableState {
     }
     override def get(key: K): Versioned[V] = latest.getOrElse(key, null)
     override def getAsOf(key: K, asOf: Long): Versioned[V] = get(key)
+    override def numVersions: Long = 0L
   }
 
   private final class VersionedHeap[K, V](retentionMs: Long, graceMs: Long) extends TableState[K, V] {
@@ -37,13 +40,16 @@ object InMemoryTableState {
     // per key: timestamp -> value (null = tombstone), every version ever accepted
     private val versions = mutable.HashMap.empty[K, mutable.TreeMap[Long, Option[V]]]
     private var time = StreamTime.Unknown
+    private var count = 0L
     override def versioned: Boolean = true
     override def streamTime: Long = time
+    override def numVersions: Long = count
 
     override def put(key: K, value: V, ts: Long): Long = {
       if (time != StreamTime.Unknown && ts < StreamTime.minus(time, graceMs)) return NotPut
       if (ts > time) time = ts
       val h = versions.getOrElseUpdate(key, mutable.TreeMap.empty[Long, Option[V]])
+      if (!h.contains(ts)) count += 1
       h.update(ts, Option(value))
       // the version after this one, if any, ends it
       val later = h.keysIteratorFrom(ts).drop(1)

@@ -19,4 +19,7 @@ object TableMetrics extends MetricSet {
   val NullTimestampsDropped: Metric = sum("tableNullTimestampsDropped", "table updates with a null timestamp dropped")
   val DuplicateTombstonesDropped: Metric = sum("tableDuplicateTombstonesDropped",
     "filter results dropped: a tombstone after a tombstone (unversioned tables)")
+  /** A gauge: set by the exec at the end of each task, summed over state partitions. */
+  val Versions: Metric = sum("tableVersions",
+    "versions the versioned table holds at the end of the micro-batch, tombstones included (0 if unversioned)")
 }

@@ -14,6 +14,10 @@ package org.apache.spark.sql.kstate.processor.table
  *  - `get(key)` is the key's latest value with its timestamp, or null (absent or deleted).
  *  - `streamTime` is the largest timestamp put so far ([[org.apache.spark.sql.kstate.processor.StreamTime.Unknown]]
  *    before the first), persisted with the state.
+ *  - `numVersions` is the number of versions a versioned state holds, tombstones included: a put
+ *    of a new (key, timestamp) adds one, a put with the timestamp of an existing version of the
+ *    key (it replaces it) and a put not stored add none, and dropping versions past the history
+ *    retention subtracts them. An unversioned state holds no versions: 0.
  *  - Keys and values passed in are kept: the caller does not reuse them.
  *
  * Unversioned ([[versioned]] false): the latest value is the last one put, by processing order,
@@ -40,6 +44,7 @@ trait TableState[K, V] {
   def get(key: K): TableState.Versioned[V]
   def getAsOf(key: K, asOf: Long): TableState.Versioned[V]
   def streamTime: Long
+  def numVersions: Long
 }
 
 object TableState {

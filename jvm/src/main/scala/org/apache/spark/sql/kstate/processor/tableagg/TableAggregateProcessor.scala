@@ -28,8 +28,10 @@ import org.apache.spark.sql.kstate.processor.table.{TableChange, TableState}
  *  5. A null aggregate (the aggregator returned null) deletes the group and emits a tombstone
  *     (new value null, old value the previous aggregate); a group whose count or sum reaches 0
  *     is NOT deleted, it emits 0 (Kafka's `count()` subtracts 1; only a user's subtractor that
- *     returns null deletes). A subtract-only change to a group without an aggregate emits a
- *     tombstone with null old value, as Kafka does (it deletes an absent key and forwards).
+ *     returns null deletes, and `agg`'s state, whose columns all turn null when its row count
+ *     reaches 0: `plans.DeclarativeTableAggregates`). A subtract-only change to a group without
+ *     an aggregate emits a tombstone with null old value, as Kafka does (it deletes an absent
+ *     key and forwards).
  *  6. The result is stored with its timestamp; if the result store is versioned (Kafka's
  *     `Materialized.as(versioned store)` on the aggregate) and rejects it (`NotPut`: older than
  *     its grace), nothing is emitted; `isLatest` is the store's answer (always true unversioned).

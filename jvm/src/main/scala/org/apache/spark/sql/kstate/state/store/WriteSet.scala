@@ -11,14 +11,18 @@ import java.util.{ArrayList, Arrays, TreeMap}
  * codes and entries, linear probing): an entry is three objects (itself, its key and value
  * arrays) and no map node, which matters because a version's entries live until it commits and
  * every young collection meanwhile copies them. Ordered scans and the commit need the changes in RocksDB's
- * key order, so a sorted view is built when first needed, and only then:
+ * key order, so a sorted view ([[WriteSet.SortedView]]) is built when first needed, and only then:
  *  - `base`: the entries sorted by key when it was built (one sort of an array);
  *  - `tail`: entries inserted since, unsorted. Once it reaches an eighth of `base` it is sorted
  *    and merged into a new `base` (amortised constant work per insert); while it is smaller, a
  *    scan that needs it builds `tailIndex`, a tree kept up to date from then on, so a version
  *    that interleaves writes and scans (joins, session windows, the versioned store) never
  *    re-sorts everything per scan.
- * Versions that never scan in order pay for one sort, at commit.
+ * A scan within one column family (keys sharing their first two bytes, [[FamilyCodec]]'s prefix:
+ * every family scan of [[org.apache.spark.sql.kstate.state.KStateStore]]) uses a sorted view of
+ * that family's entries alone, so writes to other families (a join's table versions next to its
+ * grace buffer's scans) are never sorted for it; a scan across families uses one view of all
+ * entries. Versions that never scan in order pay for one sort, at commit.
  *
  * `heapBytes` estimates the JVM heap the entries occupy (arrays, entries, table slots; see
  * [[WriteSet.heapBytesOf]]) plus the sorted view's; the store spills the write set to its local
@@ -36,9 +40,10 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
   private var inserted = new Array[Entry](math.max(16, expectedEntries))
   allocate(AddressTable.capacityFor(expectedEntries))
   private var entriesHeap = 0L
-  private var base: Array[Entry] = _ // null: no sorted view
-  private val tail = new ArrayList[Entry]()
-  private var tailIndex: TreeMap[Array[Byte], Entry] = _
+  /** The sorted view of all entries (null: none), for scans across families and the commit. */
+  private var global: SortedView = _
+  /** Sorted views of single families' entries, by [[WriteSet.bucketOf]], built by their scans. */
+  private val families = new java.util.HashMap[Integer, SortedView]()
   private var viewHeap = 0L
 
   /**
@@ -126,53 +131,50 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
     count += 1
     if (count > slots.length * AddressTable.MaxLoad) rebuild(slots.length * 2)
     entriesHeap += heapBytesOf(e.key, e.value)
-    if (base != null) {
-      tail.add(e)
-      viewHeap += SlotBytes
-      if (tailIndex != null) { tailIndex.put(e.key, e); viewHeap += IndexEntryBytes }
+    if (global != null) viewHeap += global.add(e)
+    if (!families.isEmpty) {
+      val b = bucketOf(e.key)
+      if (b >= 0) {
+        val v = families.get(b)
+        if (v != null) viewHeap += v.add(e)
+      }
     }
   }
 
   private def dropSortedView(): Unit = {
-    base = null
-    tail.clear()
-    tailIndex = null
+    global = null
+    families.clear()
     viewHeap = 0L
   }
 
-  /** Makes `base` plus `tailIndex` (null when the tail is empty) a sorted view of all entries. */
-  private def sortedView(): Unit =
-    if (base == null) {
-      base = sortedArray(allEntries)
-      viewHeap = SlotBytes * base.length
-    } else if (!tail.isEmpty) {
-      if (tail.size >= math.max(MinTailMerge, base.length / 8)) mergeTail()
-      else if (tailIndex == null) {
-        tailIndex = new TreeMap[Array[Byte], Entry](Bytes.Order)
-        tail.forEach(e => tailIndex.put(e.key, e))
-        viewHeap += IndexEntryBytes * tail.size
+  /** The sorted view for a scan of [from, until), up to date: its family's, or the global one. */
+  private def sortedView(from: Array[Byte], until: Option[Array[Byte]]): SortedView = {
+    val b = singleFamily(from, until)
+    if (b < 0) {
+      if (global == null) { global = new SortedView(sortedArray(allEntries)); viewHeap += global.heap }
+      viewHeap += global.update()
+      global
+    } else {
+      var v = families.get(b)
+      if (v == null) {
+        v = new SortedView(sortedArray(entriesOf(b)))
+        families.put(b, v)
+        viewHeap += v.heap
       }
+      viewHeap += v.update()
+      v
     }
+  }
 
-  /** Sorts the tail and merges it into a new `base` (the two hold different keys). */
-  private def mergeTail(): Unit = {
-    val t = sortedArray(tail)
-    val out = new Array[Entry](base.length + t.length)
+  /** The entries whose key is in family bucket `b`. */
+  private def entriesOf(b: Int): Array[Entry] = {
+    val out = new ArrayList[Entry]()
     var i = 0
-    var j = 0
-    var n = 0
-    while (i < base.length || j < t.length) {
-      if (j >= t.length || (i < base.length && Bytes.Order.compare(base(i).key, t(j).key) < 0)) {
-        out(n) = base(i); i += 1
-      } else {
-        out(n) = t(j); j += 1
-      }
-      n += 1
+    while (i < count) {
+      if (bucketOf(inserted(i).key) == b) out.add(inserted(i))
+      i += 1
     }
-    base = out
-    tail.clear()
-    tailIndex = null
-    viewHeap = SlotBytes * base.length
+    out.toArray(new Array[Entry](0))
   }
 
   /**
@@ -185,12 +187,13 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
     val out = Array.newBuilder[(Array[Byte], Array[Byte])]
     var n = 0
     if (until.forall(u => Bytes.Order.compare(from, u) < 0)) {
-      sortedView()
-      var i = lowerBound(from)
-      val end = until.map(lowerBound).getOrElse(base.length)
-      val fromTail = if (tailIndex == null) java.util.Collections.emptyIterator[Entry]() else (until match {
-        case Some(u) => tailIndex.subMap(from, true, u, false)
-        case None => tailIndex.tailMap(from, true)
+      val view = sortedView(from, until)
+      val base = view.base
+      var i = view.lowerBound(from)
+      val end = until.map(view.lowerBound).getOrElse(base.length)
+      val fromTail = if (view.tailIndex == null) java.util.Collections.emptyIterator[Entry]() else (until match {
+        case Some(u) => view.tailIndex.subMap(from, true, u, false)
+        case None => view.tailIndex.tailMap(from, true)
       }).values().iterator()
       var t = if (fromTail.hasNext) fromTail.next() else null
       while (n < limit && (i < end || t != null)) {
@@ -201,17 +204,6 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
       }
     }
     out.result()
-  }
-
-  /** The first position in `base` whose key is >= `key`. */
-  private def lowerBound(key: Array[Byte]): Int = {
-    var lo = 0
-    var hi = base.length
-    while (lo < hi) {
-      val mid = (lo + hi) >>> 1
-      if (Bytes.Order.compare(base(mid).key, key) < 0) lo = mid + 1 else hi = mid
-    }
-    lo
   }
 
   /** Drops every entry with a key in [from, until) (rare: a dropped column family). */
@@ -271,10 +263,10 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
    */
   def sortedChanges: Array[Entry] = {
     val all =
-      if (base == null) sortedArray(allEntries)
+      if (global == null) sortedArray(allEntries)
       else {
-        if (!tail.isEmpty) mergeTail()
-        base
+        viewHeap += global.merge()
+        global.base
       }
     var n = 0
     all.foreach(e => if (e.value != null) n += 1)
@@ -314,6 +306,87 @@ private[kstate] object WriteSet {
   /** `entries` in key order. */
   private def sortedArray(entries: java.util.Collection[Entry]): Array[Entry] =
     sortedArray(entries.toArray(new Array[Entry](0)))
+
+  /**
+   * The family bucket of a key, numbered in key order (so buckets in ascending order are disjoint
+   * key ranges in ascending order): its first two bytes (unsigned); -1 for a key shorter than two
+   * bytes, which is only ever scanned through the global view.
+   */
+  private[store] def bucketOf(key: Array[Byte]): Int =
+    if (key.length < 2) -1 else ((key(0) & 0xFF) << 8) | (key(1) & 0xFF)
+
+  /** The bucket every key of [from, until) is in, or -1 when the range may span several. */
+  private[store] def singleFamily(from: Array[Byte], until: Option[Array[Byte]]): Int = {
+    val b = bucketOf(from)
+    if (b < 0) -1
+    else until match {
+      case Some(u) if bucketOf(u) == b => b
+      case Some(u) if Bytes.prefixEnd(Arrays.copyOf(from, 2)).exists(Arrays.equals(_, u)) => b
+      case None if from(0) == -1 && from(1) == -1 => b // the last family: its end is the keyspace's
+      case _ => -1
+    }
+  }
+
+  /**
+   * A sorted view of some entries: `base` sorted when built, `tail` added since (unsorted), and
+   * `tailIndex` over the tail once a scan needs it while it is too small to merge. `add`,
+   * `update` and `merge` return the change of the view's heap estimate.
+   */
+  private final class SortedView(var base: Array[Entry]) {
+    val tail = new ArrayList[Entry]()
+    var tailIndex: TreeMap[Array[Byte], Entry] = _
+
+    def heap: Long = SlotBytes * base.length
+
+    def add(e: Entry): Long = {
+      tail.add(e)
+      if (tailIndex != null) { tailIndex.put(e.key, e); SlotBytes + IndexEntryBytes } else SlotBytes
+    }
+
+    /** Makes `base` plus `tailIndex` (null when the tail is empty) sorted for a scan. */
+    def update(): Long =
+      if (tail.isEmpty) 0L
+      else if (tail.size >= math.max(MinTailMerge, base.length / 8)) merge()
+      else if (tailIndex == null) {
+        tailIndex = new TreeMap[Array[Byte], Entry](Bytes.Order)
+        tail.forEach(e => tailIndex.put(e.key, e))
+        IndexEntryBytes * tail.size
+      } else 0L
+
+    /** Sorts the tail and merges it into a new `base` (the two hold different keys). */
+    def merge(): Long = if (tail.isEmpty) 0L else {
+      // the tail's slots were counted as they were added; its index goes
+      val before = heap + SlotBytes * tail.size + (if (tailIndex != null) IndexEntryBytes * tail.size else 0L)
+      val t = sortedArray(tail)
+      val out = new Array[Entry](base.length + t.length)
+      var i = 0
+      var j = 0
+      var n = 0
+      while (i < base.length || j < t.length) {
+        if (j >= t.length || (i < base.length && Bytes.Order.compare(base(i).key, t(j).key) < 0)) {
+          out(n) = base(i); i += 1
+        } else {
+          out(n) = t(j); j += 1
+        }
+        n += 1
+      }
+      base = out
+      tail.clear()
+      tailIndex = null
+      heap - before
+    }
+
+    /** The first position in `base` whose key is >= `key`. */
+    def lowerBound(key: Array[Byte]): Int = {
+      var lo = 0
+      var hi = base.length
+      while (lo < hi) {
+        val mid = (lo + hi) >>> 1
+        if (Bytes.Order.compare(base(mid).key, key) < 0) lo = mid + 1 else hi = mid
+      }
+      lo
+    }
+  }
 
   private def sortedArray(all: Array[Entry]): Array[Entry] = {
     val order = KeySort.order(all.map(_.key), all.length)

@@ -30,13 +30,18 @@ import org.apache.spark.sql.kstate.state.KStateStore
  *  - `cleanup()` deletes versions whose validTo is at or before stream time minus retention,
  *    and latest tombstones that old, through a time index by segment: it reads only the keys that
  *    have versions in an expired time segment, and nothing while no segment has expired.
+ *  - `numVersions` is the number of versions held, tombstones included (one per latest entry and
+ *    one per history entry): a put of a new timestamp adds one, a put replacing the version of
+ *    its timestamp adds none, a put not stored none, `cleanup()` subtracts what it removed.
+ *    Persisted with the stream time; a store whose meta predates the count is counted once, by a
+ *    scan, when it is opened.
  *
  * Layout (in four column families of the owning store; `flip` maps signed to unsigned order):
  * {{{
  *   latest   key                                   -> validFrom:8 indexed:8 tomb:1 value
  *   history  klen:4 key ~flip(validFrom):8          -> validTo:8 tomb:1 value   (newest first)
  *   expiry   flip(segment):8 kind:1 key             -> ()
- *   meta     "t"                                    -> stream time:8 lowest segment:8 cleaned through:8
+ *   meta     "t"                                    -> stream time:8 lowest segment:8 cleaned through:8 versions:8
  * }}}
  * Time is cut into segments of `segmentIntervalMs` (Kafka's default for the retention, unless
  * given). The expiry index holds one entry per key and segment in which the key has history
@@ -77,17 +82,47 @@ final class VersionedKeyValueStore(
   private var lowestSegment: Long = Long.MaxValue
   /** The last segment a cleanup drained: an index entry for it or below is gone. */
   private var cleanedThrough: Long = Long.MinValue
+  /** Versions held (see the contract); -1 until counted. */
+  private var versions: Long = 0L
   Option(meta.get(StreamTimeKey)).map(ByteBuffer.wrap).foreach { b =>
     streamTime = b.getLong
     if (b.remaining >= 16) { lowestSegment = b.getLong; cleanedThrough = b.getLong }
+    versions = if (b.remaining >= 8) b.getLong else -1L
   }
   private var metaMoved = false
+  if (versions < 0) { versions = countEntries(latest) + countEntries(history); metaMoved = true }
   // Written once, when the store commits, not at every put that moves it.
   store.beforeCommit(() => if (metaMoved) {
-    meta.put(StreamTimeKey, ByteBuffer.allocate(24).putLong(streamTime).putLong(lowestSegment)
-      .putLong(cleanedThrough).array())
+    meta.put(StreamTimeKey, ByteBuffer.allocate(32).putLong(streamTime).putLong(lowestSegment)
+      .putLong(cleanedThrough).putLong(versions).array())
     metaMoved = false
   })
+
+  /** The number of versions held, tombstones included (see the contract). */
+  def numVersions: Long = versions
+
+  private def counted(added: Int): Unit = { versions += added; metaMoved = true }
+
+  private def countEntries(family: KStateStore#RawFamily): Long = {
+    val it = family.scan(Array.emptyByteArray, None)
+    var n = 0L
+    try it.foreach(_ => n += 1) finally it.close()
+    n
+  }
+
+  /**
+   * The keys that have a latest entry, in byte order, frozen when called (close it when stopping
+   * early). Every key whose `get(key, asOf)` can answer has one: cleanup deletes a key's latest
+   * entry only when it is a tombstone past the retention, with all of the key's history.
+   */
+  def keys(): Iterator[Array[Byte]] with AutoCloseable = {
+    val it = latest.scan(Array.emptyByteArray, None)
+    new Iterator[Array[Byte]] with AutoCloseable {
+      override def hasNext: Boolean = it.hasNext
+      override def next(): Array[Byte] = it.next()._1
+      override def close(): Unit = it.close()
+    }
+  }
 
   /** The largest timestamp put so far (`Long.MinValue` before the first put). */
   def observedStreamTime: Long = streamTime
@@ -116,6 +151,7 @@ final class VersionedKeyValueStore(
       }
       latest.put(latestKey, latestEntry(timestamp, indexed, value))
       if (value == null) addIndex(segmentOf(timestamp), KindTombstone, key)
+      counted(1)
       return Latest
     }
     val cur = decodeLatest(raw)
@@ -180,6 +216,7 @@ final class VersionedKeyValueStore(
     }
     lowestSegment = lastExpired + 1
     cleanedThrough = lastExpired
+    versions -= removed
     metaMoved = true
     removed
   }
@@ -284,6 +321,7 @@ final class VersionedKeyValueStore(
       history.put(historyKey(key, ts), entry(h.validTo, value))
       h.validTo
     } else {
+      counted(1)
       val next = nextFrom(key, ts, latestFrom)
       if (h != null && h.validTo > ts) {
         // ts splits h's validity: h now ends where the new version begins

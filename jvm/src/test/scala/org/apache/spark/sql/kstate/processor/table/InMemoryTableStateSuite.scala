@@ -14,6 +14,22 @@ class InMemoryTableStateSuite extends AnyFunSuite {
 
   // ---- unversioned -------------------------------------------------------------------------
 
+  test("numVersions: an unversioned state holds none; a versioned one counts puts of new timestamps") {
+    val u = unversioned()
+    u.put("k", L(1), 10); u.put("k", L(2), 11)
+    assert(u.numVersions == 0)
+    val s = versioned(retention = 100, grace = 5)
+    assert(s.numVersions == 0)
+    s.put("k", L(1), 10); s.put("k", L(2), 20); s.put("x", L(3), 20)
+    assert(s.numVersions == 3)
+    s.put("k", L(9), 20) // same timestamp: replaces the version
+    s.put("k", L(8), 15) // out of order: a version in history
+    s.put("k", Tomb, 25) // a tombstone is a version
+    assert(s.numVersions == 5)
+    assert(s.put("k", L(7), 19) == NotPut) // older than stream time 25 - grace 5: not stored
+    assert(s.numVersions == 5)
+  }
+
   test("unversioned: not versioned; every put returns Latest") {
     val s = unversioned()
     assert(!s.versioned)

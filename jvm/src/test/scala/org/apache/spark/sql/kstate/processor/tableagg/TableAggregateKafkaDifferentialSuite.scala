@@ -24,9 +24,11 @@ class TableAggregateKafkaDifferentialSuite extends AnyFunSuite {
   private def sample[A](g: Gen[A], seed: Long): A = g.pureApply(Gen.Parameters.default, Seed(seed))
 
   /** Compares both engines; returns kstate's driver (for its counters) and Kafka's output. */
-  private def compare(c: TableAggCase, retention: Option[Long], input: Seq[Seq[Ev]]): (TableAggFixtures.Driver, Seq[Seq[AggOut]]) = {
+  private def compare(c: TableAggCase, retention: Option[Long], input: Seq[Seq[Ev]],
+      aggregatorOf: TableAggCase => TableAggregator[String, java.lang.Long, java.lang.Long] = TableAggFixtures.aggregator)
+      : (TableAggFixtures.Driver, Seq[Seq[AggOut]]) = {
     val kafka = KafkaTableAggregateOracle.run(c, retention, input)
-    val d = TableAggFixtures.driver(c, retention)
+    val d = TableAggFixtures.driver(c, retention, aggregatorOf = aggregatorOf)
     val ours = input.map(b => d.runBatch(b.map(TableAggFixtures.update(_))).map(TableAggFixtures.out))
     withClue(s"case $c retention $retention\ninput ${input.map(_.mkString(" ")).mkString(" | ")}\nkafka  $kafka\nkstate $ours\n") {
       assert(ours === kafka)
@@ -68,5 +70,17 @@ class TableAggregateKafkaDifferentialSuite extends AnyFunSuite {
       }
       if (c == TableAggCase.DeletingReduce || c == TableAggCase.Chain)
         assert(runs.exists(_._2.flatten.exists(_.value.isEmpty)), "some group was deleted")
+    }
+
+  for (versioned <- Seq(false, true))
+    test(s"aggregate as Column expressions (the exec's evaluation), ${if (versioned) "versioned" else "unversioned"} " +
+      "table: as Kafka's aggregate on random input") {
+      val runs = (1 to 6).map { i =>
+        val r = if (versioned) Some(sample(Gen.choose(0L, 15L), i + 50)) else None
+        compare(TableAggCase.Chain, r, sample(TableAggInputs.batches(16), i * 37L + (if (versioned) 11 else 0)),
+          _ => TableAggFixtures.expressionChain)
+      }
+      assert(runs.map(_._2.flatten.length).sum > 30)
+      assert(runs.exists(_._2.flatten.exists(_.value.isEmpty)), "some group was deleted by the subtractor")
     }
 }

@@ -133,6 +133,61 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
     p.close()
   }
 
+  /** Entries of the store's latest and history families, counted by scanning them. */
+  private def entries(store: KStateStore, name: String = "t"): Long =
+    Seq("latest", "history").map { f =>
+      val it = store.bytes(s"kstate_vs_${name}_$f").scan(Array.emptyByteArray, None)
+      try it.size.toLong finally it.close()
+    }.sum
+
+  test("numVersions: new timestamps add one, same-timestamp puts and puts past grace none, cleanup subtracts") {
+    val root = ProviderFixture.tmp()
+    val p = provider(root)
+    val s = p.getStore(0)
+    val vs = new VersionedKeyValueStore(s, "t", 50, 10, 10)
+    assert(vs.numVersions == 0)
+    vs.put(b("k"), b("a"), 10); vs.put(b("k"), b("b"), 20); vs.put(b("k"), b("m"), 15)
+    assert(vs.numVersions == 3)
+    vs.put(b("k"), b("b2"), 20); vs.put(b("k"), b("m2"), 15) // replace latest / a history version
+    assert(vs.numVersions == 3)
+    vs.delete(b("d"), 30) // a tombstone of an absent key is a version
+    assert(vs.numVersions == 4)
+    assert(vs.put(b("k"), b("late"), 19) == NotPut) // 19 < 30 - 10
+    assert(vs.numVersions == 4)
+    vs.put(b("k"), b("c"), 100) // stream time 100, cutoff 50
+    assert(vs.numVersions == 5)
+    // expired (validTo at or before the cutoff 50): a [10,15), m2 [15,20) and d's tombstone at 30;
+    // b2 [20,100) and c stay
+    assert(vs.cleanup() == 3)
+    assert(vs.numVersions == 2)
+    assert(vs.numVersions == entries(s))
+    // persisted: a restart from the checkpoint reads the count
+    val v = s.commit(); p.close()
+    val p2 = provider(root)
+    val s2 = p2.getStore(v)
+    assert(new VersionedKeyValueStore(s2, "t", 50, 10, 10).numVersions == 2)
+    p2.close()
+  }
+
+  test("numVersions of a store whose meta predates the count: counted once, when opened") {
+    val root = ProviderFixture.tmp()
+    val p = provider(root)
+    val s = p.getStore(0)
+    val vs = new VersionedKeyValueStore(s, "t", 50, 10, 10)
+    vs.put(b("k"), b("a"), 10); vs.put(b("k"), b("b"), 20); vs.put(b("x"), null, 20)
+    var v = s.commit()
+    // rewrite the meta as it was before the count: stream time, lowest segment, cleaned through
+    val s1 = p.getStore(v)
+    val meta = s1.bytes("kstate_vs_t_meta")
+    val old = meta.get(Array[Byte]('t'))
+    assert(old.length == 32)
+    meta.put(Array[Byte]('t'), java.util.Arrays.copyOf(old, 24))
+    v = s1.commit()
+    val vs2 = new VersionedKeyValueStore(p.getStore(v), "t", 50, 10, 10)
+    assert(vs2.numVersions == 3)
+    p.close()
+  }
+
   test("grace may not exceed history retention: named error") {
     val p = provider()
     val e = intercept[KStateException](new VersionedKeyValueStore(p.getStore(0), "t", 10, 20))
@@ -190,7 +245,9 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
           assert(str(vs.get(b(k))) == model.get(k), s"get $k after put")
         case GetAsOf(k, t) =>
           assert(str(vs.get(b(k), t)) == model.get(k, t), s"get $k as of $t")
-        case Cleanup => vs.cleanup()
+        case Cleanup =>
+          vs.cleanup()
+          assert(vs.numVersions == entries(store), "versions after cleanup")
         case Commit =>
           version = store.commit()
           store = p.getStore(version)
@@ -205,8 +262,11 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
       // a full restart from the checkpoint at the end sees the same latest values
       version = store.commit(); p.close()
       p = provider(root)
-      vs = new VersionedKeyValueStore(p.getStore(version), "t", retention, grace, segment)
+      val last = p.getStore(version)
+      vs = new VersionedKeyValueStore(last, "t", retention, grace, segment)
       Seq("a", "b", "c").foreach(k => assert(str(vs.get(b(k))) == model.get(k)))
+      assert(vs.numVersions == entries(last), "versions counted at the end")
+      if (!program.contains(Cleanup)) assert(vs.numVersions == model.versions.values.map(_.size).sum)
       assert(vs.observedStreamTime == model.streamTime)
       p.close()
     }
