@@ -201,7 +201,7 @@ class ForeignKeyJoinStreamingSuite extends KStateSparkSuite {
     }
   }
 
-  test("a batch DataFrame: inner and left join, result columns and metrics-free run") {
+  test("a batch DataFrame: inner and left join, the result's columns") {
     val session = spark; import session.implicits._
     val orders = Seq(("o1", "c1", 5L, 1L), ("o2", "c2", 7L, 2L), ("o3", null, 9L, 3L)).toDF("id", "cust", "amount", "ts")
       .kstate.toTable(col("id"), col("ts"))
