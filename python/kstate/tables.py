@@ -156,8 +156,23 @@ class KTable:
         return DataFrame(self._jtable.suppress(suppressed._to_jvm(jvm)), self._df.sparkSession)
 
     @translate_errors
-    def join(self, other: "KTable", how: str = "inner", name: Optional[str] = None) -> "KTable":
-        """Kafka's primary-key table–table join (``KTable#join``, ``leftJoin``, ``outerJoin``).
+    def join(self, other: "KTable", how: str = "inner", name: Optional[str] = None,
+             foreign_key: Union[None, str, Column] = None) -> "KTable":
+        """Kafka's table–table joins: by primary key (``KTable#join``, ``leftJoin``, ``outerJoin``)
+        or, with ``foreign_key``, by foreign key (KIP-213).
+
+        **Foreign-key join** (``foreign_key=`` a Column or column name over this table's key and
+        value columns, e.g. ``F.col("customer_id")``): each row of this table joins the row of
+        ``other`` whose key is its foreign key; ``how`` is ``"inner"`` (no result without a
+        match) or ``"left"`` (null right columns). The foreign key must have ``other``'s key type
+        (a narrower numeric type is widened; ``KSTATE_FOREIGN_KEY_TYPE_MISMATCH`` otherwise) and
+        be deterministic. The result is an unversioned table keyed like this one, with the same
+        columns as a primary-key join; when a row's foreign key changes no result of its old
+        foreign key survives. Rules: docs/tables.md, "Foreign-key joins".
+
+        >>> enriched = orders.join(customers, foreign_key="customer_id", how="left")
+
+        **Primary-key join** (no ``foreign_key``):
 
         ``how`` is ``"inner"``, ``"left"`` or ``"outer"``. Both tables need the same key type and
         timestamp type (``KSTATE_MISMATCHED_INPUTS``), and their value columns, with this table's
@@ -178,6 +193,9 @@ class KTable:
             raise TypeError(f"join takes a KTable, got {type(other).__name__}")
         if not isinstance(how, str):
             raise TypeError(f"how must be a str, got {type(how).__name__}")
+        if foreign_key is not None:
+            fk = _column(foreign_key, "foreign_key")._jc
+            return self._wrap(self._jtable.join(other._jtable, fk, how, name))
         return self._wrap(self._jtable.join(other._jtable, how, name))
 
     @translate_errors
@@ -210,8 +228,8 @@ class KTable:
         jvm = self._df.sparkSession.sparkContext._jvm
         values = [] if value is None else (list(value) if isinstance(value, (list, tuple)) else [value])
         jvalues = jvm.scala.jdk.javaapi.CollectionConverters.asScala(
-            [_column(v, "value")._jc for v in values]).toSeq()
-        return KGroupedTable(self._jtable.groupBy(_column(key, "key")._jc, jvalues), self._df)
+            [_column(v, "group_by value")._jc for v in values]).toSeq()
+        return KGroupedTable(self._jtable.groupBy(_column(key, "group_by key")._jc, jvalues), self._df)
 
     def __repr__(self) -> str:
         return str(self._jtable.toString())
@@ -222,7 +240,7 @@ def _column(c: Union[str, Column], role: str) -> Column:
         return c
     if isinstance(c, str):
         return F.col(c)
-    raise TypeError(f"group_by {role} takes a column name or a Column, got {type(c).__name__}")
+    raise TypeError(f"{role} takes a column name or a Column, got {type(c).__name__}")
 
 
 class KGroupedTable:

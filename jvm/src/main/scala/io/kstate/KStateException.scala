@@ -370,4 +370,18 @@ object KStateErrors {
     err("KSTATE_INVALID_JOIN_TYPE",
       s"Invalid join type '$how' for a stream-table join: use how='inner' (stream rows without a " +
         "table value are dropped) or how='left' (they are emitted with null table values).")
+
+  def invalidForeignKeyJoinType(how: String): KStateException =
+    err("KSTATE_INVALID_JOIN_TYPE",
+      s"Invalid foreign-key join type '$how'. Use how='inner' (Kafka's KTable#join with a foreign-key " +
+        "extractor: left rows without a matching right row have no result) or how='left' (its leftJoin: " +
+        "they join with null right columns). Kafka has no outer foreign-key join.")
+
+  def foreignKeyTypeMismatch(expr: String, foreignKeyType: String, rightKey: String, rightKeyType: String)
+    : KStateException =
+    err("KSTATE_FOREIGN_KEY_TYPE_MISMATCH",
+      s"The foreign key $expr has type $foreignKeyType, which is not comparable with the right table's " +
+        s"key '$rightKey' of type $rightKeyType: a foreign-key join looks each left row's foreign key up " +
+        "among the right table's keys, so both must have the same type (a narrower integral or decimal " +
+        "type is widened). Cast the foreign key, e.g. foreign_key=F.col('country_id').cast('bigint').")
 }

@@ -6,7 +6,7 @@ import io.kstate.suppress.Suppressed
 import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
 import org.apache.spark.sql.catalyst.expressions.NamedExpression
 import org.apache.spark.sql.kstate.OperatorIdentity
-import org.apache.spark.sql.kstate.plans.{KStateTableJoin, TableTransforms}
+import org.apache.spark.sql.kstate.plans.{KStateFkJoin, KStateTableJoin, TableTransforms}
 import org.apache.spark.sql.kstate.shim.SparkShim
 
 /**
@@ -122,6 +122,40 @@ final class KTable private[kstate] (
   def join(other: KTable, how: String, name: String): KTable = {
     Option(name).foreach(OperatorIdentity.validateName)
     val node = KStateTableJoin.of(spec, versioned, other.spec, other.versioning, how, Option(name))
+    new KTable(KStateDataFrame.withNode(changes, node), keyColumn, timestampColumn, valueColumns ++ other.valueColumns,
+      None, Option(name).getOrElse(node.kind), order)
+  }
+
+  /**
+   * Kafka's foreign-key table–table join (KIP-213: `KTable#join` / `leftJoin` with a foreign-key
+   * extractor): each row of this table joins the row of `other` whose key is `foreignKey`, an
+   * expression over this table's key and value columns (e.g. `col("country_id")`); `how` is
+   * "inner" (a row without a matching right row has no result) or "left" (it joins with null
+   * right columns). The foreign key must have `other`'s key type (a narrower numeric type is
+   * widened; `KSTATE_FOREIGN_KEY_TYPE_MISMATCH` otherwise) and be deterministic
+   * (`KSTATE_NON_DETERMINISTIC_EXPRESSION`); both tables need the same timestamp type
+   * (`KSTATE_MISMATCHED_INPUTS`) and distinct column names (`KSTATE_JOIN_COLUMN_CLASH`).
+   *
+   * The result is an unversioned table keyed like this one (KIP-914), with this table's key,
+   * this table's value columns, `other`'s value columns and this table's timestamp column. An
+   * update of this table joins `other`'s latest value of its foreign key (timestamp: the max of
+   * both); an update of `other` re-joins every row of this table that refers to its key (at the
+   * update's timestamp). When a row's foreign key changes, no result of its old foreign key
+   * survives (Kafka's rule). On a versioned side an out-of-order update makes no result. Rules:
+   * docs/tables.md, "Foreign-key joins".
+   * {{{
+   *   val enriched = orders.join(customers, col("customer_id"), "left")
+   * }}}
+   */
+  def join(other: KTable, foreignKey: Column): KTable = join(other, foreignKey, "inner", null)
+  def join(other: KTable, foreignKey: Column, how: String): KTable = join(other, foreignKey, how, null)
+  def join(other: KTable, foreignKey: Column, how: String, name: String): KTable = {
+    Option(name).foreach(OperatorIdentity.validateName)
+    val stream = toStream()
+    val checks = KStateDataFrame(stream)
+    checks.checked("foreign_key", foreignKey, checks.comparable)
+    val fk = resolved("foreign_key", Seq(foreignKey)).head
+    val node = KStateFkJoin.of(spec, other.spec, other.versioning, fk, how, Option(name))
     new KTable(KStateDataFrame.withNode(changes, node), keyColumn, timestampColumn, valueColumns ++ other.valueColumns,
       None, Option(name).getOrElse(node.kind), order)
   }

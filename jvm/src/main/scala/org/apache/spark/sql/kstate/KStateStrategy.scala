@@ -58,6 +58,19 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
       KStateStreamTableJoinExec(
         j.leftJoin, j.graceMs, j.versioned, normalized(j.key), j.timestamp, j.output,
         contextOf(j), SidePositionsExec(InputPositionExec(planLater(j.child)))) :: Nil
+    case s: plans.KStateFkSubscribe =>
+      // the micro-batch id numbers the left table's changes (docs/tables.md, "Foreign-key joins")
+      val batchId = if (s.isStreaming) RunningQuery.current(session).map(_.batchId).getOrElse(0L) else 0L
+      execution.KStateFkSubscribeExec(normalized(s.foreignKey), normalized(s.oldForeignKey), s.key,
+        s.tableValues, s.oldValue, s.latest, s.timestamp, s.leftJoin, batchId, s.output, planLater(s.child)) :: Nil
+    case f: plans.KStateFkJoinSubscriptions =>
+      execution.KStateFkJoinSubscriptionsExec(f.subscriptionSchema, f.right, normalized(f.envelopeKey),
+        f.envelopeTimestamp, f.output, contextOf(f), SidePositionsExec(InputPositionExec(planLater(f.child)))) :: Nil
+    case f: plans.KStateFkJoin =>
+      // always Kafka task order over stage 1's partitions: each one's responses in emission order
+      execution.KStateFkJoinExec(f.how == "left", normalized(f.key), f.leftValue, f.rightValue, f.version,
+        f.timestamp, f.output, contextOf(f).copy(processingOrder = ProcessingOrder.Task),
+        InputPositionExec(planLater(f.child))) :: Nil
     case _ => Nil
   }
 

@@ -1,7 +1,7 @@
 package org.apache.spark.sql.kstate.execution
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, BoundReference, Expression, GenericInternalRow, GetStructField, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, BoundReference, Expression, GenericInternalRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.plans.TableJoinSide
@@ -48,25 +48,6 @@ case class KStateTableJoinExec(
     new TableJoinTask(mirror(left, KStateTableJoinExec.LeftFamily), mirror(right, KStateTableJoinExec.RightFamily))
   }
 
-  /** Reads one side's change rows (the side's struct in the envelope) as [[TableChange]]s. */
-  private final class SideReader(side: TableJoinSide) {
-    private val n = side.valueOrdinals.length
-    private val keyProj = UnsafeProjection.create(Seq(field(side.keyOrdinal)))
-    private val valueProj = UnsafeProjection.create(side.valueOrdinals.map(field))
-    private val oldProj = UnsafeProjection.create(side.valueOrdinals.indices.map(i =>
-      GetStructField(field(side.oldOrdinal), i)))
-    private def field(i: Int) = BoundReference(i, side.schema(i).dataType, side.schema(i).nullable)
-
-    def change(row: InternalRow, ts: Long): TableChange[UnsafeRow, UnsafeRow] = {
-      val v = valueProj(row)
-      var tomb = true
-      var i = 0
-      while (tomb && i < n) { tomb = v.isNullAt(i); i += 1 }
-      val old = if (row.isNullAt(side.oldOrdinal)) null else oldProj(row).copy()
-      TableChange(keyProj(row).copy(), if (tomb) null else v.copy(), old, ts, row.getBoolean(side.latestOrdinal))
-    }
-  }
-
   private final class TableJoinTask(leftState: TableState[UnsafeRow, UnsafeRow],
       rightState: TableState[UnsafeRow, UnsafeRow]) extends TwoInputTask(child.output) {
     private val leftTypes = left.valueTypes.map(_.dataType)
@@ -80,8 +61,8 @@ case class KStateTableJoinExec(
     }
     private val processor = new TableTableJoinProcessor[UnsafeRow, UnsafeRow, UnsafeRow, InternalRow](
       KStateTableJoinExec.kindOf(how), new TableSource(leftState), new TableSource(rightState), joiner)
-    private val leftReader = new SideReader(left)
-    private val rightReader = new SideReader(right)
+    private val leftReader = new TableSideReader(left)
+    private val rightReader = new TableSideReader(right)
     private val keyType = key.dataType
     private val toTimestamp = KStateTableJoinExec.fromMillis(timestamp.dataType)
     private val outRow = new GenericInternalRow(output.length)

@@ -84,12 +84,7 @@ object KStateTableJoin {
       how: String, name: Option[String]): KStateTableJoin = {
     val kind = Option(how).map(_.trim.toLowerCase(java.util.Locale.ROOT)).orNull
     if (!Hows.contains(kind)) throw KStateErrors.invalidTableJoinType(String.valueOf(how), Hows)
-    val names = Seq(left.key, left.timestamp) ++ left.values ++ right.values
-    names.groupBy(_.toLowerCase(java.util.Locale.ROOT)).collectFirst { case (_, ns) if ns.size > 1 => ns.head }
-      .foreach(n => throw KStateErrors.joinColumnClash(n, left.key, left.timestamp, left.values, right.values))
-    if (left.plan.isStreaming != right.plan.isStreaming) {
-      throw KStateErrors.streamStaticJoin(tableJoin = true, leftStreaming = left.plan.isStreaming)
-    }
+    checkTables(left, right)
     val env = TwoInputs(left.plan, left.attr(left.key), left.attr(left.timestamp),
       right.plan, right.attr(right.key), right.attr(right.timestamp))
     def fresh(a: Attribute, nullable: Boolean): Attribute = AttributeReference(a.name, a.dataType, nullable)()
@@ -101,6 +96,19 @@ object KStateTableJoin {
       env.key, env.timestamp, env.plan.output, name, output, env.plan)
   }
 
-  private def describe(v: Option[VersionedTable]): String =
+  /**
+   * What every table–table join (primary- or foreign-key) needs of its tables: distinct result
+   * column names (left key, left timestamp, both sides' values) and both streaming or both batch.
+   */
+  private[plans] def checkTables(left: TableTransforms.Changes, right: TableTransforms.Changes): Unit = {
+    val names = Seq(left.key, left.timestamp) ++ left.values ++ right.values
+    names.groupBy(_.toLowerCase(java.util.Locale.ROOT)).collectFirst { case (_, ns) if ns.size > 1 => ns.head }
+      .foreach(n => throw KStateErrors.joinColumnClash(n, left.key, left.timestamp, left.values, right.values))
+    if (left.plan.isStreaming != right.plan.isStreaming) {
+      throw KStateErrors.streamStaticJoin(tableJoin = true, leftStreaming = left.plan.isStreaming)
+    }
+  }
+
+  private[plans] def describe(v: Option[VersionedTable]): String =
     v.map(t => s"historyRetentionMs=${t.historyRetentionMs},graceMs=${t.graceMs}").getOrElse("unversioned")
 }

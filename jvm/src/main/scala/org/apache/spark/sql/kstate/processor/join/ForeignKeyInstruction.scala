@@ -19,4 +19,10 @@ object ForeignKeyInstruction {
   case object DeleteAndPropagate extends ForeignKeyInstruction(false)
   case object PropagateNullIfNoMatch extends ForeignKeyInstruction(true)
   case object PropagateOnlyIfMatch extends ForeignKeyInstruction(true)
+
+  /** Every instruction; its index is its code in a subscription row (TINYINT). */
+  val All: IndexedSeq[ForeignKeyInstruction] =
+    IndexedSeq(DeleteNoPropagate, DeleteAndPropagate, PropagateNullIfNoMatch, PropagateOnlyIfMatch)
+  def code(i: ForeignKeyInstruction): Byte = All.indexOf(i).toByte
+  def of(code: Byte): ForeignKeyInstruction = All(code)
 }
