@@ -49,8 +49,15 @@ def _table_aggregate(df):
     return table.group_by(F.lit("all").alias("g"), value=F.col("tn")).sum("tn").to_stream()
 
 
+def _fk_join(df):
+    stream, updates = _sides(df)
+    left = stream.kstate.to_table(key="sn", timestamp="ts")  # key n, foreign key k
+    right = updates.kstate.to_table(key="k", timestamp="ts")
+    return left.join(right, foreign_key="k").to_stream()
+
+
 OPERATORS = {"stream_table_join": _stream_table_join, "table_join": _table_join,
-             "table_source": _table_source, "table_aggregate": _table_aggregate}
+             "table_source": _table_source, "table_aggregate": _table_aggregate, "fk_join": _fk_join}
 
 
 @pytest.mark.parametrize("op", sorted(OPERATORS))
