@@ -3,9 +3,8 @@ package org.apache.spark.sql.kstate.execution
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, GenericInternalRow, GetStructField, UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.catalyst.plans.physical.{Partitioning, UnknownPartitioning}
-import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
-import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.kstate.processor.Metric
 import org.apache.spark.sql.kstate.processor.join.{ForeignKeyInstruction, ForeignKeyJoinMetrics, ForeignKeySubscription, ForeignKeySubscriptionSender}
 import org.apache.spark.sql.kstate.processor.table.TableChange
 import org.apache.spark.util.CompletionIterator
@@ -30,17 +29,13 @@ case class KStateFkSubscribeExec(
     leftJoin: Boolean,
     batchId: Long,
     output: Seq[Attribute],
-    child: SparkPlan) extends UnaryExecNode {
+    child: SparkPlan) extends RekeyingMapExec {
   import KStateFkSubscribeExec._
 
-  override lazy val metrics: Map[String, SQLMetric] =
-    Reported.map(m => m.name -> SQLMetrics.createMetric(sparkContext, m.description)).toMap
-
-  /** The rows stay in the left table's partitions, which are not the foreign keys' (stage 1 shuffles). */
-  override def outputPartitioning: Partitioning = UnknownPartitioning(child.outputPartitioning.numPartitions)
+  override protected def reported: Seq[Metric] = Reported
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val sqlMetrics = Reported.map(m => longMetric(m.name))
+    val sqlMetrics = this.sqlMetrics
     val in = child.output
     val (fk, oldFk, k, tv, t, left, batch, old) =
       (foreignKey, oldForeignKey, key, tableValues, timestamp, leftJoin, batchId, oldValue)

@@ -3,9 +3,8 @@ package org.apache.spark.sql.kstate.execution
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, GenericInternalRow, UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.catalyst.plans.physical.{Partitioning, UnknownPartitioning}
-import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
-import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.kstate.processor.Metric
 import org.apache.spark.sql.kstate.processor.table.TableChange
 import org.apache.spark.sql.kstate.processor.tableagg.{GroupChange, GroupSelector, GroupedValue, TableRegroupMetrics, TableRegroupProcessor}
 import org.apache.spark.util.CompletionIterator
@@ -29,17 +28,13 @@ case class KStateTableRegroupExec(
     timestamp: Expression,
     versioned: Boolean,
     output: Seq[Attribute],
-    child: SparkPlan) extends UnaryExecNode {
+    child: SparkPlan) extends RekeyingMapExec {
   import KStateTableRegroupExec._
 
-  override lazy val metrics: Map[String, SQLMetric] =
-    Reported.map(m => m.name -> SQLMetrics.createMetric(sparkContext, m.description)).toMap
-
-  /** The rows stay in the table's partitions, which are not the groups' (stage 2 shuffles them). */
-  override def outputPartitioning: Partitioning = UnknownPartitioning(child.outputPartitioning.numPartitions)
+  override protected def reported: Seq[Metric] = Reported
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val sqlMetrics = Reported.map(m => longMetric(m.name))
+    val sqlMetrics = this.sqlMetrics
     val in = child.output
     val (g, v, og, ov, tv, t, versionedTable) = (group, values, oldGroup, oldValues, tableValues, timestamp, versioned)
     val oldOrdinal = in.indexWhere(_.exprId == oldValue.exprId)
