@@ -376,7 +376,7 @@ def write_chart(path: str, result: Dict[str, Any]) -> None:
     ax1.set_title("enrichment throughput")
     for i, n in enumerate(names):
         c = result["runs"][n]["check"]["settled"]
-        ax1.annotate(f"as-of right {c['right'] / max(1, c['with_a_version']):.1%}", (i, 0), ha="center",
+        ax1.annotate(f"as-of right {c['right'] / max(1, c['with_a_version']):.2%}", (i, 0), ha="center",
                      va="bottom", fontsize=8)
     fp = result["footprint"]
     if fp:
