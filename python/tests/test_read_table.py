@@ -23,6 +23,16 @@ def _build(name, versioned=VersionedTable(RETENTION, grace=GRACE)):
     return lambda df: df.kstate.to_table(key="k", timestamp="ts", versioned=versioned, name=name).to_stream()
 
 
+def _build_joined(name, versioned=VersionedTable(RETENTION, grace=GRACE)):
+    """The table joined by a stream straight from its source: the join keeps the table's only
+    materialization (docs/tables.md, "One materialization per joined table"); the stream is empty."""
+    def build(df):
+        table = df.kstate.to_table(key="k", timestamp="ts", versioned=versioned, name=name)
+        stream = df.filter(F.col("k") == "none").select("k", F.col("ts").alias("t"))
+        return stream.kstate.join(table, key="k", timestamp="t", how="left")
+    return build
+
+
 class Reference:
     """The table's versions per state partition, fed the updates in the query's processing order
     (files in order, each file's rows in list order: the tests' queries run in task order)."""
@@ -83,7 +93,8 @@ def _random_batches(seed: int, n_batches: int = 6, per_batch: int = 12) -> List[
 AS_OFS = [None, -1, 0, 5, 17, 40, 75, 110, 150, 180, 10_000]
 
 
-def test_running_then_stopped_query_matches_the_reference_on_three_partitions(spark, tmp_path):
+@pytest.mark.parametrize("build", [_build, _build_joined], ids=["to_stream", "joined"])
+def test_running_then_stopped_query_matches_the_reference_on_three_partitions(spark, tmp_path, build):
     batches = _random_batches(7)
     keys = sorted({r["k"] for b in batches for r in b})
     pm = partition_map(spark, keys, "string", 3)
@@ -91,7 +102,7 @@ def test_running_then_stopped_query_matches_the_reference_on_three_partitions(sp
     ref = Reference(pm.__getitem__, RETENTION, GRACE)
     ckpt = str(tmp_path / "ckpt")
     with shuffle_partitions(spark, 3):
-        fs = FileStream(spark, str(tmp_path / "src"), ckpt, _build("profiles"), schema=SCHEMA)
+        fs = FileStream(spark, str(tmp_path / "src"), ckpt, build("profiles"), schema=SCHEMA)
         with fs:
             for i, b in enumerate(batches):
                 fs.add_batch(b)

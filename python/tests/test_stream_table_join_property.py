@@ -1,5 +1,6 @@
 """Property: the stream–table join's results are exactly the reference model's
-(models/stream_table_join_model.py fed the table model's changes), for versioned tables with and
+(models/stream_table_join_model.py fed the table model's changes, the table's updates and the
+stream's records merged in task order), for versioned tables with and
 without a grace period and unversioned tables, inner and left, on random keys, values,
 tombstones, null keys and timestamps, out-of-order and late rows on both sides, random
 micro-batch splits, 1 and 3 state partitions. One streaming query per example; results compared
@@ -38,11 +39,16 @@ def expected(sc: Dict[str, Any], part, how: str, versioned, grace: Optional[int]
         for p, recs in by_partition(batch, part).items():
             table = tables.setdefault(p, TableModel(versioned))
             join = joins.setdefault(p, StreamTableJoinModel(how, None if versioned is None else versioned[0], grace))
-            changes = [c for c in (table.process(r["k"], r["v"], r["ts"]) for r in recs if r["side"] == "t") if c]
+            # the join does the table source's work (docs/tables.md, "One materialization per joined
+            # table"): the table's raw updates, null keys included, take part in the task order; the
+            # table model drops what the source drops and passes the rest on to the join
+            updates = [r for r in recs if r["side"] == "t"]
             stream = [r for r in recs if r["side"] == "s"]
-            for side, x in task_order([[(r["ts"], ("s", r)) for r in stream], [(c.ts, ("t", c)) for c in changes]]):
+            for side, x in task_order([[(r["ts"], ("s", r)) for r in stream], [(r["ts"], ("t", r)) for r in updates]]):
                 if side == "t":
-                    join.table(x.key, x.new, x.ts)
+                    c = table.process(x["k"], x["v"], x["ts"])
+                    if c:
+                        join.table(c.key, c.new, c.ts)
                 else:
                     for k, seq, tv, ts in join.stream(x["k"], x["seq"], x["ts"]):
                         out.setdefault(b, {}).setdefault(k, []).append((seq, tv, ts))

@@ -161,6 +161,75 @@ class StreamTableJoinStreamingSuite extends KStateSparkSuite {
     q2.stop()
   }
 
+  /**
+   * The join in task order (both sides' processing order left at `auto`), the table's updates
+   * from two input partitions; `stageBetween`: an identity `mapValues` between the table's source
+   * and the join, which keeps the source's own stage and materialization (otherwise the join
+   * does the source's work itself, `JoinedTableSource`).
+   */
+  private def taskOrderJoin(in: MemoryStream[Rec], cfg: Cfg, stageBetween: Boolean): DataFrame = {
+    val all = in.toDF().toDF("side", "k", "v", "ts")
+    val stream = all.filter(col("side") === "s").select(col("k"), col("v").as("sv"), col("ts"))
+    val updates = all.filter(col("side") === "t").select(col("k"), col("v").as("tv"), col("ts")).repartition(2)
+    val source = cfg.retention match {
+      case Some(r) => updates.kstate.toTable(col("k"), col("ts"), VersionedTable.ofMillis(r).withGraceMillis(cfg.tableGrace))
+      case None => updates.kstate.toTable(col("k"), col("ts"))
+    }
+    val table = if (stageBetween) source.mapValues(col("tv")) else source
+    stream.kstate.join(table, col("k"), col("ts"), if (cfg.left) "left" else "inner", cfg.grace.map(_.toString).orNull,
+      "enrich")
+  }
+
+  for (partitions <- Seq(1, 3)) {
+    test(s"a join reading its table's source directly stores the table once, with the results of two stages ($partitions state partitions)") {
+      spark.conf.set("spark.sql.shuffle.partitions", partitions.toString)
+      try configs.zipWithIndex.foreach { case (cfg, i) =>
+        // table updates with a null key are left out: see docs/tables.md, "One materialization per joined table"
+        val batches = randomBatches(new Random(1000 + 100 * partitions + i))
+          .map(_.filterNot { case (side, k, _, _) => side == "t" && k == null })
+        def runOnce(stageBetween: Boolean): (Seq[(String, String)], Set[String]) = {
+          val in = input()
+          val q = CollectSink.start(taskOrderJoin(in, cfg, stageBetween), tempDir("stj"), "append")
+          val operators = mutable.Set.empty[String]
+          try batches.foreach { b =>
+            in.addData(b)
+            q.processAllAvailable()
+            operators ++= q.lastProgress.stateOperators.map(_.operatorName)
+          } finally q.stop()
+          (results(q), operators.toSet)
+        }
+        val (oneStage, oneStageOperators) = runOnce(stageBetween = false)
+        val (twoStages, twoStagesOperators) = runOnce(stageBetween = true)
+        assert(oneStageOperators === Set("kstate_stream_table_join"), cfg)
+        assert(twoStagesOperators === Set("kstate_table", "kstate_stream_table_join"), cfg)
+        assert(oneStage === twoStages, s"$cfg\n${batches.mkString("\n")}")
+        assert(oneStage.nonEmpty, cfg)
+      } finally spark.conf.set("spark.sql.shuffle.partitions", "3")
+    }
+  }
+
+  test("a join reading its table's source directly drops the table's updates older than the table's grace") {
+    // table grace 5, history retention 100: b@10 moves the table's stream time to 10, so a@2 (< 10 - 5)
+    // is not stored, and the stream record a@3 finds a@1, not a@2 (with the join storing at grace =
+    // retention, as it does behind a stage, it would find a@2)
+    val cfg = Cfg(left = true, Some(100L), 5L, None)
+    spark.conf.set("spark.sql.shuffle.partitions", "1") // one table stream time for a and b
+    val in = input()
+    val q = CollectSink.start(taskOrderJoin(in, cfg, stageBetween = false), tempDir("stj"), "append")
+    try {
+      in.addData(Seq(t("a", "v1", 1), t("b", "w", 10)))
+      q.processAllAvailable()
+      in.addData(Seq(t("a", "v2", 2)))
+      q.processAllAvailable()
+      in.addData(Seq(s("a", "a#3", 3)))
+      q.processAllAvailable()
+      assert(results(q) === Seq(("a#3", "v1")))
+      val m = q.recentProgress.flatMap(_.stateOperators).filter(_.operatorName == "kstate_stream_table_join")
+        .map(_.customMetrics.get("tableUpdatesExpired").longValue).sum
+      assert(m === 1L)
+    } finally { q.stop(); spark.conf.set("spark.sql.shuffle.partitions", "3") }
+  }
+
   test("the join's metrics are reported in progress") {
     val cfg = Cfg(left = true, Some(20L), 20L, Some(5L))
     val in = input()

@@ -56,7 +56,7 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
         contextOf(a).copy(processingOrder = ProcessingOrder.Task), InputPositionExec(planLater(a.child))) :: Nil
     case j: KStateStreamTableJoin =>
       KStateStreamTableJoinExec(
-        j.leftJoin, j.graceMs, j.versioned, normalized(j.key), j.timestamp, j.output,
+        j.leftJoin, j.graceMs, j.versioned, normalized(j.key), j.timestamp, j.output, j.tableSource,
         contextOf(j), SidePositionsExec(InputPositionExec(planLater(j.child)))) :: Nil
     case s: plans.KStateFkSubscribe =>
       // the micro-batch id numbers the left table's changes (docs/tables.md, "Foreign-key joins")

@@ -10,7 +10,7 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, BoundReference, Exp
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.state.StateStore
-import org.apache.spark.sql.kstate.plans.KStateStreamTableJoin
+import org.apache.spark.sql.kstate.plans.{JoinedTableSource, KStateStreamTableJoin}
 import org.apache.spark.sql.kstate.processor.MetricSet
 import org.apache.spark.sql.kstate.processor.join.{InMemoryStreamTableJoinBuffer, StreamTableJoinBuffer, StreamTableJoinEmitter, StreamTableJoinMetrics, StreamTableJoinProcessor, StreamTableJoinSpec}
 import org.apache.spark.sql.kstate.processor.table.TableState
@@ -21,10 +21,14 @@ import org.apache.spark.sql.types.{StructField, StructType}
  * Physical stream–table join ([[KStateStreamTableJoin]]): a [[StreamTableJoinProcessor]] per
  * state partition, fed by a [[TwoInputTask]] (left = stream rows, right = the table's change
  * rows, both in one processing order). The table is materialized in the join's own store: latest
- * by processing order in [[StoreTableState]], or versioned in [[StoreVersionedTableState]] (its
- * grace there is the history retention: the table's source already dropped the updates older
- * than the table's grace, and the join must store every update the source passed on, whatever
- * order the two operators process them in); the grace buffer in [[StoreStreamTableJoinBuffer]].
+ * by processing order in [[StoreTableState]], or versioned in [[StoreVersionedTableState]]; the
+ * grace buffer in [[StoreStreamTableJoinBuffer]]. The versioned store's grace period:
+ *  - the table's own, when the join does its source's work ([[JoinedTableSource]]: the right
+ *    side is the table's raw updates, and the store's put drops those older than the table's
+ *    stream time − grace, as the source would have);
+ *  - otherwise the history retention: the table's source (or its filter / mapping) already
+ *    dropped the updates older than the table's grace, and the join must store every update it
+ *    was passed, whatever order the two operators process them in.
  * Batch DataFrames use heap states; the whole input is one micro-batch, so a record still within
  * the grace period at its end is not emitted.
  *
@@ -39,6 +43,7 @@ case class KStateStreamTableJoinExec(
     key: Expression,
     timestamp: Expression,
     output: Seq[Attribute],
+    tableSource: Option[JoinedTableSource],
     context: KStateOperatorContext,
     child: SparkPlan) extends KStateContextExec {
 
@@ -71,9 +76,10 @@ case class KStateStreamTableJoinExec(
 
   override protected def newTask(store: Option[StateStore]): KStateTask = {
     val spec = StreamTableJoinSpec(leftJoin, versioned.map(_.historyRetentionMs), graceMs)
-    // stored with grace = retention: see the class comment
-    val chosen = TableStateChoice.choose(operatorName, store, versioned.map(v => v.withGraceMillis(v.historyRetentionMs)),
-      "stj_table", stateKeySchema, valueCount)
+    // the store's grace: see the class comment
+    val stored = if (tableSource.isDefined) versioned else versioned.map(v => v.withGraceMillis(v.historyRetentionMs))
+    val chosen = TableStateChoice.choose(operatorName, store, stored, KStateStreamTableJoinExec.VersionedStoreName,
+      stateKeySchema, valueCount)
     val buffer: Option[StreamTableJoinBuffer[UnsafeRow, UnsafeRow]] = graceMs.map { _ =>
       store match {
         case Some(k: KStateStore) => new StoreStreamTableJoinBuffer(k, "join", 1, streamFields)
@@ -158,6 +164,9 @@ case class KStateStreamTableJoinExec(
 }
 
 object KStateStreamTableJoinExec {
+  /** The versioned store the join keeps its table's versions in (`kstate_vs_stj_table_*`; `kstate.read_table` reads it for a [[JoinedTableSource]]). */
+  val VersionedStoreName = "stj_table"
+
   /** Heap buffer order among equal timestamps (batch DataFrames): key bytes, unsigned. */
   val ByBytes: Ordering[UnsafeRow] = new Ordering[UnsafeRow] {
     override def compare(a: UnsafeRow, b: UnsafeRow): Int = java.util.Arrays.compareUnsigned(a.getBytes, b.getBytes)

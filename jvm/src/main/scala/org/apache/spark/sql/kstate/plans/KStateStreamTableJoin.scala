@@ -19,6 +19,9 @@ import org.apache.spark.sql.types.StructType
  * Output: the stream's columns, then the table's value columns (null when nothing matched: left
  * join), as new attributes. `graceMs` is the join's grace period; `versioned` the table's
  * versioned materialization (None: unversioned).
+ *
+ * `tableSource`: set when the join does its table source's work itself ([[JoinedTableSource]]):
+ * the right side is then the table's raw updates, not a [[KStateTableSource]]'s change rows.
  */
 case class KStateStreamTableJoin(
     leftJoin: Boolean,
@@ -28,6 +31,7 @@ case class KStateStreamTableJoin(
     processingOrder: Option[ProcessingOrder],
     streamColumns: Seq[Attribute],
     tableValues: Seq[Attribute],
+    tableSource: Option[JoinedTableSource],
     child: LogicalPlan) extends UnaryNode with KStateStatefulNode {
 
   override def output: Seq[Attribute] = streamColumns ++ tableValues
@@ -52,7 +56,8 @@ case class KStateStreamTableJoin(
     "keyType" -> key.dataType.catalogString,
     "timestampType" -> timestamp.dataType.catalogString,
     "streamType" -> TableChangeColumns.valueType(streamColumns).catalogString,
-    "tableValueType" -> TableChangeColumns.valueType(tableValues).catalogString)
+    "tableValueType" -> TableChangeColumns.valueType(tableValues).catalogString) ++
+    tableSource.fold(Map.empty[String, String])(_.fingerprint)
 
   override protected def withNewChildInternal(newChild: LogicalPlan): KStateStreamTableJoin = copy(child = newChild)
 }
@@ -68,6 +73,9 @@ object KStateStreamTableJoin {
    * (`KSTATE_STREAM_STATIC_JOIN`: Spark's stream–static join is the tool there), key and timestamp types
    * (`KSTATE_MISMATCHED_INPUTS`, by [[TwoInputs]]), the grace period ([[StreamTableJoinSpec]]:
    * negative, on an unversioned table, above the history retention).
+   *
+   * A streaming table read straight from its source (no filter or mapping between them) with the
+   * join's processing order is joined from its raw updates ([[JoinedTableSource]]).
    */
   def apply(
       leftJoin: Boolean,
@@ -86,15 +94,22 @@ object KStateStreamTableJoin {
       throw KStateErrors.joinColumnClash(n, stream.output.map(_.name), table.values)
     }
     val left = Project(stream.output :+ Alias(streamKey, JoinKeyField)(), stream)
-    val right = Project(table.valueAttrs :+ Alias(table.attr(table.key), JoinKeyField)() :+
-      table.attr(table.timestamp), table.plan)
+    val joinedSource = table.plan match {
+      case s: KStateTableSource if stream.isStreaming && s.processingOrder == processingOrder => Some(s)
+      case _ => None
+    }
+    val right = joinedSource match {
+      case Some(s) => Project(s.values :+ Alias(s.key, JoinKeyField)() :+ s.timestamp, s.child)
+      case None => Project(table.valueAttrs :+ Alias(table.attr(table.key), JoinKeyField)() :+
+        table.attr(table.timestamp), table.plan)
+    }
     val env = TwoInputs(
       left, left.output.last, streamTs,
       right, right.output(table.values.length), right.output.last)
     KStateStreamTableJoin(leftJoin, graceMs, versioned, operatorName, processingOrder,
       stream.output.map(a => AttributeReference(a.name, a.dataType, a.nullable, a.metadata)()),
       table.valueAttrs.map(a => AttributeReference(a.name, a.dataType, nullable = true, a.metadata)()),
-      env.plan)
+      joinedSource.map(JoinedTableSource.of), env.plan)
   }
 
   /** Fields of the stream side's struct: its columns, then the join key. */

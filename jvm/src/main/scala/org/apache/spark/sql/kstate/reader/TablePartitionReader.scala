@@ -30,7 +30,7 @@ final class TablePartitionReader private (
     target: TableReadTarget,
     asOf: Option[Long]) extends Iterator[InternalRow] with AutoCloseable {
 
-  private val versions = new VersionedKeyValueStore(store, TableReadTarget.VersionedStoreName,
+  private val versions = new VersionedKeyValueStore(store, target.storeName,
     target.historyRetentionMs, target.graceMs)
   private val keys = versions.keys()
   private val valueTypes = target.valueSchema.fields.map(_.dataType)

@@ -2,21 +2,27 @@ package org.apache.spark.sql.kstate.reader
 
 import io.kstate.KStateErrors
 
+import org.apache.spark.sql.kstate.execution.KStateStreamTableJoinExec
+import org.apache.spark.sql.kstate.plans.JoinedTableSource
+
 import org.apache.spark.sql.catalyst.parser.CatalystSqlParser
 import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
 import org.apache.spark.sql.types.{DataType, StructField, StructType}
 
 /**
- * What the tasks of a versioned table read need, resolved and checked on the driver: the
- * table source's state ([[state]]: latest committed batch, partitions, store configuration), its
- * history retention and grace (to open its versioned store as the query does) and its columns.
+ * What the tasks of a versioned table read need, resolved and checked on the driver: the state
+ * of the operator that materializes the table ([[state]]: latest committed batch, partitions,
+ * store configuration) and the versioned store's name in it ([[storeName]]: the table source's,
+ * or a stream–table join's that does its source's work, [[JoinedTableSource]]), its history
+ * retention and grace (to open the versioned store as the query does) and its columns.
  *
  * @param schema the result's columns: the key column, the value columns, the timestamp column,
  *   named and typed as the table's
  */
 final case class TableReadTarget(
     state: StateReadTarget,
+    storeName: String,
     historyRetentionMs: Long,
     graceMs: Long,
     keyType: DataType,
@@ -29,6 +35,13 @@ object TableReadTarget {
   val VersionedStoreName: String = org.apache.spark.sql.kstate.execution.KStateTableSourceExec.VersionedStoreName
 
   private val Kinds = Set("table", "versioned_table")
+
+  /**
+   * An operator that materializes a table: its name, kind, the prefix of the table's entries in
+   * its recorded configuration and the versioned store's name.
+   */
+  private final case class Found(op: RecordedOperator, name: Option[String], kind: String, prefix: String,
+      storeName: String)
 
   /**
    * Resolves a read of the table named `name` in the checkpoint at `checkpointLocation`. Checks,
@@ -48,24 +61,32 @@ object TableReadTarget {
       throw KStateErrors.checkpointNotFound(view.root.toString)
     }
     if (view.committedBatches.isEmpty) throw KStateErrors.noCommittedBatch(view.root.toString)
-    val tables = view.kstateOperators.filter(op => op.config.get("kind").exists(Kinds.contains))
-    val table = tables.find(_.name.contains(name)).getOrElse(throw KStateErrors.tableNotFound(
-      name, view.root.toString, tables.map(t => s"${t.name.getOrElse("?")} (${t.config("kind")})")))
-    if (table.config("kind") != "versioned_table") throw KStateErrors.tableNotVersioned(name, view.root.toString)
+    // a table source, or a stream–table join that does its (named) table source's work
+    val sources = view.kstateOperators.filter(op => op.config.get("kind").exists(Kinds.contains))
+      .map(op => Found(op, op.name, op.config("kind"), "", VersionedStoreName))
+    val inJoins = view.kstateOperators.filter(_.config.contains(JoinedTableSource.Name))
+      .map(op => Found(op, op.config.get(JoinedTableSource.Name), op.config(JoinedTableSource.Kind), "table.",
+        KStateStreamTableJoinExec.VersionedStoreName))
+    val tables = sources ++ inJoins
+    val found = tables.find(_.name.contains(name)).getOrElse(throw KStateErrors.tableNotFound(
+      name, view.root.toString, tables.map(t => s"${t.name.getOrElse("?")} (${t.kind})")))
+    if (found.kind != "versioned_table") throw KStateErrors.tableNotVersioned(name, view.root.toString)
+    val table = found.op
 
     val state = StateReadTarget.resolve(session, checkpointLocation, OperatorSelector.ById(table.id), None,
       io.kstate.KStateStateReader.DefaultStoreName)
     def recorded(key: String): String = table.config.getOrElse(key,
       throw KStateErrors.internal(s"table '$name' has no '$key' in its recorded configuration: ${table.config}"))
+    val p = found.prefix
     val keyType = state.keySchema.fields.head.dataType
-    val timestampType = CatalystSqlParser.parseDataType(recorded("timestampType"))
+    val timestampType = CatalystSqlParser.parseDataType(recorded(p + "timestampType"))
     // recorded since read_table exists; a checkpoint from before names them "key" and "timestamp"
-    val keyColumn = table.config.getOrElse("keyColumn", "key")
-    val timestampColumn = table.config.getOrElse("timestampColumn", "timestamp")
+    val keyColumn = table.config.getOrElse(p + "keyColumn", "key")
+    val timestampColumn = table.config.getOrElse(p + "timestampColumn", "timestamp")
     val schema = StructType(StructField(keyColumn, keyType, nullable = false) +:
       state.valueSchema.fields.map(_.copy(nullable = true)) :+
       StructField(timestampColumn, timestampType, nullable = false))
-    TableReadTarget(state, recorded("historyRetentionMs").toLong, recorded("graceMs").toLong, keyType,
+    TableReadTarget(state, found.storeName, recorded("historyRetentionMs").toLong, recorded(p + "graceMs").toLong, keyType,
       state.valueSchema, timestampType, schema)
   }
 }

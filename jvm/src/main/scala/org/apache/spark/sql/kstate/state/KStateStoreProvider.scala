@@ -239,12 +239,14 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
 
   /** Reads of `store` in the working copy: the base view while another store has spilled. */
   private[state] def dbGet(store: KStateStore, key: HashedKey): Array[Byte] = lifecycle.current match {
+    case Loaded(_, copy) => copy.get(key) // the common case first: one volatile read, no allocation
     case Spilled(_, copy, spill) => if (spill.store ne store) spill.baseView.get(key.bytes) else copy.get(key)
     case s => workingCopyOf(s, store).get(key)
   }
 
   private[state] def dbScan(store: KStateStore, from: Array[Byte], until: Option[Array[Byte]]): StateScan =
     lifecycle.current match {
+      case Loaded(_, copy) => copy.scan(from, until)
       case Spilled(_, copy, spill) => if (spill.store ne store) spill.baseView.scan(from, until) else copy.scan(from, until)
       case s => workingCopyOf(s, store).scan(from, until)
     }

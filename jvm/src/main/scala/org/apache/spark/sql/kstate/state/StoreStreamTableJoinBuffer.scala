@@ -8,6 +8,7 @@ import scala.collection.mutable.ArrayBuffer
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.kstate.processor.StreamTime
 import org.apache.spark.sql.kstate.processor.join.StreamTableJoinBuffer
+import org.apache.spark.sql.kstate.state.store.Bytes
 
 /**
  * KIP-923's grace buffer of a stream–table join ([[StreamTableJoinBuffer]]) in a column family of
@@ -26,10 +27,19 @@ import org.apache.spark.sql.kstate.processor.join.StreamTableJoinBuffer
  *   kstate_stj_<name>_buffer  flip(ts):8 escaped(key) 0x00 0x00 arrival:8 -> keyLength:4 key value
  *   kstate_stj_<name>_meta    "m"                                          -> streamTime:8 arrivals:8 records:8
  * }}}
- * The meta entry is written when the store commits, if anything changed. One instance per store
- * version (task); not thread-safe.
+ * The meta entry is written when the store commits, if anything changed.
+ *
+ * Reads: a buffer of at most `heapMirrorMax` records is also kept in a sorted map on the heap for
+ * the task (loaded by one scan when first used, then written through), and evictions read it
+ * instead of scanning the store: a join evicts after every buffered stream record, and a scan of
+ * the store merges its uncommitted writes with its committed entries each time. A buffer that
+ * grows past the limit drops the map and is scanned in the store, in chunks, as before, so its
+ * memory stays the store's to bound (spill). Same records, same order either way.
+ *
+ * One instance per store version (task); not thread-safe.
  */
-final class StoreStreamTableJoinBuffer(store: KStateStore, name: String, keyFields: Int, valueFields: Int)
+final class StoreStreamTableJoinBuffer(store: KStateStore, name: String, keyFields: Int, valueFields: Int,
+    heapMirrorMax: Int = StoreStreamTableJoinBuffer.HeapMirrorMax)
   extends StreamTableJoinBuffer[UnsafeRow, UnsafeRow] {
   import StoreStreamTableJoinBuffer._
 
@@ -42,6 +52,10 @@ final class StoreStreamTableJoinBuffer(store: KStateStore, name: String, keyFiel
   private var dirty = false
   /** No buffered record is older than this (within this store version): scans start here. */
   private var lowest: Long = Long.MinValue
+  /** The buffered records on the heap (record key -> value), while there are few; null: not loaded or too many. */
+  private var mirror: java.util.TreeMap[Array[Byte], Array[Byte]] = _
+  /** False once the buffer outgrew the mirror in this store version: it is not loaded again. */
+  private var mirrorAllowed = true
 
   Option(meta.get(MetaKey)).foreach { b =>
     val bb = ByteBuffer.wrap(b)
@@ -58,11 +72,32 @@ final class StoreStreamTableJoinBuffer(store: KStateStore, name: String, keyFiel
   override def streamTime_=(t: Long): Unit = if (t != time) { time = t; dirty = true }
   override def numRecords: Long = count
 
+  /** The heap mirror, loaded now if allowed and not yet loaded; null when the buffer has too many records. */
+  private def heapMirror(): java.util.TreeMap[Array[Byte], Array[Byte]] = {
+    if (mirror == null && mirrorAllowed) {
+      if (count > heapMirrorMax) mirrorAllowed = false
+      else {
+        val m = new java.util.TreeMap[Array[Byte], Array[Byte]](Bytes.Order)
+        val it = records.scan(timePrefix(Long.MinValue), None)
+        try while (it.hasNext) { val (k, v) = it.next(); m.put(k, v) }
+        finally it.close()
+        mirror = m
+      }
+    }
+    mirror
+  }
+
   override def put(key: UnsafeRow, value: UnsafeRow, ts: Long): Unit = {
     val k = key.getBytes
     val v = value.getBytes
-    records.put(recordKey(ts, k, arrivals),
-      ByteBuffer.allocate(4 + k.length + v.length).putInt(k.length).put(k).put(v).array())
+    val m = heapMirror()
+    val rk = recordKey(ts, k, arrivals)
+    val rv = ByteBuffer.allocate(4 + k.length + v.length).putInt(k.length).put(k).put(v).array()
+    records.put(rk, rv)
+    if (m != null) {
+      if (m.size >= heapMirrorMax) { mirror = null; mirrorAllowed = false }
+      else m.put(rk, rv)
+    }
     arrivals += 1
     count += 1
     if (ts < lowest) lowest = ts
@@ -74,11 +109,21 @@ final class StoreStreamTableJoinBuffer(store: KStateStore, name: String, keyFiel
     val until = if (time == Long.MaxValue) None else Some(timePrefix(time + 1))
     var done = false
     while (!done) {
-      // a chunk at a time: deletes are made after its scan is closed, callbacks after the deletes
+      // a chunk at a time: deletes are made after its read, callbacks after the deletes
       val chunk = new ArrayBuffer[(Array[Byte], Array[Byte])](64)
-      val it = records.scan(timePrefix(lowest), until, chunked = true)
-      try while (chunk.length < EvictionChunk && it.hasNext) chunk += it.next()
-      finally it.close()
+      val m = heapMirror()
+      if (m != null) {
+        val due = until.fold(m.entrySet().iterator())(u => m.headMap(u, false).entrySet().iterator())
+        while (chunk.length < EvictionChunk && due.hasNext) {
+          val e = due.next()
+          chunk += ((e.getKey, e.getValue))
+          due.remove()
+        }
+      } else {
+        val it = records.scan(timePrefix(lowest), until, chunked = true)
+        try while (chunk.length < EvictionChunk && it.hasNext) chunk += it.next()
+        finally it.close()
+      }
       done = chunk.length < EvictionChunk
       chunk.foreach { case (k, _) => records.delete(k) }
       count -= chunk.length
@@ -101,6 +146,8 @@ final class StoreStreamTableJoinBuffer(store: KStateStore, name: String, keyFiel
 object StoreStreamTableJoinBuffer {
   private val MetaKey = Array[Byte]('m')
   private val EvictionChunk = 4096
+  /** Most records kept in the heap mirror (about 100 bytes each for a join of small rows). */
+  val HeapMirrorMax = 65536
 
   private def timePrefix(ts: Long): Array[Byte] = ByteBuffer.allocate(8).putLong(ts ^ Long.MinValue).array()
 

@@ -17,7 +17,7 @@ import org.apache.spark.unsafe.types.UTF8String
 /**
  * [[StoreStreamTableJoinBuffer]]: the same evictions, in the same order, as the heap buffer with
  * the same key order (unsigned key bytes) over random puts and eviction bounds spread over store
- * versions (commit, reopen); stream time, arrival order and size persist; its record keys order
+ * versions (commit, reopen), with its heap mirror never used, outgrown midway, or always used; stream time, arrival order and size persist; its record keys order
  * by (timestamp, key bytes, arrival) for keys of any length and content.
  */
 class StoreStreamTableJoinBufferSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
@@ -48,12 +48,13 @@ class StoreStreamTableJoinBufferSuite extends AnyFunSuite with ScalaCheckPropert
   }
 
   test("random puts, evictions and commits: the heap buffer's evictions, in its order; state persists") {
-    forAll(Gen.listOf(op)) { ops =>
+    // the heap mirror: never (0), outgrown on the way (3), always (the default)
+    forAll(Gen.listOf(op), Gen.oneOf(0, 3, StoreStreamTableJoinBuffer.HeapMirrorMax)) { (ops, mirrorMax) =>
       val provider = ProviderFixture.open(ProviderFixture.tmp(), keySchema, valueSchema)
       try {
         var version = 0L
         var store = provider.getStore(version)
-        var stored = new StoreStreamTableJoinBuffer(store, "b", 1, 2)
+        var stored = new StoreStreamTableJoinBuffer(store, "b", 1, 2, mirrorMax)
         val heap = new InMemoryStreamTableJoinBuffer[UnsafeRow, UnsafeRow]()(KStateStreamTableJoinExec.ByBytes)
         var n = 0L
         ops.foreach {
@@ -65,7 +66,7 @@ class StoreStreamTableJoinBufferSuite extends AnyFunSuite with ScalaCheckPropert
           case Commit =>
             version = store.commit()
             store = provider.getStore(version)
-            stored = new StoreStreamTableJoinBuffer(store, "b", 1, 2)
+            stored = new StoreStreamTableJoinBuffer(store, "b", 1, 2, mirrorMax)
         }
         assert(stored.numRecords === heap.numRecords)
         assert(stored.streamTime === heap.streamTime)
