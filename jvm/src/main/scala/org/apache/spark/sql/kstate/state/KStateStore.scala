@@ -205,6 +205,13 @@ final class KStateStore private[state] (
     new MergedScan(changes.changesIn(from, until), provider.dbScan(this, from, until))
   }
 
+  /** A scan of [from, until) within one key group `group` (see [[WriteSet.changesInGroup]]). */
+  private def groupScan(group: Array[Byte], groups: KeyGroups, prefixLength: Int, from: Array[Byte],
+      until: Option[Array[Byte]]): MergedScan = {
+    checkReadable()
+    new MergedScan(changes.changesInGroup(group, groups, prefixLength, from, until), provider.dbScan(this, from, until))
+  }
+
   /** A scan that copies this version's changes in chunks as it goes (see [[ChunkedScan]]). */
   private def chunkedScan(from: Array[Byte], until: Option[Array[Byte]]): ChunkedScan =
     new ChunkedScan(from, until, (f, limit) => { checkReadable(); changes.changesIn(f, until, limit) },
@@ -334,8 +341,22 @@ final class KStateStore private[state] (
         : Iterator[(Array[Byte], Array[Byte])] with AutoCloseable = {
       val f = Bytes.concat(prefix, from)
       val u = until.map(Bytes.concat(prefix, _)).orElse(Bytes.prefixEnd(prefix))
-      val s: Iterator[(Array[Byte], Array[Byte])] with AutoCloseable =
-        if (chunked) chunkedScan(f, u) else KStateStore.this.scan(f, u)
+      unprefixed(if (chunked) chunkedScan(f, u) else KStateStore.this.scan(f, u))
+    }
+
+    /**
+     * Entries with keys in [from, until) where every such key starts with `group`, one whole group
+     * of this family's keys under `groups` (one family, one `groups`); keys unprefixed, frozen when
+     * opened. Same entries as [[scan]], found without a sorted view of the family's changes.
+     */
+    def scanGroup(groups: KeyGroups, group: Array[Byte], from: Array[Byte], until: Option[Array[Byte]])
+        : Iterator[(Array[Byte], Array[Byte])] with AutoCloseable = {
+      val u = until.map(Bytes.concat(prefix, _)).orElse(Bytes.prefixEnd(prefix))
+      unprefixed(groupScan(Bytes.concat(prefix, group), groups, prefix.length, Bytes.concat(prefix, from), u))
+    }
+
+    private def unprefixed(s: Iterator[(Array[Byte], Array[Byte])] with AutoCloseable)
+        : Iterator[(Array[Byte], Array[Byte])] with AutoCloseable = {
       new Iterator[(Array[Byte], Array[Byte])] with AutoCloseable {
         override def hasNext: Boolean = s.hasNext
         override def next(): (Array[Byte], Array[Byte]) = {

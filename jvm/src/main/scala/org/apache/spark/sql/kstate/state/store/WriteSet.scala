@@ -44,6 +44,8 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
   private var global: SortedView = _
   /** Sorted views of single families' entries, by [[WriteSet.bucketOf]], built by their scans. */
   private val families = new java.util.HashMap[Integer, SortedView]()
+  /** Group indexes of single families' entries, by bucket, built by their group scans ([[changesInGroup]]). */
+  private val groupIndexes = new java.util.HashMap[Integer, GroupIndex]()
   private var viewHeap = 0L
 
   /**
@@ -139,11 +141,19 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
         if (v != null) viewHeap += v.add(e)
       }
     }
+    if (!groupIndexes.isEmpty) {
+      val b = bucketOf(e.key)
+      if (b >= 0) {
+        val g = groupIndexes.get(b)
+        if (g != null) viewHeap += g.add(e)
+      }
+    }
   }
 
   private def dropSortedView(): Unit = {
     global = null
     families.clear()
+    groupIndexes.clear()
     viewHeap = 0L
   }
 
@@ -204,6 +214,46 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
       }
     }
     out.result()
+  }
+
+  /**
+   * Written or deleted entries with keys in [from, until), in key order, copied out, for a scan
+   * that stays within one key group: every key of [from, until) starts with `group`, a whole
+   * group of its family under `groups` (the family's keys start after `prefixLength` bytes; one
+   * family, one `groups`). Reads the group's entries from the family's group index (built by the
+   * first such scan, then kept up to date), not from a sorted view: no sorted structure over the
+   * family is kept for these scans.
+   */
+  def changesInGroup(group: Array[Byte], groups: KeyGroups, prefixLength: Int, from: Array[Byte],
+      until: Option[Array[Byte]]): Array[(Array[Byte], Array[Byte])] = {
+    val b = bucketOf(group)
+    require(b >= 0 && Bytes.startsWith(from, group), "a group scan needs a group of one family and a start within it")
+    var index = groupIndexes.get(b)
+    if (index == null) {
+      index = new GroupIndex(groups, prefixLength)
+      var i = 0
+      while (i < count) {
+        val e = inserted(i)
+        if (bucketOf(e.key) == b) viewHeap += index.add(e)
+        i += 1
+      }
+      groupIndexes.put(b, index)
+    }
+    val entries = index.entriesOf(group)
+    if (entries == null) Array.empty
+    else {
+      val out = new ArrayList[Entry](entries.size)
+      entries.forEach { e =>
+        if (e.value != null && Bytes.Order.compare(e.key, from) >= 0 && until.forall(u => Bytes.Order.compare(e.key, u) < 0)) {
+          out.add(e)
+        }
+      }
+      out.sort((x: Entry, y: Entry) => Bytes.Order.compare(x.key, y.key))
+      val result = new Array[(Array[Byte], Array[Byte])](out.size)
+      var i = 0
+      while (i < result.length) { val e = out.get(i); result(i) = (e.key, e.value); i += 1 }
+      result
+    }
   }
 
   /** Drops every entry with a key in [from, until) (rare: a dropped column family). */

@@ -5,6 +5,7 @@ import java.nio.ByteBuffer
 import io.kstate.KStateErrors
 
 import org.apache.spark.sql.kstate.state.KStateStore
+import org.apache.spark.sql.kstate.state.store.{Bytes, KeyGroups}
 
 /**
  * A versioned key/value store (KIP-889, with KIP-914's put result) on one kstate state store:
@@ -51,6 +52,10 @@ import org.apache.spark.sql.kstate.state.KStateStore
  * only when the history reaches a new segment. Cleanup drains the index up to the last segment
  * wholly at or before the cutoff and deletes each of those keys' expired versions.
  * The segment interval only sets the index's granularity: reopening with another is safe.
+ *
+ * Every history scan reads one key's versions (`klen key`, [[KeyGroups.LengthPrefixed]]): the
+ * store answers it from its uncommitted changes by key group, without keeping a sorted view of
+ * the history family's changes, which every put adds to.
  *
  * Not thread-safe; lives for one store version (one task).
  */
@@ -224,7 +229,7 @@ final class VersionedKeyValueStore(
   /** Deletes `key`'s history versions with validTo < `bound`; returns how many. */
   private def deleteHistoryBefore(key: Array[Byte], bound: Long): Int = {
     val prefix = keyPrefix(key)
-    val it = history.scan(prefix, org.apache.spark.sql.kstate.state.store.Bytes.prefixEnd(prefix))
+    val it = history.scanGroup(KeyGroups.LengthPrefixed, prefix, prefix, Bytes.prefixEnd(prefix))
     val expired = new java.util.ArrayList[Array[Byte]]()
     try it.foreach { case (k, v) => if (ByteBuffer.wrap(v).getLong < bound) expired.add(k) } finally it.close()
     expired.forEach(k => history.delete(k))
@@ -295,7 +300,7 @@ final class VersionedKeyValueStore(
   /** The history version of `key` with the largest validFrom <= ts. */
   private def floorVersion(key: Array[Byte], ts: Long): Version = {
     val prefix = keyPrefix(key)
-    val it = history.scan(historyKey(key, ts), org.apache.spark.sql.kstate.state.store.Bytes.prefixEnd(prefix))
+    val it = history.scanGroup(KeyGroups.LengthPrefixed, prefix, historyKey(key, ts), Bytes.prefixEnd(prefix))
     try {
       if (!it.hasNext) null
       else {
@@ -308,7 +313,8 @@ final class VersionedKeyValueStore(
 
   /** The smallest validFrom > ts among `key`'s history versions, else the latest's. */
   private def nextFrom(key: Array[Byte], ts: Long, latestFrom: Long): Long = {
-    val it = history.scan(keyPrefix(key), Some(historyKey(key, ts)))
+    val prefix = keyPrefix(key)
+    val it = history.scanGroup(KeyGroups.LengthPrefixed, prefix, prefix, Some(historyKey(key, ts)))
     var next = latestFrom
     try it.foreach { case (k, _) => next = ~ByteBuffer.wrap(k, k.length - 8, 8).getLong ^ Long.MinValue }
     finally it.close()

@@ -80,6 +80,58 @@ class WriteSetSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     assert(WriteSet.singleFamily(Array[Byte](0), Some(Array[Byte](0, 0, 1))) == -1)
   }
 
+  // Grouped keys, as the versioned store's history: family 00 07, then klen:4 key (klen 0..3,
+  // bytes from {00, 01, 7F, FF}), then a version byte; keys of family 00 06 and 00 08 around it.
+  private val groupBytes = Gen.listOf(Gen.oneOf(Seq[Byte](0, 1, 0x7f, -1))).map(_.take(3).toArray)
+  private def grouped(key: Array[Byte], version: Int): Array[Byte] =
+    java.nio.ByteBuffer.allocate(2 + 4 + key.length + 1).put(0.toByte).put(7.toByte).putInt(key.length).put(key)
+      .put(version.toByte).array()
+  private def group(key: Array[Byte]): Array[Byte] = grouped(key, 0).dropRight(1)
+
+  private sealed trait GroupOp
+  private case class GWrite(key: Array[Byte], version: Int, value: Option[Int]) extends GroupOp
+  private case class GOther(family: Int, b: Byte, value: Option[Int]) extends GroupOp
+  private case class GNote(key: Array[Byte], version: Int) extends GroupOp
+  private case class GScan(key: Array[Byte], from: Option[Int], until: Option[Int]) extends GroupOp
+  private case object GFamilyScan extends GroupOp
+  private case object GClear extends GroupOp
+
+  test("property: group scans see what ordered scans see, with family views and clears in between") {
+    val version = Gen.choose(0, 255)
+    val opGen: Gen[GroupOp] = Gen.frequency(
+      10 -> (for (k <- groupBytes; v <- version; x <- Gen.option(Gen.choose(0, 9))) yield GWrite(k, v, x)),
+      2 -> (for (f <- Gen.oneOf(6, 8); b <- Gen.choose(-128, 127); x <- Gen.option(Gen.choose(0, 9))) yield GOther(f, b.toByte, x)),
+      2 -> (for (k <- groupBytes; v <- version) yield GNote(k, v)),
+      6 -> (for (k <- groupBytes; f <- Gen.option(version); u <- Gen.option(version)) yield GScan(k, f, u)),
+      1 -> Gen.const(GFamilyScan),
+      1 -> Gen.const(GClear))
+    forAll(Gen.choose(0, 600).flatMap(n => Gen.listOfN(n, opGen))) { ops =>
+      val ws = new WriteSet
+      ops.foreach {
+        case GWrite(k, v, x) => ws.write(grouped(k, v), bytesOf(x))
+        case GOther(f, b, x) => ws.write(Array[Byte](0, f.toByte, b), bytesOf(x))
+        case GNote(k, v) => ws.noteRead(new HashedKey(grouped(k, v)), existed = true)
+        case GScan(k, f, u) =>
+          val g = group(k)
+          val from = f.fold(g)(grouped(k, _))
+          val until = u.fold(Bytes.prefixEnd(g))(v => Some(grouped(k, v)))
+          val expected = ws.changesIn(from, until).toList.map { case (a, b) => (a.toSeq, valueOf(b)) }
+          val got = ws.changesInGroup(g, KeyGroups.LengthPrefixed, 2, from, until).toList
+            .map { case (a, b) => (a.toSeq, valueOf(b)) }
+          assert(got == expected, s"group ${g.toSeq} from ${from.toSeq} until ${until.map(_.toSeq)}")
+        case GFamilyScan => ws.changesIn(Array[Byte](0, 7), Some(Array[Byte](0, 8)))
+        case GClear => ws.clear()
+      }
+    }
+  }
+
+  test("length-prefixed key groups: the length, then that many bytes; a short key is its own group") {
+    val k = Array[Byte](9, 9, 0, 0, 0, 2, 5, 6, 1, 2)
+    assert(KeyGroups.LengthPrefixed.length(k, 2) == 6)
+    assert(KeyGroups.LengthPrefixed.length(Array[Byte](9, 9, 0, 0), 2) == 2)
+    assert(KeyGroups.LengthPrefixed.length(Array[Byte](9, 9, 0, 0, 0, 9, 1), 2) == 5)
+  }
+
   private def checkViews(keys: Keys): Unit = {
     val opGen: Gen[Op] = Gen.frequency(
       12 -> (for (k <- keys.gen; v <- Gen.option(Gen.choose(0, 20))) yield Write(k, v)),
