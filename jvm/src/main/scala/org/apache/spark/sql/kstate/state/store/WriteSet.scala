@@ -319,12 +319,14 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
         global.base
       }
     var n = 0
-    all.foreach(e => if (e.value != null) n += 1)
+    var i = 0
+    while (i < all.length) { if (all(i).value != null) n += 1; i += 1 }
     if (n == all.length) all
     else {
       val out = new Array[Entry](n)
       n = 0
-      all.foreach(e => if (e.value != null) { out(n) = e; n += 1 })
+      i = 0
+      while (i < all.length) { val e = all(i); if (e.value != null) { out(n) = e; n += 1 }; i += 1 }
       out
     }
   }
@@ -439,8 +441,16 @@ private[kstate] object WriteSet {
   }
 
   private def sortedArray(all: Array[Entry]): Array[Entry] = {
-    val order = KeySort.order(all.map(_.key), all.length)
-    order.map(all(_))
+    // plain loops: a generic `map` over these arrays writes each slot through ScalaRunTime
+    val n = all.length
+    val keys = new Array[Array[Byte]](n)
+    var i = 0
+    while (i < n) { keys(i) = all(i).key; i += 1 }
+    val order = KeySort.order(keys, n)
+    val out = new Array[Entry](n)
+    i = 0
+    while (i < n) { out(i) = all(order(i)); i += 1 }
+    out
   }
 
   /** Heap bytes of a byte array: 16-byte header, contents padded to 8 bytes. */
