@@ -37,7 +37,8 @@ def read_table(spark: SparkSession, checkpoint_location: str, name: str,
         The query's ``checkpointLocation``.
     name : str
         The table's ``name=`` (``"versioned_table-<n>"`` for an unnamed one: the error for an
-        unknown name lists the tables in the checkpoint).
+        unknown name lists the tables in the checkpoint). A table that a stream–table join reads
+        straight from its source is stored by the join and found by its ``name=`` only (name it).
     as_of : None, int, str or datetime.datetime
         ``None``: each key's latest value. ``int``: an event time in epoch milliseconds (the
         table's own unit for integral timestamps; for a TIMESTAMP_NTZ table, its wall clock read
