@@ -26,20 +26,29 @@ final case class JoinedTableSource(
     timestampType: String,
     graceMs: Option[Long]) {
 
+  import JoinedTableSource.Prefix
+
+  /**
+   * The join's configuration entries for its table: the table source's own keys (`keyColumn`,
+   * `timestampColumn`, `timestampType`, `graceMs`, as [[KStateTableSource]] records them) under
+   * [[JoinedTableSource.Prefix]], with the table's kind and name.
+   */
   def fingerprint: Map[String, String] = Map(
     JoinedTableSource.Kind -> (if (graceMs.isDefined) "versioned_table" else "table"),
-    "table.keyColumn" -> keyColumn,
-    "table.timestampColumn" -> timestampColumn,
-    "table.timestampType" -> timestampType) ++
+    Prefix + "keyColumn" -> keyColumn,
+    Prefix + "timestampColumn" -> timestampColumn,
+    Prefix + "timestampType" -> timestampType) ++
     name.map(JoinedTableSource.Name -> _) ++
-    graceMs.map(g => "table.graceMs" -> g.toString)
+    graceMs.map(g => Prefix + "graceMs" -> g.toString)
 }
 
 object JoinedTableSource {
+  /** What the join's configuration puts before the table's entries. */
+  val Prefix = "table."
   /** Configuration key: the kind of the table the join materializes ("table" or "versioned_table"). */
-  val Kind = "table.kind"
+  val Kind: String = Prefix + "kind"
   /** Configuration key: the table's name. */
-  val Name = "table.name"
+  val Name: String = Prefix + "name"
 
   def of(s: KStateTableSource): JoinedTableSource = JoinedTableSource(s.operatorName, s.key.name,
     s.timestamp.name, s.timestamp.dataType.catalogString, s.versioned.map(_.graceMs))

@@ -65,7 +65,7 @@ object TableReadTarget {
     val sources = view.kstateOperators.filter(op => op.config.get("kind").exists(Kinds.contains))
       .map(op => Found(op, op.name, op.config("kind"), "", VersionedStoreName))
     val inJoins = view.kstateOperators.filter(_.config.contains(JoinedTableSource.Name))
-      .map(op => Found(op, op.config.get(JoinedTableSource.Name), op.config(JoinedTableSource.Kind), "table.",
+      .map(op => Found(op, op.config.get(JoinedTableSource.Name), op.config(JoinedTableSource.Kind), JoinedTableSource.Prefix,
         KStateStreamTableJoinExec.VersionedStoreName))
     val tables = sources ++ inJoins
     val found = tables.find(_.name.contains(name)).getOrElse(throw KStateErrors.tableNotFound(
