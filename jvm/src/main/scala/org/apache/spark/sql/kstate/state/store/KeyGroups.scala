@@ -2,6 +2,9 @@ package org.apache.spark.sql.kstate.state.store
 
 import java.util.{ArrayList, Arrays, HashMap}
 
+import org.apache.spark.unsafe.Platform
+import org.apache.spark.unsafe.hash.Murmur3_x86_32
+
 /**
  * How a column family's keys fall into groups that scans stay within: the versioned store's
  * history keys are `klen:4 key validFrom:8`, and every history scan reads one key's versions
@@ -60,12 +63,10 @@ private[store] object GroupIndex {
 
   /** The first `length` bytes of `bytes`, compared and hashed by content; no copy. */
   final class Group(val bytes: Array[Byte], val length: Int) {
-    override val hashCode: Int = {
-      var h = 1
-      var i = 0
-      while (i < length) { h = 31 * h + bytes(i); i += 1 }
-      h
-    }
+    // Murmur3, as for whole keys: a polynomial hash of keys that differ only in a few low bytes
+    // (a long key's UnsafeRow) collides often enough to turn the map's buckets into trees
+    override val hashCode: Int =
+      Murmur3_x86_32.hashUnsafeBytes2(bytes, Platform.BYTE_ARRAY_OFFSET, length, 42)
     override def equals(o: Any): Boolean = o match {
       case g: Group => g.length == length && Arrays.equals(bytes, 0, length, g.bytes, 0, length)
       case _ => false
