@@ -11,7 +11,7 @@ import org.apache.spark.sql.kstate.state.store._
  * The working copy of one store: the latest committed version (plus a spilling store's
  * uncommitted changes), rebuilt from the checkpoint whenever needed; never the durable copy.
  *
- * Tiering: it starts on the heap ([[HeapState]]) or in a local RocksDB ([[LocalDb]]); a heap
+ * Tiering: it starts on the heap ([[FamilyHeaps]]: a [[HeapState]] per column family) or in a local RocksDB ([[LocalDb]]); a heap
  * copy reserves its size from the executor's [[HeapStateBudget]] (`limit`) and moves to RocksDB
  * ([[moveToDb]]) when it no longer fits, or before a store spills into it. It never moves
  * back: a restore builds a new working copy.
@@ -25,7 +25,7 @@ import org.apache.spark.sql.kstate.state.store._
  */
 private[state] final class WorkingCopy(onHeapAtStart: Boolean, limit: Long, localRoot: () => File,
     writeLocally: (LocalDb, WriteBatch) => Unit, owner: String) extends Logging {
-  private var heap: HeapState = if (onHeapAtStart) new HeapState else null
+  private var heap: FamilyHeaps = if (onHeapAtStart) new FamilyHeaps else null
   private var db: LocalDb = if (onHeapAtStart) null else new LocalDb(localRoot())
   /** Bytes of [[HeapStateBudget]] reserved for `heap`. */
   private var reserved = 0L
@@ -40,8 +40,11 @@ private[state] final class WorkingCopy(onHeapAtStart: Boolean, limit: Long, loca
   def memoryBytes: Long = if (heap != null) heap.heapBytes else if (db != null) db.memoryBytes else 0L
   def localDir: Option[File] = Option(db).map(_.directory)
 
-  /** Whether a version's changes must arrive in key order (a heap copy that keeps no index takes any). */
-  def wantsSorted: Boolean = heap == null || heap.keepsIndex
+  /**
+   * Whether a version's changes must arrive in key order: RocksDB's do; a heap copy takes any
+   * order and sorts those of the families it keeps an index for ([[FamilyHeaps.applyChanges]]).
+   */
+  def wantsSorted: Boolean = heap == null
 
   def get(key: HashedKey): Array[Byte] = if (heap != null) heap.get(key) else db.get(key.bytes)
 
@@ -114,7 +117,7 @@ private[state] final class WorkingCopy(onHeapAtStart: Boolean, limit: Long, loca
   def apply(dropped: Seq[Array[Byte]], changes: Array[WriteSet.Entry], sorted: Boolean): Long =
     if (heap != null) {
       val gone = dropped.map(p => heap.deleteRange(p, Bytes.prefixEnd(p))).sum
-      (if (sorted) heap.applySorted(changes) else heap.applyUnsorted(changes)) - gone
+      (if (sorted) heap.applySorted(changes, changes.length) else heap.applyChanges(changes)) - gone
     } else {
       val batch = new WriteBatch()
       try {

@@ -92,7 +92,7 @@ private[kstate] final class HeapState(private[store] val minGarbageBytes: Long =
    * Applies one version's changes: `changes` sorted by key without duplicates, a value of
    * [[WriteSet.Deleted]] deleting its key. Returns the change in the number of entries.
    */
-  def applySorted(changes: Array[WriteSet.Entry]): Long = applySorted(changes, changes.length)
+  def applySorted(changes: Array[WriteSet.Entry]): Long = applySorted(changes, 0, changes.length)
 
   /**
    * Whether the next version's changes should arrive sorted ([[applySorted]]) to keep the
@@ -108,29 +108,30 @@ private[kstate] final class HeapState(private[store] val minGarbageBytes: Long =
   def applyUnsorted(changes: Array[WriteSet.Entry]): Long = {
     val before = table.size
     table.ensureCapacity(before + changes.length)
-    applyToTable(changes, changes.length)
+    applyToTable(changes, 0, changes.length)
     index = NoAddresses; indexSize = 0; indexed = false
     indexUsed = false
     maybeCompact()
     (table.size - before).toLong
   }
 
-  /** [[applySorted]] of `changes(0 until count)`. */
-  def applySorted(changes: Array[WriteSet.Entry], count: Int): Long = {
+  /** [[applySorted]] of `changes(from until until)`. */
+  def applySorted(changes: Array[WriteSet.Entry], from: Int, until: Int): Long = {
+    val count = until - from
     val before = table.size
     table.ensureCapacity(before + count)
     indexUsed = false
-    if (!indexed) applyToTable(changes, count)
-    else if (count > 0 && noDeletes(changes, count) &&
-        (indexSize == 0 || EntryArena.compareKey(arena.pages, index(indexSize - 1), changes(0).key) < 0)) {
-      appendSorted(changes, count)
+    if (!indexed) applyToTable(changes, from, until)
+    else if (count > 0 && noDeletes(changes, from, until) &&
+        (indexSize == 0 || EntryArena.compareKey(arena.pages, index(indexSize - 1), changes(from).key) < 0)) {
+      appendSorted(changes, from, until)
     } else {
       val size = indexSize
       val out = new Array[Long](size + count)
       var i = 0
       var n = 0
-      var c = 0
-      while (c < count) {
+      var c = from
+      while (c < until) {
         val e = changes(c)
         c += 1
         // copy the unchanged entries before e in one block, found by galloping (a few changes
@@ -160,15 +161,16 @@ private[kstate] final class HeapState(private[store] val minGarbageBytes: Long =
    * Adds new keys, all greater than every indexed key, at the end of the index (restoring a
    * snapshot, which is written in key order): amortised constant work per key, no merge.
    */
-  private def appendSorted(changes: Array[WriteSet.Entry], count: Int): Unit = {
+  private def appendSorted(changes: Array[WriteSet.Entry], from: Int, until: Int): Unit = {
+    val count = until - from
     if (indexSize + count > index.length) {
       val capacity = math.max(indexSize + count, math.min(Int.MaxValue - 8, index.length.toLong * 2).toInt)
       index = Arrays.copyOf(index, capacity)
     }
-    var c = 0
-    while (c < count) {
+    var c = from
+    while (c < until) {
       val e = changes(c)
-      index(indexSize + c) = putEntry(e.key, e.hash, e.value)
+      index(indexSize + c - from) = putEntry(e.key, e.hash, e.value)
       c += 1
     }
     indexSize += count
@@ -282,10 +284,10 @@ private[kstate] final class HeapState(private[store] val minGarbageBytes: Long =
     live = 0L
   }
 
-  /** `changes(0 until count)` to the hash index only (the sorted index is invalid or dropped). */
-  private def applyToTable(changes: Array[WriteSet.Entry], count: Int): Unit = {
-    var c = 0
-    while (c < count) {
+  /** `changes(from until until)` to the hash index only (the sorted index is invalid or dropped). */
+  private def applyToTable(changes: Array[WriteSet.Entry], from: Int, until: Int): Unit = {
+    var c = from
+    while (c < until) {
       val e = changes(c)
       if (e.isDelete) removeEntry(e.key, e.hash) else putEntry(e.key, e.hash, e.value)
       c += 1
@@ -413,10 +415,10 @@ private[kstate] object HeapState {
 
   private val NoAddresses = new Array[Long](0)
 
-  private def noDeletes(changes: Array[WriteSet.Entry], count: Int): Boolean = {
-    var c = 0
-    while (c < count && !changes(c).isDelete) c += 1
-    c == count
+  private def noDeletes(changes: Array[WriteSet.Entry], from: Int, until: Int): Boolean = {
+    var c = from
+    while (c < until && !changes(c).isDelete) c += 1
+    c == until
   }
 
   /** A copy of `a(0 until size)` without positions [lo, hi). */

@@ -4,13 +4,13 @@ import org.rocksdb.WriteBatch
 
 /**
  * Applies the records of state files to a store's working copy during a restore: to its
- * [[HeapState]] while that stays within its budget, else to its [[LocalDb]] in bounded write
+ * [[FamilyHeaps]] while that stays within its budget, else to its [[LocalDb]] in bounded write
  * batches. Column family records are collected, to be applied to the registry once the files
  * are verified.
  *
  * State files list a version's keys in key order (snapshots, and changelogs of versions that
  * did not spill), so records for the heap are gathered in runs of increasing keys and applied
- * with [[HeapState.applySorted]], which keeps the heap's sorted index without a sort; a file
+ * with [[FamilyHeaps.applySorted]], which keeps the families' sorted indexes without a sort; a file
  * out of order (a spilled version's changelog) is applied record by record from there on.
  *
  * @param heap    the heap working copy to fill, or null to fill `db`
@@ -19,11 +19,11 @@ import org.rocksdb.WriteBatch
  *                records and at `flush`)
  * @param moveToDb moves the heap state into a new local database and returns that database
  */
-private[kstate] final class StateLoader(heap: HeapState, db: LocalDb, fits: () => Boolean,
+private[kstate] final class StateLoader(heap: FamilyHeaps, db: LocalDb, fits: () => Boolean,
     moveToDb: () => LocalDb) extends StateFile.Visitor with AutoCloseable {
   import StateLoader._
 
-  private var onHeap: HeapState = heap
+  private var onHeap: FamilyHeaps = heap
   private var target: LocalDb = db
   private var batch: WriteBatch = if (heap == null) new WriteBatch() else null
   private var pending = 0

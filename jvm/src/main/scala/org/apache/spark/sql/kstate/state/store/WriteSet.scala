@@ -440,7 +440,8 @@ private[kstate] object WriteSet {
     }
   }
 
-  private def sortedArray(all: Array[Entry]): Array[Entry] = {
+  /** `all` in key order (a new array; `all` is not changed). */
+  private[store] def sortedArray(all: Array[Entry]): Array[Entry] = {
     // plain loops: a generic `map` over these arrays writes each slot through ScalaRunTime
     val n = all.length
     val keys = new Array[Array[Byte]](n)

@@ -181,7 +181,7 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       ks.map(k => new WriteSet.Entry(new HashedKey(bytes(List(k))), Array(k.toByte), WriteSet.Unknown)).toArray
     assert(h.applySorted(run(Seq(1, 2, 3))) == 3)
     val before = h.scan(Array.emptyByteArray, None)
-    assert(h.applySorted(run(Seq(5, 7)), 1) == 1) // only the first entry of the array
+    assert(h.applySorted(run(Seq(5, 7)), 0, 1) == 1) // only the first entry of the array
     assert(h.applySorted(run(Seq(9, 10, 11))) == 3) // appended again
     assert(h.applySorted(run(Seq(4, 6))) == 2) // merged
     val seen = mutable.ListBuffer.empty[Int]
