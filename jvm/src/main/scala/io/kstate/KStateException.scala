@@ -171,6 +171,13 @@ object KStateErrors {
         "record accepted within the grace period must stay queryable). Lower the grace period " +
         "or raise the history retention.")
 
+  def versionedStoreLayoutOutdated(name: String, found: Int, expected: Int): KStateException =
+    err("KSTATE_VERSIONED_STORE_LAYOUT_OUTDATED",
+      s"Versioned store '$name' was written by an older kstate layout (layout $found; this kstate " +
+        s"reads layout $expected, whose latest entries list the key's newest history versions) and " +
+        "cannot be read without misreading its versions. Start the query from a new checkpoint " +
+        "(a new checkpointLocation), or read the old one with the kstate version that wrote it.")
+
   def invalidColumnFamilyName(name: String): KStateException =
     err("KSTATE_INVALID_COLUMN_FAMILY",
       s"Column family name '$name' is reserved or empty: use a non-empty name other than " +

@@ -34,15 +34,14 @@ import org.apache.spark.sql.kstate.state.store.{Bytes, KeyGroups}
  *  - `numVersions` is the number of versions held, tombstones included (one per latest entry and
  *    one per history entry): a put of a new timestamp adds one, a put replacing the version of
  *    its timestamp adds none, a put not stored none, `cleanup()` subtracts what it removed.
- *    Persisted with the stream time; a store whose meta predates the count is counted once, by a
- *    scan, when it is opened.
+ *    Persisted with the stream time.
  *
  * Layout (in four column families of the owning store; `flip` maps signed to unsigned order):
  * {{{
- *   latest   key                                   -> validFrom:8 indexed:8 tomb:1 value
+ *   latest   key                                   -> validFrom:8 indexed:8 tomb:1 dir:1 from:8 * n  value
  *   history  klen:4 key ~flip(validFrom):8          -> validTo:8 tomb:1 value   (newest first)
  *   expiry   flip(segment):8 kind:1 key             -> ()
- *   meta     "t"                                    -> stream time:8 lowest segment:8 cleaned through:8 versions:8
+ *   meta     "t"                                    -> stream time:8 lowest segment:8 cleaned through:8 versions:8 layout:1
  * }}}
  * Time is cut into segments of `segmentIntervalMs` (Kafka's default for the retention, unless
  * given). The expiry index holds one entry per key and segment in which the key has history
@@ -50,8 +49,35 @@ import org.apache.spark.sql.kstate.state.store.{Bytes, KeyGroups}
  * latest entry is the segment the key's last entry was written for, so the common put (a new
  * latest version moving the previous one into history) writes two entries, and an index entry
  * only when the history reaches a new segment. Cleanup drains the index up to the last segment
- * wholly at or before the cutoff and deletes each of those keys' expired versions.
+ * wholly at or before the cutoff and deletes each of those keys' expired versions, then the
+ * expired latest tombstones: a key's history is found through its latest entry (below), so the
+ * latest entry goes last. Example: tombstones at 57 and 77 (the one at 57 now history, valid to
+ * 77) index a tombstone in segment 57 and history in segment 77; a cleanup past 77 deletes the
+ * history version at 57, then the latest tombstone at 77.
  * The segment interval only sets the index's granularity: reopening with another is safe.
+ *
+ * The history directory (`dir from:8 * n`, a [[HistoryDirectory]]): the validFrom of the key's
+ * newest history versions, newest first, at most 16 (`HistoryDirectory.Max`), and a `truncated`
+ * bit (bit 7 of `dir`; bits 0-6 are n): the key may have older history versions, not listed.
+ * Versions are contiguous, so a listed version's validTo is its newer neighbour's validFrom (the
+ * latest's for the newest). Example: versions at 10, 20, 30 and the latest at 40: the latest entry
+ * lists [30, 20, 10], not truncated; `get(k, 25)` finds 20 there (valid to 30) and reads the one
+ * history entry `k ~flip(20)`. So the history family is read by point gets:
+ *  - a put of a new latest version lists the old latest's validFrom first, dropping the oldest
+ *    listed past 16 (and setting `truncated`); a put replacing the latest keeps the directory;
+ *  - `get(key, asOf)` older than the latest, and an out-of-order put (its floor version and the
+ *    next version's validFrom), answer from the directory when it covers the time (the time is at
+ *    or after the oldest listed, or the directory is not truncated); only an older time of a
+ *    truncated directory scans the key's history. An out-of-order put lists its timestamp when it
+ *    is among the newest 16 (the latest entry is rewritten, its value unchanged);
+ *  - cleanup of a key whose directory is not truncated deletes the expired listed versions by key
+ *    and rewrites the latest entry without them; of a truncated one it scans the key's history,
+ *    deletes the expired versions and lists the newest 16 remaining (truncated iff more remain).
+ *
+ * The layout is version 2 (the meta's `layout` byte; version 1, before the directory, had no such
+ * byte). A store whose meta has another layout fails to open with
+ * `KSTATE_VERSIONED_STORE_LAYOUT_OUTDATED`: its latest entries would be misread. A store without
+ * meta is empty (every put moves stream time, which the meta records at commit).
  *
  * Every history scan reads one key's versions (`klen key`, [[KeyGroups.LengthPrefixed]]): the
  * store answers it from its uncommitted changes by key group, without keeping a sorted view of
@@ -87,33 +113,32 @@ final class VersionedKeyValueStore(
   private var lowestSegment: Long = Long.MaxValue
   /** The last segment a cleanup drained: an index entry for it or below is gone. */
   private var cleanedThrough: Long = Long.MinValue
-  /** Versions held (see the contract); -1 until counted. */
+  /** Versions held (see the contract). */
   private var versions: Long = 0L
-  Option(meta.get(StreamTimeKey)).map(ByteBuffer.wrap).foreach { b =>
-    streamTime = b.getLong
-    if (b.remaining >= 16) { lowestSegment = b.getLong; cleanedThrough = b.getLong }
-    versions = if (b.remaining >= 8) b.getLong else -1L
+  Option(meta.get(StreamTimeKey)).foreach { raw =>
+    val layout = if (raw.length == MetaBytes) raw(MetaBytes - 1).toInt else 1
+    if (layout != Layout) throw KStateErrors.versionedStoreLayoutOutdated(name, layout, Layout)
+    val b = ByteBuffer.wrap(raw)
+    streamTime = b.getLong; lowestSegment = b.getLong; cleanedThrough = b.getLong; versions = b.getLong
   }
   private var metaMoved = false
-  if (versions < 0) { versions = countEntries(latest) + countEntries(history); metaMoved = true }
   // Written once, when the store commits, not at every put that moves it.
   store.beforeCommit(() => if (metaMoved) {
-    meta.put(StreamTimeKey, ByteBuffer.allocate(32).putLong(streamTime).putLong(lowestSegment)
-      .putLong(cleanedThrough).putLong(versions).array())
+    meta.put(StreamTimeKey, ByteBuffer.allocate(MetaBytes).putLong(streamTime).putLong(lowestSegment)
+      .putLong(cleanedThrough).putLong(versions).put(Layout).array())
     metaMoved = false
   })
+
+  /** Scans of the history family so far (a test seam: the directory's point reads do none). */
+  private[versioned] var historyScans: Int = 0
+
+  /** `key`'s history directory, null without a latest entry (a test seam). */
+  private[versioned] def directoryOf(key: Array[Byte]): HistoryDirectory = Option(latestOf(key)).map(_.dir).orNull
 
   /** The number of versions held, tombstones included (see the contract). */
   def numVersions: Long = versions
 
   private def counted(added: Int): Unit = { versions += added; metaMoved = true }
-
-  private def countEntries(family: KStateStore#RawFamily): Long = {
-    val it = family.scan(Array.emptyByteArray, None)
-    var n = 0L
-    try it.foreach(_ => n += 1) finally it.close()
-    n
-  }
 
   /**
    * The keys that have a latest entry, in byte order, frozen when called (close it when stopping
@@ -143,28 +168,31 @@ final class VersionedKeyValueStore(
     val rawFrom = if (raw == null) NoTime else ByteBuffer.wrap(raw).getLong(0)
     if (raw == null || timestamp > rawFrom) {
       // The common case, on the latest entry's bytes: it moves into history unchanged but for
-      // its header (validFrom:8 indexed:8 tomb:1 value -> validTo:8 tomb:1 value). A latest
+      // its header and directory (validFrom:8 indexed:8 tomb:1 dir value -> validTo:8 tomb:1
+      // value), and its validFrom goes first in the new latest entry's directory. A latest
       // tombstone moving into history leaves a stale tombstone index entry: cleanup checks the
       // latest entry before it deletes anything.
-      val indexed = if (raw == null) NoSegment else {
-        val h = new Array[Byte](raw.length - 8)
-        ByteBuffer.wrap(h).putLong(timestamp)
-        System.arraycopy(raw, 16, h, 8, raw.length - 16)
+      val entry = if (raw == null) latestEntry(timestamp, NoSegment, value, HistoryDirectory.Empty) else {
+        val valueAt = 18 + 8 * HistoryDirectory.sizeOf(raw(17))
+        val h = new Array[Byte](9 + raw.length - valueAt)
+        ByteBuffer.wrap(h).putLong(timestamp).put(raw(16))
+        System.arraycopy(raw, valueAt, h, 9, raw.length - valueAt)
         history.putPrefixed(history.keyBuffer(12 + key.length).putInt(key.length).put(key)
           .putLong(~(rawFrom ^ Long.MinValue)).array(), h)
-        indexHistory(key, timestamp, ByteBuffer.wrap(raw).getLong(8))
+        movedIntoHistory(raw, timestamp, indexHistory(key, timestamp, ByteBuffer.wrap(raw).getLong(8)), value)
       }
-      latest.put(latestKey, latestEntry(timestamp, indexed, value))
+      latest.put(latestKey, entry)
       if (value == null) addIndex(segmentOf(timestamp), KindTombstone, key)
       counted(1)
       return Latest
     }
     val cur = decodeLatest(raw)
     if (timestamp == cur.from) {
-      writeLatest(key, timestamp, cur.indexed, value, tombIndexed = cur.tomb)
+      latest.put(latestKey, latestEntry(timestamp, cur.indexed, value, cur.dir))
+      if (value == null && !cur.tomb) addIndex(segmentOf(timestamp), KindTombstone, key)
       Latest
     } else {
-      insertIntoHistory(key, value, timestamp, cur.from)
+      insertIntoHistory(key, value, timestamp, cur)
     }
   }
 
@@ -186,10 +214,11 @@ final class VersionedKeyValueStore(
       // latest version of a key never expires)
       return if (cur != null && !cur.tomb && cur.from <= asOf) VersionedRecord(cur.value, cur.from, None) else null
     }
-    if (cur != null && cur.from <= asOf) {
+    if (cur == null) null // a key's history never outlives its latest entry
+    else if (cur.from <= asOf) {
       if (cur.tomb) null else VersionedRecord(cur.value, cur.from, None)
     } else {
-      val h = floorVersion(key, asOf)
+      val h = floorVersion(key, asOf, cur)
       if (h == null || h.validTo <= asOf || h.tomb) null
       else VersionedRecord(h.value, h.from, Some(h.validTo))
     }
@@ -207,17 +236,22 @@ final class VersionedKeyValueStore(
     val entries = new java.util.ArrayList[Array[Byte]]()
     try it.foreach { case (k, _) => entries.add(k) } finally it.close()
     val seen = new java.util.HashSet[java.nio.ByteBuffer]()
+    val tombstones = new java.util.ArrayList[Array[Byte]]()
     var removed = 0
+    // history first, latest tombstones after all of it: a key's history is found through its
+    // latest entry's directory, and a tombstone's index entry may be in an older segment than its
+    // key's history (one left when an older tombstone moved into history)
     entries.forEach { k =>
-      val kind = k(8)
       val userKey = java.util.Arrays.copyOfRange(k, 9, k.length)
-      if (seen.add(ByteBuffer.wrap(java.util.Arrays.copyOfRange(k, 8, k.length)))) kind match {
+      if (seen.add(ByteBuffer.wrap(java.util.Arrays.copyOfRange(k, 8, k.length)))) k(8) match {
         case KindHistory => removed += deleteHistoryBefore(userKey, bound)
-        case KindTombstone =>
-          val cur = latestOf(userKey)
-          if (cur != null && cur.tomb && cur.from < bound) { latest.delete(userKey); removed += 1 }
+        case KindTombstone => tombstones.add(userKey)
       }
       expiry.delete(k)
+    }
+    tombstones.forEach { key =>
+      val cur = latestOf(key)
+      if (cur != null && cur.tomb && cur.from < bound) { latest.delete(key); removed += 1 }
     }
     lowestSegment = lastExpired + 1
     cleanedThrough = lastExpired
@@ -226,32 +260,62 @@ final class VersionedKeyValueStore(
     removed
   }
 
-  /** Deletes `key`'s history versions with validTo < `bound`; returns how many. */
+  /**
+   * Deletes `key`'s history versions with validTo < `bound` and rewrites its latest entry's
+   * directory without them; returns how many.
+   */
   private def deleteHistoryBefore(key: Array[Byte], bound: Long): Int = {
+    val cur = latestOf(key)
+    if (cur == null) return 0 // a key's history never outlives its latest entry
+    val (expired, dir) =
+      if (!cur.dir.truncated) cur.dir.expiredBefore(bound, cur.from)
+      else {
+        // the directory does not list the oldest versions: read them all, list the newest remaining
+        val all = historyFroms(key)
+        var keep = all.length
+        def validTo(i: Int) = if (i == 0) cur.from else all(i - 1)
+        while (keep > 0 && validTo(keep - 1) < bound) keep -= 1
+        (java.util.Arrays.copyOfRange(all, keep, all.length),
+          HistoryDirectory.newestOf(java.util.Arrays.copyOf(all, keep), more = false))
+      }
+    expired.foreach(from => history.delete(historyKey(key, from)))
+    if (expired.nonEmpty) latest.put(key, latestEntry(cur.from, cur.indexed, cur.value, dir))
+    expired.length
+  }
+
+  /** The validFrom of every history version of `key`, newest first (a scan). */
+  private def historyFroms(key: Array[Byte]): Array[Long] = {
+    historyScans += 1
     val prefix = keyPrefix(key)
     val it = history.scanGroup(KeyGroups.LengthPrefixed, prefix, prefix, Bytes.prefixEnd(prefix))
-    val expired = new java.util.ArrayList[Array[Byte]]()
-    try it.foreach { case (k, v) => if (ByteBuffer.wrap(v).getLong < bound) expired.add(k) } finally it.close()
-    expired.forEach(k => history.delete(k))
-    expired.size
+    val froms = Array.newBuilder[Long]
+    try it.foreach { case (k, _) => froms += fromOf(k) } finally it.close()
+    froms.result()
   }
 
   // ---- internals ---------------------------------------------------------------------------
 
-  /** A version; for the latest, `indexed` is the segment its key's last history index entry is for. */
-  private final class Version(val from: Long, val validTo: Long, val tomb: Boolean,
-      val value: Array[Byte], val indexed: Long = NoSegment)
+  /** A history version. */
+  private final class Version(val from: Long, val validTo: Long, val tomb: Boolean, val value: Array[Byte])
 
-  private def latestOf(key: Array[Byte]): Version = decodeLatest(latest.get(key))
+  /**
+   * A latest entry: `indexed` is the segment its key's last history index entry is for, `dir` its
+   * directory of the key's history.
+   */
+  private final class LatestVersion(val from: Long, val indexed: Long, val tomb: Boolean,
+      val value: Array[Byte], val dir: HistoryDirectory)
 
-  /** The version in latest-entry bytes `b` (null for null). */
-  private def decodeLatest(b: Array[Byte]): Version =
+  private def latestOf(key: Array[Byte]): LatestVersion = decodeLatest(latest.get(key))
+
+  /** The latest version in latest-entry bytes `b` (null for null). */
+  private def decodeLatest(b: Array[Byte]): LatestVersion =
     if (b == null) null
     else {
       val bb = ByteBuffer.wrap(b)
       val tomb = b(16) == 1
-      new Version(bb.getLong(0), Latest, tomb, if (tomb) null else java.util.Arrays.copyOfRange(b, 17, b.length),
-        bb.getLong(8))
+      val dir = HistoryDirectory.readFrom(b, 17)
+      new LatestVersion(bb.getLong(0), bb.getLong(8), tomb,
+        if (tomb) null else java.util.Arrays.copyOfRange(b, 17 + dir.encodedSize, b.length), dir)
     }
 
   private def decode(b: Array[Byte], from: Long, validTo: Long): Version = {
@@ -279,16 +343,27 @@ final class VersionedKeyValueStore(
     s
   }
 
-  /** `tombIndexed`: the latest is already a tombstone at `from`, indexed. */
-  private def writeLatest(key: Array[Byte], from: Long, indexed: Long, value: Array[Byte],
-      tombIndexed: Boolean = false): Unit = {
-    latest.put(key, latestEntry(from, indexed, value))
-    if (value == null && !tombIndexed) addIndex(segmentOf(from), KindTombstone, key)
+  private def latestEntry(from: Long, indexed: Long, value: Array[Byte], dir: HistoryDirectory): Array[Byte] = {
+    val b = ByteBuffer.allocate(17 + dir.encodedSize + (if (value == null) 0 else value.length))
+      .putLong(from).putLong(indexed).put((if (value == null) 1 else 0).toByte)
+    dir.writeTo(b)
+    if (value != null) b.put(value)
+    b.array()
   }
 
-  private def latestEntry(from: Long, indexed: Long, value: Array[Byte]): Array[Byte] = {
-    val b = ByteBuffer.allocate(17 + (if (value == null) 0 else value.length)).putLong(from).putLong(indexed)
-    if (value == null) b.put(1.toByte) else b.put(0.toByte).put(value)
+  /**
+   * The latest entry of a put at `from` whose previous latest entry `raw` moved into history: its
+   * validFrom listed first in `raw`'s directory, the oldest listed dropped past the maximum.
+   */
+  private def movedIntoHistory(raw: Array[Byte], from: Long, indexed: Long, value: Array[Byte]): Array[Byte] = {
+    val n = HistoryDirectory.sizeOf(raw(17))
+    val listed = math.min(n + 1, HistoryDirectory.Max)
+    val truncated = HistoryDirectory.truncatedIn(raw(17)) || n + 1 > HistoryDirectory.Max
+    val b = ByteBuffer.allocate(18 + 8 * listed + (if (value == null) 0 else value.length))
+      .putLong(from).putLong(indexed).put((if (value == null) 1 else 0).toByte)
+      .put(((if (truncated) 0x80 else 0) | listed).toByte).putLong(ByteBuffer.wrap(raw).getLong(0))
+      .put(raw, 18, 8 * (listed - 1))
+    if (value != null) b.put(value)
     b.array()
   }
 
@@ -297,43 +372,58 @@ final class VersionedKeyValueStore(
     indexHistory(key, validTo, NoSegment)
   }
 
-  /** The history version of `key` with the largest validFrom <= ts. */
-  private def floorVersion(key: Array[Byte], ts: Long): Version = {
-    val prefix = keyPrefix(key)
-    val it = history.scanGroup(KeyGroups.LengthPrefixed, prefix, historyKey(key, ts), Bytes.prefixEnd(prefix))
-    try {
-      if (!it.hasNext) null
+  /** The history version of `key` with the largest validFrom <= ts (`cur`: its latest entry). */
+  private def floorVersion(key: Array[Byte], ts: Long, cur: LatestVersion): Version =
+    if (cur.dir.covers(ts)) {
+      val i = cur.dir.floorIndex(ts)
+      if (i < 0) null
       else {
-        val (k, v) = it.next()
-        val from = ~ByteBuffer.wrap(k, k.length - 8, 8).getLong ^ Long.MinValue
-        decode(v, from, ByteBuffer.wrap(v).getLong)
+        val from = cur.dir.from(i)
+        val v = history.get(historyKey(key, from))
+        if (v == null) throw new IllegalStateException(
+          s"versioned store '$name': the latest entry lists a history version at $from that is missing")
+        decode(v, from, cur.dir.validTo(i, cur.from))
       }
-    } finally it.close()
-  }
+    } else {
+      historyScans += 1
+      val prefix = keyPrefix(key)
+      val it = history.scanGroup(KeyGroups.LengthPrefixed, prefix, historyKey(key, ts), Bytes.prefixEnd(prefix))
+      try {
+        if (!it.hasNext) null
+        else {
+          val (k, v) = it.next()
+          decode(v, fromOf(k), ByteBuffer.wrap(v).getLong)
+        }
+      } finally it.close()
+    }
 
   /** The smallest validFrom > ts among `key`'s history versions, else the latest's. */
-  private def nextFrom(key: Array[Byte], ts: Long, latestFrom: Long): Long = {
-    val prefix = keyPrefix(key)
-    val it = history.scanGroup(KeyGroups.LengthPrefixed, prefix, prefix, Some(historyKey(key, ts)))
-    var next = latestFrom
-    try it.foreach { case (k, _) => next = ~ByteBuffer.wrap(k, k.length - 8, 8).getLong ^ Long.MinValue }
-    finally it.close()
-    next
-  }
+  private def nextFrom(key: Array[Byte], ts: Long, cur: LatestVersion): Long =
+    if (cur.dir.covers(ts)) cur.dir.nextFrom(ts, cur.from)
+    else {
+      historyScans += 1
+      val prefix = keyPrefix(key)
+      val it = history.scanGroup(KeyGroups.LengthPrefixed, prefix, prefix, Some(historyKey(key, ts)))
+      var next = cur.from
+      try it.foreach { case (k, _) => next = fromOf(k) } finally it.close()
+      next
+    }
 
-  private def insertIntoHistory(key: Array[Byte], value: Array[Byte], ts: Long, latestFrom: Long): Long = {
-    val h = floorVersion(key, ts)
+  private def insertIntoHistory(key: Array[Byte], value: Array[Byte], ts: Long, cur: LatestVersion): Long = {
+    val h = floorVersion(key, ts, cur)
     if (h != null && h.from == ts) {
       history.put(historyKey(key, ts), entry(h.validTo, value))
       h.validTo
     } else {
       counted(1)
-      val next = nextFrom(key, ts, latestFrom)
+      val next = nextFrom(key, ts, cur)
       if (h != null && h.validTo > ts) {
         // ts splits h's validity: h now ends where the new version begins
         writeHistory(key, h.from, ts, h.value)
       }
       writeHistory(key, ts, next, value)
+      val dir = cur.dir.inserted(ts)
+      if (dir ne cur.dir) latest.put(key, latestEntry(cur.from, cur.indexed, cur.value, dir))
       next
     }
   }
@@ -351,6 +441,9 @@ object VersionedKeyValueStore {
   val NotPut: Long = Long.MinValue
 
   private val NoTime = Long.MinValue
+  /** The store's layout (the meta's last byte): 2 since latest entries hold a [[HistoryDirectory]]. */
+  private val Layout: Byte = 2
+  private val MetaBytes = 33
   private val KindHistory: Byte = 0
   private val KindTombstone: Byte = 1
 
@@ -361,6 +454,9 @@ object VersionedKeyValueStore {
 
   private def keyPrefix(key: Array[Byte]): Array[Byte] =
     ByteBuffer.allocate(4 + key.length).putInt(key.length).put(key).array()
+
+  /** The validFrom in history key `k`. */
+  private def fromOf(k: Array[Byte]): Long = ~ByteBuffer.wrap(k, k.length - 8, 8).getLong ^ Long.MinValue
 
   private def historyKey(key: Array[Byte], from: Long): Array[Byte] =
     ByteBuffer.allocate(12 + key.length).putInt(key.length).put(key)

@@ -8,6 +8,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
 
 import org.apache.spark.sql.kstate.state.{KStateStore, KStateStoreProvider, ProviderFixture}
+import org.apache.spark.sql.kstate.state.store.Bytes
 import org.apache.spark.sql.types.{BinaryType, StructField, StructType}
 
 /** KIP-889/914 rules of the versioned store, and a property test against a naive model. */
@@ -169,23 +170,176 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
     p2.close()
   }
 
-  test("numVersions of a store whose meta predates the count: counted once, when opened") {
+  test("a store written before the history directory (meta without a layout) fails with a named error") {
     val root = ProviderFixture.tmp()
     val p = provider(root)
     val s = p.getStore(0)
     val vs = new VersionedKeyValueStore(s, "t", 50, 10, 10)
-    vs.put(b("k"), b("a"), 10); vs.put(b("k"), b("b"), 20); vs.put(b("x"), null, 20)
-    var v = s.commit()
-    // rewrite the meta as it was before the count: stream time, lowest segment, cleaned through
-    val s1 = p.getStore(v)
-    val meta = s1.bytes("kstate_vs_t_meta")
-    val old = meta.get(Array[Byte]('t'))
-    assert(old.length == 32)
-    meta.put(Array[Byte]('t'), java.util.Arrays.copyOf(old, 24))
-    v = s1.commit()
-    val vs2 = new VersionedKeyValueStore(p.getStore(v), "t", 50, 10, 10)
-    assert(vs2.numVersions == 3)
+    vs.put(b("k"), b("a"), 10); vs.put(b("k"), b("b"), 20)
+    val v = s.commit()
+    val meta = p.getStore(v).bytes("kstate_vs_t_meta").get(Array[Byte]('t'))
+    assert(meta.length == 33 && meta(32) == 2) // stream time, lowest segment, cleaned through, versions, layout 2
+    assert(str(new VersionedKeyValueStore(p.getStore(v), "t", 50, 10, 10).get(b("k"), 15)) == Some(("a", 10L, Some(20L))))
+    // the metas older kstate wrote: stream time (8), + lowest segment and cleaned through (24), + versions (32)
+    Seq(8, 24, 32).foreach { n =>
+      val s1 = p.getStore(v)
+      s1.bytes("kstate_vs_t_meta").put(Array[Byte]('t'), java.util.Arrays.copyOf(meta, n))
+      val old = s1.commit()
+      val e = intercept[KStateException](new VersionedKeyValueStore(p.getStore(old), "t", 50, 10, 10))
+      assert(e.errorClass == "KSTATE_VERSIONED_STORE_LAYOUT_OUTDATED", n)
+      assert(e.getMessage.contains("'t'") && e.getMessage.contains("layout 1") && e.getMessage.contains("new checkpoint"))
+    }
     p.close()
+  }
+
+  /** The validFrom of `key`'s history versions, newest first, read from the history family. */
+  private def historyOf(store: KStateStore, key: String): Array[Long] = {
+    val k = b(key)
+    val prefix = java.nio.ByteBuffer.allocate(4 + k.length).putInt(k.length).put(k).array()
+    val it = store.bytes("kstate_vs_t_history").scan(prefix, Some(Bytes.prefixEnd(prefix).get))
+    try it.map { case (hk, _) => ~java.nio.ByteBuffer.wrap(hk, hk.length - 8, 8).getLong ^ Long.MinValue }.toArray
+    finally it.close()
+  }
+
+  /** The directory invariant: the latest entry lists the newest 16 history versions, truncated iff more exist. */
+  private def assertDirectory(vs: VersionedKeyValueStore, store: KStateStore, key: String, clue: => String = ""): Unit = {
+    val dir = vs.directoryOf(b(key))
+    val hist = historyOf(store, key)
+    if (dir == null) assert(hist.isEmpty, s"$key has history but no latest entry $clue")
+    else assert(dir == HistoryDirectory.newestOf(hist, more = false), s"$key: directory $dir, history ${hist.mkString(",")} $clue")
+  }
+
+  private def withScans(retention: Long = 1000, grace: Long = 1000, segment: Long = 100)(
+      f: (VersionedKeyValueStore, KStateStore) => Unit): Unit = {
+    val p = provider()
+    val s = p.getStore(0)
+    try f(new VersionedKeyValueStore(s, "t", retention, grace, segment), s) finally p.close()
+  }
+
+  test("a deep key: lookups within its directory are point reads, older ones scan its history") {
+    withScans() { (vs, s) =>
+      (1 to 40).foreach(i => vs.put(b("d"), if (i == 30) null else b(s"v$i"), i * 10L)) // a tombstone at 300
+      assert(vs.directoryOf(b("d")) == HistoryDirectory.newestOf((39 to 24 by -1).map(_ * 10L).toArray, more = true))
+      assertDirectory(vs, s, "d")
+      (24 to 39).filter(_ != 30).foreach { i =>
+        assert(str(vs.get(b("d"), i * 10L + 5)) == Some((s"v$i", i * 10L, Some(i * 10L + 10))))
+      }
+      assert(vs.get(b("d"), 305) == null) // the tombstone in history
+      assert(str(vs.get(b("d"), 240)) == Some(("v24", 240L, Some(250L)))) // the oldest listed: still listed
+      assert(vs.historyScans == 0)
+      assert(str(vs.get(b("d"), 239)) == Some(("v23", 230L, Some(240L)))) // older than the directory
+      assert(str(vs.get(b("d"), 15)) == Some(("v1", 10L, Some(20L))))
+      assert(vs.get(b("d"), 9) == null)
+      assert(vs.historyScans == 3)
+    }
+  }
+
+  test("out-of-order puts: within the directory listed in order, older than a truncated one not listed") {
+    withScans() { (vs, s) =>
+      (1 to 40).foreach(i => vs.put(b("d"), b(s"v$i"), i * 10L))
+      assert(vs.put(b("d"), b("x"), 395) == 400)
+      assert(vs.historyScans == 0)
+      val dir = vs.directoryOf(b("d"))
+      assert(dir.size == 16 && dir.truncated && dir.from(0) == 395 && dir.from(1) == 390 && dir.from(15) == 250) // 240 dropped
+      assert(str(vs.get(b("d"), 397)) == Some(("x", 395L, Some(400L))))
+      assert(str(vs.get(b("d"), 392)) == Some(("v39", 390L, Some(395L))))
+      assert(vs.put(b("d"), b("y"), 255) == 260) // within: 255 listed, 250 drops out
+      assert(vs.directoryOf(b("d")).from(15) == 255)
+      assert(vs.historyScans == 0)
+      assert(vs.put(b("d"), b("o"), 105) == 110) // older than the truncated directory: scans
+      assert(vs.historyScans == 2) // the floor version and the next version's validFrom
+      assert(vs.directoryOf(b("d")).from(15) == 255)
+      assert(str(vs.get(b("d"), 107)) == Some(("o", 105L, Some(110L))))
+      assert(str(vs.get(b("d"), 104)) == Some(("v10", 100L, Some(105L))))
+      assert(vs.put(b("d"), b("o2"), 105) == 110) // same timestamp in history: replaced, no new version
+      assert(str(vs.get(b("d"), 105)) == Some(("o2", 105L, Some(110L))))
+      assertDirectory(vs, s, "d")
+      assert(vs.numVersions == 43)
+      // an untruncated directory covers every time: a put older than its oldest version is listed last
+      vs.put(b("s"), b("a"), 10); vs.put(b("s"), b("b"), 20); vs.put(b("s"), b("c"), 30)
+      val scans = vs.historyScans
+      assert(vs.put(b("s"), b("z"), 5) == 10)
+      assert(vs.directoryOf(b("s")) == HistoryDirectory.newestOf(Array(20L, 10L, 5L), more = false))
+      assert(vs.historyScans == scans)
+      assertDirectory(vs, s, "s")
+    }
+  }
+
+  test("same-timestamp puts keep the directory") {
+    withScans() { (vs, s) =>
+      vs.put(b("k"), b("a"), 10); vs.put(b("k"), b("b"), 20); vs.put(b("k"), b("c"), 30)
+      val dir = vs.directoryOf(b("k"))
+      assert(dir == HistoryDirectory.newestOf(Array(20L, 10L), more = false))
+      assert(vs.put(b("k"), b("c2"), 30) == Latest)
+      assert(vs.put(b("k"), null, 30) == Latest) // a tombstone replacing the latest
+      assert(vs.put(b("k"), b("b2"), 20) == 30)
+      assert(vs.directoryOf(b("k")) == dir && vs.numVersions == 3)
+      assert(vs.get(b("k")) == null && str(vs.get(b("k"), 25)) == Some(("b2", 20L, Some(30L))))
+      assertDirectory(vs, s, "k")
+    }
+  }
+
+  test("cleanup: an untruncated key by point deletes, a truncated one by a scan that rebuilds its directory") {
+    withScans(retention = 100, grace = 100, segment = 10) { (vs, s) =>
+      (1 to 40).foreach(i => vs.put(b("d"), b(s"d$i"), i * 10L))
+      (36 to 40).foreach(i => vs.put(b("s"), b(s"s$i"), i * 10L))
+      // stream time 400, cutoff 300: d's versions ending before 300 (from 10 to 280) go
+      assert(vs.cleanup() == 28)
+      assert(vs.historyScans == 1) // d's truncated directory
+      assert(vs.directoryOf(b("d")) == HistoryDirectory.newestOf((39 to 29 by -1).map(_ * 10L).toArray, more = false))
+      assertDirectory(vs, s, "d"); assertDirectory(vs, s, "s")
+      assert(str(vs.get(b("d"), 305)) == Some(("d30", 300L, Some(310L)))) // the cutoff is 300
+      assert(vs.historyScans == 1)
+      vs.put(b("x"), b("x"), 500) // cutoff 400: d's 290..380 and s's 360..380 end before 400
+      assert(vs.cleanup() == 13)
+      assert(vs.historyScans == 1) // untruncated: point deletes
+      assert(vs.directoryOf(b("d")) == HistoryDirectory.newestOf(Array(390L), more = false))
+      assert(vs.directoryOf(b("s")) == HistoryDirectory.newestOf(Array(390L), more = false))
+      assertDirectory(vs, s, "d"); assertDirectory(vs, s, "s")
+      assert(str(vs.get(b("d"), 400)) == Some(("d40", 400L, None)))
+      assert(vs.numVersions == entries(s))
+    }
+  }
+
+  test("cleanup of a deep key under a latest tombstone deletes its history, then the tombstone") {
+    withScans(retention = 100, grace = 100, segment = 10) { (vs, s) =>
+      (1 to 30).foreach(i => vs.put(b("z"), b(s"z$i"), i * 10L))
+      vs.delete(b("z"), 310)
+      vs.put(b("x"), b("x"), 500) // cutoff 400: all of z
+      assert(vs.cleanup() == 31)
+      assert(vs.directoryOf(b("z")) == null && historyOf(s, "z").isEmpty)
+      assert(vs.numVersions == entries(s) && vs.numVersions == 1)
+      assert(vs.put(b("z"), b("new"), 450) == Latest)
+      assert(vs.directoryOf(b("z")) == HistoryDirectory.Empty)
+      assert(vs.get(b("z"), 449) == null && str(vs.get(b("z"), 450)) == Some(("new", 450L, None)))
+    }
+  }
+
+  test("cleanup deletes a key's history before its latest tombstone, whose index entry may be older") {
+    withScans(retention = 0, grace = 0, segment = 1) { (vs, s) =>
+      vs.put(b("c"), null, 57)
+      vs.put(b("c"), null, 77) // the tombstone at 57 goes into history: index entries tombstone@57, history@77
+      vs.put(b("b"), b("b"), 119) // cutoff 119
+      assert(vs.cleanup() == 2)
+      assert(vs.directoryOf(b("c")) == null && historyOf(s, "c").isEmpty)
+      assert(vs.numVersions == 1 && vs.numVersions == entries(s))
+    }
+  }
+
+  test("the common path reads the history family by key only: no scan") {
+    withScans(retention = 80, grace = 40, segment = 10) { (vs, s) =>
+      val keys = (1 to 20).map(i => s"k$i")
+      (1 to 30).foreach { t =>
+        keys.foreach { k =>
+          vs.put(b(k), b(s"$k@$t"), t * 10L)
+          if (t % 3 == 0) vs.put(b(k), b(s"$k@${t}late"), t * 10L - 25) // out of order, within the directory
+          if (t > 4) assert(vs.get(b(k), t * 10L - 40) != null) // within the retention, within the directory
+        }
+        vs.cleanup()
+      }
+      assert(vs.historyScans == 0)
+      keys.foreach(k => assertDirectory(vs, s, k))
+    }
   }
 
   test("grace may not exceed history retention: named error") {
@@ -219,35 +373,52 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
 
   import VersionedKeyValueStoreSuite._
 
-  private val ops: Gen[Op] = {
-    val key = Gen.oneOf("a", "b", "c")
-    val ts = Gen.choose(0L, 120L)
+  /**
+   * The i-th op of a program: timestamps around `i * drift` (`jitter` either side, never below 0;
+   * one put in 9 up to `lookBack` behind), as-of times up to `lookBack` behind.
+   */
+  private def opAt(i: Int, keys: Gen[String], drift: Long, jitter: Long, lookBack: Long): Gen[Op] = {
+    val base = i * drift
     Gen.frequency(
-      8 -> (for (k <- key; v <- Gen.option(Gen.alphaLowerStr.map(_.take(3))); t <- ts) yield Put(k, v, t)),
-      6 -> (for (k <- key; t <- ts) yield GetAsOf(k, t)),
+      8 -> (for (k <- keys; v <- Gen.option(Gen.alphaLowerStr.map(_.take(3)));
+        j <- Gen.frequency(8 -> Gen.choose(-jitter, jitter), 1 -> Gen.choose(-lookBack, 0L)))
+        yield Put(k, v, math.max(0L, base + j))),
+      6 -> (for (k <- keys; back <- Gen.choose(-jitter, lookBack)) yield GetAsOf(k, math.max(0L, base - back))),
       1 -> Gen.const(Commit), 1 -> Gen.const(Restart), 1 -> Gen.const(Cleanup))
   }
 
-  test("property: the store agrees with the naive model across commits, restarts and cleanups") {
-    forAll(Gen.listOfN(60, ops), Gen.choose(0L, 40L), Gen.choose(0L, 40L),
-      minSuccessful(25)) { (program, g, extra) =>
-      val (retention, grace) = (g + extra, g)
-      val segment = 1L + (g * 7 + extra) % 30 // small segments: cleanups drain the index often
-      val model = new Model(retention, grace)
-      val root = ProviderFixture.tmp()
-      var p = provider(root)
-      var version = 0L
-      var store: KStateStore = p.getStore(version)
-      var vs = new VersionedKeyValueStore(store, "t", retention, grace, segment)
-      program.foreach {
+  private def program(n: Int, keys: Gen[String], drift: Long, jitter: Long, lookBack: Long): Gen[List[Op]] =
+    Gen.sequence[List[Op], Op]((0 until n).map(i => opAt(i, keys, drift, jitter, lookBack)))
+
+  /**
+   * Runs `program` against the store and the model; after every put and cleanup the directory
+   * invariant holds for the keys touched. Returns what it did past a truncated directory.
+   */
+  private def agrees(program: List[Op], keys: Seq[String], retention: Long, grace: Long, segment: Long): Deep = {
+    val model = new Model(retention, grace)
+    val root = ProviderFixture.tmp()
+    var p = provider(root)
+    var version = 0L
+    var store: KStateStore = p.getStore(version)
+    var vs = new VersionedKeyValueStore(store, "t", retention, grace, segment)
+    var deep = Deep(0, 0, 0)
+    def beyond(k: String, t: Long): Boolean = Option(vs.directoryOf(b(k))).exists(d => !d.covers(t))
+    val clue = s"retention $retention grace $grace segment $segment"
+    program.zipWithIndex.foreach { case (op, i) =>
+      op match {
         case Put(k, v, ts) =>
-          assert(vs.put(b(k), v.map(b).orNull, ts) == model.put(k, v, ts), s"put $k@$ts")
-          assert(str(vs.get(b(k))) == model.get(k), s"get $k after put")
+          if (beyond(k, ts)) deep += Deep(0, 1, 0)
+          assert(vs.put(b(k), v.map(b).orNull, ts) == model.put(k, v, ts), s"op $i: put $k@$ts; $clue")
+          assert(str(vs.get(b(k))) == model.get(k), s"op $i: get $k after put; $clue")
+          assertDirectory(vs, store, k, s"after op $i; $clue")
         case GetAsOf(k, t) =>
-          assert(str(vs.get(b(k), t)) == model.get(k, t), s"get $k as of $t")
+          if (beyond(k, t)) deep += Deep(1, 0, 0)
+          assert(str(vs.get(b(k), t)) == model.get(k, t), s"op $i: get $k as of $t; $clue")
         case Cleanup =>
+          if (keys.exists(k => Option(vs.directoryOf(b(k))).exists(_.truncated))) deep += Deep(0, 0, 1)
           vs.cleanup()
-          assert(vs.numVersions == entries(store), "versions after cleanup")
+          assert(vs.numVersions == entries(store), s"op $i: versions after cleanup; $clue")
+          keys.foreach(k => assertDirectory(vs, store, k, s"after cleanup, op $i; $clue"))
         case Commit =>
           version = store.commit()
           store = p.getStore(version)
@@ -259,17 +430,48 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
           store = p.getStore(version)
           vs = new VersionedKeyValueStore(store, "t", retention, grace, segment)
       }
-      // a full restart from the checkpoint at the end sees the same latest values
-      version = store.commit(); p.close()
-      p = provider(root)
-      val last = p.getStore(version)
-      vs = new VersionedKeyValueStore(last, "t", retention, grace, segment)
-      Seq("a", "b", "c").foreach(k => assert(str(vs.get(b(k))) == model.get(k)))
-      assert(vs.numVersions == entries(last), "versions counted at the end")
-      if (!program.contains(Cleanup)) assert(vs.numVersions == model.versions.values.map(_.size).sum)
-      assert(vs.observedStreamTime == model.streamTime)
-      p.close()
     }
+    // a full restart from the checkpoint at the end sees the same versions
+    version = store.commit(); p.close()
+    p = provider(root)
+    val last = p.getStore(version)
+    vs = new VersionedKeyValueStore(last, "t", retention, grace, segment)
+    keys.foreach { k =>
+      assert(str(vs.get(b(k))) == model.get(k))
+      model.versions.get(k).foreach(_.keys.foreach(t => assert(str(vs.get(b(k), t)) == model.get(k, t), s"$k as of $t; $clue")))
+      assertDirectory(vs, last, k)
+    }
+    assert(vs.numVersions == entries(last), "versions counted at the end")
+    if (!program.contains(Cleanup)) assert(vs.numVersions == model.versions.values.map(_.size).sum)
+    assert(vs.observedStreamTime == model.streamTime)
+    p.close()
+    deep
+  }
+
+  test("property: the store agrees with the naive model across commits, restarts and cleanups") {
+    val keys = Seq("a", "b", "c")
+    val ops: Gen[Op] = Gen.frequency(
+      8 -> (for (k <- Gen.oneOf(keys); v <- Gen.option(Gen.alphaLowerStr.map(_.take(3))); t <- Gen.choose(0L, 120L))
+        yield Put(k, v, t)),
+      6 -> (for (k <- Gen.oneOf(keys); t <- Gen.choose(0L, 120L)) yield GetAsOf(k, t)),
+      1 -> Gen.const(Commit), 1 -> Gen.const(Restart), 1 -> Gen.const(Cleanup))
+    forAll(Gen.listOfN(60, ops), Gen.choose(0L, 40L), Gen.choose(0L, 40L), minSuccessful(25)) { (prog, g, extra) =>
+      // small segments: cleanups drain the index often
+      agrees(prog, keys, retention = g + extra, grace = g, segment = 1L + (g * 7 + extra) % 30)
+      ()
+    }
+  }
+
+  test("property: deep keys (more than 16 versions) and shallow ones agree with the model") {
+    val keys = Seq("deep", "a", "b")
+    val key = Gen.frequency(6 -> "deep", 1 -> "a", 1 -> "b")
+    var deep = Deep(0, 0, 0)
+    forAll(program(220, key, drift = 2, jitter = 30, lookBack = 250), Gen.choose(0L, 200L), Gen.choose(0L, 150L),
+      Gen.choose(1L, 40L), minSuccessful(20)) { (prog, g, extra, segment) =>
+      deep += agrees(prog, keys, retention = g + extra, grace = g, segment)
+    }
+    // the programs went past truncated directories: lookups, out-of-order puts and cleanups
+    assert(deep.lookups > 20 && deep.puts > 5 && deep.cleanups > 5, deep)
   }
 }
 
@@ -280,4 +482,9 @@ object VersionedKeyValueStoreSuite {
   case object Commit extends Op
   case object Restart extends Op
   case object Cleanup extends Op
+
+  /** What a program exercised beyond truncated directories: lookups, out-of-order puts and cleanups. */
+  final case class Deep(lookups: Int, puts: Int, cleanups: Int) {
+    def +(o: Deep): Deep = Deep(lookups + o.lookups, puts + o.puts, cleanups + o.cleanups)
+  }
 }
