@@ -6,6 +6,8 @@ import org.scalacheck.Gen
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
 
+import org.apache.spark.sql.kstate.state.store.UnsignedKeys._
+
 /**
  * [[FamilyHeaps]] must read and write like one store (one sorted key space) whatever the family
  * split, while each family keeps its own sorted index.
@@ -14,19 +16,8 @@ class FamilyHeapsSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   implicit override val generatorDrivenConfig: PropertyCheckConfiguration =
     PropertyCheckConfiguration(minSuccessful = 300)
 
-  private def lessUnsigned(a: List[Int], b: List[Int]): Boolean = (a, b) match {
-    case (Nil, Nil) => false
-    case (Nil, _) => true
-    case (_, Nil) => false
-    case (x :: xs, y :: ys) => if (x != y) x < y else lessUnsigned(xs, ys)
-  }
   private def sorted(m: mutable.Map[List[Int], Array[Byte]]): List[(List[Int], List[Byte])] =
-    m.toList.sortWith((a, b) => lessUnsigned(a._1, b._1)).map { case (k, v) => k -> v.toList }
-  private def bytes(k: List[Int]): Array[Byte] = k.map(_.toByte).toArray
-  private def ints(b: Array[Byte]): List[Int] = b.toList.map(_ & 0xFF)
-  private def inRange(k: List[Int], from: List[Int], until: Option[List[Int]]): Boolean =
-    !lessUnsigned(k, from) && until.forall(u => lessUnsigned(k, u))
-
+    m.toList.sortWith((a, b) => less(a._1, b._1)).map { case (k, v) => k -> v.toList }
   /** Family ids 0, 1, 2 and 300 (a second prefix byte and a first one), then 0-2 key bytes. */
   private val familyGen: Gen[List[Int]] = Gen.oneOf(List(0, 0), List(0, 1), List(0, 2), List(1, 44))
   private val keyGen: Gen[List[Int]] = for {
@@ -57,11 +48,6 @@ class FamilyHeapsSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     } yield Version(changes, sortedRun, seed)),
     2 -> (for (f <- boundGen; u <- Gen.option(boundGen)) yield Scan(f, u)),
     1 -> boundGen.map(p => WithPrefix(p.take(3))))
-
-  private def entries(changes: Map[List[Int], Option[Array[Byte]]]): Array[WriteSet.Entry] =
-    changes.toList.sortWith((a, b) => lessUnsigned(a._1, b._1)).map { case (k, v) =>
-      new WriteSet.Entry(new HashedKey(bytes(k)), v.map(_.clone()).getOrElse(WriteSet.Deleted), WriteSet.Unknown)
-    }.toArray
 
   private def read(s: StateScan): List[(List[Int], List[Byte])] = {
     val out = mutable.ListBuffer.empty[(List[Int], List[Byte])]
@@ -94,7 +80,7 @@ class FamilyHeapsSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
           frozen += h.scan(bytes(f), u.map(bytes)) -> sorted(m).filter { case (k, _) => inRange(k, f, u) }
         case WithPrefix(p) =>
           val got = h.entriesWithPrefix(bytes(p), _ => false).map { case (k, v) => ints(k) -> v.toList }.toList
-          assert(got.sortWith((a, b) => lessUnsigned(a._1, b._1)) == sorted(m).filter(_._1.startsWith(p)))
+          assert(got.sortWith((a, b) => less(a._1, b._1)) == sorted(m).filter(_._1.startsWith(p)))
       }
       frozen.foreach { case (s, want) => assert(read(s) == want) }
       assert(h.size == m.size)
@@ -105,8 +91,8 @@ class FamilyHeapsSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       assert(read(h.scan(Array.emptyByteArray, None)) == sorted(m))
       val all = mutable.ListBuffer.empty[List[Int]]
       h.foreach((k, _) => all += ints(k))
-      assert(all.toList.sortWith(lessUnsigned) == sorted(m).map(_._1))
-      assert(h.frozenEntries().map(e => ints(e._1)).toList.sortWith(lessUnsigned) == sorted(m).map(_._1))
+      assert(all.toList.sortWith(less) == sorted(m).map(_._1))
+      assert(h.frozenEntries().map(e => ints(e._1)).toList.sortWith(less) == sorted(m).map(_._1))
     }
   }
 

@@ -6,24 +6,17 @@ import org.scalacheck.Gen
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
 
+import org.apache.spark.sql.kstate.state.store.UnsignedKeys._
+
 class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   implicit override val generatorDrivenConfig: PropertyCheckConfiguration =
     PropertyCheckConfiguration(minSuccessful = 300)
 
   /** Keys as unsigned byte strings; the model orders them as lists of ints 0..255. */
   private def model(m: mutable.Map[List[Int], Array[Byte]]): List[(List[Int], List[Byte])] =
-    m.toList.sortWith((a, b) => lessUnsigned(a._1, b._1)).map { case (k, v) => k -> v.toList }
+    m.toList.sortWith((a, b) => less(a._1, b._1)).map { case (k, v) => k -> v.toList }
 
-  private def lessUnsigned(a: List[Int], b: List[Int]): Boolean = (a, b) match {
-    case (Nil, Nil) => false
-    case (Nil, _) => true
-    case (_, Nil) => false
-    case (x :: xs, y :: ys) => if (x != y) x < y else lessUnsigned(xs, ys)
-  }
-
-  private def bytes(k: List[Int]): Array[Byte] = k.map(_.toByte).toArray
   private def hk(k: List[Int]): HashedKey = new HashedKey(bytes(k))
-  private def ints(b: Array[Byte]): List[Int] = b.toList.map(_ & 0xFF)
 
   private sealed trait Op
   private case class Put(k: List[Int], v: Array[Byte]) extends Op
@@ -51,14 +44,6 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       seed <- Gen.long
     } yield Version(changes, sorted, seed)),
     1 -> (for (p <- keyGen; skip <- Gen.listOf(keyGen)) yield WithPrefix(p.take(2), skip.toSet)))
-
-  private def entries(changes: Map[List[Int], Option[Array[Byte]]]): Array[WriteSet.Entry] =
-    changes.toList.sortWith((a, b) => lessUnsigned(a._1, b._1)).map { case (k, v) =>
-      new WriteSet.Entry(new HashedKey(bytes(k)), v.map(_.clone()).getOrElse(WriteSet.Deleted), WriteSet.Unknown)
-    }.toArray
-
-  private def inRange(k: List[Int], from: List[Int], until: Option[List[Int]]): Boolean =
-    !lessUnsigned(k, from) && until.forall(u => lessUnsigned(k, u))
 
   /** Bytes of the model's entries as records in the arena. */
   private def liveBytes(m: mutable.Map[List[Int], Array[Byte]]): Long =
@@ -115,7 +100,7 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       }
       unordered.foreach { case (it, want) =>
         val got = it.map { case (k, v) => val out = ints(k) -> v.toList; java.util.Arrays.fill(v, 9.toByte); out }.toList
-        assert(got.sortWith((a, b) => lessUnsigned(a._1, b._1)) == want) // and the arrays were copies: see below
+        assert(got.sortWith((a, b) => less(a._1, b._1)) == want) // and the arrays were copies: see below
       }
       frozen.foreach { case (s, expected) =>
         val out = mutable.ListBuffer.empty[(List[Int], List[Byte])]
