@@ -64,7 +64,9 @@ def main(config_path: str) -> int:
         out["progress"] = [batch_summary(json.loads(p.json)) for p in q.recentProgress]
         q.stop()
         out["query_s"] = round(time.monotonic() - t0 - out["cluster_start_s"], 1)
-        out["executors_after"] = cluster.executor_ids()
+        # The Master replaces a lost executor; a slow JVM start on a busy machine may still be
+        # under way when the last batch ends.
+        out["executors_after"] = cluster.wait_for_replacement(out["killed"]["executor"])
     finally:
         cluster.stop()
     with open(cfg["result"], "w") as f:
