@@ -44,6 +44,12 @@ from common import RESULTS, ROCKSDB, ROOT, TMP, KSTATE_PROVIDER_KEY, wait_for_ja
 KSTATE = "io.kstate.KStateStoreProvider"
 PROVIDERS = {"kstate": KSTATE, "rocksdb": ROCKSDB}
 STANDBY = "not implemented"
+# A recovery batch that restored nothing measured no cold restore (the killed executor held no
+# state it needed): these metrics tell, per provider.
+RESTORED = {
+    "kstate": lambda r: r["kstateStoreRestoreRecordsReplayed"] > 0 or r["kstateStoreRestoredFromSnapshot"] > 0,
+    "rocksdb": lambda r: r["rocksdbNumReplayChangelogFiles"] > 0 or r["rocksdbLoadFromSnapshotLatencyMs"] > 0,
+}
 RESTORE_METRICS = {
     "kstate": ("kstateStoreRestoreMs", "kstateStoreRestoreRecordsReplayed", "kstateStoreRestoredFromSnapshot"),
     "rocksdb": ("rocksdbLoadLatencyMs", "rocksdbReplayChangeLogLatencyMs", "rocksdbNumReplayChangelogFiles",
@@ -197,6 +203,7 @@ def run_provider(cluster: Any, name: str, a: argparse.Namespace, tmp: str) -> Di
                     "restore": {m: int(custom.get(m, 0)) for m in RESTORE_METRICS[name]},
                     "steady_restore": {m: int(steady["stateOperators"][0]["customMetrics"].get(m, 0))
                                        for m in RESTORE_METRICS[name]}}
+            kill["restored"] = RESTORED[name](kill["restore"])
             kills.append(kill)
             print(f"[{name}] kill {k + 1}/{a.kills}: executor {victim}; kill -> batch end "
                   f"{kill['kill_to_batch_end_s']:.1f} s, batch {kill['batch_s']:.1f} s (steady "
@@ -271,6 +278,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     cluster = LocalCluster(executors=3, worker_mb=a.executor_mb, executor_memory=f"{a.executor_mb}m",
                            app_name="kstate-bench-recovery")
     runs: Dict[str, Any] = {}
+    spark_version = None
     try:
         t0 = time.perf_counter()
         cluster.start(conf)
@@ -295,6 +303,10 @@ def main(argv: Optional[List[str]] = None) -> int:
            "runs": runs, "ratio_rocksdb_over_kstate": ratio,
            "standby_replicas_1": STANDBY}
     print("\n" + report(res))
+    cold = all(k["restored"] for r in runs.values() for k in r["kills"])
+    if not cold:
+        print("FAILED: a recovery batch restored nothing (see 'restored' per kill in the JSON): "
+              "not a cold-restore measurement")
     if not a.no_save:
         os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
         res["files"] = {"json": a.out + ".json", "png": a.out + ".png"}
@@ -302,7 +314,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         with open(res["files"]["json"], "w") as f:
             json.dump(res, f, indent=1)
         print(f"wrote {os.path.relpath(res['files']['json'], ROOT)} and {os.path.relpath(res['files']['png'], ROOT)}")
-    return 0
+    return 0 if cold else 1
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import sys
 import time
 from typing import Any, Dict, List, Mapping, Optional
 
+
 class LocalCluster:
     """Starts, inspects and damages one ``local-cluster`` SparkSession (see the module doc)."""
 
