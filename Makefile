@@ -56,7 +56,8 @@ bench: venv jar
 	PYTHONPATH=python $(PY) bench/suppress.py $(BENCH_ARGS); s6=$$?; \
 	PYTHONPATH=python $(PY) bench/order.py $(BENCH_ARGS); s7=$$?; \
 	PYTHONPATH=python $(PY) bench/enrichment.py $(BENCH_ARGS); s9=$$?; \
-	test $$s1 -eq 0 -a $$s2 -eq 0 -a $$s3 -eq 0 -a $$s4 -eq 0 -a $$s5 -eq 0 -a $$s6 -eq 0 -a $$s7 -eq 0 -a $$s8 -eq 0 -a $$s9 -eq 0
+	PYTHONPATH=python $(PY) bench/recovery.py $(BENCH_ARGS); s10=$$?; \
+	test $$s1 -eq 0 -a $$s2 -eq 0 -a $$s3 -eq 0 -a $$s4 -eq 0 -a $$s5 -eq 0 -a $$s6 -eq 0 -a $$s7 -eq 0 -a $$s8 -eq 0 -a $$s9 -eq 0 -a $$s10 -eq 0
 
 clean:
 	rm -rf jvm/target target project/target project/project

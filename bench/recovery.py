@@ -1,0 +1,321 @@
+#!/usr/bin/env python3
+"""Executor loss without standbys: the cold-restore baseline of issue 16 §4.
+
+On ``local-cluster[3,1,M]`` (three executor JVMs, ``python/tests/cluster.py``), a kstate
+``deduplicate_by_key`` whose interval outlives the run builds a state of ``--keys`` keys
+(default 5M; ``--quick`` 200k) over ``--load-batches`` micro-batches. Then, ``--kills`` times
+(default 3): a steady micro-batch, ``kill -9`` of the executor JVM that Spark's coordinator names
+for state partition 0, the next file at once, and a wait for the replacement executor. Per kill:
+
+  (a) kill -> end of the first micro-batch completed after it (progress timestamp + its
+      triggerExecution, minus the wall-clock time of the kill);
+  (b) that micro-batch's duration (triggerExecution);
+  (c) its restore figures from the provider's metrics (sums over the partitions restored):
+      kstate: ``kstateStoreRestoreMs``, ``kstateStoreRestoreRecordsReplayed``;
+      RocksDB: ``rocksdbLoadLatencyMs``, ``rocksdbReplayChangeLogLatencyMs``,
+      ``rocksdbNumReplayChangelogFiles``.
+
+The same input runs on kstate's provider and on Spark's RocksDB provider (changelog
+checkpointing on, as kstate's provider always does) in the same cluster; medians over the
+kills and the ratios (RocksDB / kstate) are printed and saved with a chart. The standby column
+(``spark.kstate.standbyReplicas=1``) is not implemented yet: it is reported as such, never as a
+number.
+
+    PYTHONPATH=python .venv/bin/python bench/recovery.py --quick
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python", "tests"))  # cluster.py
+
+from common import RESULTS, ROCKSDB, ROOT, TMP, KSTATE_PROVIDER_KEY, wait_for_jar  # noqa: E402
+
+KSTATE = "io.kstate.KStateStoreProvider"
+PROVIDERS = {"kstate": KSTATE, "rocksdb": ROCKSDB}
+STANDBY = "not implemented"
+# A recovery batch that restored nothing measured no cold restore (the killed executor held no
+# state it needed): these metrics tell, per provider.
+RESTORED = {
+    "kstate": lambda r: r["kstateStoreRestoreRecordsReplayed"] > 0 or r["kstateStoreRestoredFromSnapshot"] > 0,
+    "rocksdb": lambda r: r["rocksdbNumReplayChangelogFiles"] > 0 or r["rocksdbLoadFromSnapshotLatencyMs"] > 0,
+}
+RESTORE_METRICS = {
+    "kstate": ("kstateStoreRestoreMs", "kstateStoreRestoreRecordsReplayed", "kstateStoreRestoredFromSnapshot"),
+    "rocksdb": ("rocksdbLoadLatencyMs", "rocksdbReplayChangeLogLatencyMs", "rocksdbNumReplayChangelogFiles",
+                "rocksdbLoadFromSnapshotLatencyMs"),
+}
+SCHEMA = "k STRING, ts LONG"
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="200k keys")
+    p.add_argument("--keys", type=int, default=None, help="keys in state before the first kill (default 5M)")
+    p.add_argument("--kills", type=int, default=3, help="executor kills per provider")
+    p.add_argument("--load-batches", type=int, default=5, help="micro-batches that build the state")
+    p.add_argument("--batch-rows", type=int, default=None,
+                   help="rows of each steady and recovery micro-batch, half of them re-sends "
+                        "(default keys / 100)")
+    p.add_argument("--shuffle-partitions", type=int, default=6)
+    p.add_argument("--executor-mb", type=int, default=None,
+                   help="memory of each worker and its executor, MB (default 3072; --quick 1024)")
+    p.add_argument("--providers", default="kstate,rocksdb")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--out", default=None)
+    p.add_argument("--no-save", action="store_true")
+    a = p.parse_args(argv)
+    a.keys = a.keys or (200_000 if a.quick else 5_000_000)
+    a.batch_rows = a.batch_rows or max(a.keys // 100, 1000)
+    a.executor_mb = a.executor_mb or (1024 if a.quick else 3072)
+    a.provider_list = [x for x in a.providers.split(",") if x]
+    if set(a.provider_list) - set(PROVIDERS):
+        p.error(f"--providers takes {','.join(PROVIDERS)}")
+    a.out = a.out or os.path.join(RESULTS, "recovery-quick" if a.quick else "recovery")
+    return a
+
+
+# --- input ---------------------------------------------------------------------------------
+
+def write_batch(directory: str, index: int, keys: List[str], ts_s: int) -> None:
+    """One parquet file = one micro-batch; files sort (and are modified) in index order."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tmp = os.path.join(os.path.dirname(directory), f"_staging-{index:04d}.parquet")
+    pq.write_table(pa.table({"k": pa.array(keys, pa.string()),
+                             "ts": pa.array([ts_s * 1000] * len(keys), pa.int64())}), tmp)
+    os.rename(tmp, os.path.join(directory, f"part-{index:04d}.parquet"))
+
+
+class Input:
+    """Load batches (new keys only), then steady/recovery batches: half re-sends of keys in
+    state (dropped by the dedup), half new keys. Deterministic, the same for every provider."""
+
+    def __init__(self, a: argparse.Namespace) -> None:
+        self.a, self.next_key, self.index = a, 0, 0
+
+    def _new(self, n: int) -> List[str]:
+        keys = [f"key-{i:09d}" for i in range(self.next_key, self.next_key + n)]
+        self.next_key += n
+        return keys
+
+    def load(self, directory: str) -> int:
+        per = -(-self.a.keys // self.a.load_batches)
+        n = min(per, self.a.keys - self.next_key)
+        return self._write(directory, self._new(n))
+
+    def steady(self, directory: str) -> int:
+        half = self.a.batch_rows // 2
+        step = max(self.next_key // half, 1)
+        resent = [f"key-{i:09d}" for i in range(0, self.next_key, step)][:half]
+        return self._write(directory, resent + self._new(self.a.batch_rows - len(resent)))
+
+    def _write(self, directory: str, keys: List[str]) -> int:
+        write_batch(directory, self.index, keys, ts_s=10 * self.index)
+        self.index += 1
+        return len(keys)
+
+
+# --- one provider --------------------------------------------------------------------------
+
+def epoch_s(iso: str) -> float:
+    return dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+class ReplacementClock:
+    """Seconds from the kill until an executor not in ``before`` registers (None: not during the
+    recovery batch). A replacement that registers while the lost partitions wait for their dead
+    executor is idle, so they run on it: a fresh JVM that first fetches the kstate jar."""
+
+    def __init__(self, cluster: Any, before: set, t_kill: float) -> None:
+        import threading
+
+        self.after_s: Optional[float] = None
+        self._done = threading.Event()
+
+        def poll() -> None:
+            while not self._done.is_set() and self.after_s is None:
+                if set(cluster.executor_ids()) - before:
+                    self.after_s = round(time.time() - t_kill, 2)
+                self._done.wait(0.2)
+
+        self._thread = threading.Thread(target=poll, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+def run_provider(cluster: Any, name: str, a: argparse.Namespace, tmp: str) -> Dict[str, Any]:
+    import kstate  # noqa: F401  (adds df.kstate)
+
+    spark = cluster.spark
+    src, ckpt = os.path.join(tmp, f"src-{name}"), os.path.join(tmp, f"ckpt-{name}")
+    os.makedirs(src)
+    spark.conf.set(KSTATE_PROVIDER_KEY, PROVIDERS[name])
+    inp = Input(a)
+    df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
+    q = (df.kstate.deduplicate_by_key("3650 days", key="k", timestamp="ts")
+         .writeStream.format("noop").option("checkpointLocation", ckpt).start())
+    try:
+        t0 = time.perf_counter()
+        for _ in range(a.load_batches):
+            inp.load(src)
+            q.processAllAvailable()
+        load_s = time.perf_counter() - t0
+        print(f"[{name}] state of {inp.next_key:,} keys built in {load_s:.1f} s", flush=True)
+        kills = []
+        for k in range(a.kills):
+            inp.steady(src)
+            q.processAllAvailable()
+            steady = q.lastProgress
+            victim = cluster.state_locations(q, a.shuffle_partitions)[0]
+            pids = cluster.executors()
+            t_kill = time.time()
+            cluster.kill(victim, pids)
+            replaced = ReplacementClock(cluster, set(pids), t_kill)
+            inp.steady(src)
+            q.processAllAvailable()
+            rec = q.lastProgress
+            replaced.stop()
+            end = epoch_s(rec["timestamp"]) + rec["durationMs"]["triggerExecution"] / 1000
+            custom = rec["stateOperators"][0]["customMetrics"]
+            kill = {"executor": victim, "batch": rec["batchId"],
+                    "kill_to_batch_end_s": round(end - t_kill, 3),
+                    "batch_s": rec["durationMs"]["triggerExecution"] / 1000,
+                    "batch_durationMs": rec["durationMs"],
+                    "replacement_registered_s": replaced.after_s,
+                    "steady_batch_s": steady["durationMs"]["triggerExecution"] / 1000,
+                    "state_rows": rec["stateOperators"][0]["numRowsTotal"],
+                    "restore": {m: int(custom.get(m, 0)) for m in RESTORE_METRICS[name]},
+                    "steady_restore": {m: int(steady["stateOperators"][0]["customMetrics"].get(m, 0))
+                                       for m in RESTORE_METRICS[name]}}
+            kill["restored"] = RESTORED[name](kill["restore"])
+            kills.append(kill)
+            print(f"[{name}] kill {k + 1}/{a.kills}: executor {victim}; kill -> batch end "
+                  f"{kill['kill_to_batch_end_s']:.1f} s, batch {kill['batch_s']:.1f} s (steady "
+                  f"{kill['steady_batch_s']:.1f} s), replacement registered after {replaced.after_s} s, "
+                  f"restore {kill['restore']}", flush=True)
+            cluster.wait_for_replacement(victim)
+        return {"provider": PROVIDERS[name], "load_s": round(load_s, 1), "keys": inp.next_key, "kills": kills,
+                "median": {m: statistics.median(x[m] for x in kills)
+                           for m in ("kill_to_batch_end_s", "batch_s", "steady_batch_s")},
+                "median_restore": {m: statistics.median(x["restore"][m] for x in kills)
+                                   for m in RESTORE_METRICS[name]}}
+    finally:
+        q.stop()
+        spark.sparkContext._jvm.System.gc()
+
+
+# --- output --------------------------------------------------------------------------------
+
+def report(res: Dict[str, Any]) -> str:
+    runs = res["runs"]
+    lines = [f"executor kill -> recovery, {res['keys']:,} keys in state, {res['kills']} kills per "
+             f"provider, medians ({'QUICK' if res['quick'] else 'full size'}):",
+             f"{'':34}" + "".join(f"{n:>14}" for n in runs) + f"{'standby=1':>20}"]
+    for m, label in (("kill_to_batch_end_s", "(a) kill -> end of next batch, s"),
+                     ("batch_s", "(b) recovery batch, s"), ("steady_batch_s", "    steady batch before, s")):
+        lines.append(f"{label:34}" + "".join(f"{r['median'][m]:>14.2f}" for r in runs.values())
+                     + f"{STANDBY:>20}")
+    for n, r in runs.items():
+        lines.append(f"(c) {n} restore: " + ", ".join(f"{k} {v:,.0f}" for k, v in r["median_restore"].items()))
+    for m, v in res["ratio_rocksdb_over_kstate"].items():
+        lines.append(f"ratio rocksdb / kstate, {m}: {v:.2f}x")
+    lines.append(f"standby (spark.kstate.standbyReplicas=1): {STANDBY}")
+    return "\n".join(lines)
+
+
+def write_chart(path: str, res: Dict[str, Any]) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    names = list(res["runs"])
+    metrics = [("kill_to_batch_end_s", "kill -> end of next batch"), ("batch_s", "recovery batch"),
+               ("steady_batch_s", "steady batch")]
+    w = 0.8 / len(metrics)
+    for j, (m, label) in enumerate(metrics):
+        ax.bar([i + j * w for i in range(len(names))], [res["runs"][n]["median"][m] for n in names], w, label=label)
+    ax.set_xticks([i + w for i in range(len(names))], [f"{n} (cold restore)" for n in names])
+    ax.set_ylabel("seconds (median)")
+    ax.set_title(f"executor kill, {res['keys']:,} keys{' (quick)' if res['quick'] else ''}; standby: {STANDBY}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    a = parse_args(argv)
+    wait_for_jar()
+    from cluster import LocalCluster
+
+    tmp = os.path.join(TMP, f"recovery-{os.getpid()}")
+    os.makedirs(tmp)
+    conf = {"spark.sql.shuffle.partitions": str(a.shuffle_partitions),
+            "spark.sql.session.timeZone": "UTC",
+            "spark.local.dir": os.path.join(tmp, "spark-local"),
+            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+            # Spark's default, written down: the lost executor's partitions wait this long for
+            # their (dead) preferred executor before running elsewhere; (a) and (b) include it.
+            "spark.locality.wait": "3s",
+            **dict(kv.split("=", 1) for kv in a.conf)}
+    cluster = LocalCluster(executors=3, worker_mb=a.executor_mb, executor_memory=f"{a.executor_mb}m",
+                           app_name="kstate-bench-recovery")
+    runs: Dict[str, Any] = {}
+    spark_version = None
+    try:
+        t0 = time.perf_counter()
+        cluster.start(conf)
+        print(f"{cluster.master} up in {time.perf_counter() - t0:.1f} s: executors {cluster.executors()}",
+              flush=True)
+        for name in a.provider_list:
+            runs[name] = run_provider(cluster, name, a, tmp)
+        spark_version = cluster.spark.version
+    finally:
+        cluster.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    ratio = {}
+    if {"kstate", "rocksdb"} <= set(runs):
+        ratio = {m: runs["rocksdb"]["median"][m] / runs["kstate"]["median"][m]
+                 for m in ("kill_to_batch_end_s", "batch_s")}
+    res = {"benchmark": "recovery", "quick": a.quick, "keys": a.keys, "kills": a.kills,
+           "load_batches": a.load_batches, "batch_rows": a.batch_rows, "master": cluster.master,
+           "executor_mb": a.executor_mb, "shuffle_partitions": a.shuffle_partitions, "conf": conf,
+           "spark_version": spark_version,
+           "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+           "runs": runs, "ratio_rocksdb_over_kstate": ratio,
+           "standby_replicas_1": STANDBY}
+    print("\n" + report(res))
+    cold = all(k["restored"] for r in runs.values() for k in r["kills"])
+    if not cold:
+        print("FAILED: a recovery batch restored nothing (see 'restored' per kill in the JSON): "
+              "not a cold-restore measurement")
+    if not a.no_save:
+        os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+        res["files"] = {"json": a.out + ".json", "png": a.out + ".png"}
+        write_chart(res["files"]["png"], res)
+        with open(res["files"]["json"], "w") as f:
+            json.dump(res, f, indent=1)
+        print(f"wrote {os.path.relpath(res['files']['json'], ROOT)} and {os.path.relpath(res['files']['png'], ROOT)}")
+    return 0 if cold else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

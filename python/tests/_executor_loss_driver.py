@@ -1,0 +1,96 @@
+"""Driver process of the executor-loss tests (run as ``python _executor_loss_driver.py CONFIG.json``).
+
+Starts a ``local-cluster`` (``cluster.LocalCluster``: separate executor JVMs) and runs ONE kstate
+``deduplicate_by_key`` query over JSON-lines files in ``src``, one file per micro-batch
+(``processAllAvailable`` after each file), into an exactly-once sink: foreachBatch writes each
+batch's rows as parquet to ``out/batch=<id>`` (overwriting, so a replayed batch rewrites its own
+directory). The batches are ``batches`` of the config.
+
+After batch ``kill_after`` (0-based) it ``kill -9``s the JVM of one executor that holds state
+partitions and feeds the remaining batches at once, without waiting for a replacement. Writes
+``result`` (JSON): the killed executor and pid, the executors before and after, and per batch
+its id, input rows and state operator's custom metrics.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any, Dict, List
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))  # the kstate package (python/)
+
+
+def main(config_path: str) -> int:
+    with open(config_path) as f:
+        cfg = json.load(f)
+
+    from cluster import LocalCluster
+    from _streaming import SCHEMA, STREAM_ORDER, file_name, write_json_lines
+
+    conf: Dict[str, Any] = {
+        "spark.sql.shuffle.partitions": cfg["partitions"],
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.streaming.stateStore.maintenanceInterval": "600s",
+        **STREAM_ORDER,
+        **cfg.get("conf", {}),
+    }
+    t0 = time.monotonic()
+    cluster = LocalCluster(executors=cfg["executors"]).start(conf)
+    spark = cluster.spark
+    out: Dict[str, Any] = {"executors_before": cluster.executors(),
+                           "cluster_start_s": round(time.monotonic() - t0, 1)}
+    try:
+        import kstate  # noqa: F401  (adds df.kstate)
+
+        src = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(cfg["src"])
+        deduped = src.kstate.deduplicate_by_key(cfg["interval"], key="k", timestamp="ts")
+
+        def sink(df: Any, batch_id: int) -> None:
+            df.write.mode("overwrite").parquet(os.path.join(cfg["out"], f"batch={batch_id}"))
+
+        q = (deduped.writeStream.outputMode("append").option("checkpointLocation", cfg["checkpoint"])
+             .foreachBatch(sink).start())
+        for i, records in enumerate(cfg["batches"]):
+            write_json_lines(cfg["src"], file_name(i), records)
+            q.processAllAvailable()
+            if i == cfg["kill_after"]:
+                victim = state_holder(cluster, q)
+                out["killed"] = {"executor": victim, "pid": cluster.kill(victim, out["executors_before"]),
+                                 "after_batch": q.lastProgress["batchId"]}
+        out["progress"] = [batch_summary(json.loads(p.json)) for p in q.recentProgress]
+        q.stop()
+        out["query_s"] = round(time.monotonic() - t0 - out["cluster_start_s"], 1)
+        # The Master replaces a lost executor; a slow JVM start on a busy machine may still be
+        # under way when the last batch ends.
+        out["executors_after"] = cluster.wait_for_replacement(out["killed"]["executor"])
+    finally:
+        cluster.stop()
+    with open(cfg["result"], "w") as f:
+        json.dump(out, f, indent=1)
+    return 0
+
+
+def state_holder(cluster: Any, q: Any) -> str:
+    """An executor that ran the last batch's stateful tasks: the one Spark's state store
+    coordinator names for state partition 0 of operator 0 (``executor_<host>_<id>``)."""
+    locations = cluster.state_locations(q, partitions=int(cluster.spark.conf.get(
+        "spark.sql.shuffle.partitions")))
+    if 0 not in locations:
+        raise RuntimeError(f"Spark's coordinator has no location for state partition 0: {locations}")
+    print(f"state locations: {locations}", flush=True)
+    return locations[0]
+
+
+def batch_summary(p: Dict[str, Any]) -> Dict[str, Any]:
+    ops: List[Dict[str, Any]] = p.get("stateOperators") or []
+    return {"batchId": p["batchId"], "numInputRows": p["numInputRows"],
+            "triggerExecutionMs": (p.get("durationMs") or {}).get("triggerExecution"),
+            "customMetrics": (ops[0].get("customMetrics") or {}) if ops else {}}
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
