@@ -114,14 +114,15 @@ def test_kill_9_of_a_state_holding_executor_restores_state_and_keeps_output_exac
     assert sorted(progress) == list(range(BATCHES))
     assert sink_batches(spark, str(tmp_path / "out")) == expected(spark, data)
 
-    # Restores: none while placement held, then the lost executor's partitions on the first
-    # batch after the kill, at most every change written so far.
+    # Restores: the lost executor's partitions on the first batch after the kill, at most every
+    # change written so far. Before the kill placement normally holds (no restore), but a task
+    # that waited past spark.locality.wait on a loaded machine may run elsewhere and restore
+    # there: correct behaviour, so it is not asserted (the sink check above covers its output).
     def metric(b: int, name: str) -> int:
         return int(progress[b]["customMetrics"][name])
 
     recovery = killed["after_batch"] + 1
     assert recovery == KILL_AFTER + 1
-    assert [metric(b, "kstateStoreRestoreRecordsReplayed") for b in range(recovery)] == [0] * recovery
     written = sum(metric(b, "kstateStoreChangelogRecords") for b in range(recovery))
     assert 0 < metric(recovery, "kstateStoreRestoreRecordsReplayed") <= written
     assert metric(recovery, "kstateStoreRestoredFromSnapshot") == 0  # maintenance wrote none
