@@ -10,8 +10,7 @@ Every batch after the first re-sends keys of earlier batches: their output is ri
 state written before the kill is there after it. Asserted: the query finishes, the sink holds
 per batch exactly what the reference model forwards (``models.dedup_model``, one model per state
 partition, i.e. what an uninterrupted run outputs, see ``test_dedup_restart``), and the first
-batch after the kill restored state from the checkpoint (the provider's restore metrics) while
-no batch before it did.
+batch after the kill restored state from the checkpoint (the provider's restore metrics).
 """
 from __future__ import annotations
 
