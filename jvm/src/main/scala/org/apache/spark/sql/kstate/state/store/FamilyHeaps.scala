@@ -103,7 +103,7 @@ private[kstate] final class FamilyHeaps(minGarbageBytes: Long = HeapState.MinGar
     forRange(from, until) { (id, f, u) =>
       val h = heaps(id)
       if (f.isEmpty && u.isEmpty) { n += h.size; heaps(id) = null }
-      else n += h.deleteRange(f.getOrElse(Prefixes(id)), u)
+      else n += h.deleteRange(f.getOrElse(prefixOf(id)), u)
     }
     n
   }
@@ -115,7 +115,7 @@ private[kstate] final class FamilyHeaps(minGarbageBytes: Long = HeapState.MinGar
     var n = 0L
     forRange(from, until) { (id, f, u) =>
       val h = heaps(id)
-      n += (if (f.isEmpty && u.isEmpty) h.size.toLong else h.count(f.getOrElse(Prefixes(id)), u))
+      n += (if (f.isEmpty && u.isEmpty) h.size.toLong else h.count(f.getOrElse(prefixOf(id)), u))
     }
     n
   }
@@ -125,7 +125,7 @@ private[kstate] final class FamilyHeaps(minGarbageBytes: Long = HeapState.MinGar
     val one = withinOneFamily(from, until)
     if (one >= 0) return if (one < heaps.length && heaps(one) != null) heaps(one).scan(from, until) else EmptyScan
     val scans = Vector.newBuilder[StateScan]
-    forRange(from, until) { (id, f, u) => scans += heaps(id).scan(f.getOrElse(Prefixes(id)), u) }
+    forRange(from, until) { (id, f, u) => scans += heaps(id).scan(f.getOrElse(prefixOf(id)), u) }
     new ChainedScan(scans.result())
   }
 
@@ -155,19 +155,9 @@ private[kstate] final class FamilyHeaps(minGarbageBytes: Long = HeapState.MinGar
 
   // ---- internals ---------------------------------------------------------------------------
 
-  /**
-   * The family id when [from, until) lies within one family's keys (the common case: a scan
-   * inside a family, up to its end at the latest), else -1.
-   */
+  /** The family id when [from, until) lies within one family's keys (the write set's rule), else -1. */
   private def withinOneFamily(from: Array[Byte], until: Option[Array[Byte]]): Int =
-    if (from.length < PrefixLength || until.isEmpty) -1
-    else {
-      val id = idOf(from)
-      val u = until.get
-      if (u.length >= PrefixLength && idOf(u) == id) id
-      else if (u.length == PrefixLength && idOf(u) == id + 1) id // the family's end
-      else -1
-    }
+    WriteSet.singleFamily(from, until)
 
   private def heapOf(key: Array[Byte]): HeapState = {
     val id = idOf(key)
@@ -226,7 +216,7 @@ private[kstate] final class FamilyHeaps(minGarbageBytes: Long = HeapState.MinGar
     var id = 0
     while (id < heaps.length) {
       if (heaps(id) != null) {
-        val prefix = Prefixes(id)
+        val prefix = prefixOf(id)
         val end = Bytes.prefixEnd(prefix)
         // the family's keys are [prefix, end): skip it when the range misses that interval
         val startsAfter = end.exists(e => Bytes.Order.compare(from, e) >= 0)
@@ -247,15 +237,14 @@ private[kstate] object FamilyHeaps {
 
   /** The family id a store key starts with. */
   def idOf(key: Array[Byte]): Int = {
-    if (key.length < PrefixLength) {
+    val id = WriteSet.bucketOf(key)
+    if (id < 0) {
       throw new IllegalArgumentException(s"a state store key has a ${PrefixLength}-byte family prefix, got ${key.length} bytes")
     }
-    ((key(0) & 0xFF) << 8) | (key(1) & 0xFF)
+    id
   }
 
-  private object Prefixes {
-    def apply(id: Int): Array[Byte] = FamilyCodec.prefixOf(id.toShort)
-  }
+  private def prefixOf(id: Int): Array[Byte] = FamilyCodec.prefixOf(id.toShort)
 
   private object EmptyScan extends StateScan {
     override def valid: Boolean = false
