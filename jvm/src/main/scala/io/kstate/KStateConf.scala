@@ -1,5 +1,6 @@
 package io.kstate
 
+import org.apache.spark.SparkConf
 import org.apache.spark.sql.internal.SQLConf
 
 /**
@@ -15,6 +16,8 @@ import org.apache.spark.sql.internal.SQLConf
 object KStateConf {
   final case class Entry[T](key: String, default: T, doc: String)(val parse: String => T) {
     def get(conf: SQLConf): T = Option(conf.getConfString(key, null)).map(parse).getOrElse(default)
+    /** For settings read at application start (the plugin's), from the Spark configuration. */
+    def get(conf: SparkConf): T = conf.getOption(key).map(parse).getOrElse(default)
     /** The default as a setting's string (what `spark.conf.get(key)` shows); parses to `default`. */
     def defaultString: String = default.toString
   }
@@ -80,6 +83,25 @@ object KStateConf {
       "Default (-1): an eighth of the executor's maximum heap.")(
     s => if (s.trim == "-1") -1L else parseBytes(s))
 
+  val StandbyReplicas: Entry[Int] = Entry(
+    "spark.kstate.standbyReplicas",
+    0,
+    "Standby copies of each state partition of kstate's provider, each on another executor " +
+      "than the partition's active one (another host when there is one), kept current from the " +
+      "checkpoint's changelogs: after the active executor is lost, the partition's next task " +
+      "runs where a standby is and replays only the versions it lacks (Kafka Streams' " +
+      "num.standby.replicas). Needs kstate's plugin (spark.plugins=io.kstate.KStatePlugin). " +
+      "Read when a micro-batch is planned. Default 0: none.")(
+    s => s.trim.toIntOption.filter(_ >= 0).getOrElse(throw KStateErrors.invalidStandbyReplicas(s)))
+
+  val ReplicaPollInterval: Entry[Long] = Entry(
+    "spark.kstate.replicas.pollInterval",
+    1000L,
+    "How often (milliseconds, or a duration such as '1s') each executor's standby follower asks " +
+      "the driver which standbys to hold and the newest committed version, and replays the " +
+      "changelogs after its own. A Spark setting read at application start. Default 1s.")(
+    s => org.apache.spark.network.util.JavaUtils.timeStringAsMs(s.trim))
+
   /**
    * Spark store settings kstate sets for its own stores unless the user set them: changelog
    * checkpointing (a commit writes a changelog, snapshots are taken in the background), and no
@@ -92,7 +114,7 @@ object KStateConf {
 
   /** Every entry, for registration with Spark's SQL configuration. */
   val entries: Seq[Entry[_]] = Seq(StateStoreProvider, StreamTimeFollowsWatermark, ProcessingOrderPolicy,
-    OrderSpillThreshold, MaxWriteSetBytes, HeapStateBytes)
+    OrderSpillThreshold, MaxWriteSetBytes, HeapStateBytes, StandbyReplicas, ReplicaPollInterval)
 
   private def parseBytes(s: String): Long = org.apache.spark.network.util.JavaUtils.byteStringAsBytes(s.trim)
 }

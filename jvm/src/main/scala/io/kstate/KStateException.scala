@@ -391,4 +391,16 @@ object KStateErrors {
         s"key '$rightKey' of type $rightKeyType: a foreign-key join looks each left row's foreign key up " +
         "among the right table's keys, so both must have the same type (a narrower integral or decimal " +
         "type is widened). Cast the foreign key, e.g. foreign_key=F.col('country_id').cast('bigint').")
+
+  def invalidStandbyReplicas(value: String): KStateException =
+    err("KSTATE_INVALID_STANDBY_REPLICAS",
+      s"spark.kstate.standbyReplicas is '$value'; it must be a whole number of standby copies, 0 or " +
+        "more (0, the default, keeps none). Set e.g. spark.conf.set('spark.kstate.standbyReplicas', '1').")
+
+  def standbyReplicasNeedPlugin(count: Int): KStateException =
+    err("KSTATE_STANDBY_REPLICAS_NEED_PLUGIN",
+      s"spark.kstate.standbyReplicas is $count, but kstate's plugin is not loaded, so no executor " +
+        "keeps standby copies. Start the application with spark.plugins=io.kstate.KStatePlugin " +
+        "(PySpark: build the session with kstate.configure(SparkSession.builder)), or set " +
+        "spark.kstate.standbyReplicas=0.")
 }

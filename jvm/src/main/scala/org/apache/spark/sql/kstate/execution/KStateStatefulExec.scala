@@ -14,13 +14,15 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.execution.streaming.operators.stateful._
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.internal.SQLConf
-import io.kstate.{KStateConf, ProcessingOrder}
+import io.kstate.{KStateConf, KStateErrors, ProcessingOrder}
 
 import org.apache.spark.sql.kstate.OperatorIdentity
 import org.apache.spark.sql.kstate.processor.{Counters, Metric, MetricKind, MetricSet}
 import org.apache.spark.sql.kstate.shim.{OrderedLog, ProgressShim, RunningQuery}
 import org.apache.spark.sql.streaming.StateOperatorProgress
-import org.apache.spark.sql.kstate.state.KStateStoreRDD
+import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
+import org.apache.spark.sql.kstate.state.{KStateStoreProvider, KStateStoreRDD}
+import org.apache.spark.sql.kstate.state.replica.ReplicaCoordinator
 import org.apache.spark.sql.types.{DataType, StructType}
 import org.apache.spark.util.SerializableConfiguration
 
@@ -279,6 +281,16 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
   override def simpleString(maxFields: Int): String = super.simpleString(maxFields) + " order=" +
     (if (processingOrder == ProcessingOrder.Auto) s"auto(${resolvedOrder(stateInfo.isDefined)})" else processingOrder)
 
+  /**
+   * Standby copies per store this micro-batch wants (`spark.kstate.standbyReplicas`), read at
+   * planning; more than 0 needs kstate's plugin, which keeps them.
+   */
+  private def standbyCount(): Int = {
+    val n = KStateConf.StandbyReplicas.get(conf)
+    if (n > 0 && ReplicaCoordinator.current.isEmpty) throw KStateErrors.standbyReplicasNeedPlugin(n)
+    n
+  }
+
   private def executeStreaming(info: StatefulOperatorStateInfo): RDD[InternalRow] = {
     val order = resolvedOrder(streaming = true)
     val spillBytes = KStateConf.OrderSpillThreshold.get(conf)
@@ -291,14 +303,17 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     KStateConf.StoreDefaults.foreach { case (k, v) =>
       if (!conf.contains(k)) storeSqlConf.setConfString(k, v)
     }
-    val storeConf = new StateStoreConf(storeSqlConf, Map.empty)
+    val queryId = Option(sparkContext.getLocalProperty(StreamExecution.QUERY_ID_KEY))
+    val standbys = queryId.map(id => KStateStoreRDD.Standbys(id, standbyCount()))
+    val storeConf = new StateStoreConf(storeSqlConf,
+      queryId.map(KStateStoreProvider.QueryIdKey -> _).toMap)
     val hadoopConf = sparkContext.broadcast(
       new SerializableConfiguration(session.sessionState.newHadoopConf()))
     val (keySchema, valueSchema) = (stateKeySchema, stateValueSchema)
     new KStateStoreRDD[InternalRow](
       child.execute(), info, keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
       useColumnFamilies = true, storeConf, hadoopConf,
-      Some(session.streams.stateStoreCoordinator), { (store, rows) =>
+      Some(session.streams.stateStoreCoordinator), standbys, { (store, rows) =>
         val task = newTask(Some(store))
         run(task, rows, watermark, order, spillBytes, () => {
           longMetric("commitTimeMs") += timeTakenMs { store.commit() }

@@ -14,6 +14,7 @@ import org.apache.spark.internal.Logging
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.kstate.state.provider._
 import org.apache.spark.sql.kstate.state.provider.ProviderState._
+import org.apache.spark.sql.kstate.state.replica.{KStateReplicas, ReplicaStore}
 import org.apache.spark.sql.kstate.state.store._
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.Utils
@@ -88,6 +89,8 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   @volatile private var lastRestoreInfo: Option[RestoreInfo] = None
   /** Entries in the last committed version's write set: the next one's initial capacity. */
   @volatile private[state] var writeSetSizeHint: Int = 0
+  /** This store as standby replicas know it: only in a query (its operators pass the query id). */
+  private var replicaStore: Option[ReplicaStore] = None
 
   override def init(
       stateStoreId: StateStoreId,
@@ -112,6 +115,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
       StateFileIdentity.of(stateStoreId))
     registerCodec(new FamilyCodec(0, StateStore.DEFAULT_COL_FAMILY_NAME, keySchema, valueSchema,
       keyStateEncoderSpec, useMultipleValuesPerKey))
+    this.replicaStore = setting(QueryIdKey).map(ReplicaStore.of(_, stateStoreId))
     lifecycle.moveTo(Empty)
   }
 
@@ -134,6 +138,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     if (lifecycle.current != Closed) {
       discard()
       lifecycle.moveTo(Closed)
+      replicaStore.foreach(KStateReplicas.deactivate(_, this))
     }
   }
 
@@ -157,14 +162,25 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     case _ => // LOADED(version), or SPILLED(version) by this task: reuse, no I/O
   }
 
-  /** EMPTY -> LOADED(version); on failure the half-built copy is dropped and it stays EMPTY. */
+  /**
+   * EMPTY -> LOADED(version): adopts this executor's standby copy of the store when it has one
+   * that can serve `version` (replaying only the versions it lacks), else restores from the
+   * checkpoint. On failure the half-built copy is dropped and it stays EMPTY.
+   */
   private def restoreTo(version: Long): Unit = {
     restores += 1
-    val copy = new WorkingCopy(tiering.startsOnHeap, tiering.heapStateLimit, () => localRoot,
-      writeLocally, toString)
-    val r = try Restore(files, version, copy, () => copy.fitsBudget() && tiering.admits(copy.heapBytes),
-      countsRows) catch {
-      case NonFatal(e) => copy.close(); throw e
+    val adopted = if (!KStateReplicas.enabled) None else replicaStore.flatMap { s =>
+      KStateReplicas.activate(s, this)
+      KStateReplicas.adopt(s, version, countsRows)
+    }
+    val (copy, r) = adopted.getOrElse {
+      val copy = new WorkingCopy(tiering.startsOnHeap, tiering.heapStateLimit, () => localRoot,
+        writeLocally, toString)
+      val r = try Restore(files, version, copy, () => copy.fitsBudget() && tiering.admits(copy.heapBytes),
+        countsRows) catch {
+        case NonFatal(e) => copy.close(); throw e
+      }
+      (copy, r)
     }
     registry = r.registry
     numKeys = r.numKeys
@@ -548,15 +564,23 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   private def setting(key: String): Option[String] =
     storeConf.sqlConfs.get(key).orElse(storeConf.extraOptions.get(key))
 
-  private def localRoot: File = {
+}
+
+object KStateStoreProvider {
+  /**
+   * The query id a kstate operator passes its stores (in the store configuration's extra
+   * options), so that a provider knows its store across query restarts (standby replicas).
+   */
+  val QueryIdKey = "kstate.queryId"
+
+  /** Where working copies in RocksDB and spilled changes live: the executor's local directory. */
+  private[state] def localRoot: File = {
     val root = Option(SparkEnv.get).map(env => new File(Utils.getLocalDir(env.conf)))
       .getOrElse(new File(System.getProperty("java.io.tmpdir")))
     root.mkdirs()
     root
   }
-}
 
-object KStateStoreProvider {
   private def currentTask: Option[Long] = Option(TaskContext.get()).map(_.taskAttemptId())
 
   /** A due snapshot: the frozen entries of `version`, taken after `restoresBefore` restores. */

@@ -7,6 +7,7 @@ import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.kstate.state.replica.{ReplicaCoordinator, ReplicaStore}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
 
@@ -20,6 +21,11 @@ import org.apache.spark.util.SerializableConfiguration
  * Life cycle per task: the store is opened at `stateInfo.storeVersion`; `f` must commit it
  * before its iterator is exhausted; a task that ends without a commit aborts the store, so a
  * failed batch leaves the previous version as the latest.
+ *
+ * Placement: each partition prefers the executor Spark's coordinator recorded for its store.
+ * With standby replicas (`standbys`, docs/replicas.md), the driver first tells kstate's replica
+ * coordinator that this micro-batch runs from `stateInfo.storeVersion` (the newest committed
+ * version), and a partition whose recorded executor was lost prefers its warmest standby.
  */
 final class KStateStoreRDD[U: ClassTag](
     prev: RDD[org.apache.spark.sql.catalyst.InternalRow],
@@ -31,18 +37,36 @@ final class KStateStoreRDD[U: ClassTag](
     storeConf: StateStoreConf,
     hadoopConf: Broadcast[SerializableConfiguration],
     @transient private val coordinator: Option[StateStoreCoordinatorRef],
+    standbys: Option[KStateStoreRDD.Standbys],
     f: (StateStore, Iterator[org.apache.spark.sql.catalyst.InternalRow]) => Iterator[U])
   extends RDD[U](prev) {
 
-  override protected def getPartitions: Array[Partition] = prev.partitions
+  /** Driver only: the partitions, once the replica coordinator knows of this micro-batch. */
+  override protected def getPartitions: Array[Partition] = {
+    val parts = prev.partitions
+    for (s <- standbys; rc <- ReplicaCoordinator.current) {
+      rc.plan(s.queryId, stateInfo.checkpointLocation, stateInfo.operatorId, StateStoreId.DEFAULT_STORE_NAME,
+        parts.length, s.count, stateInfo.storeVersion, p => sparkLocation(p))
+    }
+    parts
+  }
 
   private def providerId(partition: Int): StateStoreProviderId =
     StateStoreProviderId(
       StateStoreId(stateInfo.checkpointLocation, stateInfo.operatorId, partition),
       stateInfo.queryRunId)
 
-  override def getPreferredLocations(split: Partition): Seq[String] =
-    coordinator.flatMap(_.getLocation(providerId(split.index))).toSeq
+  private def sparkLocation(partition: Int): Option[String] = coordinator.flatMap(_.getLocation(providerId(partition)))
+
+  override def getPreferredLocations(split: Partition): Seq[String] = {
+    val spark = sparkLocation(split.index)
+    val replicas = for (s <- standbys if s.count > 0; rc <- ReplicaCoordinator.current) yield {
+      val store = ReplicaStore(s.queryId, stateInfo.checkpointLocation, stateInfo.operatorId, split.index,
+        StateStoreId.DEFAULT_STORE_NAME)
+      rc.preferredLocation(store, spark)
+    }
+    replicas.getOrElse(spark).toSeq
+  }
 
   override def compute(split: Partition, context: TaskContext): Iterator[U] = {
     val store = StateStore.get(
@@ -54,4 +78,9 @@ final class KStateStoreRDD[U: ClassTag](
     }
     f(store, prev.iterator(split, context))
   }
+}
+
+object KStateStoreRDD {
+  /** The query's id and the standby copies its operator wants per store (0: none). */
+  final case class Standbys(queryId: String, count: Int)
 }

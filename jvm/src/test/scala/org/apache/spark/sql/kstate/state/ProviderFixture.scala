@@ -10,13 +10,13 @@ import org.apache.spark.sql.types.StructType
 
 /** Opens kstate providers on a fresh checkpoint directory, outside any query. */
 object ProviderFixture {
-  def conf(snapshotEvery: Int = 3, retain: Int = 4, extra: Map[String, String] = Map.empty)
-      : StateStoreConf = {
+  def conf(snapshotEvery: Int = 3, retain: Int = 4, extra: Map[String, String] = Map.empty,
+      extraOptions: Map[String, String] = Map.empty): StateStoreConf = {
     val sql = new SQLConf
     extra.foreach { case (k, v) => sql.setConfString(k, v) }
     sql.setConfString("spark.sql.streaming.stateStore.minDeltasForSnapshot", snapshotEvery.toString)
     sql.setConfString("spark.sql.streaming.minBatchesToRetain", retain.toString)
-    new StateStoreConf(sql)
+    new StateStoreConf(sql, extraOptions)
   }
 
   def tmp(): String = Files.createTempDirectory("kstate-provider").toFile.getAbsolutePath

@@ -85,6 +85,9 @@ private[state] final class CheckpointFiles(val dir: Path, hadoopConf: Configurat
   }
 
   def delete(kind: StateFile.Kind, version: Long): Unit = files.delete(path(kind, version))
+
+  /** Which write of `kind` of `version` is on disk (None: no such file). */
+  def stamp(kind: StateFile.Kind, version: Long): Option[StateFiles.Stamp] = files.stamp(path(kind, version))
 }
 
 private[state] object CheckpointFiles {

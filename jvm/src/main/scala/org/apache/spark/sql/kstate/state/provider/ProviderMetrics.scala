@@ -30,6 +30,8 @@ private[state] object ProviderMetrics {
     "kstate store: changelog records replayed during restore"))
   val RestoredFromSnapshot = declare(StateStoreCustomSumMetric("kstateStoreRestoredFromSnapshot",
     "kstate store: restores that started from a snapshot"))
+  val RestoredFromStandby = declare(StateStoreCustomSumMetric("kstateStoreRestoredFromStandby",
+    "kstate store: restores that adopted a standby copy on the executor (replaying only the versions it lacked)"))
   val Spills = declare(StateStoreCustomSumMetric("kstateStoreSpills",
     "kstate store: times uncommitted changes were spilled from the heap to local disk"))
   val SpilledRecords = declare(StateStoreCustomSumMetric("kstateStoreSpilledRecords",
@@ -63,6 +65,7 @@ private[state] object ProviderMetrics {
       RestoreMs -> restore.map(_.millis).getOrElse(0L),
       RestoreRecords -> restore.map(_.recordsReplayed).getOrElse(0L),
       RestoredFromSnapshot -> restore.count(_.snapshotVersion.isDefined).toLong,
+      RestoredFromStandby -> restore.count(_.standbyVersion.isDefined).toLong,
       Spills -> c.spills,
       SpilledRecords -> c.spilledRecords,
       HeapBytes -> copy.map(_.heapBytes).getOrElse(0L),

@@ -34,9 +34,17 @@ private[kstate] trait StateFiles {
   def open(path: Path): InputStream
   def list(): Seq[String]
   def delete(path: Path): Unit
+  /** The file's length and modification time, or None when there is no such file. */
+  def stamp(path: Path): Option[StateFiles.Stamp]
 }
 
 private[kstate] object StateFiles {
+  /**
+   * Tells one write of a file from another: a file rewritten under the same name (a
+   * micro-batch re-run) gets a new modification time, and usually a new length.
+   */
+  final case class Stamp(length: Long, modifiedMillis: Long)
+
   /** An output stream that becomes its file at `commit()`; `cancel()` leaves no file. */
   trait AtomicOutput {
     def stream: OutputStream
@@ -69,6 +77,11 @@ private[kstate] object StateFiles {
     override def list(): Seq[String] =
       if (fm.exists(dir)) fm.list(dir).map(_.getPath.getName).toSeq else Nil
     override def delete(path: Path): Unit = fm.delete(path)
+    override def stamp(path: Path): Option[Stamp] =
+      try {
+        val st = path.getFileSystem(hadoopConf).getFileStatus(path)
+        Some(Stamp(st.getLen, st.getModificationTime))
+      } catch { case _: FileNotFoundException => None }
   }
 
   final class Local(dir: Path) extends StateFiles {
@@ -115,6 +128,12 @@ private[kstate] object StateFiles {
       val names = Files.list(root)
       try names.iterator().asScala.map(_.getFileName.toString).toList finally names.close()
     }
+
+    override def stamp(path: Path): Option[Stamp] =
+      try {
+        val f = local(path)
+        Some(Stamp(Files.size(f), Files.getLastModifiedTime(f).toMillis))
+      } catch { case _: NoSuchFileException => None }
 
     /** Also deletes the checksum file Hadoop's local file system may have written beside it. */
     override def delete(path: Path): Unit = {

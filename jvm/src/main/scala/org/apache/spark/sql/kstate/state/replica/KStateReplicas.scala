@@ -1,0 +1,117 @@
+package org.apache.spark.sql.kstate.state.replica
+
+import java.util.concurrent.ConcurrentHashMap
+
+import scala.jdk.CollectionConverters._
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.conf.Configuration
+
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.kstate.state.KStateStoreProvider
+import org.apache.spark.sql.kstate.state.provider.{CheckpointFiles, Restore, WorkingCopy}
+import org.apache.spark.sql.kstate.state.replica.ReplicaProtocol.Standby
+import org.apache.spark.sql.kstate.state.store.{HeapStateBudget, LocalDb, StateFileIdentity}
+
+/**
+ * This executor's standby copies (docs/replicas.md, "Where a standby lives"), outside Spark's
+ * state store registry so that Spark's maintenance never unloads them, and the stores whose
+ * active provider is on this executor (no standby of those is kept here).
+ *
+ * Life of a copy: created and kept current by [[follow]] (the follower thread) while the
+ * coordinator assigns it here; dropped when it no longer does, or when a provider of the same
+ * store becomes active here; taken whole by [[adopt]] when a task of its store runs here.
+ *
+ * Threading: the maps are concurrent; a copy's contents change only under its own lock
+ * ([[StandbyCopy]]). A provider calls [[activate]] before [[adopt]], so the follower, which
+ * checks the active stores before it creates a copy, does not rebuild what was just adopted.
+ */
+private[state] object KStateReplicas extends Logging {
+  private val copies = new ConcurrentHashMap[ReplicaStore, StandbyCopy]()
+  private val active = new ConcurrentHashMap[ReplicaStore, AnyRef]()
+  @volatile private var following = false
+
+  /** Whether a follower runs in this JVM (kstate's plugin on this executor). */
+  def enabled: Boolean = following
+
+  private[replica] def start(): Unit = following = true
+
+  /** The follower stopped: every copy is dropped. */
+  private[replica] def stop(): Unit = {
+    following = false
+    copies.keySet().asScala.toList.foreach(drop)
+  }
+
+  /** The committed version each copy holds (copies that hold none yet are left out). */
+  def holdings: Map[ReplicaStore, Long] =
+    copies.values().asScala.map(c => c.store -> c.version).filter(_._2 >= 0).toMap
+
+  /**
+   * A provider of `store` is active on this executor from now (before it restores and
+   * [[adopt]]s): the follower keeps no standby of it here.
+   */
+  def activate(store: ReplicaStore, provider: AnyRef): Unit = active.put(store, provider)
+
+  /** `provider` is no longer active here (closed). */
+  def deactivate(store: ReplicaStore, provider: AnyRef): Unit = active.remove(store, provider)
+
+  /**
+   * The standby copy of `store`, brought to `version`, for a provider restoring `version`; None
+   * when there is none here or it cannot serve `version` (the provider then restores from the
+   * checkpoint). A failure to bring it up to date is logged, never thrown.
+   */
+  def adopt(store: ReplicaStore, version: Long, countRows: Boolean): Option[(WorkingCopy, Restore)] =
+    Option(copies.remove(store)).flatMap { c =>
+      try c.take(version, countRows) catch {
+        case NonFatal(e) =>
+          logWarning(s"the standby of $store could not be adopted at version $version; restoring from the checkpoint", e)
+          None
+      }
+    }
+
+  /**
+   * Makes this executor's copies what the coordinator `assigned`: drops the others, creates the
+   * missing ones and brings each to its committed version. A copy that fails is dropped and
+   * counted, never thrown: a standby never fails a query.
+   */
+  def follow(assigned: Seq[Standby], hadoopConf: Configuration): FollowStep = {
+    val wanted = assigned.filterNot(a => active.containsKey(a.store))
+    val keep = wanted.map(_.store).toSet
+    copies.keySet().asScala.toList.filterNot(keep).foreach(drop)
+    var step = FollowStep.None
+    wanted.foreach { a =>
+      val c = copies.computeIfAbsent(a.store, s => newCopy(s, hadoopConf))
+      try {
+        val r = c.catchUp(a.committedVersion)
+        step = step.add(r.rebuilt, r.recordsReplayed, failed = false)
+      } catch {
+        case NonFatal(e) =>
+          logWarning(s"the standby of ${a.store} could not catch up to version ${a.committedVersion}; dropped", e)
+          copies.remove(a.store, c)
+          c.close()
+          step = step.add(rebuilt = false, 0L, failed = true)
+      }
+    }
+    step
+  }
+
+  private def drop(store: ReplicaStore): Unit = Option(copies.remove(store)).foreach(_.close())
+
+  private def newCopy(store: ReplicaStore, hadoopConf: Configuration): StandbyCopy = {
+    val id = store.storeId
+    val files = new CheckpointFiles(id.storeCheckpointLocation(), hadoopConf, StateFileIdentity.of(id))
+    val limit = HeapStateBudget.defaultLimit
+    new StandbyCopy(store, files,
+      () => new WorkingCopy(limit > 0, limit, () => KStateStoreProvider.localRoot,
+        (db: LocalDb, b) => db.writeBatch(b), s"standby of $store"),
+      countRows = false)
+  }
+
+  /** What one [[follow]] did: copies rebuilt from the checkpoint, records replayed, failures. */
+  final case class FollowStep(rebuilt: Int, recordsReplayed: Long, failed: Int) {
+    def add(rebuilt: Boolean, records: Long, failed: Boolean): FollowStep =
+      FollowStep(this.rebuilt + (if (rebuilt) 1 else 0), recordsReplayed + records, this.failed + (if (failed) 1 else 0))
+  }
+
+  object FollowStep { val None: FollowStep = FollowStep(0, 0L, 0) }
+}

@@ -1,0 +1,158 @@
+package org.apache.spark.sql.kstate.state.replica
+
+import java.util.concurrent.atomic.AtomicReference
+
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.kstate.state.replica.ReplicaProtocol._
+
+/**
+ * The driver's table of standby replicas (docs/replicas.md): which executors hold a standby of
+ * which store, what they have applied, and where each store's next task should run. One per
+ * SparkContext, created by kstate's plugin ([[io.kstate.KStatePlugin]]); [[ReplicaCoordinator.current]].
+ *
+ * What it learns, and from whom:
+ *  - from each micro-batch's planning ([[plan]], the driver's query thread): the operator's
+ *    stores, the version its batch starts from (the newest committed one), the standbys wanted
+ *    and each store's active executor (Spark's `StateStoreCoordinator`);
+ *  - from executors' followers ([[poll]], Spark's RPC threads): which executors can hold
+ *    standbys, on which host, and the version each of their copies holds;
+ *  - from Spark's listener bus: executors removed and queries terminated.
+ * Its state is soft: nothing is persisted. A restarted driver starts with no standbys, and
+ * followers re-report what they hold at their next poll.
+ *
+ * Threading: every method may be called from any thread; the state is guarded by `this`.
+ * [[plan]] calls `locate` (an RPC to Spark's coordinator) before taking the lock.
+ *
+ * @param liveAfterMillis how long after its last poll a follower counts as alive
+ */
+final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => System.currentTimeMillis())
+  extends Logging {
+  import ReplicaCoordinator._
+
+  /** Operators with standbys, by (query id, state root, operator id). */
+  private var operators = Map.empty[(String, String, Long), Operator]
+  private var actives = Map.empty[ReplicaStore, String]
+  private var standbys = Map.empty[ReplicaStore, Seq[String]]
+  private var followers = Map.empty[String, Follower]
+  /** Executors Spark removed: never alive again (a replacement gets a new id). */
+  private var removed = Set.empty[String]
+
+  /**
+   * A micro-batch of an operator with `standbyCount` standbys per store is about to run from
+   * `committed`; `locate(partition)` gives Spark's recorded location of a partition's store
+   * (`executor_<host>_<id>`). Recomputes the operator's standbys.
+   */
+  def plan(queryId: String, stateRoot: String, operatorId: Long, storeName: String, numPartitions: Int,
+      standbyCount: Int, committed: Long, locate: Int => Option[String]): Unit = {
+    val stores = (0 until numPartitions).map(p => ReplicaStore(queryId, stateRoot, operatorId, p, storeName))
+    val located = stores.map(s => s -> locate(s.partition).map(ReplicaCoordinator.executorOf))
+    synchronized {
+      val key = (queryId, stateRoot, operatorId)
+      if (standbyCount <= 0) {
+        forget(_._1 == key)
+      } else {
+        operators += key -> Operator(numPartitions, standbyCount, committed)
+        located.foreach { case (s, e) => e.fold(actives -= s)(a => actives += s -> a) }
+        val live = liveFollowers
+        val slots = stores.map { s =>
+          StandbyPlacement.Slot(s, actives.get(s).filter(alive), standbys.getOrElse(s, Nil))
+        }
+        standbys ++= StandbyPlacement.assign(slots, live.map { case (e, f) => e -> f.host }, standbyCount)
+      }
+    }
+  }
+
+  /**
+   * Where the next task of `store` should run: Spark's location (`spark`) while its executor is
+   * alive; once it is lost, the alive standby that holds the newest version; Spark's location
+   * when there is none. One location, never a list: Spark treats several as unordered.
+   */
+  def preferredLocation(store: ReplicaStore, spark: Option[String]): Option[String] = synchronized {
+    val sparkAlive = spark.exists(l => alive(ReplicaCoordinator.executorOf(l)))
+    if (sparkAlive || !operators.contains((store.queryId, store.stateRoot, store.operatorId))) spark
+    else {
+      val live = liveFollowers
+      val warm = standbys.getOrElse(store, Nil).flatMap(e => live.get(e).flatMap(f => f.holdings.get(store).map(v => (e, f, v))))
+      if (warm.isEmpty) spark
+      else {
+        val (e, f, _) = warm.maxBy(_._3)
+        Some(ReplicaCoordinator.location(f.host, e))
+      }
+    }
+  }
+
+  /** A follower's poll: records what it holds, answers what it should hold. */
+  def poll(p: Poll): Assignments = synchronized {
+    if (removed(p.executorId)) Assignments(Nil)
+    else {
+      followers += p.executorId -> Follower(p.host, clock(), p.holdings)
+      val mine = standbys.collect { case (s, es) if es.contains(p.executorId) => s }
+      Assignments(mine.toSeq.flatMap { s =>
+        operators.get((s.queryId, s.stateRoot, s.operatorId)).map(o => Standby(s, o.committed))
+      })
+    }
+  }
+
+  /** Spark removed `executorId` (lost, killed or decommissioned). */
+  def executorRemoved(executorId: String): Unit = synchronized {
+    removed += executorId
+    followers -= executorId
+  }
+
+  /** `queryId` stopped: its stores get no standbys until it runs again. */
+  def queryTerminated(queryId: String): Unit = synchronized(forget(_._1._1 == queryId))
+
+  /** The table of a query's stores (for `kstate.replica_status` and tests). */
+  def status(queryId: String): Seq[ReplicaCoordinator.StoreStatus] = synchronized {
+    val live = liveFollowers
+    operators.toSeq.filter(_._1._1 == queryId).flatMap { case ((_, root, op), o) =>
+      standbys.keys.filter(s => s.queryId == queryId && s.stateRoot == root && s.operatorId == op).toSeq
+        .sortBy(_.partition).map { s =>
+          ReplicaCoordinator.StoreStatus(s, actives.get(s), o.committed,
+            standbys.getOrElse(s, Nil).map(e => e -> live.get(e).flatMap(_.holdings.get(s))))
+        }
+    }
+  }
+
+  private def forget(which: (((String, String, Long), Operator)) => Boolean): Unit = {
+    val gone = operators.filter(which).keySet
+    operators --= gone
+    def ofGone(s: ReplicaStore) = gone((s.queryId, s.stateRoot, s.operatorId))
+    standbys = standbys.filterNot { case (s, _) => ofGone(s) }
+    actives = actives.filterNot { case (s, _) => ofGone(s) }
+  }
+
+  private def alive(executorId: String): Boolean = !removed(executorId)
+
+  private def liveFollowers: Map[String, Follower] = {
+    val since = clock() - liveAfterMillis
+    followers.filter { case (e, f) => f.lastPoll >= since && alive(e) }
+  }
+}
+
+object ReplicaCoordinator {
+  private final case class Operator(numPartitions: Int, standbys: Int, committed: Long)
+  private final case class Follower(host: String, lastPoll: Long, holdings: Map[ReplicaStore, Long])
+
+  private val instance = new AtomicReference[ReplicaCoordinator]()
+
+  /** The coordinator of this driver, when kstate's plugin is loaded. */
+  def current: Option[ReplicaCoordinator] = Option(instance.get)
+
+  private[kstate] def install(c: ReplicaCoordinator): Unit = instance.set(c)
+
+  private[kstate] def uninstall(c: ReplicaCoordinator): Unit = instance.compareAndSet(c, null)
+
+  /**
+   * The executor id in a Spark task location `executor_<host>_<id>` (Spark's
+   * `ExecutorCacheTaskLocation`): executor ids contain no underscore, host names may.
+   */
+  def executorOf(location: String): String = location.substring(location.lastIndexOf('_') + 1)
+
+  /** The task location Spark prefers for an executor. */
+  def location(host: String, executorId: String): String = s"executor_${host}_$executorId"
+
+  /** One store: its active executor, committed version, and each standby with the version it holds. */
+  final case class StoreStatus(store: ReplicaStore, active: Option[String], committed: Long,
+      standbys: Seq[(String, Option[Long])])
+}

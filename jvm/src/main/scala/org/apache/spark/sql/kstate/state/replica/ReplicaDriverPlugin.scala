@@ -1,0 +1,42 @@
+package org.apache.spark.sql.kstate.state.replica
+
+import java.util.{Collections, Map => JMap}
+
+import io.kstate.KStateConf
+
+import org.apache.spark.SparkContext
+import org.apache.spark.api.plugin.{DriverPlugin, PluginContext}
+import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListenerExecutorRemoved}
+import org.apache.spark.sql.kstate.state.replica.ReplicaProtocol.Poll
+import org.apache.spark.sql.streaming.StreamingQueryListener
+
+/**
+ * The driver half of kstate's plugin: creates this SparkContext's [[ReplicaCoordinator]],
+ * feeds it executor removals and query terminations from Spark's listener bus, and answers the
+ * executors' followers.
+ */
+final class ReplicaDriverPlugin extends DriverPlugin {
+  private var coordinator: ReplicaCoordinator = _
+
+  override def init(sc: SparkContext, ctx: PluginContext): JMap[String, String] = {
+    val interval = KStateConf.ReplicaPollInterval.get(sc.conf)
+    val c = new ReplicaCoordinator(liveAfterMillis = math.max(5 * interval, 10000L))
+    coordinator = c
+    ReplicaCoordinator.install(c)
+    sc.addSparkListener(new SparkListener {
+      override def onExecutorRemoved(e: SparkListenerExecutorRemoved): Unit = c.executorRemoved(e.executorId)
+      override def onOtherEvent(e: SparkListenerEvent): Unit = e match {
+        case t: StreamingQueryListener.QueryTerminatedEvent => c.queryTerminated(t.id.toString)
+        case _ =>
+      }
+    })
+    Collections.emptyMap()
+  }
+
+  override def receive(message: AnyRef): AnyRef = message match {
+    case p: Poll => coordinator.poll(p)
+    case other => throw new IllegalArgumentException(s"kstate's replica coordinator got an unknown message: $other")
+  }
+
+  override def shutdown(): Unit = if (coordinator != null) ReplicaCoordinator.uninstall(coordinator)
+}

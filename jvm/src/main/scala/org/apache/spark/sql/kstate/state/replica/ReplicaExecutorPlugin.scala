@@ -1,0 +1,29 @@
+package org.apache.spark.sql.kstate.state.replica
+
+import java.util.{Map => JMap}
+
+import io.kstate.KStateConf
+
+import org.apache.spark.SparkEnv
+import org.apache.spark.api.plugin.{ExecutorPlugin, PluginContext}
+import org.apache.spark.deploy.SparkHadoopUtil
+import org.apache.spark.sql.kstate.state.replica.ReplicaProtocol.{Assignments, Poll}
+
+/**
+ * The executor half of kstate's plugin: starts this executor's [[ReplicaFollower]], which
+ * asks the driver's coordinator through the plugin channel. The follower reads checkpoint files
+ * with the executor's Hadoop configuration (`spark.hadoop.*` settings apply; settings made
+ * only in a session's runtime configuration do not).
+ */
+final class ReplicaExecutorPlugin extends ExecutorPlugin {
+  private var follower: ReplicaFollower = _
+
+  override def init(ctx: PluginContext, extraConf: JMap[String, String]): Unit = {
+    val f = new ReplicaFollower(p => ctx.ask(p).asInstanceOf[Assignments], ctx.executorID(), ctx.hostname(),
+      KStateConf.ReplicaPollInterval.get(ctx.conf()), () => SparkHadoopUtil.get.newConfiguration(SparkEnv.get.conf))
+    follower = f
+    f.start()
+  }
+
+  override def shutdown(): Unit = if (follower != null) follower.shutdown()
+}

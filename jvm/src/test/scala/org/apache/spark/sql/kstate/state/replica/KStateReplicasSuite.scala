@@ -1,0 +1,179 @@
+package org.apache.spark.sql.kstate.state.replica
+
+import java.io.File
+
+import scala.util.Random
+
+import org.apache.hadoop.conf.Configuration
+import org.scalatest.BeforeAndAfterEach
+import org.scalatest.funsuite.AnyFunSuite
+
+import org.apache.spark.sql.execution.streaming.state.StateStoreId
+import org.apache.spark.sql.kstate.state.{KStateStoreProvider, ProviderFixture}
+import org.apache.spark.sql.kstate.state.LongRows._
+import org.apache.spark.sql.kstate.state.replica.ReplicaProtocol.Standby
+
+/**
+ * Standby copies on one executor, against real checkpoints: a copy follows committed versions,
+ * a provider adopts it and replays only what it lacks, and a copy is never served from another
+ * lineage or ahead of the version asked for. Every adopted store is compared with the model of
+ * what was committed.
+ */
+class KStateReplicasSuite extends AnyFunSuite with BeforeAndAfterEach {
+  private val hadoop = new Configuration
+
+  override def beforeEach(): Unit = KStateReplicas.start()
+  override def afterEach(): Unit = KStateReplicas.stop()
+
+  private final class Checkpoint(snapshotEvery: Int = 1000, retain: Int = 1000) {
+    val root: String = ProviderFixture.tmp()
+    val store: ReplicaStore = ReplicaStore.of("q1", StateStoreId(root, 0, 0))
+    private val conf = ProviderFixture.conf(snapshotEvery, retain)
+    private val queryConf = ProviderFixture.conf(snapshotEvery, retain,
+      extraOptions = Map(KStateStoreProvider.QueryIdKey -> "q1"))
+    var models = Vector(Map.empty[Long, Long])
+    /** A provider on another executor (outside any query: it leaves this executor's copies alone). */
+    def open(): KStateStoreProvider = ProviderFixture.open(root, keySchema, valueSchema, conf)
+    /** A provider of a query's task on this executor. */
+    def openHere(): KStateStoreProvider = ProviderFixture.open(root, keySchema, valueSchema, queryConf)
+
+    /** Commits versions up to `v` with random changes, as an active provider elsewhere does. */
+    def commitTo(v: Int, rnd: Random): Unit = {
+      val p = open()
+      try while (models.size <= v) {
+        val s = p.getStore(models.size - 1L)
+        models :+= randomChanges(s, models.last, rnd, 1 + rnd.nextInt(40), 80)
+        s.commit()
+      } finally p.close()
+    }
+
+    /** Rewrites version `v` (a re-run of its micro-batch with other input). */
+    def rewrite(v: Int, rnd: Random): Unit = {
+      models = models.take(v)
+      Thread.sleep(5) // a new modification time even on a coarse clock
+      commitTo(v, rnd)
+    }
+
+    /** A provider here restoring `v`: what it restored from, and whether its store is right. */
+    def restoreHere(v: Long): KStateStoreProvider.RestoreInfo = {
+      val p = openHere()
+      try {
+        val s = p.getStore(v)
+        assert(contents(s) == models(v.toInt), s"contents of version $v")
+        s.abort()
+        p.lastRestore.get
+      } finally p.close()
+    }
+  }
+
+  private def follow(cp: Checkpoint, committed: Long) = KStateReplicas.follow(Seq(Standby(cp.store, committed)), hadoop)
+
+  test("a provider adopts the standby and replays only the versions it lacks") {
+    for (seed <- 1 to 10) {
+      val rnd = new Random(seed)
+      val cp = new Checkpoint()
+      cp.commitTo(9, rnd)
+      val cold = cp.restoreHere(9) // no standby here: from the checkpoint
+      assert(cold.standbyVersion.isEmpty)
+      val first = follow(cp, 3)
+      assert(first.rebuilt == 1 && first.failed == 0)
+      assert(KStateReplicas.holdings == Map(cp.store -> 3L))
+      assert(follow(cp, 5).rebuilt == 0, "a copy that keeps up is not rebuilt")
+      assert(KStateReplicas.holdings == Map(cp.store -> 5L))
+      val info = cp.restoreHere(9)
+      assert(info.standbyVersion == Some(5L), s"seed $seed")
+      assert(info.snapshotVersion.isEmpty)
+      assert(info.recordsReplayed < cold.recordsReplayed, s"seed $seed: $info vs $cold")
+      assert(KStateReplicas.holdings.isEmpty, "adopted: no longer a standby")
+    }
+  }
+
+  test("a standby of the version asked for replays nothing") {
+    val cp = new Checkpoint()
+    cp.commitTo(4, new Random(1))
+    follow(cp, 4)
+    val info = cp.restoreHere(4)
+    assert(info.standbyVersion == Some(4L) && info.recordsReplayed == 0)
+  }
+
+  test("a copy ahead of the version asked for is not used") {
+    val cp = new Checkpoint()
+    cp.commitTo(6, new Random(2))
+    follow(cp, 6)
+    val info = cp.restoreHere(4)
+    assert(info.standbyVersion.isEmpty)
+    assert(KStateReplicas.holdings.isEmpty, "the copy was dropped")
+  }
+
+  test("a copy whose last version was rewritten (another lineage) is rebuilt, never served") {
+    for (seed <- 1 to 5) {
+      val rnd = new Random(seed)
+      val cp = new Checkpoint()
+      cp.commitTo(5, rnd)
+      follow(cp, 5)
+      cp.rewrite(5, rnd) // version 5 re-run with other changes
+      cp.commitTo(7, rnd)
+      val info = cp.restoreHere(7) // contents checked against the new lineage
+      assert(info.standbyVersion.isEmpty, s"seed $seed")
+      // and a follower catching up rebuilds instead of replaying onto the old version 5
+      val cp2 = new Checkpoint()
+      cp2.commitTo(5, rnd)
+      follow(cp2, 5)
+      cp2.rewrite(5, rnd)
+      cp2.commitTo(6, rnd)
+      assert(follow(cp2, 6).rebuilt == 1, s"seed $seed")
+      assert(cp2.restoreHere(6).standbyVersion == Some(6L))
+    }
+  }
+
+  test("a standby behind retention rebuilds from the snapshot") {
+    val cp = new Checkpoint(snapshotEvery = 2, retain = 1)
+    val rnd = new Random(3)
+    cp.commitTo(2, rnd)
+    follow(cp, 2)
+    cp.commitTo(8, rnd)
+    val p = cp.open()
+    p.getStore(8).abort()
+    p.doMaintenance() // snapshot 8; changelogs up to 8 deleted
+    p.close()
+    assert(!new File(s"${cp.root}/0/0/2.kstate.changelog").exists())
+    val step = follow(cp, 8)
+    assert(step.rebuilt == 1 && step.failed == 0)
+    val info = cp.restoreHere(8)
+    assert(info.standbyVersion == Some(8L))
+  }
+
+  test("copies not assigned any more, or of a store active here, are dropped") {
+    val a = new Checkpoint()
+    val b = new Checkpoint()
+    val rnd = new Random(4)
+    a.commitTo(2, rnd); b.commitTo(2, rnd)
+    KStateReplicas.follow(Seq(Standby(a.store, 2), Standby(b.store, 2)), hadoop)
+    assert(KStateReplicas.holdings.keySet == Set(a.store, b.store))
+    KStateReplicas.follow(Seq(Standby(b.store, 2)), hadoop)
+    assert(KStateReplicas.holdings.keySet == Set(b.store))
+    val owner = new Object
+    KStateReplicas.activate(b.store, owner)
+    KStateReplicas.follow(Seq(Standby(b.store, 2)), hadoop)
+    assert(KStateReplicas.holdings.isEmpty, "no standby of a store active here")
+    KStateReplicas.deactivate(b.store, owner)
+    KStateReplicas.follow(Seq(Standby(b.store, 2)), hadoop)
+    assert(KStateReplicas.holdings.keySet == Set(b.store))
+  }
+
+  test("a standby that cannot catch up is dropped and counted, not thrown") {
+    val cp = new Checkpoint()
+    cp.commitTo(2, new Random(5))
+    new File(s"${cp.root}/0/0/2.kstate.changelog").delete()
+    val step = follow(cp, 2)
+    assert(step.failed == 1 && KStateReplicas.holdings.isEmpty)
+  }
+
+  test("without a follower in the JVM a provider restores from the checkpoint") {
+    val cp = new Checkpoint()
+    cp.commitTo(3, new Random(6))
+    follow(cp, 3)
+    KStateReplicas.stop()
+    assert(cp.restoreHere(3).standbyVersion.isEmpty)
+  }
+}

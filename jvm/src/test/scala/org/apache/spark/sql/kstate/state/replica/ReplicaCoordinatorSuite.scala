@@ -1,0 +1,114 @@
+package org.apache.spark.sql.kstate.state.replica
+
+import org.scalatest.funsuite.AnyFunSuite
+
+import org.apache.spark.sql.kstate.state.replica.ReplicaProtocol._
+
+/** The driver's table: what followers are told, and where a store's next task should run. */
+class ReplicaCoordinatorSuite extends AnyFunSuite {
+  private var now = 0L
+  private def coordinator() = new ReplicaCoordinator(liveAfterMillis = 10000L, () => now)
+  private def store(p: Int) = ReplicaStore("q", "/cp/state", 3L, p, "default")
+  private def loc(e: String) = s"executor_host-$e.local_$e"
+  private def poll(c: ReplicaCoordinator, e: String, holds: Map[ReplicaStore, Long] = Map.empty) =
+    c.poll(Poll(e, s"host-$e.local", holds)).standbys.toSet
+
+  /** Two partitions, active on executors 1 and 2. */
+  private def plan(c: ReplicaCoordinator, committed: Long, standbys: Int = 1,
+      actives: Map[Int, String] = Map(0 -> "1", 1 -> "2")): Unit =
+    c.plan("q", "/cp/state", 3L, "default", 2, standbys, committed, p => actives.get(p).map(loc))
+
+  test("followers are told the standbys placed on them, at the committed version") {
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    plan(c, committed = 5)
+    // partition 0 (active on 1) to the least loaded 3; partition 1 (active on 2) to 1 or 3,
+    // both now with one store: 1 by id order
+    assert(poll(c, "3") == Set(Standby(store(0), 5)))
+    assert(poll(c, "1") == Set(Standby(store(1), 5)))
+    assert(poll(c, "2").isEmpty)
+    plan(c, committed = 6)
+    assert(poll(c, "3") == Set(Standby(store(0), 6)))
+  }
+
+  test("an executor that has not polled lately holds no standby") {
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    now = 60000L
+    Seq("1", "2").foreach(poll(c, _))
+    plan(c, committed = 1)
+    assert(poll(c, "3").isEmpty)
+    assert(poll(c, "1") == Set(Standby(store(1), 1)) && poll(c, "2") == Set(Standby(store(0), 1)))
+  }
+
+  test("the next task runs on the active executor while it lives, then on the warmest standby") {
+    val c = coordinator()
+    Seq("1", "2", "3", "4").foreach(poll(c, _))
+    plan(c, committed = 4, standbys = 2)
+    val standbys = (Seq("1", "2", "3", "4").filter(e => poll(c, e).exists(_.store == store(0))))
+    assert(standbys.toSet == Set("3", "4"))
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("1")))
+    poll(c, "3", Map(store(0) -> 3L))
+    poll(c, "4", Map(store(0) -> 4L))
+    c.executorRemoved("1")
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("4")))
+    c.executorRemoved("4")
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("3")))
+    c.executorRemoved("3")
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("1")), "no standby left: Spark's location")
+  }
+
+  test("after the standby took over, another executor gets the standby") {
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    plan(c, committed = 2)
+    assert(poll(c, "3").map(_.store) == Set(store(0)))
+    c.executorRemoved("1")
+    // Spark still records the lost executor 1 for partition 0: its standby stays; partition
+    // 1's standby was on 1: replaced by 3
+    plan(c, committed = 3)
+    assert(poll(c, "3").map(_.store) == Set(store(0), store(1)))
+    plan(c, committed = 4, actives = Map(0 -> "3", 1 -> "2")) // partition 0 now runs on 3
+    assert(poll(c, "3") == Set(Standby(store(1), 4)))
+    assert(poll(c, "2") == Set(Standby(store(0), 4)))
+  }
+
+  test("no standbys wanted, or the query ended: followers are told to hold nothing") {
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    plan(c, committed = 2)
+    assert(poll(c, "3").nonEmpty)
+    plan(c, committed = 3, standbys = 0)
+    assert(poll(c, "3").isEmpty)
+    plan(c, committed = 4)
+    assert(poll(c, "3").nonEmpty)
+    c.queryTerminated("q")
+    assert(poll(c, "3").isEmpty)
+    assert(c.status("q").isEmpty)
+  }
+
+  test("a removed executor is never assigned again, even if it still polls") {
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    c.executorRemoved("3")
+    assert(poll(c, "3").isEmpty)
+    plan(c, committed = 1)
+    assert(poll(c, "3").isEmpty)
+    assert(poll(c, "1") == Set(Standby(store(1), 1)))
+  }
+
+  test("status lists each store's active, committed version and standbys with what they hold") {
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    plan(c, committed = 7)
+    poll(c, "3", Map(store(0) -> 6L))
+    val s = c.status("q")
+    assert(s.map(_.store) == Seq(store(0), store(1)))
+    assert(s.head == ReplicaCoordinator.StoreStatus(store(0), Some("1"), 7, Seq("3" -> Some(6L))))
+  }
+
+  test("executor ids are read from Spark's task locations, host names with underscores included") {
+    assert(ReplicaCoordinator.executorOf("executor_my_host_12") == "12")
+    assert(ReplicaCoordinator.location("my_host", "12") == "executor_my_host_12")
+  }
+}
