@@ -9,7 +9,8 @@
     deduped = events.kstate.deduplicate_by_key("10 minutes", key="user", timestamp="ts")
 
 ``kstate.read_state(spark, checkpoint, operator)`` reads a kstate operator's state from a
-checkpoint; ``kstate.read_table(spark, checkpoint, name, as_of)`` a versioned table as of a time.
+checkpoint; ``kstate.read_table(spark, checkpoint, name, as_of)`` a versioned table as of a time;
+``kstate.replica_status(query)`` where a query's standby replicas are and how warm they are.
 """
 from __future__ import annotations
 
@@ -24,13 +25,14 @@ from .errors import KStateError
 from .session import configure
 from .state_reader import read_state
 from .table_reader import read_table
+from .replicas import replica_status
 from .suppress import BufferConfig, EagerBufferConfig, StrictBufferConfig, Suppressed
 from .tables import KGroupedTable, KTable, VersionedTable
 from .windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = [
     "KStateDataFrame", "KStateWindowedStream", "KStateError", "KStateStreamingQueryError", "TimeWindows", "SessionWindows", "SlidingWindows", "configure", "jar_path", "to_millis",
-    "read_state", "read_table", "Suppressed", "BufferConfig", "StrictBufferConfig", "EagerBufferConfig",
+    "read_state", "read_table", "replica_status", "Suppressed", "BufferConfig", "StrictBufferConfig", "EagerBufferConfig",
     "KTable", "KGroupedTable", "VersionedTable", "EXTENSION", "SPARK_MINOR", "__version__",
 ]
 

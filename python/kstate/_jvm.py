@@ -11,6 +11,7 @@ from .errors import KStateError
 __version__ = "0.1.0"
 SPARK_MINOR = "4.3"
 EXTENSION = "io.kstate.KStateExtensions"
+PLUGIN = "io.kstate.KStatePlugin"
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -397,10 +397,10 @@ object KStateErrors {
       s"spark.kstate.standbyReplicas is '$value'; it must be a whole number of standby copies, 0 or " +
         "more (0, the default, keeps none). Set e.g. spark.conf.set('spark.kstate.standbyReplicas', '1').")
 
-  def standbyReplicasNeedPlugin(count: Int): KStateException =
+  /** @param what what wanted standby replicas, e.g. "spark.kstate.standbyReplicas is 1" */
+  def standbyReplicasNeedPlugin(what: String): KStateException =
     err("KSTATE_STANDBY_REPLICAS_NEED_PLUGIN",
-      s"spark.kstate.standbyReplicas is $count, but kstate's plugin is not loaded, so no executor " +
-        "keeps standby copies. Start the application with spark.plugins=io.kstate.KStatePlugin " +
+      s"$what, but kstate's plugin is not loaded, so there are no standby replicas. Start the application with spark.plugins=io.kstate.KStatePlugin " +
         "(PySpark: build the session with kstate.configure(SparkSession.builder)), or set " +
         "spark.kstate.standbyReplicas=0.")
 }

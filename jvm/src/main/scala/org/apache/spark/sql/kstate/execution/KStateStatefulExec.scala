@@ -287,7 +287,7 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
    */
   private def standbyCount(): Int = {
     val n = KStateConf.StandbyReplicas.get(conf)
-    if (n > 0 && ReplicaCoordinator.current.isEmpty) throw KStateErrors.standbyReplicasNeedPlugin(n)
+    if (n > 0 && ReplicaCoordinator.current.isEmpty) throw KStateErrors.standbyReplicasNeedPlugin(s"spark.kstate.standbyReplicas is $n")
     n
   }
 

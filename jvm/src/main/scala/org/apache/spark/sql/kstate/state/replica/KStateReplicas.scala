@@ -71,7 +71,8 @@ private[state] object KStateReplicas extends Logging {
 
   /**
    * Makes this executor's copies what the coordinator `assigned`: drops the others, creates the
-   * missing ones and brings each to its committed version. A copy that fails is dropped and
+   * missing ones and brings each to its newest committed version (the assigned one, or the
+   * next when the query's commit log shows that batch committed: [[CommitLogView]]). A copy that fails is dropped and
    * counted, never thrown: a standby never fails a query.
    */
   def follow(assigned: Seq[Standby], hadoopConf: Configuration): FollowStep = {
@@ -82,7 +83,7 @@ private[state] object KStateReplicas extends Logging {
     wanted.foreach { a =>
       val c = copies.computeIfAbsent(a.store, s => newCopy(s, hadoopConf))
       try {
-        val r = c.catchUp(a.committedVersion)
+        val r = c.catchUp(CommitLogView.newest(a.store, a.committedVersion, hadoopConf))
         step = step.add(r.rebuilt, r.recordsReplayed, failed = false)
       } catch {
         case NonFatal(e) =>

@@ -114,6 +114,21 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
     }
   }
 
+  /**
+   * [[status]] as JSON (for Python's `kstate.replica_status`): a list of
+   * `{"operator", "partition", "active", "committed_version", "standbys": [{"executor", "version"}]}`,
+   * `active` and `version` null when unknown.
+   */
+  def statusJson(queryId: String): String = {
+    import org.json4s.JsonDSL._
+    val rows = status(queryId).map { s =>
+      ("operator" -> s.store.operatorId) ~ ("partition" -> s.store.partition) ~ ("store" -> s.store.storeName) ~
+        ("active" -> s.active) ~ ("committed_version" -> s.committed) ~
+        ("standbys" -> s.standbys.map { case (e, v) => ("executor" -> e) ~ ("version" -> v) })
+    }
+    org.json4s.jackson.JsonMethods.compact(org.json4s.jackson.JsonMethods.render(rows))
+  }
+
   private def forget(which: (((String, String, Long), Operator)) => Boolean): Unit = {
     val gone = operators.filter(which).keySet
     operators --= gone

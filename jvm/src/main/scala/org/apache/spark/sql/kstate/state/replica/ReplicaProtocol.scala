@@ -17,8 +17,10 @@ object ReplicaProtocol {
   final case class Assignments(standbys: Seq[Standby])
 
   /**
-   * Keep a standby copy of `store` at `committedVersion`: the newest version whose
-   * micro-batch committed (a changelog beyond it may still be rewritten by a re-run).
+   * Keep a standby copy of `store` at `committedVersion`, the version the query's latest planned
+   * micro-batch started from (so committed), or the next one once that batch's commit log entry
+   * exists ([[CommitLogView]]). A changelog beyond the committed version may still be rewritten
+   * by a re-run, so it is never applied.
    */
   final case class Standby(store: ReplicaStore, committedVersion: Long)
 }

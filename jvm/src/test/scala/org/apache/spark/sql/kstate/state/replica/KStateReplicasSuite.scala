@@ -26,7 +26,8 @@ class KStateReplicasSuite extends AnyFunSuite with BeforeAndAfterEach {
   override def afterEach(): Unit = KStateReplicas.stop()
 
   private final class Checkpoint(snapshotEvery: Int = 1000, retain: Int = 1000) {
-    val root: String = ProviderFixture.tmp()
+    val checkpoint: String = ProviderFixture.tmp()
+    val root: String = s"$checkpoint/state"
     val store: ReplicaStore = ReplicaStore.of("q1", StateStoreId(root, 0, 0))
     private val conf = ProviderFixture.conf(snapshotEvery, retain)
     private val queryConf = ProviderFixture.conf(snapshotEvery, retain,
@@ -86,6 +87,18 @@ class KStateReplicasSuite extends AnyFunSuite with BeforeAndAfterEach {
       assert(info.recordsReplayed < cold.recordsReplayed, s"seed $seed: $info vs $cold")
       assert(KStateReplicas.holdings.isEmpty, "adopted: no longer a standby")
     }
+  }
+
+  test("once the planned micro-batch committed (its commit log entry), the standby holds its version too") {
+    val cp = new Checkpoint()
+    cp.commitTo(6, new Random(7))
+    follow(cp, 5)
+    assert(KStateReplicas.holdings == Map(cp.store -> 5L), "batch 5 has not committed: version 6 may be rewritten")
+    new File(s"${cp.checkpoint}/commits").mkdirs()
+    assert(new File(s"${cp.checkpoint}/commits/5").createNewFile())
+    follow(cp, 5)
+    assert(KStateReplicas.holdings == Map(cp.store -> 6L))
+    assert(cp.restoreHere(6).standbyVersion == Some(6L))
   }
 
   test("a standby of the version asked for replays nothing") {
