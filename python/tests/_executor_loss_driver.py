@@ -6,10 +6,17 @@ Starts a ``local-cluster`` (``cluster.LocalCluster``: separate executor JVMs) an
 batch's rows as parquet to ``out/batch=<id>`` (overwriting, so a replayed batch rewrites its own
 directory). The batches are ``batches`` of the config.
 
-After batch ``kill_after`` (0-based) it ``kill -9``s the JVM of one executor that holds state
-partitions and feeds the remaining batches at once, without waiting for a replacement. Writes
-``result`` (JSON): the killed executor and pid, the executors before and after, and per batch
-its id, input rows and state operator's custom metrics.
+``kills`` lists when to kill and whom: ``{"after": b, "targets": [...]}`` kills, after batch ``b``
+(0-based), the executor JVM(s) named by ``targets``: ``"active"`` (the executor Spark's state store
+coordinator names for state partition 0) and/or ``"standby"`` (the executor holding partition 0's
+standby, from ``kstate.replica_status``). With ``wait_warm`` it first waits until three
+executors are registered and every state partition has a standby at the newest committed
+version (standby runs), so each kill finds warm standbys. The old ``kill_after`` means
+``[{"after": kill_after, "targets": ["active"]}]``.
+
+Writes ``result`` (JSON): per kill the executors killed and their pids, the executors before
+and after, the replica status before each kill, and per batch its id, input rows and state
+operator's custom metrics.
 """
 from __future__ import annotations
 
@@ -54,24 +61,66 @@ def main(config_path: str) -> int:
 
         q = (deduped.writeStream.outputMode("append").option("checkpointLocation", cfg["checkpoint"])
              .foreachBatch(sink).start())
+        kills = cfg.get("kills") or [{"after": cfg["kill_after"], "targets": ["active"]}]
+        out["kills"] = []
         for i, records in enumerate(cfg["batches"]):
             write_json_lines(cfg["src"], file_name(i), records)
             q.processAllAvailable()
-            if i == cfg["kill_after"]:
-                victim = state_holder(cluster, q)
-                out["killed"] = {"executor": victim, "pid": cluster.kill(victim, out["executors_before"]),
-                                 "after_batch": q.lastProgress["batchId"]}
+            for k in (k for k in kills if k["after"] == i):
+                out["kills"].append(kill(cluster, q, k["targets"], cfg, out))
         out["progress"] = [batch_summary(json.loads(p.json)) for p in q.recentProgress]
         q.stop()
         out["query_s"] = round(time.monotonic() - t0 - out["cluster_start_s"], 1)
         # The Master replaces a lost executor; a slow JVM start on a busy machine may still be
         # under way when the last batch ends.
-        out["executors_after"] = cluster.wait_for_replacement(out["killed"]["executor"])
+        out["executors_after"] = cluster.wait_for_replacement([e for k in out["kills"] for e in k["executors"]])
+        out["killed"] = out["kills"][0] | {"executor": out["kills"][0]["executors"][0]}
     finally:
         cluster.stop()
     with open(cfg["result"], "w") as f:
         json.dump(out, f, indent=1)
     return 0
+
+
+def kill(cluster: Any, q: Any, targets: List[str], cfg: Dict[str, Any], out: Dict[str, Any]) -> Dict[str, Any]:
+    """Kills the executors named by ``targets`` (see the module doc); returns what it did."""
+    import kstate
+
+    status: List[Dict[str, Any]] = []
+    if cfg.get("wait_warm"):
+        status = wait_warm(cluster, q, cfg)
+    pids = cluster.executors()
+    victims = []
+    for t in targets:
+        if t == "active":
+            victims.append(state_holder(cluster, q))
+        elif t == "standby":
+            row = next(r for r in (status or kstate.replica_status(q)) if r["partition"] == 0)
+            victims.append(row["standbys"][0]["executor"])
+        else:
+            raise ValueError(f"unknown kill target {t}")
+    done = {"executors": victims, "pids": [cluster.kill(v, pids) for v in victims],
+            "after_batch": q.lastProgress["batchId"], "replica_status": status}
+    print(f"killed {done}", flush=True)
+    return done
+
+
+def wait_warm(cluster: Any, q: Any, cfg: Dict[str, Any], timeout_s: float = 120) -> List[Dict[str, Any]]:
+    """Waits for a full cluster and, for every state partition, a standby at the newest
+    committed version (the next batch's starting version); returns the replica status."""
+    import kstate
+
+    deadline = time.monotonic() + timeout_s
+    cluster.wait_for_executors(cfg["executors"], timeout_s)
+    committed = int(q.lastProgress["batchId"]) + 1
+    while True:
+        status = kstate.replica_status(q)
+        warm = [r for r in status if any(s["version"] == committed for s in r["standbys"])]
+        if len(warm) == cfg["partitions"]:
+            return status
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"standbys not warm at version {committed} after {timeout_s}s: {status}")
+        time.sleep(0.5)
 
 
 def state_holder(cluster: Any, q: Any) -> str:

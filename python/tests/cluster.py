@@ -159,10 +159,16 @@ class LocalCluster:
         os.kill(pid, signal.SIGKILL)
         return pid
 
-    def wait_for_replacement(self, lost: str, timeout_s: float = 120) -> List[str]:
-        """Waits until the driver has removed ``lost`` and N executors are registered again."""
-        return self._wait(lambda ids: lost not in ids and len(ids) >= self.n, timeout_s,
-                          f"executor {lost} replaced")
+    def wait_for_replacement(self, lost: Any, timeout_s: float = 120) -> List[str]:
+        """Waits until the driver has removed ``lost`` (an executor id or a list of them) and N
+        executors are registered again."""
+        gone = [lost] if isinstance(lost, str) else list(lost)
+        return self._wait(lambda ids: not set(gone) & set(ids) and len(ids) >= self.n, timeout_s,
+                          f"executors {gone} replaced")
+
+    def wait_for_executors(self, n: int, timeout_s: float = 120) -> List[str]:
+        """Waits until at least ``n`` executors are registered."""
+        return self._wait(lambda ids: len(ids) >= n, timeout_s, f"{n} executors")
 
     def _wait(self, done: Any, timeout_s: float, what: str) -> List[str]:
         deadline = time.monotonic() + timeout_s

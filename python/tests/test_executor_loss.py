@@ -1,4 +1,5 @@
-"""Executor loss on a real multi-executor Spark, without standbys: a cold restore (issue 16 §3).
+"""Executor loss on a real multi-executor Spark (issue 16 §3): without standbys a cold restore;
+with one standby per state partition, failover to the standby.
 
 A child process (``_executor_loss_driver.py``) runs ``local-cluster[3,1,1024]``: three executor
 JVMs next to the driver. Its kstate ``deduplicate_by_key`` query reads one file per micro-batch,
@@ -45,10 +46,10 @@ CONF = {
 }
 
 
-def batches() -> List[List[Dict[str, Any]]]:
+def batches(n: int = BATCHES) -> List[List[Dict[str, Any]]]:
     """Batch b: keys of batch b (new), and a re-send of every key of batches b-1 and b-3."""
     out, seq = [], 0
-    for b in range(BATCHES):
+    for b in range(n):
         recs = []
         for src in (b, b - 1, b - 3):
             if src < 0:
@@ -75,11 +76,11 @@ def sink_batches(spark: Any, out: str) -> Dict[int, List[int]]:
     return {b: sorted(v) for b, v in got.items()}
 
 
-def run_driver(tmp: Any, data: List[List[Dict[str, Any]]]) -> Dict[str, Any]:
+def run_driver(tmp: Any, data: List[List[Dict[str, Any]]], **extra: Any) -> Dict[str, Any]:
     cfg = {
         "src": str(tmp / "src"), "checkpoint": str(tmp / "checkpoint"), "out": str(tmp / "out"),
         "result": str(tmp / "result.json"), "partitions": PARTITIONS, "executors": 3,
-        "interval": INTERVAL, "batches": data, "kill_after": KILL_AFTER, "conf": CONF,
+        "interval": INTERVAL, "batches": data, "kill_after": KILL_AFTER, "conf": CONF, **extra,
     }
     os.makedirs(cfg["src"])
     with open(tmp / "config.json", "w") as f:
@@ -125,3 +126,46 @@ def test_kill_9_of_a_state_holding_executor_restores_state_and_keeps_output_exac
     written = sum(metric(b, "kstateStoreChangelogRecords") for b in range(recovery))
     assert 0 < metric(recovery, "kstateStoreRestoreRecordsReplayed") <= written
     assert metric(recovery, "kstateStoreRestoredFromSnapshot") == 0  # maintenance wrote none
+
+
+# One run, three kills, each after the standbys caught up (the driver waits for it):
+#  - after batch 2, the active executor of state partition 0;
+#  - after batch 4, the executor of partition 0's standby (it also holds other partitions' actives);
+#  - after batch 6, both the active executor of partition 0 and its standby's.
+STANDBY_BATCHES = 8
+STANDBY_KILLS = [{"after": 2, "targets": ["active"]}, {"after": 4, "targets": ["standby"]},
+                 {"after": 6, "targets": ["active", "standby"]}]
+
+
+def test_with_a_standby_each_lost_partition_fails_over_without_replaying_and_output_stays_exact(spark, tmp_path):
+    data = batches(STANDBY_BATCHES)
+    res = run_driver(tmp_path, data, kills=STANDBY_KILLS, wait_warm=True,
+                     conf={**CONF, "spark.kstate.standbyReplicas": "1"})
+
+    progress = {p["batchId"]: p for p in res["progress"] if p["numInputRows"] > 0}
+    assert sorted(progress) == list(range(STANDBY_BATCHES))
+    assert sink_batches(spark, str(tmp_path / "out")) == expected(spark, data)
+
+    def metric(b: int, name: str) -> int:
+        return int(progress[b]["customMetrics"][name])
+
+    active_kill, standby_kill, both_kill = res["kills"]
+    # Before each kill every partition had one standby, never on its active executor.
+    for k in res["kills"]:
+        for row in k["replica_status"]:
+            assert len(row["standbys"]) == 1 and row["standbys"][0]["executor"] != row["active"]
+    # The active of partition 0 lost: its partitions adopt their standbys, which held the
+    # newest committed version, so the recovery batch replays nothing and reads no snapshot.
+    assert active_kill["after_batch"] == 2
+    assert metric(3, "kstateStoreRestoredFromStandby") >= 1
+    assert metric(3, "kstateStoreRestoreRecordsReplayed") == 0
+    assert metric(3, "kstateStoreRestoredFromSnapshot") == 0
+    # Partition 0's standby lost: partition 0 stays where it is; the partitions that were active
+    # on that executor fail over to their standbys: nothing is replayed either.
+    assert metric(5, "kstateStoreRestoreRecordsReplayed") == 0
+    # ... and partition 0 got a new standby, elsewhere, warm before the next kill.
+    p0_before_both = next(r for r in both_kill["replica_status"] if r["partition"] == 0)
+    assert p0_before_both["standbys"][0]["executor"] not in standby_kill["executors"]
+    # Both lost: partition 0 restores from the checkpoint, a cold restore.
+    assert len(set(both_kill["executors"])) == 2
+    assert metric(7, "kstateStoreRestoreRecordsReplayed") > 0

@@ -7,7 +7,6 @@ import io.kstate.KStateConf
 import org.apache.spark.SparkContext
 import org.apache.spark.api.plugin.{DriverPlugin, PluginContext}
 import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListenerExecutorRemoved}
-import org.apache.spark.sql.kstate.state.replica.ReplicaProtocol.Poll
 import org.apache.spark.sql.streaming.StreamingQueryListener
 
 /**
@@ -34,7 +33,7 @@ final class ReplicaDriverPlugin extends DriverPlugin {
   }
 
   override def receive(message: AnyRef): AnyRef = message match {
-    case p: Poll => coordinator.poll(p)
+    case json: String => ReplicaProtocol.encode(coordinator.poll(ReplicaProtocol.decodePoll(json)))
     case other => throw new IllegalArgumentException(s"kstate's replica coordinator got an unknown message: $other")
   }
 

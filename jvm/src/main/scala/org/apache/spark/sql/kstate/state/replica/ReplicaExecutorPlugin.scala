@@ -7,7 +7,6 @@ import io.kstate.KStateConf
 import org.apache.spark.SparkEnv
 import org.apache.spark.api.plugin.{ExecutorPlugin, PluginContext}
 import org.apache.spark.deploy.SparkHadoopUtil
-import org.apache.spark.sql.kstate.state.replica.ReplicaProtocol.{Assignments, Poll}
 
 /**
  * The executor half of kstate's plugin: starts this executor's [[ReplicaFollower]], which
@@ -19,7 +18,11 @@ final class ReplicaExecutorPlugin extends ExecutorPlugin {
   private var follower: ReplicaFollower = _
 
   override def init(ctx: PluginContext, extraConf: JMap[String, String]): Unit = {
-    val f = new ReplicaFollower(p => ctx.ask(p).asInstanceOf[Assignments], ctx.executorID(), ctx.hostname(),
+    // The host as the scheduler knows it (its task locations): the block manager's. Not
+    // ctx.hostname(): an executor's RPC environment has no address of its own.
+    val f = new ReplicaFollower(
+      p => ReplicaProtocol.decodeAssignments(ctx.ask(ReplicaProtocol.encode(p)).asInstanceOf[String]), ctx.executorID(),
+      () => Option(SparkEnv.get.blockManager.blockManagerId).map(_.host).orNull,
       KStateConf.ReplicaPollInterval.get(ctx.conf()), () => SparkHadoopUtil.get.newConfiguration(SparkEnv.get.conf))
     follower = f
     f.start()

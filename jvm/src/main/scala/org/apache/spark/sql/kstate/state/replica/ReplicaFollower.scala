@@ -15,9 +15,10 @@ import org.apache.spark.sql.kstate.state.replica.ReplicaProtocol.{Assignments, P
  * barrier to a micro-batch. It applies committed versions only.
  *
  * A failed poll or catch-up is logged and retried at the next interval; the thread ends only
- * at [[shutdown]].
+ * at [[shutdown]]. `host` and `hadoopConf` are asked for on the thread, after the executor
+ * finished starting.
  */
-private[state] final class ReplicaFollower(ask: Poll => Assignments, executorId: String, host: String,
+private[state] final class ReplicaFollower(ask: Poll => Assignments, executorId: String, host: () => String,
     intervalMillis: Long, hadoopConf: () => Configuration) extends Thread("kstate-replica-follower") with Logging {
   setDaemon(true)
   @volatile private var stopped = false
@@ -25,9 +26,11 @@ private[state] final class ReplicaFollower(ask: Poll => Assignments, executorId:
   override def run(): Unit = {
     KStateReplicas.start()
     lazy val conf = hadoopConf()
+    var hostName: String = null
     while (!stopped) {
       try {
-        val a = ask(Poll(executorId, host, KStateReplicas.holdings))
+        if (hostName == null) hostName = host() // null until the executor's block manager registered
+        val a = if (hostName == null) Assignments(Nil) else ask(Poll(executorId, hostName, KStateReplicas.holdings))
         if (!stopped) KStateReplicas.follow(a.standbys, conf)
       } catch {
         case _: InterruptedException if stopped =>

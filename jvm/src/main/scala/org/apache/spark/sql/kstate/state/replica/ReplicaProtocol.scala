@@ -1,9 +1,18 @@
 package org.apache.spark.sql.kstate.state.replica
 
+import org.json4s._
+import org.json4s.JsonDSL._
+import org.json4s.jackson.JsonMethods.{compact, parse, render}
+
 /**
  * The messages between an executor's [[ReplicaFollower]] and the driver's
- * [[ReplicaCoordinator]], sent through Spark's plugin channel (`PluginContext.ask`, Java
- * serialization). Executors ask; the driver only answers: it holds no reference to executors.
+ * [[ReplicaCoordinator]], sent through Spark's plugin channel (`PluginContext.ask`).
+ * Executors ask; the driver only answers: it holds no reference to executors.
+ *
+ * On the wire a message is a JSON string ([[encode]] / [[decodePoll]] / [[decodeAssignments]]),
+ * never one of these classes: an executor's RPC layer deserializes replies with Spark's own
+ * class loader, which does not see kstate's jar (it arrives with `spark.jars`), so a kstate class
+ * in a reply fails the executor's connection to the driver.
  */
 object ReplicaProtocol {
   /**
@@ -23,4 +32,44 @@ object ReplicaProtocol {
    * by a re-run, so it is never applied.
    */
   final case class Standby(store: ReplicaStore, committedVersion: Long)
+
+  def encode(p: Poll): String = compact(render(
+    ("executor" -> p.executorId) ~ ("host" -> p.host) ~
+      ("holdings" -> p.holdings.toSeq.map { case (s, v) => ("store" -> store(s)) ~ ("version" -> v) })))
+
+  def encode(a: Assignments): String = compact(render(
+    "standbys" -> a.standbys.map(s => ("store" -> store(s.store)) ~ ("committed" -> s.committedVersion))))
+
+  def decodePoll(json: String): Poll = {
+    val j = parse(json)
+    Poll(str(j \ "executor"), str(j \ "host"),
+      arr(j \ "holdings").map(h => store(h \ "store") -> long(h \ "version")).toMap)
+  }
+
+  def decodeAssignments(json: String): Assignments =
+    Assignments(arr(parse(json) \ "standbys").map(s => Standby(store(s \ "store"), long(s \ "committed"))))
+
+  private def store(s: ReplicaStore): JObject =
+    ("query" -> s.queryId) ~ ("root" -> s.stateRoot) ~ ("operator" -> s.operatorId) ~
+      ("partition" -> s.partition) ~ ("name" -> s.storeName)
+
+  private def store(j: JValue): ReplicaStore =
+    ReplicaStore(str(j \ "query"), str(j \ "root"), long(j \ "operator"), long(j \ "partition").toInt, str(j \ "name"))
+
+  private def str(j: JValue): String = j match {
+    case JString(s) => s
+    case other => throw new IllegalArgumentException(s"replica message: expected a string, got $other")
+  }
+
+  private def long(j: JValue): Long = j match {
+    case JInt(i) => i.toLong
+    case JLong(l) => l
+    case other => throw new IllegalArgumentException(s"replica message: expected a number, got $other")
+  }
+
+  private def arr(j: JValue): List[JValue] = j match {
+    case JArray(a) => a
+    case JNothing => Nil
+    case other => throw new IllegalArgumentException(s"replica message: expected an array, got $other")
+  }
 }

@@ -111,4 +111,13 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     assert(ReplicaCoordinator.executorOf("executor_my_host_12") == "12")
     assert(ReplicaCoordinator.location("my_host", "12") == "executor_my_host_12")
   }
+
+  test("messages travel as JSON strings and read back whole") {
+    val odd = ReplicaStore("q-\"1\"", "file:/cp dir/état/state", Long.MaxValue, 7, "default")
+    val p = Poll("12", "my_host", Map(odd -> 5L, store(1) -> 0L))
+    assert(ReplicaProtocol.decodePoll(ReplicaProtocol.encode(p)) == p)
+    val a = Assignments(Seq(Standby(odd, 9L), Standby(store(0), 1L)))
+    assert(ReplicaProtocol.decodeAssignments(ReplicaProtocol.encode(a)) == a)
+    assert(ReplicaProtocol.decodeAssignments(ReplicaProtocol.encode(Assignments(Nil))) == Assignments(Nil))
+  }
 }
