@@ -52,6 +52,21 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
     assert(op.operatorName === "kstate_deduplicate_by_key")
   }
 
+  test("standby replicas without kstate's plugin, or a bad count: named errors at the first micro-batch") {
+    for ((value, errorClass) <- Seq("1" -> "KSTATE_STANDBY_REPLICAS_NEED_PLUGIN", "-1" -> "KSTATE_INVALID_STANDBY_REPLICAS",
+        "one" -> "KSTATE_INVALID_STANDBY_REPLICAS")) {
+      spark.conf.set("spark.kstate.standbyReplicas", value)
+      try {
+        val in = input()
+        val q = start(byKey("10 seconds")(frame(in)), tempDir("ckpt"))
+        in.addData(("k", 1000L, 1))
+        val e = intercept[StreamingQueryException](q.processAllAvailable())
+        q.stop()
+        assert(kstateCause(e).map(_.errorClass) === Some(errorClass), value)
+      } finally spark.conf.unset("spark.kstate.standbyReplicas")
+    }
+  }
+
   test("KIP-655 Example 3: another key advancing stream time purges the entry") {
     // Example 3 needs k1 and k2 in one state partition (one Kafka task).
     spark.conf.set("spark.sql.shuffle.partitions", "1")

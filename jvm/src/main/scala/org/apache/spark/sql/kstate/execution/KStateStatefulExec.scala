@@ -310,7 +310,7 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     val hadoopConf = sparkContext.broadcast(
       new SerializableConfiguration(session.sessionState.newHadoopConf()))
     val (keySchema, valueSchema) = (stateKeySchema, stateValueSchema)
-    new KStateStoreRDD[InternalRow](
+    val rdd = new KStateStoreRDD[InternalRow](
       child.execute(), info, keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
       useColumnFamilies = true, storeConf, hadoopConf,
       Some(session.streams.stateStoreCoordinator), standbys, { (store, rows) =>
@@ -325,6 +325,13 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
           if (tracksOutputTime) outputTimeFloors.add(task.outputTimeFloor)
         })
       })
+    for (sb <- standbys if sb.count > 0; rc <- ReplicaCoordinator.current) {
+      rdd.partitions // plans this micro-batch's standbys
+      val summary = rc.summary(sb.queryId, info.checkpointLocation, info.operatorId)
+      longMetric(KStateStatefulExec.CommonMetrics.Standbys.name).set(summary.standbys)
+      longMetric(KStateStatefulExec.CommonMetrics.StandbyLagVersions.name).set(summary.maxLagVersions)
+    }
+    rdd
   }
 
   /**
@@ -390,6 +397,11 @@ object KStateStatefulExec {
   object CommonMetrics extends MetricSet {
     val InputSpilledBytes: Metric =
       sum("inputSpilledBytes", "bytes of input spilled to disk while ordering micro-batches")
+    /** Set on the driver when the micro-batch is planned (standby replicas, docs/replicas.md). */
+    val Standbys: Metric =
+      sum("kstateStandbys", "standby copies of the operator's stores on live executors, when the micro-batch was planned")
+    val StandbyLagVersions: Metric =
+      sum("kstateStandbyLagVersions", "versions the least current store's warmest standby lagged behind the committed version, when the micro-batch was planned")
   }
 
   /**

@@ -115,6 +115,24 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
   }
 
   /**
+   * One operator's standbys in numbers: how many sit on live executors, and how many versions
+   * the least current store's warmest standby lags behind the committed version (a store with
+   * no warm standby lags by all of it).
+   */
+  def summary(queryId: String, stateRoot: String, operatorId: Long): ReplicaCoordinator.Summary = synchronized {
+    val live = liveFollowers
+    operators.get((queryId, stateRoot, operatorId)).fold(ReplicaCoordinator.Summary(0, 0L)) { o =>
+      val stores = standbys.filter { case (s, _) => s.queryId == queryId && s.stateRoot == stateRoot && s.operatorId == operatorId }
+      val alive = stores.values.map(_.count(live.contains)).sum
+      val lags = stores.map { case (s, es) =>
+        val best = es.flatMap(e => live.get(e).flatMap(_.holdings.get(s))).maxOption
+        best.fold(o.committed)(v => math.max(0L, o.committed - v))
+      }
+      ReplicaCoordinator.Summary(alive, if (lags.isEmpty) 0L else lags.max)
+    }
+  }
+
+  /**
    * [[status]] as JSON (for Python's `kstate.replica_status`): a list of
    * `{"operator", "partition", "active", "committed_version", "standbys": [{"executor", "version"}]}`,
    * `active` and `version` null when unknown.
@@ -166,6 +184,9 @@ object ReplicaCoordinator {
 
   /** The task location Spark prefers for an executor. */
   def location(host: String, executorId: String): String = s"executor_${host}_$executorId"
+
+  /** An operator's standbys on live executors, and the largest lag in versions. */
+  final case class Summary(standbys: Int, maxLagVersions: Long)
 
   /** One store: its active executor, committed version, and each standby with the version it holds. */
   final case class StoreStatus(store: ReplicaStore, active: Option[String], committed: Long,
