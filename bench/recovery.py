@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Executor loss without standbys: the cold-restore baseline of issue 16 §4.
+"""Executor loss with and without a standby replica (issue 16 §4).
 
 On ``local-cluster[3,1,M]`` (three executor JVMs, ``python/tests/cluster.py``), a kstate
 ``deduplicate_by_key`` whose interval outlives the run builds a state of ``--keys`` keys
@@ -15,11 +15,16 @@ for state partition 0, the next file at once, and a wait for the replacement exe
       RocksDB: ``rocksdbLoadLatencyMs``, ``rocksdbReplayChangeLogLatencyMs``,
       ``rocksdbNumReplayChangelogFiles``.
 
-The same input runs on kstate's provider and on Spark's RocksDB provider (changelog
-checkpointing on, as kstate's provider always does) in the same cluster; medians over the
-kills and the ratios (RocksDB / kstate) are printed and saved with a chart. The standby column
-(``spark.kstate.standbyReplicas=1``) is not implemented yet: it is reported as such, never as a
-number.
+The same input runs, in the same cluster, on kstate's provider and on Spark's RocksDB provider
+(changelog checkpointing on, as kstate's provider always does), both restoring cold, and on
+kstate's provider with one standby per state partition (``spark.kstate.standbyReplicas=1``,
+run ``kstate-standby``): before each of its kills the benchmark waits until every partition's
+standby holds the newest committed version (``kstate.replica_status``), so the recovery batch
+adopts warm copies. Medians over the kills and the ratios (RocksDB / kstate, kstate cold /
+kstate with a standby: goal >= 10x for the recovery batch) are printed and saved with a chart.
+The steady-state cost of the standby: the load phase's time and its micro-batches with and
+without it, and the changelog bytes each standby reads (one standby reads every changelog
+once).
 
     PYTHONPATH=python .venv/bin/python bench/recovery.py --quick
 """
@@ -42,16 +47,20 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python", "tests"))  # cl
 from common import RESULTS, ROCKSDB, ROOT, TMP, KSTATE_PROVIDER_KEY, wait_for_jar  # noqa: E402
 
 KSTATE = "io.kstate.KStateStoreProvider"
-PROVIDERS = {"kstate": KSTATE, "rocksdb": ROCKSDB}
-STANDBY = "not implemented"
+PROVIDERS = {"kstate": KSTATE, "rocksdb": ROCKSDB, "kstate-standby": KSTATE}
+STANDBYS = {"kstate-standby": 1}
 # A recovery batch that restored nothing measured no cold restore (the killed executor held no
 # state it needed): these metrics tell, per provider.
 RESTORED = {
     "kstate": lambda r: r["kstateStoreRestoreRecordsReplayed"] > 0 or r["kstateStoreRestoredFromSnapshot"] > 0,
+    # with a standby, the recovery batch must have adopted one (and then replays little or nothing)
+    "kstate-standby": lambda r: r["kstateStoreRestoredFromStandby"] > 0,
     "rocksdb": lambda r: r["rocksdbNumReplayChangelogFiles"] > 0 or r["rocksdbLoadFromSnapshotLatencyMs"] > 0,
 }
 RESTORE_METRICS = {
     "kstate": ("kstateStoreRestoreMs", "kstateStoreRestoreRecordsReplayed", "kstateStoreRestoredFromSnapshot"),
+    "kstate-standby": ("kstateStoreRestoreMs", "kstateStoreRestoreRecordsReplayed", "kstateStoreRestoredFromSnapshot",
+                       "kstateStoreRestoredFromStandby"),
     "rocksdb": ("rocksdbLoadLatencyMs", "rocksdbReplayChangeLogLatencyMs", "rocksdbNumReplayChangelogFiles",
                 "rocksdbLoadFromSnapshotLatencyMs"),
 }
@@ -71,7 +80,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--shuffle-partitions", type=int, default=6)
     p.add_argument("--executor-mb", type=int, default=None,
                    help="memory of each worker and its executor, MB (default 3072; --quick 1024)")
-    p.add_argument("--providers", default="kstate,rocksdb")
+    p.add_argument("--providers", default="kstate,rocksdb,kstate-standby")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--out", default=None)
     p.add_argument("--no-save", action="store_true")
@@ -166,15 +175,19 @@ def run_provider(cluster: Any, name: str, a: argparse.Namespace, tmp: str) -> Di
     src, ckpt = os.path.join(tmp, f"src-{name}"), os.path.join(tmp, f"ckpt-{name}")
     os.makedirs(src)
     spark.conf.set(KSTATE_PROVIDER_KEY, PROVIDERS[name])
+    spark.conf.set("spark.kstate.standbyReplicas", str(STANDBYS.get(name, 0)))
     inp = Input(a)
     df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
     q = (df.kstate.deduplicate_by_key("3650 days", key="k", timestamp="ts")
          .writeStream.format("noop").option("checkpointLocation", ckpt).start())
     try:
         t0 = time.perf_counter()
+        load_batches, changelog_bytes = [], 0
         for _ in range(a.load_batches):
             inp.load(src)
             q.processAllAvailable()
+            load_batches.append(q.lastProgress["durationMs"]["triggerExecution"] / 1000)
+            changelog_bytes += int(q.lastProgress["stateOperators"][0]["customMetrics"].get("kstateStoreChangelogBytes", 0))
         load_s = time.perf_counter() - t0
         print(f"[{name}] state of {inp.next_key:,} keys built in {load_s:.1f} s", flush=True)
         kills = []
@@ -182,6 +195,11 @@ def run_provider(cluster: Any, name: str, a: argparse.Namespace, tmp: str) -> Di
             inp.steady(src)
             q.processAllAvailable()
             steady = q.lastProgress
+            warm_s = None
+            if STANDBYS.get(name):
+                t_warm = time.perf_counter()
+                cluster.wait_standbys_warm(q, a.shuffle_partitions, timeout_s=600)
+                warm_s = round(time.perf_counter() - t_warm, 2)
             victim = cluster.state_locations(q, a.shuffle_partitions)[0]
             pids = cluster.executors()
             t_kill = time.time()
@@ -198,6 +216,7 @@ def run_provider(cluster: Any, name: str, a: argparse.Namespace, tmp: str) -> Di
                     "batch_s": rec["durationMs"]["triggerExecution"] / 1000,
                     "batch_durationMs": rec["durationMs"],
                     "replacement_registered_s": replaced.after_s,
+                    "standbys_warm_after_s": warm_s,
                     "steady_batch_s": steady["durationMs"]["triggerExecution"] / 1000,
                     "state_rows": rec["stateOperators"][0]["numRowsTotal"],
                     "restore": {m: int(custom.get(m, 0)) for m in RESTORE_METRICS[name]},
@@ -210,7 +229,9 @@ def run_provider(cluster: Any, name: str, a: argparse.Namespace, tmp: str) -> Di
                   f"{kill['steady_batch_s']:.1f} s), replacement registered after {replaced.after_s} s, "
                   f"restore {kill['restore']}", flush=True)
             cluster.wait_for_replacement(victim)
-        return {"provider": PROVIDERS[name], "load_s": round(load_s, 1), "keys": inp.next_key, "kills": kills,
+        return {"provider": PROVIDERS[name], "standby_replicas": STANDBYS.get(name, 0),
+                "load_s": round(load_s, 1), "load_batch_s": load_batches,
+                "load_changelog_bytes": changelog_bytes, "keys": inp.next_key, "kills": kills,
                 "median": {m: statistics.median(x[m] for x in kills)
                            for m in ("kill_to_batch_end_s", "batch_s", "steady_batch_s")},
                 "median_restore": {m: statistics.median(x["restore"][m] for x in kills)
@@ -225,17 +246,21 @@ def run_provider(cluster: Any, name: str, a: argparse.Namespace, tmp: str) -> Di
 def report(res: Dict[str, Any]) -> str:
     runs = res["runs"]
     lines = [f"executor kill -> recovery, {res['keys']:,} keys in state, {res['kills']} kills per "
-             f"provider, medians ({'QUICK' if res['quick'] else 'full size'}):",
-             f"{'':34}" + "".join(f"{n:>14}" for n in runs) + f"{'standby=1':>20}"]
+             f"run, medians ({'QUICK' if res['quick'] else 'full size'}):",
+             f"{'':34}" + "".join(f"{n:>16}" for n in runs)]
     for m, label in (("kill_to_batch_end_s", "(a) kill -> end of next batch, s"),
                      ("batch_s", "(b) recovery batch, s"), ("steady_batch_s", "    steady batch before, s")):
-        lines.append(f"{label:34}" + "".join(f"{r['median'][m]:>14.2f}" for r in runs.values())
-                     + f"{STANDBY:>20}")
+        lines.append(f"{label:34}" + "".join(f"{r['median'][m]:>16.2f}" for r in runs.values()))
+    lines.append(f"{'    load phase, s':34}" + "".join(f"{r['load_s']:>16.1f}" for r in runs.values()))
     for n, r in runs.items():
         lines.append(f"(c) {n} restore: " + ", ".join(f"{k} {v:,.0f}" for k, v in r["median_restore"].items()))
-    for m, v in res["ratio_rocksdb_over_kstate"].items():
-        lines.append(f"ratio rocksdb / kstate, {m}: {v:.2f}x")
-    lines.append(f"standby (spark.kstate.standbyReplicas=1): {STANDBY}")
+    for name, ratios in res["ratios"].items():
+        for m, v in ratios.items():
+            lines.append(f"ratio {name}, {m}: {v:.2f}x")
+    if "kstate-standby" in runs:
+        r = runs["kstate-standby"]
+        lines.append(f"standby cost: each standby read {r['load_changelog_bytes']:,} changelog bytes during the load "
+                     f"phase (as many as the active wrote)")
     return "\n".join(lines)
 
 
@@ -251,9 +276,10 @@ def write_chart(path: str, res: Dict[str, Any]) -> None:
     w = 0.8 / len(metrics)
     for j, (m, label) in enumerate(metrics):
         ax.bar([i + j * w for i in range(len(names))], [res["runs"][n]["median"][m] for n in names], w, label=label)
-    ax.set_xticks([i + w for i in range(len(names))], [f"{n} (cold restore)" for n in names])
+    ax.set_xticks([i + w for i in range(len(names))],
+                  [f"{n} ({'standby' if STANDBYS.get(n) else 'cold restore'})" for n in names])
     ax.set_ylabel("seconds (median)")
-    ax.set_title(f"executor kill, {res['keys']:,} keys{' (quick)' if res['quick'] else ''}; standby: {STANDBY}")
+    ax.set_title(f"executor kill, {res['keys']:,} keys{' (quick)' if res['quick'] else ''}")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -291,22 +317,25 @@ def main(argv: Optional[List[str]] = None) -> int:
         cluster.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
-    ratio = {}
+    def ratio(slow: str, fast: str) -> Dict[str, float]:
+        return {m: runs[slow]["median"][m] / runs[fast]["median"][m] for m in ("kill_to_batch_end_s", "batch_s")}
+
+    ratios = {}
     if {"kstate", "rocksdb"} <= set(runs):
-        ratio = {m: runs["rocksdb"]["median"][m] / runs["kstate"]["median"][m]
-                 for m in ("kill_to_batch_end_s", "batch_s")}
+        ratios["rocksdb / kstate"] = ratio("rocksdb", "kstate")
+    if {"kstate", "kstate-standby"} <= set(runs):
+        ratios["kstate cold / kstate standby"] = ratio("kstate", "kstate-standby")
     res = {"benchmark": "recovery", "quick": a.quick, "keys": a.keys, "kills": a.kills,
            "load_batches": a.load_batches, "batch_rows": a.batch_rows, "master": cluster.master,
            "executor_mb": a.executor_mb, "shuffle_partitions": a.shuffle_partitions, "conf": conf,
            "spark_version": spark_version,
            "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-           "runs": runs, "ratio_rocksdb_over_kstate": ratio,
-           "standby_replicas_1": STANDBY}
+           "runs": runs, "ratios": ratios}
     print("\n" + report(res))
     cold = all(k["restored"] for r in runs.values() for k in r["kills"])
     if not cold:
-        print("FAILED: a recovery batch restored nothing (see 'restored' per kill in the JSON): "
-              "not a cold-restore measurement")
+        print("FAILED: a recovery batch restored nothing cold, or adopted no standby (see 'restored' per "
+              "kill in the JSON): not the measurement it claims")
     if not a.no_save:
         os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
         res["files"] = {"json": a.out + ".json", "png": a.out + ".png"}

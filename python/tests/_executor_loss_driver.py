@@ -106,21 +106,9 @@ def kill(cluster: Any, q: Any, targets: List[str], cfg: Dict[str, Any], out: Dic
 
 
 def wait_warm(cluster: Any, q: Any, cfg: Dict[str, Any], timeout_s: float = 120) -> List[Dict[str, Any]]:
-    """Waits for a full cluster and, for every state partition, a standby at the newest
-    committed version (the next batch's starting version); returns the replica status."""
-    import kstate
-
-    deadline = time.monotonic() + timeout_s
+    """Waits for a full cluster and warm standbys of every state partition; returns the status."""
     cluster.wait_for_executors(cfg["executors"], timeout_s)
-    committed = int(q.lastProgress["batchId"]) + 1
-    while True:
-        status = kstate.replica_status(q)
-        warm = [r for r in status if any(s["version"] == committed for s in r["standbys"])]
-        if len(warm) == cfg["partitions"]:
-            return status
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"standbys not warm at version {committed} after {timeout_s}s: {status}")
-        time.sleep(0.5)
+    return cluster.wait_standbys_warm(q, cfg["partitions"], timeout_s)
 
 
 def state_holder(cluster: Any, q: Any) -> str:

@@ -166,6 +166,23 @@ class LocalCluster:
         return self._wait(lambda ids: not set(gone) & set(ids) and len(ids) >= self.n, timeout_s,
                           f"executors {gone} replaced")
 
+    def wait_standbys_warm(self, query: Any, partitions: int, timeout_s: float = 120) -> List[Dict[str, Any]]:
+        """Waits until every one of ``partitions`` state partitions of ``query`` has a standby at
+        the newest committed version (the version its next micro-batch starts from), as
+        ``kstate.replica_status`` reports it; returns that status."""
+        import kstate
+
+        deadline = time.monotonic() + timeout_s
+        committed = int(query.lastProgress["batchId"]) + 1
+        while True:
+            status = kstate.replica_status(query)
+            warm = [r for r in status if any(s["version"] == committed for s in r["standbys"])]
+            if len(warm) == partitions:
+                return status
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"standbys not warm at version {committed} after {timeout_s} s: {status}")
+            time.sleep(0.25)
+
     def wait_for_executors(self, n: int, timeout_s: float = 120) -> List[str]:
         """Waits until at least ``n`` executors are registered."""
         return self._wait(lambda ids: len(ids) >= n, timeout_s, f"{n} executors")
