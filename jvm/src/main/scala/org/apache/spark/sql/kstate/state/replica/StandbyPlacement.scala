@@ -9,9 +9,11 @@ package org.apache.spark.sql.kstate.state.replica
  *  1. A standby never sits on its store's active executor, and a store never has two standbys
  *     on one executor.
  *  2. Sticky: a standby stays where it is while its executor can hold standbys and is not the
- *     active one. A store whose active executor is unknown or lost keeps its standbys as they
- *     are (they are where the next task should run) and gets no new ones until an active is
- *     known again.
+ *     active one, unless another executor that could take it holds at least 2 fewer actives
+ *     and standbys (an executor added since: Kafka's assignor balances standbys too; the
+ *     threshold of 2 keeps a move from making the balance worse the other way). A store whose
+ *     active executor is unknown or lost keeps its standbys as they are (they are where the
+ *     next task should run) and gets no new ones until an active is known again.
  *  3. A missing standby goes to another host than the active's and the store's other standbys
  *     when one exists, else to the same host; among those, to the executor with the fewest
  *     actives and standbys; ties by executor id (numeric order), so the result is
@@ -44,6 +46,13 @@ object StandbyPlacement {
     kept.sortBy(_._1.store.toString).map { case (s, keep) =>
       var chosen = keep
       if (s.active.isDefined) {
+        chosen = chosen.map { e =>
+          val others = ordered.filterNot(c => s.active.contains(c) || chosen.contains(c))
+          others.filter(c => load(c) + 2 <= load(e)).minByOption(load(_)) match {
+            case Some(c) => load(e) -= 1; load(c) += 1; c
+            case None => e
+          }
+        }
         var candidates = ordered.filterNot(e => s.active.contains(e) || chosen.contains(e))
         while (chosen.size < n && candidates.nonEmpty) {
           val usedHosts = (s.active.toSeq ++ chosen).flatMap(executors.get).toSet

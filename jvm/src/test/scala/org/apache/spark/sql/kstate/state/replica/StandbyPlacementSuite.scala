@@ -47,6 +47,21 @@ class StandbyPlacementSuite extends AnyFunSuite {
     assert(out(store(2)) == Seq("3")) // 1 has 2, 3 has 1
   }
 
+  test("a standby moves to an executor with at least 2 fewer actives and standbys (one added since)") {
+    val slots = Seq(Slot(store(0), Some("1"), Seq("2")), Slot(store(1), Some("1"), Seq("2")),
+      Slot(store(2), Some("1"), Seq("2")))
+    // loads: 1 -> 3 actives, 2 -> 3 standbys, 3 (new) -> 0
+    val out = StandbyPlacement.assign(slots, hosts("1" -> "h", "2" -> "h", "3" -> "h"), 1)
+    assert(out.values.flatten.groupBy(identity).map { case (e, n) => e -> n.size } == Map("2" -> 2, "3" -> 1))
+    // one fewer is not enough to move
+    val two = StandbyPlacement.assign(slots.take(2), hosts("1" -> "h", "2" -> "h", "3" -> "h"), 1)
+    assert(two(store(0)) == Seq("3") && two(store(1)) == Seq("2"))
+    val settled = StandbyPlacement.assign(
+      Seq(Slot(store(0), Some("1"), Seq("3")), Slot(store(1), Some("1"), Seq("2"))),
+      hosts("1" -> "h", "2" -> "h", "3" -> "h"), 1)
+    assert(settled(store(0)) == Seq("3") && settled(store(1)) == Seq("2"), "balanced: nothing moves")
+  }
+
   test("an active that is unknown or lost: the standbys stay as they are, none is added") {
     val ex = hosts("2" -> "h", "3" -> "h")
     assert(StandbyPlacement.assign(Seq(Slot(store(0), None, Seq("3"))), ex, 2)(store(0)) == Seq("3"))
@@ -76,9 +91,30 @@ class StandbyPlacementSuite extends AnyFunSuite {
         assert(got.forall(ex.contains), what)
         assert(!s.active.exists(got.contains), what)
         val valid = s.current.distinct.filter(e => ex.contains(e) && !s.active.contains(e)).take(n)
-        assert(valid.forall(got.contains), s"sticky: $what")
         if (s.active.isDefined) assert(got.size == math.min(n, (ex.keySet -- s.active).size), what)
-        else assert(got == valid, what)
+        else assert(got == valid, s"a store without a live active keeps its standbys: $what")
+      }
+      // Sticky unless balancing, and balancing settles: placed again and again (one micro-batch
+      // after another) with the last result as the current standbys, it stops moving. Each move
+      // goes from an executor with load L to one with at most L - 2, so the sum of squared
+      // loads falls with every move.
+      var current = out
+      var rounds = 0
+      var settled = false
+      while (!settled && rounds < 50) {
+        val next = StandbyPlacement.assign(slots.map(s => s.copy(current = current(s.store))), ex, n)
+        settled = next == current
+        current = next
+        rounds += 1
+      }
+      assert(settled, s"seed $seed: placement still moving after 50 rounds")
+      // settled means balanced: no standby has a candidate executor with 2 fewer stores
+      val load = (slots.flatMap(_.active) ++ current.values.flatten).groupBy(identity).map { case (e, l) => e -> l.size }
+        .withDefaultValue(0)
+      slots.filter(_.active.isDefined).foreach { s =>
+        for (e <- current(s.store); c <- ex.keys if !s.active.contains(c) && !current(s.store).contains(c)) {
+          assert(load(c) + 2 > load(e), s"seed $seed: standby of ${s.store} on $e (load ${load(e)}) could go to $c (load ${load(c)})")
+        }
       }
     }
   }
