@@ -176,7 +176,7 @@ class LocalCluster:
         committed = int(query.lastProgress["batchId"]) + 1
         while True:
             status = kstate.replica_status(query)
-            warm = [r for r in status if any(s["version"] == committed for s in r["standbys"])]
+            warm = [r for r in status if any(s.get("version") == committed for s in r["standbys"])]
             if len(warm) == partitions:
                 return status
             if time.monotonic() > deadline:

@@ -139,10 +139,13 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
    */
   def statusJson(queryId: String): String = {
     import org.json4s.JsonDSL._
+    import org.json4s.{JLong, JNull, JString, JValue}
+    // an absent value is null, not a missing field (json4s drops None)
+    def orNull[T](o: Option[T])(f: T => JValue): JValue = o.map(f).getOrElse(JNull)
     val rows = status(queryId).map { s =>
       ("operator" -> s.store.operatorId) ~ ("partition" -> s.store.partition) ~ ("store" -> s.store.storeName) ~
-        ("active" -> s.active) ~ ("committed_version" -> s.committed) ~
-        ("standbys" -> s.standbys.map { case (e, v) => ("executor" -> e) ~ ("version" -> v) })
+        ("active" -> orNull(s.active)(JString(_))) ~ ("committed_version" -> s.committed) ~
+        ("standbys" -> s.standbys.map { case (e, v) => ("executor" -> e) ~ ("version" -> orNull(v)(JLong(_))) })
     }
     org.json4s.jackson.JsonMethods.compact(org.json4s.jackson.JsonMethods.render(rows))
   }

@@ -105,6 +105,10 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     val s = c.status("q")
     assert(s.map(_.store) == Seq(store(0), store(1)))
     assert(s.head == ReplicaCoordinator.StoreStatus(store(0), Some("1"), 7, Seq("3" -> Some(6L))))
+    // as JSON: a standby that holds nothing yet has version null (not a missing field)
+    val json = c.statusJson("q")
+    assert(json.contains(""""partition":0,"store":"default","active":"1","committed_version":7,"standbys":[{"executor":"3","version":6}]"""), json)
+    assert(json.contains(""""standbys":[{"executor":"1","version":null}]"""), json)
   }
 
   test("executor ids are read from Spark's task locations, host names with underscores included") {
