@@ -23,10 +23,16 @@ import org.apache.spark.sql.kstate.state.replica.ReplicaProtocol._
  * Threading: every method may be called from any thread; the state is guarded by `this`.
  * [[plan]] calls `locate` (an RPC to Spark's coordinator) before taking the lock.
  *
- * @param liveAfterMillis how long after its last poll a follower counts as alive
+ * Liveness of an executor: not removed (listener bus) and, when the scheduler lists its
+ * executors, listed. The scheduler's list changes as soon as Spark learns of a loss; the
+ * listener bus delivers the removal later, possibly after the next micro-batch was planned.
+ *
+ * @param liveAfterMillis    how long after its last poll a follower counts as alive
+ * @param schedulerExecutors the executors Spark's scheduler has now, when it lists them (None in
+ *                           local mode)
  */
-final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => System.currentTimeMillis())
-  extends Logging {
+final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => System.currentTimeMillis(),
+    schedulerExecutors: () => Option[Set[String]] = () => None) extends Logging {
   import ReplicaCoordinator._
 
   /** Operators with standbys, by (query id, state root, operator id). */
@@ -53,9 +59,10 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
       } else {
         operators += key -> Operator(numPartitions, standbyCount, committed)
         located.foreach { case (s, e) => e.fold(actives -= s)(a => actives += s -> a) }
-        val live = liveFollowers
+        val isAlive = aliveNow
+        val live = liveFollowers(isAlive)
         val slots = stores.map { s =>
-          StandbyPlacement.Slot(s, actives.get(s).filter(alive), standbys.getOrElse(s, Nil))
+          StandbyPlacement.Slot(s, actives.get(s).filter(isAlive), standbys.getOrElse(s, Nil))
         }
         standbys ++= StandbyPlacement.assign(slots, live.map { case (e, f) => e -> f.host }, standbyCount)
       }
@@ -68,10 +75,11 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
    * when there is none. One location, never a list: Spark treats several as unordered.
    */
   def preferredLocation(store: ReplicaStore, spark: Option[String]): Option[String] = synchronized {
-    val sparkAlive = spark.exists(l => alive(ReplicaCoordinator.executorOf(l)))
+    val isAlive = aliveNow
+    val sparkAlive = spark.exists(l => isAlive(ReplicaCoordinator.executorOf(l)))
     if (sparkAlive || !operators.contains((store.queryId, store.stateRoot, store.operatorId))) spark
     else {
-      val live = liveFollowers
+      val live = liveFollowers(isAlive)
       val warm = standbys.getOrElse(store, Nil).flatMap(e => live.get(e).flatMap(f => f.holdings.get(store).map(v => (e, f, v))))
       if (warm.isEmpty) spark
       else {
@@ -104,7 +112,7 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
 
   /** The table of a query's stores (for `kstate.replica_status` and tests). */
   def status(queryId: String): Seq[ReplicaCoordinator.StoreStatus] = synchronized {
-    val live = liveFollowers
+    val live = liveFollowers()
     operators.toSeq.filter(_._1._1 == queryId).flatMap { case ((_, root, op), o) =>
       standbys.keys.filter(s => s.queryId == queryId && s.stateRoot == root && s.operatorId == op).toSeq
         .sortBy(_.partition).map { s =>
@@ -120,7 +128,7 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
    * no warm standby lags by all of it).
    */
   def summary(queryId: String, stateRoot: String, operatorId: Long): ReplicaCoordinator.Summary = synchronized {
-    val live = liveFollowers
+    val live = liveFollowers()
     operators.get((queryId, stateRoot, operatorId)).fold(ReplicaCoordinator.Summary(0, 0L)) { o =>
       val stores = standbys.filter { case (s, _) => s.queryId == queryId && s.stateRoot == stateRoot && s.operatorId == operatorId }
       val alive = stores.values.map(_.count(live.contains)).sum
@@ -158,11 +166,15 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
     actives = actives.filterNot { case (s, _) => ofGone(s) }
   }
 
-  private def alive(executorId: String): Boolean = !removed(executorId)
+  /** Whether an executor is alive, as far as Spark knows now. */
+  private def aliveNow: String => Boolean = {
+    val listed = schedulerExecutors()
+    e => !removed(e) && listed.forall(_.contains(e))
+  }
 
-  private def liveFollowers: Map[String, Follower] = {
+  private def liveFollowers(isAlive: String => Boolean = aliveNow): Map[String, Follower] = {
     val since = clock() - liveAfterMillis
-    followers.filter { case (e, f) => f.lastPoll >= since && alive(e) }
+    followers.filter { case (e, f) => f.lastPoll >= since && isAlive(e) }
   }
 }
 

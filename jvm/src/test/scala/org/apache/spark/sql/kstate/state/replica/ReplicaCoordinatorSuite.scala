@@ -58,6 +58,17 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("1")), "no standby left: Spark's location")
   }
 
+  test("an executor the scheduler no longer lists is lost, before the listener bus says so") {
+    var listed = Set("1", "2", "3")
+    val c = new ReplicaCoordinator(10000L, () => now, () => Some(listed))
+    Seq("1", "2", "3").foreach(poll(c, _))
+    plan(c, committed = 4)
+    poll(c, "3", Map(store(0) -> 4L))
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("1")))
+    listed = Set("2", "3") // executor 1 died; no executorRemoved yet
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("3")))
+  }
+
   test("after the standby took over, another executor gets the standby") {
     val c = coordinator()
     Seq("1", "2", "3").foreach(poll(c, _))
