@@ -168,19 +168,21 @@ class LocalCluster:
 
     def wait_standbys_warm(self, query: Any, partitions: int, timeout_s: float = 120) -> List[Dict[str, Any]]:
         """Waits until every one of ``partitions`` state partitions of ``query`` has a standby at
-        the newest committed version (the version its next micro-batch starts from), as
-        ``kstate.replica_status`` reports it; returns that status."""
+        the newest committed version, as ``kstate.replica_status`` reports it; returns that
+        status. Between micro-batches that is the status's ``committed_version`` (the version
+        the last planned batch started from) + 1: that batch committed. (Not the last
+        progress's ``batchId`` + 1: an idle trigger's progress carries the next batch's id.)"""
         import kstate
 
         deadline = time.monotonic() + timeout_s
-        committed = int(query.lastProgress["batchId"]) + 1
         while True:
             status = kstate.replica_status(query)
-            warm = [r for r in status if any(s.get("version") == committed for s in r["standbys"])]
+            warm = [r for r in status
+                    if any(s.get("version") == r["committed_version"] + 1 for s in r["standbys"])]
             if len(warm) == partitions:
                 return status
             if time.monotonic() > deadline:
-                raise TimeoutError(f"standbys not warm at version {committed} after {timeout_s} s: {status}")
+                raise TimeoutError(f"standbys not warm after {timeout_s} s: {status}")
             time.sleep(0.25)
 
     def wait_for_executors(self, n: int, timeout_s: float = 120) -> List[str]:
