@@ -38,7 +38,7 @@ jar: venv
 
 test: venv jar
 	$(SBT) test
-	PYTHONPATH=python $(PY) -m pytest python/tests -q
+	PYTHONPATH=python $(PY) -m pytest python/tests -q --durations=25
 
 demo: venv jar
 	PYTHONPATH=python $(PY) -m kstate.demo
