@@ -60,10 +60,6 @@ def session_builder(master: str = "local[2]") -> Any:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.streaming.stateStore.maintenanceInterval", "600s")
-        # The tests' driver JVMs are short-lived and run many small, different jobs: C2's
-        # compilations cost more CPU than they pay back on 2 cores (a kill -9 driver process
-        # runs in about half the time with C1 only). Only the JIT tier changes, not any result.
-        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
         # TIMESTAMP_NTZ tests derive wall-clock values from epoch millis: keep it UTC.
         .config("spark.sql.session.timeZone", "UTC")
     )
