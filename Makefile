@@ -36,9 +36,13 @@ jar: venv
 	rm -f $(PY_JARS)/kstate_*.jar
 	cp $(JAR) $(PY_JARS)/
 
+# pytest: two workers (pytest-xdist, one SparkSession each; a module stays on one worker), then
+# the tests marked serial (a local-cluster; python/tests/conftest.py) alone.
+PYTEST := PYTHONPATH=python $(PY) -m pytest python/tests -q --durations=25
 test: venv jar
 	$(SBT) test
-	PYTHONPATH=python $(PY) -m pytest python/tests -q
+	$(PYTEST) -n 2 --dist loadfile -m "not serial"
+	$(PYTEST) -m serial
 
 demo: venv jar
 	PYTHONPATH=python $(PY) -m kstate.demo

@@ -34,3 +34,33 @@ def spark():
 def session_tmp(tmp_path_factory):
     """Factory of fresh directories that any test (incl. hypothesis examples) may use."""
     return tmp_path_factory
+
+
+# Tests that run a real multi-executor Spark (local-cluster, ``cluster.py``) in a child process.
+# Their placement depends on timing (spark.locality.wait against a busy 2-core machine), so they
+# must not share the machine with another test worker: `make test` runs the rest of the suite in
+# parallel (pytest-xdist, ``-m "not serial"``), then these alone (``-m serial``). A new module of
+# such tests goes in this set.
+SERIAL_MODULES = {"test_executor_loss"}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "serial: runs a local-cluster; run alone, never next to another worker")
+
+
+# The slowest modules (each runs driver processes that it kills), first: pytest-xdist's loadfile
+# scheduling hands out modules in collection order, and one of these left for last would keep
+# one worker busy alone for minutes.
+SLOWEST_FIRST = ["test_tables_restart", "test_kill9_windows", "test_dedup_restart"]
+
+
+def _rank(item) -> int:
+    name = item.module.__name__ if item.module is not None else ""
+    return SLOWEST_FIRST.index(name) if name in SLOWEST_FIRST else len(SLOWEST_FIRST)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.module is not None and item.module.__name__ in SERIAL_MODULES:
+            item.add_marker(pytest.mark.serial)
+    items.sort(key=_rank)  # stable: each module keeps its own order

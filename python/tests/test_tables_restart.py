@@ -20,7 +20,7 @@ from _streaming import FileStream, file_name, write_json_lines
 from _table_operators import OPERATORS
 from _tables_property import SCHEMA, canonical, key_partitioner, random_records
 from test_dedup_restart import _log_ids
-from test_kill9_windows import PAUSE_BATCH, _run, _sink_rows
+from test_kill9_windows import PAUSE_BATCH, _rows, _run, _sink_rows
 
 BATCHES, PER_BATCH = 7, 6
 NAMES = sorted(OPERATORS)
@@ -29,12 +29,6 @@ NAMES = sorted(OPERATORS)
 def _batches(name: str) -> List[List[Dict[str, Any]]]:
     recs = random_records(random.Random(15), BATCHES * PER_BATCH, OPERATORS[name].sides)
     return [recs[i * PER_BATCH:(i + 1) * PER_BATCH] for i in range(BATCHES)]
-
-
-def _rows(batches: Dict[int, List[Any]]) -> Dict[int, List[str]]:
-    """batch id -> its rows as sorted JSON (the sink's order across partitions is not fixed)."""
-    return {b: sorted(json.dumps(r.asDict() if hasattr(r, "asDict") else r, sort_keys=True, default=str)
-                      for r in rows) for b, rows in batches.items()}
 
 
 def _run_restarting(spark, workdir: str, name: str, restart: bool) -> Dict[int, List[Any]]:
