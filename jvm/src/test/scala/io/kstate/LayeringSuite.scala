@@ -61,11 +61,12 @@ class LayeringSuite extends AnyFunSuite {
 object LayeringSuite {
   /**
    * Public files that may use internals: they build kstate's plans (`KStateDataFrame`), install
-   * its rules (`KStateExtensions`), read its state (`KStateStateReader`), or give the internal
-   * provider its public class name (`KStateStoreProvider`).
+   * its rules (`KStateExtensions`), read its state (`KStateStateReader`), give the internal
+   * provider its public class name (`KStateStoreProvider`), plug the replica coordinator and
+   * followers into Spark (`KStatePlugin`), or read the coordinator's table (`ReplicaStatus`).
    */
   val EntryPoints: Set[String] =
     Set("KStateDataFrame.scala", "KStateExtensions.scala", "KStateStateReader.scala", "KStateTableReader.scala", "KStateStoreProvider.scala",
-      "KTable.scala", "KGroupedTable.scala")
+      "KTable.scala", "KGroupedTable.scala", "KStatePlugin.scala", "ReplicaStatus.scala")
 
 }
