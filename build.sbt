@@ -99,7 +99,20 @@ lazy val root = (project in file("."))
     // classes (Spark is Provided; nothing is assembled in).
 
     Test / fork := true,
-    Test / parallelExecution := false,
+    // Two forked test JVMs at once (each runs its suites one after another, one SparkSession at a
+    // time): the Spark streaming suites (io.kstate.*) wait on micro-batches more than they use the
+    // CPU, so they run beside the CPU-bound unit and property suites. Keeps `make test` within
+    // its budget on 2 cores (docs/contributing.md, "Test time").
+    Test / parallelExecution := true,
+    Test / testGrouping := {
+      val (streaming, unit) = (Test / definedTests).value.partition(_.name.startsWith("io.kstate."))
+      val fork = ForkOptions()
+        .withRunJVMOptions((Test / javaOptions).value.toVector)
+        .withWorkingDirectory((Test / baseDirectory).value)
+      Seq(Tests.Group("streaming", streaming, Tests.SubProcess(fork)),
+        Tests.Group("unit", unit, Tests.SubProcess(fork)))
+    },
+    Global / concurrentRestrictions += Tags.limit(Tags.ForkedTestGroup, 2),
     Test / javaOptions ++= Seq("-Xmx4g", "-Xss4m") ++ sparkJavaModuleOptions ++ Seq(
       "-Dspark.testing=1",
       "-Dspark.ui.enabled=false",
