@@ -80,10 +80,15 @@ private[state] object KStateReplicas extends Logging {
     val keep = wanted.map(_.store).toSet
     copies.keySet().asScala.toList.filterNot(keep).foreach(drop)
     var step = FollowStep.None
+    // one commit log lookup per query and version, not per store: every store of a query
+    // shares the answer
+    val newest = scala.collection.mutable.Map.empty[(String, Long), Long]
     wanted.foreach { a =>
       val c = copies.computeIfAbsent(a.store, s => newCopy(s, hadoopConf))
       try {
-        val r = c.catchUp(CommitLogView.newest(a.store, a.committedVersion, hadoopConf))
+        val target = newest.getOrElseUpdate((a.store.stateRoot, a.committedVersion),
+          CommitLogView.newest(a.store, a.committedVersion, hadoopConf))
+        val r = c.catchUp(target)
         step = step.add(r.rebuilt, r.recordsReplayed, failed = false)
       } catch {
         case NonFatal(e) =>
