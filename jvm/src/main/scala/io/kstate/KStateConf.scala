@@ -94,6 +94,26 @@ object KStateConf {
       "Read when a micro-batch is planned. Default 0: none.")(
     s => s.trim.toIntOption.filter(_ >= 0).getOrElse(throw KStateErrors.invalidStandbyReplicas(s)))
 
+  val MaxWarmupReplicas: Entry[Int] = Entry(
+    "spark.kstate.maxWarmupReplicas",
+    2,
+    "Warm-up copies a query keeps at once (Kafka Streams' max.warmup.replicas). When an " +
+      "operator's state partitions are unbalanced over the executors (an executor was added, or " +
+      "failovers piled partitions onto one), kstate moves partitions to the emptier executors, " +
+      "each only after a warm-up copy there caught up; at most this many warm at once, so balance " +
+      "comes over several micro-batches. Needs kstate's plugin (without it Spark's placement is kept). " +
+      "0: partitions move only to an executor holding their standby. Read when a micro-batch is planned. Default 2.")(
+    s => s.trim.toIntOption.filter(_ >= 0).getOrElse(throw KStateErrors.invalidReplicaSetting("spark.kstate.maxWarmupReplicas", s)))
+
+  val AcceptableRecoveryLag: Entry[Long] = Entry(
+    "spark.kstate.acceptableRecoveryLag",
+    1L,
+    "How many versions (micro-batches) a warm-up or standby copy may lag behind the newest " +
+      "committed version for its partition to move there (Kafka Streams' acceptable.recovery.lag, " +
+      "counted in micro-batches, not records): the batch that moves it replays at most this many " +
+      "versions' changelogs. Read when a micro-batch is planned. Default 1.")(
+    s => s.trim.toLongOption.filter(_ >= 0).getOrElse(throw KStateErrors.invalidReplicaSetting("spark.kstate.acceptableRecoveryLag", s)))
+
   val ReplicaPollInterval: Entry[Long] = Entry(
     "spark.kstate.replicas.pollInterval",
     1000L,
@@ -114,7 +134,8 @@ object KStateConf {
 
   /** Every entry, for registration with Spark's SQL configuration. */
   val entries: Seq[Entry[_]] = Seq(StateStoreProvider, StreamTimeFollowsWatermark, ProcessingOrderPolicy,
-    OrderSpillThreshold, MaxWriteSetBytes, HeapStateBytes, StandbyReplicas, ReplicaPollInterval)
+    OrderSpillThreshold, MaxWriteSetBytes, HeapStateBytes, StandbyReplicas, MaxWarmupReplicas,
+    AcceptableRecoveryLag, ReplicaPollInterval)
 
   private def parseBytes(s: String): Long = org.apache.spark.network.util.JavaUtils.byteStringAsBytes(s.trim)
 }

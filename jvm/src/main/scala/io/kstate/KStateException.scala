@@ -397,6 +397,10 @@ object KStateErrors {
       s"spark.kstate.standbyReplicas is '$value'; it must be a whole number of standby copies, 0 or " +
         "more (0, the default, keeps none). Set e.g. spark.conf.set('spark.kstate.standbyReplicas', '1').")
 
+  def invalidReplicaSetting(key: String, value: String): KStateException =
+    err("KSTATE_INVALID_REPLICA_SETTING",
+      s"$key is '$value'; it must be a whole number, 0 or more. Set e.g. spark.conf.set('$key', '1').")
+
   /** @param what what wanted standby replicas, e.g. "spark.kstate.standbyReplicas is 1" */
   def standbyReplicasNeedPlugin(what: String): KStateException =
     err("KSTATE_STANDBY_REPLICAS_NEED_PLUGIN",

@@ -282,13 +282,14 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     (if (processingOrder == ProcessingOrder.Auto) s"auto(${resolvedOrder(stateInfo.isDefined)})" else processingOrder)
 
   /**
-   * Standby copies per store this micro-batch wants (`spark.kstate.standbyReplicas`), read at
-   * planning; more than 0 needs kstate's plugin, which keeps them.
+   * What this micro-batch wants of the replica coordinator (`spark.kstate.standbyReplicas`,
+   * `maxWarmupReplicas`, `acceptableRecoveryLag`), read at planning; standbys need kstate's
+   * plugin, which keeps them.
    */
-  private def standbyCount(): Int = {
+  private def replicasWanted(): ReplicaCoordinator.Wanted = {
     val n = KStateConf.StandbyReplicas.get(conf)
     if (n > 0 && ReplicaCoordinator.current.isEmpty) throw KStateErrors.standbyReplicasNeedPlugin(s"spark.kstate.standbyReplicas is $n")
-    n
+    ReplicaCoordinator.Wanted(n, KStateConf.MaxWarmupReplicas.get(conf), KStateConf.AcceptableRecoveryLag.get(conf))
   }
 
   private def executeStreaming(info: StatefulOperatorStateInfo): RDD[InternalRow] = {
@@ -304,7 +305,7 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
       if (!conf.contains(k)) storeSqlConf.setConfString(k, v)
     }
     val queryId = Option(sparkContext.getLocalProperty(StreamExecution.QUERY_ID_KEY))
-    val standbys = queryId.map(id => KStateStoreRDD.Standbys(id, standbyCount()))
+    val standbys = queryId.map(id => KStateStoreRDD.Standbys(id, replicasWanted()))
     val storeConf = new StateStoreConf(storeSqlConf,
       queryId.map(KStateStoreProvider.QueryIdKey -> _).toMap)
     val hadoopConf = sparkContext.broadcast(
@@ -325,11 +326,14 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
           if (tracksOutputTime) outputTimeFloors.add(task.outputTimeFloor)
         })
       })
-    for (sb <- standbys if sb.count > 0; rc <- ReplicaCoordinator.current) {
-      rdd.partitions // plans this micro-batch's standbys
+    for (sb <- standbys if sb.wanted.any; rc <- ReplicaCoordinator.current) {
+      rdd.partitions // plans this micro-batch's standbys, moves and warm-ups
       val summary = rc.summary(sb.queryId, info.checkpointLocation, info.operatorId)
-      longMetric(KStateStatefulExec.CommonMetrics.Standbys.name).set(summary.standbys)
-      longMetric(KStateStatefulExec.CommonMetrics.StandbyLagVersions.name).set(summary.maxLagVersions)
+      import KStateStatefulExec.CommonMetrics._
+      longMetric(Standbys.name).set(summary.standbys)
+      longMetric(StandbyLagVersions.name).set(summary.maxLagVersions)
+      longMetric(Warmups.name).set(summary.warmups)
+      longMetric(OwnershipMoves.name).set(summary.ownershipMoves)
     }
     rdd
   }
@@ -402,6 +406,10 @@ object KStateStatefulExec {
       sum("kstateStandbys", "standby copies of the operator's stores on live executors, when the micro-batch was planned")
     val StandbyLagVersions: Metric =
       sum("kstateStandbyLagVersions", "versions the least current store's warmest standby lagged behind the committed version, when the micro-batch was planned")
+    val Warmups: Metric =
+      sum("kstateWarmups", "warm-up copies of the operator's stores on live executors (stores waiting to move there), when the micro-batch was planned")
+    val OwnershipMoves: Metric =
+      sum("kstateOwnershipMoves", "stores whose executor changed in the previous micro-batch (a warm-up move or a failover), as seen when this one was planned")
   }
 
   /**

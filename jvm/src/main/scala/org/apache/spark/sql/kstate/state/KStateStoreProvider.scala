@@ -91,6 +91,8 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   @volatile private[state] var writeSetSizeHint: Int = 0
   /** This store as standby replicas know it: only in a query (its operators pass the query id). */
   private var replicaStore: Option[ReplicaStore] = None
+  /** The version this provider holds or is restoring, for [[KStateReplicas]] (-1: none yet). */
+  @volatile private var replicaVersion: Long = -1L
 
   override def init(
       stateStoreId: StateStoreId,
@@ -170,7 +172,8 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   private def restoreTo(version: Long): Unit = {
     restores += 1
     val adopted = if (!KStateReplicas.enabled) None else replicaStore.flatMap { s =>
-      KStateReplicas.activate(s, this)
+      replicaVersion = version
+      KStateReplicas.activate(s, this, () => replicaVersion)
       KStateReplicas.adopt(s, version, countsRows)
     }
     val (copy, r) = adopted.getOrElse {
@@ -355,6 +358,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
         throw e
     }
     lifecycle.moveTo(Loaded(newVersion, copy))
+    replicaVersion = newVersion
     registry = store.registry
     store.counters.commitNanos += System.nanoTime() - started
     newVersion

@@ -25,7 +25,8 @@ import org.apache.spark.util.SerializableConfiguration
  * Placement: each partition prefers the executor Spark's coordinator recorded for its store.
  * With standby replicas (`standbys`, docs/replicas.md), the driver first tells kstate's replica
  * coordinator that this micro-batch runs from `stateInfo.storeVersion` (the newest committed
- * version), and a partition whose recorded executor was lost prefers its warmest standby.
+ * version), and a partition prefers what the coordinator says: its warmest copy when its
+ * recorded executor was lost, the destination of a planned move once the copy there is warm.
  */
 final class KStateStoreRDD[U: ClassTag](
     prev: RDD[org.apache.spark.sql.catalyst.InternalRow],
@@ -46,7 +47,7 @@ final class KStateStoreRDD[U: ClassTag](
     val parts = prev.partitions
     for (s <- standbys; rc <- ReplicaCoordinator.current) {
       rc.plan(s.queryId, stateInfo.checkpointLocation, stateInfo.operatorId, StateStoreId.DEFAULT_STORE_NAME,
-        parts.length, s.count, stateInfo.storeVersion, p => sparkLocation(p))
+        parts.length, s.wanted, stateInfo.storeVersion, p => sparkLocation(p))
     }
     parts
   }
@@ -60,7 +61,7 @@ final class KStateStoreRDD[U: ClassTag](
 
   override def getPreferredLocations(split: Partition): Seq[String] = {
     val spark = sparkLocation(split.index)
-    val replicas = for (s <- standbys if s.count > 0; rc <- ReplicaCoordinator.current) yield {
+    val replicas = for (s <- standbys if s.wanted.any; rc <- ReplicaCoordinator.current) yield {
       val store = ReplicaStore(s.queryId, stateInfo.checkpointLocation, stateInfo.operatorId, split.index,
         StateStoreId.DEFAULT_STORE_NAME)
       rc.preferredLocation(store, spark)
@@ -81,6 +82,6 @@ final class KStateStoreRDD[U: ClassTag](
 }
 
 object KStateStoreRDD {
-  /** The query's id and the standby copies its operator wants per store (0: none). */
-  final case class Standbys(queryId: String, count: Int)
+  /** The query's id and what its operator wants of the replica coordinator (0 standbys: nothing). */
+  final case class Standbys(queryId: String, wanted: ReplicaCoordinator.Wanted)
 }

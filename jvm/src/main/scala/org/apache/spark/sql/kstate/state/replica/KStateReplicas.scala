@@ -19,8 +19,14 @@ import org.apache.spark.sql.kstate.state.store.{HeapStateBudget, LocalDb, StateF
  * active provider is on this executor (no standby of those is kept here).
  *
  * Life of a copy: created and kept current by [[follow]] (the follower thread) while the
- * coordinator assigns it here; dropped when it no longer does, or when a provider of the same
- * store becomes active here; taken whole by [[adopt]] when a task of its store runs here.
+ * coordinator assigns it here (a standby, or a warm-up before a move); dropped when it no longer
+ * does, or when a provider of the same store becomes active here; taken whole by [[adopt]] when
+ * a task of its store runs here.
+ *
+ * A provider that stays loaded here after its store moved to another executor (Spark unloads it
+ * at its next maintenance) no longer counts as active once the coordinator's committed version
+ * passed the version it holds: the coordinator never places a copy on a store's active
+ * executor, so a copy assigned here means the store moved away, and this executor keeps it.
  *
  * Threading: the maps are concurrent; a copy's contents change only under its own lock
  * ([[StandbyCopy]]). A provider calls [[activate]] before [[adopt]], so the follower, which
@@ -28,7 +34,7 @@ import org.apache.spark.sql.kstate.state.store.{HeapStateBudget, LocalDb, StateF
  */
 private[state] object KStateReplicas extends Logging {
   private val copies = new ConcurrentHashMap[ReplicaStore, StandbyCopy]()
-  private val active = new ConcurrentHashMap[ReplicaStore, AnyRef]()
+  private val active = new ConcurrentHashMap[ReplicaStore, Active]()
   @volatile private var following = false
 
   /** Whether a follower runs in this JVM (kstate's plugin on this executor). */
@@ -48,12 +54,16 @@ private[state] object KStateReplicas extends Logging {
 
   /**
    * A provider of `store` is active on this executor from now (before it restores and
-   * [[adopt]]s): the follower keeps no standby of it here.
+   * [[adopt]]s): the follower keeps no copy of it here while the provider is current.
+   *
+   * @param version the version the provider holds or is restoring
    */
-  def activate(store: ReplicaStore, provider: AnyRef): Unit = active.put(store, provider)
+  def activate(store: ReplicaStore, provider: AnyRef, version: () => Long): Unit =
+    active.put(store, new Active(provider, version))
 
   /** `provider` is no longer active here (closed). */
-  def deactivate(store: ReplicaStore, provider: AnyRef): Unit = active.remove(store, provider)
+  def deactivate(store: ReplicaStore, provider: AnyRef): Unit =
+    active.computeIfPresent(store, (_, a) => if (a.provider eq provider) null else a)
 
   /**
    * The standby copy of `store`, brought to `version`, for a provider restoring `version`; None
@@ -76,7 +86,7 @@ private[state] object KStateReplicas extends Logging {
    * counted, never thrown: a standby never fails a query.
    */
   def follow(assigned: Seq[Standby], hadoopConf: Configuration): FollowStep = {
-    val wanted = assigned.filterNot(a => active.containsKey(a.store))
+    val wanted = assigned.filterNot(a => Option(active.get(a.store)).exists(_.version() >= a.committedVersion))
     val keep = wanted.map(_.store).toSet
     copies.keySet().asScala.toList.filterNot(keep).foreach(drop)
     var step = FollowStep.None
@@ -100,6 +110,8 @@ private[state] object KStateReplicas extends Logging {
     }
     step
   }
+
+  private final class Active(val provider: AnyRef, val version: () => Long)
 
   private def drop(store: ReplicaStore): Unit = Option(copies.remove(store)).foreach(_.close())
 

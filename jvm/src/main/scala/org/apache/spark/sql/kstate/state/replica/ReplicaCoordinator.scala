@@ -12,11 +12,14 @@ import org.apache.spark.sql.kstate.state.replica.ReplicaProtocol._
  *
  * What it learns, and from whom:
  *  - from each micro-batch's planning ([[plan]], the driver's query thread): the operator's
- *    stores, the version its batch starts from (the newest committed one), the standbys wanted
- *    and each store's active executor (Spark's `StateStoreCoordinator`);
+ *    stores, the version its batch starts from (the newest committed one), the standbys and
+ *    warm-ups wanted and each store's active executor (Spark's `StateStoreCoordinator`);
  *  - from executors' followers ([[poll]], Spark's RPC threads): which executors can hold
  *    standbys, on which host, and the version each of their copies holds;
  *  - from Spark's listener bus: executors removed and queries terminated.
+ * What it decides at each planning: the standbys ([[StandbyPlacement]]), and the moves that
+ * balance each operator's actives with their warm-up copies ([[WarmupPlacement]]); a store moves
+ * when its copy on the destination is within the acceptable lag ([[preferredLocation]]).
  * Its state is soft: nothing is persisted. A restarted driver starts with no standbys, and
  * followers re-report what they hold at their next poll.
  *
@@ -39,53 +42,80 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
   private var operators = Map.empty[(String, String, Long), Operator]
   private var actives = Map.empty[ReplicaStore, String]
   private var standbys = Map.empty[ReplicaStore, Seq[String]]
+  /** Stores whose active should move, to which executor (balance, docs/replicas.md "Warm-up"). */
+  private var moves = Map.empty[ReplicaStore, String]
+  /** The warm-up copies those moves need: store -> the executor that keeps it. */
+  private var warmups = Map.empty[ReplicaStore, String]
+  /** Stores whose active executor changed between an operator's last two plannings. */
+  private var lastMoves = Map.empty[(String, String, Long), Int]
   private var followers = Map.empty[String, Follower]
   /** Executors Spark removed: never alive again (a replacement gets a new id). */
   private var removed = Set.empty[String]
 
   /**
-   * A micro-batch of an operator with `standbyCount` standbys per store is about to run from
-   * `committed`; `locate(partition)` gives Spark's recorded location of a partition's store
-   * (`executor_<host>_<id>`). Recomputes the operator's standbys.
+   * A micro-batch of an operator that wants `wanted` is about to run from `committed`;
+   * `locate(partition)` gives Spark's recorded location of a partition's store
+   * (`executor_<host>_<id>`). Recomputes the operator's standbys, moves and warm-ups. An operator
+   * that wants neither standbys nor warm-ups is forgotten: kstate leaves its placement to Spark.
    */
   def plan(queryId: String, stateRoot: String, operatorId: Long, storeName: String, numPartitions: Int,
-      standbyCount: Int, committed: Long, locate: Int => Option[String]): Unit = {
+      wanted: Wanted, committed: Long, locate: Int => Option[String]): Unit = {
     val stores = (0 until numPartitions).map(p => ReplicaStore(queryId, stateRoot, operatorId, p, storeName))
     val located = stores.map(s => s -> locate(s.partition).map(ReplicaCoordinator.executorOf))
     synchronized {
       val key = (queryId, stateRoot, operatorId)
-      if (standbyCount <= 0) {
+      if (!wanted.any) {
         forget(_._1 == key)
       } else {
-        operators += key -> Operator(numPartitions, standbyCount, committed)
+        operators += key -> Operator(numPartitions, wanted, committed)
+        val moved = located.count { case (s, e) => e.isDefined && actives.get(s).exists(a => !e.contains(a)) }
+        lastMoves += key -> moved
         located.foreach { case (s, e) => e.fold(actives -= s)(a => actives += s -> a) }
         val isAlive = aliveNow
         val live = liveFollowers(isAlive)
         val slots = stores.map { s =>
           StandbyPlacement.Slot(s, actives.get(s).filter(isAlive), standbys.getOrElse(s, Nil))
         }
-        standbys ++= StandbyPlacement.assign(slots, live.map { case (e, f) => e -> f.host }, standbyCount)
+        standbys ++= StandbyPlacement.assign(slots, live.map { case (e, f) => e -> f.host }, wanted.standbys)
+        planMoves(key, stores, wanted, live, isAlive)
       }
     }
   }
 
+  /** The operator's moves and warm-ups, within the query's warm-up budget (caller holds the lock). */
+  private def planMoves(key: (String, String, Long), stores: Seq[ReplicaStore], wanted: Wanted,
+      live: Map[String, Follower], isAlive: String => Boolean): Unit = {
+    def ofOperator(s: ReplicaStore) = (s.queryId, s.stateRoot, s.operatorId) == key
+    val othersWarming = warmups.count { case (s, e) => s.queryId == key._1 && !ofOperator(s) && live.contains(e) }
+    val slots = stores.map { s =>
+      val copies = live.flatMap { case (e, f) => f.holdings.get(s).map(e -> _) }
+      WarmupPlacement.Slot(s, actives.get(s).filter(isAlive), standbys.getOrElse(s, Nil), copies)
+    }
+    val p = WarmupPlacement.plan(slots, live.keySet, moves.filter(m => ofOperator(m._1)),
+      wanted.maxWarmups - othersWarming)
+    moves = moves.filterNot(m => ofOperator(m._1)) ++ p.moves
+    warmups = warmups.filterNot(w => ofOperator(w._1)) ++ p.warmups
+  }
+
   /**
-   * Where the next task of `store` should run: Spark's location (`spark`) while its executor is
-   * alive; once it is lost, the alive standby that holds the newest version; Spark's location
-   * when there is none. One location, never a list: Spark treats several as unordered.
+   * Where the next task of `store` should run. While Spark's location (`spark`) is alive: the
+   * destination of the store's planned move once the copy there holds a version within the
+   * acceptable lag of the committed one, else Spark's location. Once Spark's location is lost:
+   * the alive copy (standby or warm-up) that holds the newest version; Spark's location when
+   * there is none. One location, never a list: Spark treats several as unordered.
    */
   def preferredLocation(store: ReplicaStore, spark: Option[String]): Option[String] = synchronized {
     val isAlive = aliveNow
     val sparkAlive = spark.exists(l => isAlive(ReplicaCoordinator.executorOf(l)))
-    if (sparkAlive || !operators.contains((store.queryId, store.stateRoot, store.operatorId))) spark
-    else {
-      val live = liveFollowers(isAlive)
-      val warm = standbys.getOrElse(store, Nil).flatMap(e => live.get(e).flatMap(f => f.holdings.get(store).map(v => (e, f, v))))
-      if (warm.isEmpty) spark
-      else {
-        val (e, f, _) = warm.maxBy(_._3)
-        Some(ReplicaCoordinator.location(f.host, e))
-      }
+    operators.get((store.queryId, store.stateRoot, store.operatorId)) match {
+      case None => spark
+      case Some(o) =>
+        val live = liveFollowers(isAlive)
+        def held(e: String) = live.get(e).flatMap(f => f.holdings.get(store).map(v => (e, f, v)))
+        val chosen = if (sparkAlive) {
+          moves.get(store).flatMap(held).filter(_._3 >= o.committed - o.wanted.acceptableLag)
+        } else (standbys.getOrElse(store, Nil) ++ warmups.get(store)).distinct.flatMap(held).maxByOption(_._3)
+        chosen.map { case (e, f, _) => ReplicaCoordinator.location(f.host, e) }.orElse(spark)
     }
   }
 
@@ -94,7 +124,8 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
     if (removed(p.executorId)) Assignments(Nil)
     else {
       followers += p.executorId -> Follower(p.host, clock(), p.holdings)
-      val mine = standbys.collect { case (s, es) if es.contains(p.executorId) => s }
+      val mine = standbys.collect { case (s, es) if es.contains(p.executorId) => s }.toSet ++
+        warmups.collect { case (s, e) if e == p.executorId => s }
       Assignments(mine.toSeq.flatMap { s =>
         operators.get((s.queryId, s.stateRoot, s.operatorId)).map(o => Standby(s, o.committed))
       })
@@ -116,44 +147,52 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
     operators.toSeq.filter(_._1._1 == queryId).flatMap { case ((_, root, op), o) =>
       standbys.keys.filter(s => s.queryId == queryId && s.stateRoot == root && s.operatorId == op).toSeq
         .sortBy(_.partition).map { s =>
+          def held(e: String) = e -> live.get(e).flatMap(_.holdings.get(s))
           ReplicaCoordinator.StoreStatus(s, actives.get(s), o.committed,
-            standbys.getOrElse(s, Nil).map(e => e -> live.get(e).flatMap(_.holdings.get(s))))
+            standbys.getOrElse(s, Nil).map(held), warmups.get(s).map(held), moves.get(s))
         }
     }
   }
 
   /**
-   * One operator's standbys in numbers: how many sit on live executors, and how many versions
-   * the least current store's warmest standby lags behind the committed version (a store with
-   * no warm standby lags by all of it).
+   * One operator in numbers: its standbys on live executors, how many versions the least
+   * current store's warmest standby lags behind the committed version (a store with no warm
+   * standby lags by all of it), its warm-up copies on live executors, and the stores whose active
+   * executor changed between its last two plannings.
    */
   def summary(queryId: String, stateRoot: String, operatorId: Long): ReplicaCoordinator.Summary = synchronized {
     val live = liveFollowers()
-    operators.get((queryId, stateRoot, operatorId)).fold(ReplicaCoordinator.Summary(0, 0L)) { o =>
-      val stores = standbys.filter { case (s, _) => s.queryId == queryId && s.stateRoot == stateRoot && s.operatorId == operatorId }
+    val key = (queryId, stateRoot, operatorId)
+    def ofOperator(s: ReplicaStore) = (s.queryId, s.stateRoot, s.operatorId) == key
+    operators.get(key).fold(ReplicaCoordinator.Summary(0, 0L, 0, 0)) { o =>
+      val stores = standbys.filter { case (s, _) => ofOperator(s) }
       val alive = stores.values.map(_.count(live.contains)).sum
-      val lags = stores.map { case (s, es) =>
+      val lags = stores.filter(_ => o.wanted.standbys > 0).map { case (s, es) =>
         val best = es.flatMap(e => live.get(e).flatMap(_.holdings.get(s))).maxOption
         best.fold(o.committed)(v => math.max(0L, o.committed - v))
       }
-      ReplicaCoordinator.Summary(alive, if (lags.isEmpty) 0L else lags.max)
+      val warming = warmups.count { case (s, e) => ofOperator(s) && live.contains(e) }
+      ReplicaCoordinator.Summary(alive, if (lags.isEmpty) 0L else lags.max, warming, lastMoves.getOrElse(key, 0))
     }
   }
 
   /**
    * [[status]] as JSON (for Python's `kstate.replica_status`): a list of
-   * `{"operator", "partition", "active", "committed_version", "standbys": [{"executor", "version"}]}`,
-   * `active` and `version` null when unknown.
+   * `{"operator", "partition", "store", "active", "committed_version", "standbys": [{"executor", "version"}],
+   * "warmup": {"executor", "version"}, "moving_to"}`, `active`, `version`, `warmup` and
+   * `moving_to` null when unknown or none.
    */
   def statusJson(queryId: String): String = {
     import org.json4s.JsonDSL._
     import org.json4s.{JLong, JNull, JString, JValue}
     // an absent value is null, not a missing field (json4s drops None)
     def orNull[T](o: Option[T])(f: T => JValue): JValue = o.map(f).getOrElse(JNull)
+    def copy(c: (String, Option[Long])): JValue = ("executor" -> c._1) ~ ("version" -> orNull(c._2)(JLong(_)))
     val rows = status(queryId).map { s =>
       ("operator" -> s.store.operatorId) ~ ("partition" -> s.store.partition) ~ ("store" -> s.store.storeName) ~
         ("active" -> orNull(s.active)(JString(_))) ~ ("committed_version" -> s.committed) ~
-        ("standbys" -> s.standbys.map { case (e, v) => ("executor" -> e) ~ ("version" -> orNull(v)(JLong(_))) })
+        ("standbys" -> s.standbys.map(copy)) ~ ("warmup" -> orNull(s.warmup)(copy)) ~
+        ("moving_to" -> orNull(s.movingTo)(JString(_)))
     }
     org.json4s.jackson.JsonMethods.compact(org.json4s.jackson.JsonMethods.render(rows))
   }
@@ -164,6 +203,9 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
     def ofGone(s: ReplicaStore) = gone((s.queryId, s.stateRoot, s.operatorId))
     standbys = standbys.filterNot { case (s, _) => ofGone(s) }
     actives = actives.filterNot { case (s, _) => ofGone(s) }
+    moves = moves.filterNot { case (s, _) => ofGone(s) }
+    warmups = warmups.filterNot { case (s, _) => ofGone(s) }
+    lastMoves --= gone
   }
 
   /** Whether an executor is alive, as far as Spark knows now. */
@@ -179,7 +221,7 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
 }
 
 object ReplicaCoordinator {
-  private final case class Operator(numPartitions: Int, standbys: Int, committed: Long)
+  private final case class Operator(numPartitions: Int, wanted: Wanted, committed: Long)
   private final case class Follower(host: String, lastPoll: Long, holdings: Map[ReplicaStore, Long])
 
   private val instance = new AtomicReference[ReplicaCoordinator]()
@@ -200,10 +242,31 @@ object ReplicaCoordinator {
   /** The task location Spark prefers for an executor. */
   def location(host: String, executorId: String): String = s"executor_${host}_$executorId"
 
-  /** An operator's standbys on live executors, and the largest lag in versions. */
-  final case class Summary(standbys: Int, maxLagVersions: Long)
+  /**
+   * What an operator wants of the coordinator (read from the session at each planning).
+   *
+   * @param standbys       standby copies per store (`spark.kstate.standbyReplicas`); 0: none
+   * @param maxWarmups     warm-up copies at once, over all of the query's operators
+   *                       (`spark.kstate.maxWarmupReplicas`); 0: stores move only to standbys,
+   *                       and with no standbys either, never
+   * @param acceptableLag  versions a copy may lag behind the committed version for its store's
+   *                       active to move to it (`spark.kstate.acceptableRecoveryLag`)
+   */
+  final case class Wanted(standbys: Int, maxWarmups: Int, acceptableLag: Long) {
+    /** Whether the coordinator has anything to do for the operator. */
+    def any: Boolean = standbys > 0 || maxWarmups > 0
+  }
 
-  /** One store: its active executor, committed version, and each standby with the version it holds. */
+  /**
+   * An operator in numbers: standbys on live executors, the largest lag in versions, warm-up
+   * copies on live executors, and ownership moves between its last two plannings.
+   */
+  final case class Summary(standbys: Int, maxLagVersions: Long, warmups: Int, ownershipMoves: Int)
+
+  /**
+   * One store: its active executor, committed version, each standby and its warm-up copy with
+   * the version it holds, and the executor its active should move to.
+   */
   final case class StoreStatus(store: ReplicaStore, active: Option[String], committed: Long,
-      standbys: Seq[(String, Option[Long])])
+      standbys: Seq[(String, Option[Long])], warmup: Option[(String, Option[Long])], movingTo: Option[String])
 }

@@ -166,12 +166,31 @@ class KStateReplicasSuite extends AnyFunSuite with BeforeAndAfterEach {
     KStateReplicas.follow(Seq(Standby(b.store, 2)), hadoop)
     assert(KStateReplicas.holdings.keySet == Set(b.store))
     val owner = new Object
-    KStateReplicas.activate(b.store, owner)
+    var ownerVersion = 2L
+    KStateReplicas.activate(b.store, owner, () => ownerVersion)
     KStateReplicas.follow(Seq(Standby(b.store, 2)), hadoop)
     assert(KStateReplicas.holdings.isEmpty, "no standby of a store active here")
+    KStateReplicas.deactivate(b.store, new Object)
+    KStateReplicas.follow(Seq(Standby(b.store, 2)), hadoop)
+    assert(KStateReplicas.holdings.isEmpty, "only its own provider deactivates it")
     KStateReplicas.deactivate(b.store, owner)
     KStateReplicas.follow(Seq(Standby(b.store, 2)), hadoop)
     assert(KStateReplicas.holdings.keySet == Set(b.store))
+  }
+
+  test("a provider left loaded after its store moved away does not keep this executor's copy out") {
+    val b = new Checkpoint()
+    val rnd = new Random(6)
+    b.commitTo(3, rnd)
+    val owner = new Object
+    var ownerVersion = 3L
+    KStateReplicas.activate(b.store, owner, () => ownerVersion)
+    KStateReplicas.follow(Seq(Standby(b.store, 3)), hadoop)
+    assert(KStateReplicas.holdings.isEmpty, "the provider holds the committed version: it is current")
+    ownerVersion = 2L // it last ran version 2; the store then ran elsewhere and committed 3
+    KStateReplicas.follow(Seq(Standby(b.store, 3)), hadoop)
+    assert(KStateReplicas.holdings == Map(b.store -> 3L))
+    KStateReplicas.deactivate(b.store, owner)
   }
 
   test("a standby that cannot catch up is dropped and counted, not thrown") {

@@ -13,10 +13,11 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
   private def poll(c: ReplicaCoordinator, e: String, holds: Map[ReplicaStore, Long] = Map.empty) =
     c.poll(Poll(e, s"host-$e.local", holds)).standbys.toSet
 
-  /** Two partitions, active on executors 1 and 2. */
+  /** Two partitions, active on executors 1 and 2 (unless `actives` says otherwise). */
   private def plan(c: ReplicaCoordinator, committed: Long, standbys: Int = 1,
-      actives: Map[Int, String] = Map(0 -> "1", 1 -> "2")): Unit =
-    c.plan("q", "/cp/state", 3L, "default", 2, standbys, committed, p => actives.get(p).map(loc))
+      actives: Map[Int, String] = Map(0 -> "1", 1 -> "2"), maxWarmups: Int = 2, lag: Long = 1): Unit =
+    c.plan("q", "/cp/state", 3L, "default", actives.keys.maxOption.fold(2)(p => math.max(2, p + 1)),
+      ReplicaCoordinator.Wanted(standbys, maxWarmups, lag), committed, p => actives.get(p).map(loc))
 
   test("followers are told the standbys placed on them, at the committed version") {
     val c = coordinator()
@@ -115,11 +116,103 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     poll(c, "3", Map(store(0) -> 6L))
     val s = c.status("q")
     assert(s.map(_.store) == Seq(store(0), store(1)))
-    assert(s.head == ReplicaCoordinator.StoreStatus(store(0), Some("1"), 7, Seq("3" -> Some(6L))))
+    assert(s.head == ReplicaCoordinator.StoreStatus(store(0), Some("1"), 7, Seq("3" -> Some(6L)), None, None))
     // as JSON: a standby that holds nothing yet has version null (not a missing field)
     val json = c.statusJson("q")
-    assert(json.contains(""""partition":0,"store":"default","active":"1","committed_version":7,"standbys":[{"executor":"3","version":6}]"""), json)
+    assert(json.contains(""""partition":0,"store":"default","active":"1","committed_version":7,"standbys":[{"executor":"3","version":6}],"warmup":null,"moving_to":null"""), json)
     assert(json.contains(""""standbys":[{"executor":"1","version":null}]"""), json)
+  }
+
+  /** Four partitions all active on executor 1. */
+  private val piled = Map(0 -> "1", 1 -> "1", 2 -> "1", 3 -> "1")
+
+  private def moving(c: ReplicaCoordinator): Map[Int, String] =
+    c.status("q").flatMap(s => s.movingTo.map(s.store.partition -> _)).toMap
+
+  private def warming(c: ReplicaCoordinator): Map[Int, String] =
+    c.status("q").flatMap(s => s.warmup.map(s.store.partition -> _._1)).toMap
+
+  test("an added executor: a store moves to it only once its warm-up there is within the acceptable lag") {
+    val c = coordinator()
+    Seq("1", "2").foreach(poll(c, _))
+    val balanced = Map(0 -> "1", 1 -> "1", 2 -> "2", 3 -> "2")
+    plan(c, committed = 5, standbys = 0, actives = balanced)
+    assert(moving(c).isEmpty && warming(c).isEmpty)
+    poll(c, "3") // added
+    plan(c, committed = 6, standbys = 0, actives = balanced)
+    // 2/2/0: one store from the fullest (1, by id) to 3, with a warm-up there
+    assert(moving(c) == Map(0 -> "3") && warming(c) == Map(0 -> "3"))
+    assert(poll(c, "3") == Set(Standby(store(0), 6)), "the warm-up is assigned to its follower")
+    val spark = Some(loc("1"))
+    assert(c.preferredLocation(store(0), spark) == spark, "no copy yet: the store stays")
+    poll(c, "3", Map(store(0) -> 4L))
+    assert(c.preferredLocation(store(0), spark) == spark, "2 versions behind, lag 1: stays")
+    plan(c, committed = 6, standbys = 0, actives = balanced)
+    assert(moving(c) == Map(0 -> "3"), "a planned move keeps its warm-up")
+    poll(c, "3", Map(store(0) -> 5L))
+    assert(c.preferredLocation(store(0), spark) == Some(loc("3")), "1 behind: moves")
+    assert(c.summary("q", "/cp/state", 3L).warmups == 1)
+    // the task ran on 3; Spark records it there
+    val after = balanced + (0 -> "3")
+    plan(c, committed = 7, standbys = 0, actives = after)
+    assert(c.summary("q", "/cp/state", 3L) == ReplicaCoordinator.Summary(0, 0L, 0, 1))
+    assert(moving(c).isEmpty && warming(c).isEmpty, "balanced: the warm-up became the active")
+    assert(poll(c, "3").isEmpty)
+    assert(c.preferredLocation(store(0), Some(loc("3"))) == Some(loc("3")))
+    plan(c, committed = 8, standbys = 0, actives = after)
+    assert(c.summary("q", "/cp/state", 3L).ownershipMoves == 0)
+  }
+
+  test("a move to an executor holding the store's standby needs no warm-up") {
+    val c = coordinator()
+    Seq("1", "2").foreach(poll(c, _))
+    plan(c, committed = 5, actives = piled)
+    // every standby is on 2 (the only other executor): two stores move there
+    assert(moving(c) == Map(0 -> "2", 1 -> "2") && warming(c).isEmpty)
+    poll(c, "2", Map(store(0) -> 5L, store(1) -> 3L))
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("2")))
+    assert(c.preferredLocation(store(1), Some(loc("1"))) == Some(loc("1")))
+  }
+
+  test("at most maxWarmupReplicas warm-ups for the query; a lag of 0 wants the committed version") {
+    val c = coordinator()
+    Seq("1", "2", "3", "4", "5").foreach(poll(c, _))
+    val all = (0 until 8).map(_ -> "1").toMap
+    plan(c, committed = 3, standbys = 0, actives = all, maxWarmups = 1, lag = 0)
+    assert(warming(c).size == 1 && moving(c) == warming(c))
+    val (p, e) = warming(c).head
+    poll(c, e, Map(store(p) -> 2L))
+    assert(c.preferredLocation(store(p), Some(loc("1"))) == Some(loc("1")))
+    poll(c, e, Map(store(p) -> 3L))
+    assert(c.preferredLocation(store(p), Some(loc("1"))) == Some(loc(e)))
+    // another operator of the query shares the budget
+    c.plan("q", "/cp/state", 4L, "default", 2, ReplicaCoordinator.Wanted(0, 1, 0), 3, _ => Some(loc("1")))
+    assert(c.summary("q", "/cp/state", 4L).warmups == 0)
+    plan(c, committed = 3, standbys = 0, actives = all, maxWarmups = 0)
+    assert(warming(c).isEmpty && moving(c).isEmpty, "no budget, no standbys: nothing moves")
+  }
+
+  test("the warm-up's executor is lost during warm-up: the store stays, and warms elsewhere") {
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    val three = Map(0 -> "1", 1 -> "1", 2 -> "1", 3 -> "2")
+    plan(c, committed = 2, standbys = 0, actives = three)
+    assert(warming(c) == Map(0 -> "3"))
+    poll(c, "3", Map(store(0) -> 2L))
+    c.executorRemoved("3")
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("1")))
+    assert(c.summary("q", "/cp/state", 3L).warmups == 0)
+    poll(c, "4") // its replacement
+    plan(c, committed = 3, standbys = 0, actives = three)
+    assert(warming(c) == Map(0 -> "4"))
+  }
+
+  test("neither standbys nor warm-ups wanted: the operator is forgotten (placement is Spark's)") {
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    plan(c, committed = 2, standbys = 0, actives = piled, maxWarmups = 0)
+    assert(c.status("q").isEmpty && poll(c, "3").isEmpty)
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("1")))
   }
 
   test("executor ids are read from Spark's task locations, host names with underscores included") {
