@@ -14,6 +14,16 @@ executors are registered and every state partition has a standby at the newest c
 version (standby runs), so each kill finds warm standbys. The old ``kill_after`` means
 ``[{"after": kill_after, "targets": ["active"]}]``.
 
+``start_executors`` (fewer than ``executors``) scales the cluster down to that many before the
+query starts (``LocalCluster.remove_executor``: the Master does not replace them). ``add``,
+``{"after": b, "kill_warming": bool}``, scales it back up to ``executors`` after batch ``b``
+(as when a worker joins); with ``kill_warming`` it ``kill -9``s, after batch ``b + 1`` (the batch
+that planned the warm-ups, before any store moved), each added executor that holds a warm-up,
+and waits for the Master's replacement. After every batch from ``b + 1`` on it waits until the
+planned warm-ups are within ``spark.kstate.acceptableRecoveryLag`` (default 1), so the next batch
+moves their stores. ``add`` is recorded in the result with the replica status and state
+locations around it, and the final state locations.
+
 Writes ``result`` (JSON): per kill the executors killed and their pids, the executors before
 and after, the replica status before each kill, and per batch its id, input rows and state
 operator's custom metrics.
@@ -48,8 +58,14 @@ def main(config_path: str) -> int:
     t0 = time.monotonic()
     cluster = LocalCluster(executors=cfg["executors"]).start(conf)
     spark = cluster.spark
+    if cfg.get("start_executors"):
+        ids = cluster.executor_ids()
+        for e in sorted(ids, key=int)[cfg["start_executors"]:]:
+            cluster.remove_executor(e)
     out: Dict[str, Any] = {"executors_before": cluster.executors(),
                            "cluster_start_s": round(time.monotonic() - t0, 1)}
+    add = cfg.get("add")
+    lag = int(cfg.get("conf", {}).get("spark.kstate.acceptableRecoveryLag", 1))
     try:
         import kstate  # noqa: F401  (adds df.kstate)
 
@@ -61,20 +77,26 @@ def main(config_path: str) -> int:
 
         q = (deduped.writeStream.outputMode("append").option("checkpointLocation", cfg["checkpoint"])
              .foreachBatch(sink).start())
-        kills = cfg.get("kills") or [{"after": cfg["kill_after"], "targets": ["active"]}]
+        kills = cfg.get("kills") or ([{"after": cfg["kill_after"], "targets": ["active"]}] if "kill_after" in cfg else [])
         out["kills"] = []
         for i, records in enumerate(cfg["batches"]):
             write_json_lines(cfg["src"], file_name(i), records)
             q.processAllAvailable()
             for k in (k for k in kills if k["after"] == i):
                 out["kills"].append(kill(cluster, q, k["targets"], cfg, out))
+            if add:
+                scale_up(cluster, q, add, i, cfg, lag, out)
         out["progress"] = [batch_summary(json.loads(p.json)) for p in q.recentProgress]
+        if add:
+            out["add"]["locations_at_end"] = cluster.state_locations(q, cfg["partitions"])
         q.stop()
         out["query_s"] = round(time.monotonic() - t0 - out["cluster_start_s"], 1)
         # The Master replaces a lost executor; a slow JVM start on a busy machine may still be
         # under way when the last batch ends.
-        out["executors_after"] = cluster.wait_for_replacement([e for k in out["kills"] for e in k["executors"]])
-        out["killed"] = out["kills"][0] | {"executor": out["kills"][0]["executors"][0]}
+        lost = [e for k in out["kills"] for e in k["executors"]] + (out.get("add") or {}).get("killed", [])
+        out["executors_after"] = cluster.wait_for_replacement(lost)
+        if out["kills"]:
+            out["killed"] = out["kills"][0] | {"executor": out["kills"][0]["executors"][0]}
     finally:
         cluster.stop()
     with open(cfg["result"], "w") as f:
@@ -103,6 +125,33 @@ def kill(cluster: Any, q: Any, targets: List[str], cfg: Dict[str, Any], out: Dic
             "after_batch": q.lastProgress["batchId"], "replica_status": status}
     print(f"killed {done}", flush=True)
     return done
+
+
+def scale_up(cluster: Any, q: Any, add: Dict[str, Any], i: int, cfg: Dict[str, Any], lag: int,
+             out: Dict[str, Any]) -> None:
+    """The ``add`` steps after batch ``i`` (see the module doc)."""
+    import kstate
+
+    if i == add["after"]:
+        before = set(cluster.executor_ids())
+        out["add"] = {"after_batch": q.lastProgress["batchId"], "executors_before": sorted(before),
+                      "locations_before": cluster.state_locations(q, cfg["partitions"]), "killed": []}
+        out["add"]["added"] = sorted(set(cluster.add_executors(cfg["executors"])) - before)
+        print(f"added {out['add']['added']}", flush=True)
+    elif i > add["after"]:
+        if i == add["after"] + 1 and add.get("kill_warming"):
+            status = kstate.replica_status(q)
+            warming = sorted({r["warmup"]["executor"] for r in status if r["warmup"] is not None}
+                             & set(out["add"]["added"]))
+            out["add"]["status_before_kill"] = status
+            out["add"]["locations_before_kill"] = cluster.state_locations(q, cfg["partitions"])
+            pids = cluster.executors()
+            for e in warming:
+                cluster.kill(e, pids)
+            out["add"]["killed"] = warming
+            print(f"killed warming {warming}", flush=True)
+            cluster.wait_for_followers(cluster.wait_for_replacement(warming))
+        cluster.wait_warmups_ready(q, lag)
 
 
 def wait_warm(cluster: Any, q: Any, cfg: Dict[str, Any], timeout_s: float = 120) -> List[Dict[str, Any]]:

@@ -185,6 +185,58 @@ class LocalCluster:
                 raise TimeoutError(f"standbys not warm after {timeout_s} s: {status}")
             time.sleep(0.25)
 
+    def wait_warmups_ready(self, query: Any, lag: int = 1, timeout_s: float = 120) -> List[Dict[str, Any]]:
+        """Waits until every warm-up copy of ``query`` holds a version within ``lag`` of the next
+        micro-batch's start (the status's ``committed_version`` + 1, as in
+        :meth:`wait_standbys_warm`), so that the next batch moves its store; returns the status."""
+        import kstate
+
+        deadline = time.monotonic() + timeout_s
+        while True:
+            status = kstate.replica_status(query)
+            alive = set(self.executor_ids())
+            cold = [r for r in status if r["warmup"] is not None and r["warmup"]["executor"] in alive
+                    and (r["warmup"]["version"] is None or r["warmup"]["version"] < r["committed_version"] + 1 - lag)]
+            if not cold:
+                return status
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"warm-ups not ready after {timeout_s} s: {status}")
+            time.sleep(0.25)
+
+    # --- capacity --------------------------------------------------------------------------
+
+    def remove_executor(self, executor_id: str, timeout_s: float = 120) -> List[str]:
+        """Takes ``executor_id`` away the way a scale-down does (``SparkContext.killExecutor``:
+        the application then wants one executor fewer, so the Master does not replace it);
+        returns the executors left."""
+        before = len(self.executor_ids())
+        self.spark.sparkContext._jsc.sc().killExecutor(executor_id)
+        return self._wait(lambda ids: executor_id not in ids and len(ids) == before - 1, timeout_s,
+                          f"executor {executor_id} removed")
+
+    def add_executors(self, total: int, timeout_s: float = 180) -> List[str]:
+        """Scales up to ``total`` executors (``SparkContext.requestTotalExecutors``; the Master
+        starts the new ones on free Workers, as when a worker is added) and waits for them and
+        for their kstate followers."""
+        sc = self.spark.sparkContext
+        empty = sc._jvm.PythonUtils.toScalaMap(sc._jvm.java.util.HashMap())
+        sc._jsc.sc().requestTotalExecutors(total, 0, empty)
+        ids = self.wait_for_executors(total, timeout_s)
+        self.wait_for_followers(ids, timeout_s)
+        return ids
+
+    def wait_for_followers(self, executor_ids: List[str], timeout_s: float = 120) -> None:
+        """Waits until kstate's replica coordinator hears from the follower of each of
+        ``executor_ids`` (an executor registers with the scheduler before its plugin's follower
+        first polls; until then it gets no copies). Internal API, via py4j."""
+        jvm = self.spark.sparkContext._jvm
+        rc = jvm.org.apache.spark.sql.kstate.state.replica.ReplicaCoordinator.current().get()
+        deadline = time.monotonic() + timeout_s
+        while not set(executor_ids) <= set(rc.followingExecutors()):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"followers of {executor_ids} not polling after {timeout_s} s")
+            time.sleep(0.2)
+
     def wait_for_executors(self, n: int, timeout_s: float = 120) -> List[str]:
         """Waits until at least ``n`` executors are registered."""
         return self._wait(lambda ids: len(ids) >= n, timeout_s, f"{n} executors")

@@ -1,5 +1,6 @@
-"""Executor loss on a real multi-executor Spark (issue 16 §3): without standbys a cold restore;
-with one standby per state partition, failover to the standby.
+"""Executor loss and added executors on a real multi-executor Spark (issue 16 §3): without
+standbys a cold restore; with one standby per state partition, failover to the standby; an added
+executor takes partitions only after their warm-up copies there caught up.
 
 A child process (``_executor_loss_driver.py``) runs ``local-cluster[3,1,1024]``: three executor
 JVMs next to the driver. Its kstate ``deduplicate_by_key`` query reads one file per micro-batch,
@@ -20,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections import Counter
 from typing import Any, Dict, List
 
 from _streaming import model_forwarded, partitioner
@@ -139,8 +141,11 @@ STANDBY_KILLS = [{"after": 2, "targets": ["active"]}, {"after": 4, "targets": ["
 
 def test_with_a_standby_each_lost_partition_fails_over_without_replaying_and_output_stays_exact(spark, tmp_path):
     data = batches(STANDBY_BATCHES)
+    # Between the kills the replacement executors take partitions back (warm-up moves, to their
+    # standbys): with an acceptable lag of 0 such a move replays nothing either, so every
+    # batch's replay below comes from failovers alone.
     res = run_driver(tmp_path, data, kills=STANDBY_KILLS, wait_warm=True,
-                     conf={**CONF, "spark.kstate.standbyReplicas": "1"})
+                     conf={**CONF, "spark.kstate.standbyReplicas": "1", "spark.kstate.acceptableRecoveryLag": "0"})
 
     progress = {p["batchId"]: p for p in res["progress"] if p["numInputRows"] > 0}
     assert sorted(progress) == list(range(STANDBY_BATCHES))
@@ -169,3 +174,42 @@ def test_with_a_standby_each_lost_partition_fails_over_without_replaying_and_out
     # Both lost: partition 0 restores from the checkpoint, a cold restore.
     assert len(set(both_kill["executors"])) == 2
     assert metric(7, "kstateStoreRestoreRecordsReplayed") > 0
+
+
+# Scale-up: the query starts on 2 executors (the third scaled away before it starts); after
+# batch 1 the application gets its third executor back (as when a worker joins). Batch 2 plans
+# warm-ups there; the driver then kill -9s that executor (a loss during warm-up) and the Master
+# replaces it; batch 3 plans warm-ups on the replacement, which catch up before batch 4 (the
+# driver waits for them), and batch 4 moves the stores.
+ADD_BATCHES = 7
+
+
+def test_an_added_executor_takes_partitions_only_after_warm_up_and_output_stays_exact(spark, tmp_path):
+    data = batches(ADD_BATCHES)
+    res = run_driver(tmp_path, data, start_executors=2, add={"after": 1, "kill_warming": True})
+
+    progress = {p["batchId"]: p for p in res["progress"] if p["numInputRows"] > 0}
+    assert sorted(progress) == list(range(ADD_BATCHES))
+    assert sink_batches(spark, str(tmp_path / "out")) == expected(spark, data)
+
+    def metric(b: int, name: str) -> int:
+        return int(progress[b]["customMetrics"][name])
+
+    add = res["add"]
+    assert len(res["executors_before"]) == 2 and len(add["added"]) == 1
+    assert set(add["locations_before"].values()) <= set(add["executors_before"])
+    # Killed during warm-up: it kept warm-ups, and no partition had moved to it yet.
+    assert add["killed"] == add["added"]
+    assert any(r["warmup"] and r["warmup"]["executor"] == add["added"][0] for r in add["status_before_kill"])
+    assert add["added"][0] not in add["locations_before_kill"].values()
+    # In the end balanced, 2 partitions per executor, the replacement included.
+    final = Counter(add["locations_at_end"].values())
+    assert sorted(final.values()) == [2, 2, 2], add["locations_at_end"]
+    assert not set(final) & set(add["killed"])
+    # Partitions moved, each to its warm-up copy: no batch restored from the checkpoint's
+    # snapshot, and none replayed more than one version (the acceptable lag) per moved partition,
+    # i.e. at most the previous batch's changelog records.
+    assert sum(metric(b, "kstateOwnershipMoves") for b in progress) >= 2
+    for b in range(1, ADD_BATCHES):
+        assert metric(b, "kstateStoreRestoredFromSnapshot") == 0, b
+        assert metric(b, "kstateStoreRestoreRecordsReplayed") <= metric(b - 1, "kstateStoreChangelogRecords"), b

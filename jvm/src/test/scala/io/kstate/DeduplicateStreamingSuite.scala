@@ -52,18 +52,21 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
     assert(op.operatorName === "kstate_deduplicate_by_key")
   }
 
-  test("standby replicas without kstate's plugin, or a bad count: named errors at the first micro-batch") {
-    for ((value, errorClass) <- Seq("1" -> "KSTATE_STANDBY_REPLICAS_NEED_PLUGIN", "-1" -> "KSTATE_INVALID_STANDBY_REPLICAS",
-        "one" -> "KSTATE_INVALID_STANDBY_REPLICAS")) {
-      spark.conf.set("spark.kstate.standbyReplicas", value)
+  test("standby replicas without kstate's plugin, or a bad replica setting: named errors at the first micro-batch") {
+    val standbys = "spark.kstate.standbyReplicas"
+    for ((key, value, errorClass) <- Seq((standbys, "1", "KSTATE_STANDBY_REPLICAS_NEED_PLUGIN"),
+        (standbys, "-1", "KSTATE_INVALID_STANDBY_REPLICAS"), (standbys, "one", "KSTATE_INVALID_STANDBY_REPLICAS"),
+        ("spark.kstate.maxWarmupReplicas", "-1", "KSTATE_INVALID_REPLICA_SETTING"),
+        ("spark.kstate.acceptableRecoveryLag", "1 batch", "KSTATE_INVALID_REPLICA_SETTING"))) {
+      spark.conf.set(key, value)
       try {
         val in = input()
         val q = start(byKey("10 seconds")(frame(in)), tempDir("ckpt"))
         in.addData(("k", 1000L, 1))
         val e = intercept[StreamingQueryException](q.processAllAvailable())
         q.stop()
-        assert(kstateCause(e).map(_.errorClass) === Some(errorClass), value)
-      } finally spark.conf.unset("spark.kstate.standbyReplicas")
+        assert(kstateCause(e).map(_.errorClass) === Some(errorClass), s"$key=$value")
+      } finally spark.conf.unset(key)
     }
   }
 

@@ -141,6 +141,12 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
   /** `queryId` stopped: its stores get no standbys until it runs again. */
   def queryTerminated(queryId: String): Unit = synchronized(forget(_._1._1 == queryId))
 
+  /** The executors whose followers poll now: those that can hold copies (for tests, as a list). */
+  def followingExecutors: java.util.List[String] = synchronized {
+    import scala.jdk.CollectionConverters._
+    liveFollowers().keys.toSeq.sorted(StandbyPlacement.ExecutorOrder).asJava
+  }
+
   /** The table of a query's stores (for `kstate.replica_status` and tests). */
   def status(queryId: String): Seq[ReplicaCoordinator.StoreStatus] = synchronized {
     val live = liveFollowers()
