@@ -48,16 +48,19 @@ private[state] object KStateReplicas extends Logging {
     copies.keySet().asScala.toList.foreach(drop)
   }
 
-  /**
-   * The version each store's state on this executor holds: each standby or warm-up copy (those
-   * that hold none yet are left out), and each store whose provider is loaded here. A store that
-   * moved here from another executor and back finds its state in that provider: Spark hands the
-   * loaded provider to the store's next task here, which reuses it when it holds the version the
-   * task starts from, so the coordinator may count it as a copy.
-   */
+  /** The committed version each copy holds (copies that hold none yet are left out). */
   def holdings: Map[ReplicaStore, Long] =
-    (active.asScala.map { case (s, a) => s -> a.version() } ++
-      copies.values().asScala.map(c => c.store -> c.version)).filter(_._2 >= 0).toMap
+    copies.values().asScala.map(c => c.store -> c.version).filter(_._2 >= 0).toMap
+
+  /**
+   * The version each provider loaded here holds, for the stores with no copy here. Spark hands a
+   * loaded provider to its store's next task on this executor, which reuses it only when it holds
+   * exactly the version the task starts from (else it restores), so the coordinator may move a
+   * store here on it only at that version.
+   */
+  def loaded: Map[ReplicaStore, Long] =
+    active.asScala.iterator.filterNot { case (s, _) => copies.containsKey(s) }
+      .map { case (s, a) => s -> a.version() }.filter(_._2 >= 0).toMap
 
   /**
    * A provider of `store` is active on this executor from now (before it restores and

@@ -88,7 +88,7 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
     def ofOperator(s: ReplicaStore) = (s.queryId, s.stateRoot, s.operatorId) == key
     val othersWarming = warmups.count { case (s, e) => s.queryId == key._1 && !ofOperator(s) && live.contains(e) }
     val slots = stores.map { s =>
-      val copies = live.flatMap { case (e, f) => f.holdings.get(s).map(e -> _) }
+      val copies = live.flatMap { case (e, f) => f.holdings.get(s).orElse(f.loaded.get(s)).map(e -> _) }
       WarmupPlacement.Slot(s, actives.get(s).filter(isAlive), standbys.getOrElse(s, Nil), copies)
     }
     val p = WarmupPlacement.plan(slots, live.keySet, moves.filter(m => ofOperator(m._1)),
@@ -112,9 +112,11 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
       case Some(o) =>
         val live = liveFollowers(isAlive)
         def held(e: String) = live.get(e).flatMap(f => f.holdings.get(store).map(v => (e, f, v)))
-        val chosen = if (sparkAlive) {
-          moves.get(store).flatMap(held).filter(_._3 >= o.committed - o.wanted.acceptableLag)
-        } else (standbys.getOrElse(store, Nil) ++ warmups.get(store)).distinct.flatMap(held).maxByOption(_._3)
+        // a copy catches up the versions it lacks; a loaded provider is reused only as it is
+        def ready(e: String) = held(e).filter(_._3 >= o.committed - o.wanted.acceptableLag)
+          .orElse(live.get(e).flatMap(f => f.loaded.get(store).filter(_ == o.committed).map(v => (e, f, v))))
+        val chosen = if (sparkAlive) moves.get(store).flatMap(ready)
+        else (standbys.getOrElse(store, Nil) ++ warmups.get(store)).distinct.flatMap(held).maxByOption(_._3)
         chosen.map { case (e, f, _) => ReplicaCoordinator.location(f.host, e) }.orElse(spark)
     }
   }
@@ -123,7 +125,7 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
   def poll(p: Poll): Assignments = synchronized {
     if (removed(p.executorId)) Assignments(Nil)
     else {
-      followers += p.executorId -> Follower(p.host, clock(), p.holdings)
+      followers += p.executorId -> Follower(p.host, clock(), p.holdings, p.loaded)
       val mine = standbys.collect { case (s, es) if es.contains(p.executorId) => s }.toSet ++
         warmups.collect { case (s, e) if e == p.executorId => s }
       Assignments(mine.toSeq.flatMap { s =>
@@ -153,7 +155,7 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
     operators.toSeq.filter(_._1._1 == queryId).flatMap { case ((_, root, op), o) =>
       standbys.keys.filter(s => s.queryId == queryId && s.stateRoot == root && s.operatorId == op).toSeq
         .sortBy(_.partition).map { s =>
-          def held(e: String) = e -> live.get(e).flatMap(_.holdings.get(s))
+          def held(e: String) = e -> live.get(e).flatMap(f => f.holdings.get(s).orElse(f.loaded.get(s)))
           ReplicaCoordinator.StoreStatus(s, actives.get(s), o.committed,
             standbys.getOrElse(s, Nil).map(held), warmups.get(s).map(held), moves.get(s))
         }
@@ -228,7 +230,8 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
 
 object ReplicaCoordinator {
   private final case class Operator(numPartitions: Int, wanted: Wanted, committed: Long)
-  private final case class Follower(host: String, lastPoll: Long, holdings: Map[ReplicaStore, Long])
+  private final case class Follower(host: String, lastPoll: Long, holdings: Map[ReplicaStore, Long],
+      loaded: Map[ReplicaStore, Long])
 
   private val instance = new AtomicReference[ReplicaCoordinator]()
 

@@ -30,7 +30,7 @@ private[state] final class ReplicaFollower(ask: Poll => Assignments, executorId:
     while (!stopped) {
       try {
         if (hostName == null) hostName = host() // null until the executor's block manager registered
-        val a = if (hostName == null) Assignments(Nil) else ask(Poll(executorId, hostName, KStateReplicas.holdings))
+        val a = if (hostName == null) Assignments(Nil) else ask(Poll(executorId, hostName, KStateReplicas.holdings, KStateReplicas.loaded))
         if (!stopped) KStateReplicas.follow(a.standbys, conf)
       } catch {
         case _: InterruptedException if stopped =>

@@ -18,9 +18,12 @@ object ReplicaProtocol {
   /**
    * An executor's follower asks what to follow, and says what it holds.
    *
-   * @param holdings the committed version each standby copy on the executor holds
+   * @param holdings the committed version each standby or warm-up copy on the executor holds
+   * @param loaded   the version each provider loaded on the executor holds (stores without a copy
+   *                 there): a task reuses it only at exactly that version
    */
-  final case class Poll(executorId: String, host: String, holdings: Map[ReplicaStore, Long])
+  final case class Poll(executorId: String, host: String, holdings: Map[ReplicaStore, Long],
+      loaded: Map[ReplicaStore, Long] = Map.empty)
 
   /** What an executor should hold: a standby copy of each store, at its committed version. */
   final case class Assignments(standbys: Seq[Standby])
@@ -35,7 +38,7 @@ object ReplicaProtocol {
 
   def encode(p: Poll): String = compact(render(
     ("executor" -> p.executorId) ~ ("host" -> p.host) ~
-      ("holdings" -> p.holdings.toSeq.map { case (s, v) => ("store" -> store(s)) ~ ("version" -> v) })))
+      ("holdings" -> versions(p.holdings)) ~ ("loaded" -> versions(p.loaded))))
 
   def encode(a: Assignments): String = compact(render(
     "standbys" -> a.standbys.map(s => ("store" -> store(s.store)) ~ ("committed" -> s.committedVersion))))
@@ -43,11 +46,17 @@ object ReplicaProtocol {
   def decodePoll(json: String): Poll = {
     val j = parse(json)
     Poll(str(j \ "executor"), str(j \ "host"),
-      arr(j \ "holdings").map(h => store(h \ "store") -> long(h \ "version")).toMap)
+      versions(j \ "holdings"), versions(j \ "loaded"))
   }
 
   def decodeAssignments(json: String): Assignments =
     Assignments(arr(parse(json) \ "standbys").map(s => Standby(store(s \ "store"), long(s \ "committed"))))
+
+  private def versions(m: Map[ReplicaStore, Long]): JArray =
+    JArray(m.toList.map { case (s, v) => ("store" -> store(s)) ~ ("version" -> v) })
+
+  private def versions(j: JValue): Map[ReplicaStore, Long] =
+    arr(j).map(h => store(h \ "store") -> long(h \ "version")).toMap
 
   private def store(s: ReplicaStore): JObject =
     ("query" -> s.queryId) ~ ("root" -> s.stateRoot) ~ ("operator" -> s.operatorId) ~

@@ -169,10 +169,11 @@ class KStateReplicasSuite extends AnyFunSuite with BeforeAndAfterEach {
     var ownerVersion = 2L
     KStateReplicas.activate(b.store, owner, () => ownerVersion)
     KStateReplicas.follow(Seq(Standby(b.store, 2)), hadoop)
-    assert(KStateReplicas.holdings == Map(b.store -> 2L), "no copy of a store active here: its provider's version")
+    assert(KStateReplicas.holdings.isEmpty, "no copy of a store active here")
+    assert(KStateReplicas.loaded == Map(b.store -> 2L), "its provider's version")
     KStateReplicas.deactivate(b.store, new Object)
     KStateReplicas.follow(Seq(Standby(b.store, 2)), hadoop)
-    assert(KStateReplicas.holdings == Map(b.store -> 2L), "only its own provider deactivates it")
+    assert(KStateReplicas.holdings.isEmpty, "only its own provider deactivates it")
     KStateReplicas.deactivate(b.store, owner)
     KStateReplicas.follow(Seq(Standby(b.store, 2)), hadoop)
     assert(KStateReplicas.holdings.keySet == Set(b.store))
@@ -186,11 +187,12 @@ class KStateReplicasSuite extends AnyFunSuite with BeforeAndAfterEach {
     var ownerVersion = 3L
     KStateReplicas.activate(b.store, owner, () => ownerVersion)
     KStateReplicas.follow(Seq(Standby(b.store, 3)), hadoop)
-    assert(KStateReplicas.holdings == Map(b.store -> 3L), "the provider holds the committed version: no copy")
+    assert(KStateReplicas.holdings.isEmpty && KStateReplicas.loaded == Map(b.store -> 3L),
+      "the provider holds the committed version: no copy")
     ownerVersion = 2L // it last ran version 2; the store then ran elsewhere and committed 3
-    assert(KStateReplicas.holdings == Map(b.store -> 2L))
     KStateReplicas.follow(Seq(Standby(b.store, 3)), hadoop)
     assert(KStateReplicas.holdings == Map(b.store -> 3L), "a copy, built from the checkpoint")
+    assert(KStateReplicas.loaded.isEmpty, "the copy stands for the store")
     KStateReplicas.deactivate(b.store, owner)
   }
 

@@ -174,6 +174,20 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     assert(c.preferredLocation(store(1), Some(loc("1"))) == Some(loc("1")))
   }
 
+  test("a store moves onto a provider loaded on the destination only at exactly the committed version") {
+    val c = coordinator()
+    Seq("1", "2").foreach(poll(c, _))
+    val balanced = Map(0 -> "1", 1 -> "1", 2 -> "2", 3 -> "2")
+    poll(c, "3")
+    plan(c, committed = 6, standbys = 0, actives = balanced)
+    assert(moving(c) == Map(0 -> "3"))
+    val spark = Some(loc("1"))
+    c.poll(Poll("3", "host-3.local", Map.empty, loaded = Map(store(0) -> 5L)))
+    assert(c.preferredLocation(store(0), spark) == spark, "a provider one version behind would restore")
+    c.poll(Poll("3", "host-3.local", Map.empty, loaded = Map(store(0) -> 6L)))
+    assert(c.preferredLocation(store(0), spark) == Some(loc("3")))
+  }
+
   test("at most maxWarmupReplicas warm-ups for the query; a lag of 0 wants the committed version") {
     val c = coordinator()
     Seq("1", "2", "3", "4", "5").foreach(poll(c, _))
@@ -222,7 +236,7 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
 
   test("messages travel as JSON strings and read back whole") {
     val odd = ReplicaStore("q-\"1\"", "file:/cp dir/état/state", Long.MaxValue, 7, "default")
-    val p = Poll("12", "my_host", Map(odd -> 5L, store(1) -> 0L))
+    val p = Poll("12", "my_host", Map(odd -> 5L, store(1) -> 0L), Map(store(2) -> 7L))
     assert(ReplicaProtocol.decodePoll(ReplicaProtocol.encode(p)) == p)
     val a = Assignments(Seq(Standby(odd, 9L), Standby(store(0), 1L)))
     assert(ReplicaProtocol.decodeAssignments(ReplicaProtocol.encode(a)) == a)
