@@ -77,7 +77,7 @@ def main(config_path: str) -> int:
 
         q = (deduped.writeStream.outputMode("append").option("checkpointLocation", cfg["checkpoint"])
              .foreachBatch(sink).start())
-        kills = cfg.get("kills") or ([{"after": cfg["kill_after"], "targets": ["active"]}] if "kill_after" in cfg else [])
+        kills = cfg["kills"] if "kills" in cfg else [{"after": cfg["kill_after"], "targets": ["active"]}]
         out["kills"] = []
         for i, records in enumerate(cfg["batches"]):
             write_json_lines(cfg["src"], file_name(i), records)

@@ -191,7 +191,7 @@ def test_an_added_executor_takes_partitions_only_after_warm_up_and_output_stays_
     # enough, and a partition would then run on the added executor before its warm-up (a cold
     # restore: correct, but not what this test is about). No executor with state is lost here,
     # so a long wait costs nothing.
-    res = run_driver(tmp_path, data, start_executors=2, add={"after": 1, "kill_warming": True},
+    res = run_driver(tmp_path, data, kills=[], start_executors=2, add={"after": 1, "kill_warming": True},
                      conf={**CONF, "spark.locality.wait": "30s"})
 
     progress = {p["batchId"]: p for p in res["progress"] if p["numInputRows"] > 0}

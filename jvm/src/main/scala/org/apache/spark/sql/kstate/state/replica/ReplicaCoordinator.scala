@@ -18,8 +18,10 @@ import org.apache.spark.sql.kstate.state.replica.ReplicaProtocol._
  *    standbys, on which host, and the version each of their copies holds;
  *  - from Spark's listener bus: executors removed and queries terminated.
  * What it decides at each planning: the standbys ([[StandbyPlacement]]), and the moves that
- * balance each operator's actives with their warm-up copies ([[WarmupPlacement]]); a store moves
- * when its copy on the destination is within the acceptable lag ([[preferredLocation]]).
+ * balance each operator's actives with their warm-up copies ([[WarmupPlacement]]), and which of
+ * those moves this micro-batch makes: those whose copy on the destination is within the
+ * acceptable lag at planning ([[preferredLocation]]). Moves are decided at a batch boundary, as
+ * Kafka's assignor decides them at a rebalance, never while a batch runs.
  * Its state is soft: nothing is persisted. A restarted driver starts with no standbys, and
  * followers re-report what they hold at their next poll.
  *
@@ -44,6 +46,8 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
   private var standbys = Map.empty[ReplicaStore, Seq[String]]
   /** Stores whose active should move, to which executor (balance, docs/replicas.md "Warm-up"). */
   private var moves = Map.empty[ReplicaStore, String]
+  /** The moves this micro-batch makes (their copy was ready when it was planned). */
+  private var movingNow = Map.empty[ReplicaStore, String]
   /** The warm-up copies those moves need: store -> the executor that keeps it. */
   private var warmups = Map.empty[ReplicaStore, String]
   /** Stores whose active executor changed between an operator's last two plannings. */
@@ -95,12 +99,20 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
       wanted.maxWarmups - othersWarming)
     moves = moves.filterNot(m => ofOperator(m._1)) ++ p.moves
     warmups = warmups.filterNot(w => ofOperator(w._1)) ++ p.warmups
+    // a copy catches up the versions it lacks; a loaded provider is reused only as it is
+    def ready(s: ReplicaStore, e: String) = live.get(e).exists { f =>
+      f.holdings.get(s).exists(_ >= committedOf(key) - wanted.acceptableLag) || f.loaded.get(s).contains(committedOf(key))
+    }
+    movingNow = movingNow.filterNot(m => ofOperator(m._1)) ++ p.moves.filter { case (s, e) => ready(s, e) }
   }
+
+  private def committedOf(key: (String, String, Long)): Long = operators(key).committed
 
   /**
    * Where the next task of `store` should run. While Spark's location (`spark`) is alive: the
-   * destination of the store's planned move once the copy there holds a version within the
-   * acceptable lag of the committed one, else Spark's location. Once Spark's location is lost:
+   * destination of the store's move when this micro-batch makes it (its copy there was within
+   * the acceptable lag when the batch was planned, [[plan]]) and that executor lives, else
+   * Spark's location. Once Spark's location is lost:
    * the alive copy (standby or warm-up) that holds the newest version; Spark's location when
    * there is none. One location, never a list: Spark treats several as unordered.
    */
@@ -109,13 +121,10 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
     val sparkAlive = spark.exists(l => isAlive(ReplicaCoordinator.executorOf(l)))
     operators.get((store.queryId, store.stateRoot, store.operatorId)) match {
       case None => spark
-      case Some(o) =>
+      case Some(_) =>
         val live = liveFollowers(isAlive)
         def held(e: String) = live.get(e).flatMap(f => f.holdings.get(store).map(v => (e, f, v)))
-        // a copy catches up the versions it lacks; a loaded provider is reused only as it is
-        def ready(e: String) = held(e).filter(_._3 >= o.committed - o.wanted.acceptableLag)
-          .orElse(live.get(e).flatMap(f => f.loaded.get(store).filter(_ == o.committed).map(v => (e, f, v))))
-        val chosen = if (sparkAlive) moves.get(store).flatMap(ready)
+        val chosen = if (sparkAlive) movingNow.get(store).flatMap(e => live.get(e).map(f => (e, f, 0L)))
         else (standbys.getOrElse(store, Nil) ++ warmups.get(store)).distinct.flatMap(held).maxByOption(_._3)
         chosen.map { case (e, f, _) => ReplicaCoordinator.location(f.host, e) }.orElse(spark)
     }
@@ -212,6 +221,7 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
     standbys = standbys.filterNot { case (s, _) => ofGone(s) }
     actives = actives.filterNot { case (s, _) => ofGone(s) }
     moves = moves.filterNot { case (s, _) => ofGone(s) }
+    movingNow = movingNow.filterNot { case (s, _) => ofGone(s) }
     warmups = warmups.filterNot { case (s, _) => ofGone(s) }
     lastMoves --= gone
   }

@@ -150,7 +150,10 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     plan(c, committed = 6, standbys = 0, actives = balanced)
     assert(moving(c) == Map(0 -> "3"), "a planned move keeps its warm-up")
     poll(c, "3", Map(store(0) -> 5L))
-    assert(c.preferredLocation(store(0), spark) == Some(loc("3")), "1 behind: moves")
+    assert(c.preferredLocation(store(0), spark) == spark, "1 behind, but a move waits for a planning")
+    plan(c, committed = 6, standbys = 0, actives = balanced)
+    assert(c.preferredLocation(store(0), spark) == Some(loc("3")), "1 behind at planning: moves")
+
     assert(c.summary("q", "/cp/state", 3L).warmups == 1)
     // the task ran on 3; Spark records it there
     val after = balanced + (0 -> "3")
@@ -170,6 +173,7 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     // every standby is on 2 (the only other executor): two stores move there
     assert(moving(c) == Map(0 -> "2", 1 -> "2") && warming(c).isEmpty)
     poll(c, "2", Map(store(0) -> 5L, store(1) -> 3L))
+    plan(c, committed = 5, actives = piled)
     assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("2")))
     assert(c.preferredLocation(store(1), Some(loc("1"))) == Some(loc("1")))
   }
@@ -183,8 +187,10 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     assert(moving(c) == Map(0 -> "3"))
     val spark = Some(loc("1"))
     c.poll(Poll("3", "host-3.local", Map.empty, loaded = Map(store(0) -> 5L)))
+    plan(c, committed = 6, standbys = 0, actives = balanced)
     assert(c.preferredLocation(store(0), spark) == spark, "a provider one version behind would restore")
     c.poll(Poll("3", "host-3.local", Map.empty, loaded = Map(store(0) -> 6L)))
+    plan(c, committed = 6, standbys = 0, actives = balanced)
     assert(c.preferredLocation(store(0), spark) == Some(loc("3")))
   }
 
@@ -196,8 +202,11 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     assert(warming(c).size == 1 && moving(c) == warming(c))
     val (p, e) = warming(c).head
     poll(c, e, Map(store(p) -> 2L))
+    plan(c, committed = 3, standbys = 0, actives = all, maxWarmups = 1, lag = 0)
     assert(c.preferredLocation(store(p), Some(loc("1"))) == Some(loc("1")))
     poll(c, e, Map(store(p) -> 3L))
+    plan(c, committed = 3, standbys = 0, actives = all, maxWarmups = 1, lag = 0)
+    assert(warming(c) == Map(p -> e), "the same warm-up is kept")
     assert(c.preferredLocation(store(p), Some(loc("1"))) == Some(loc(e)))
     // another operator of the query shares the budget
     c.plan("q", "/cp/state", 4L, "default", 2, ReplicaCoordinator.Wanted(0, 1, 0), 3, _ => Some(loc("1")))
@@ -213,6 +222,8 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     plan(c, committed = 2, standbys = 0, actives = three)
     assert(warming(c) == Map(0 -> "3"))
     poll(c, "3", Map(store(0) -> 2L))
+    plan(c, committed = 2, standbys = 0, actives = three)
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("3")), "ready")
     c.executorRemoved("3")
     assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("1")))
     assert(c.summary("q", "/cp/state", 3L).warmups == 0)
