@@ -15,7 +15,7 @@ __all__ = ["replica_status"]
 
 @translate_errors
 def replica_status(query: StreamingQuery) -> List[Dict[str, Any]]:
-    """The driver's table of standby replicas of ``query``'s kstate state stores.
+    """The driver's table of standby and warm-up replicas of ``query``'s kstate state stores.
 
     Parameters
     ----------
@@ -25,12 +25,15 @@ def replica_status(query: StreamingQuery) -> List[Dict[str, Any]]:
     Returns
     -------
     list of dict
-        One entry per state store with standbys: ``operator``, ``partition``, ``store``,
-        ``active`` (executor id of the active copy, or None when unknown),
-        ``committed_version`` (the version the query's next micro-batch starts from) and
-        ``standbys``: a list of ``{"executor": id, "version": v}``, ``v`` the committed version
-        the standby holds (None while it holds none yet). Empty without standbys
-        (``spark.kstate.standbyReplicas=0``) or after the query stopped.
+        One entry per state store of each kstate operator the coordinator follows:
+        ``operator``, ``partition``, ``store``, ``active`` (executor id of the active copy, or
+        None when unknown), ``committed_version`` (the version the query's last planned
+        micro-batch started from), ``standbys``: a list of ``{"executor": id, "version": v}``,
+        ``v`` the committed version the standby holds (None while it holds none yet),
+        ``warmup``: the store's warm-up copy as ``{"executor": id, "version": v}`` or None, and
+        ``moving_to``: the executor its planned move goes to, or None. Empty when neither
+        standbys nor warm-ups are wanted (``spark.kstate.standbyReplicas=0`` and
+        ``spark.kstate.maxWarmupReplicas=0``) or after the query stopped.
 
     Raises
     ------
@@ -44,7 +47,7 @@ def replica_status(query: StreamingQuery) -> List[Dict[str, Any]]:
     >>> q = events.kstate.deduplicate_by_key("1 hour", key="k", timestamp="ts").writeStream...start()
     >>> kstate.replica_status(q)[0]
     {'operator': 1, 'partition': 0, 'store': 'default', 'active': '2', 'committed_version': 7,
-     'standbys': [{'executor': '0', 'version': 7}]}
+     'standbys': [{'executor': '0', 'version': 7}], 'warmup': None, 'moving_to': None}
     """
     # a query handle carries no session; the query's runs in this Python process's SparkContext
     spark = SparkSession.getActiveSession() or SparkSession._instantiatedSession
