@@ -54,8 +54,14 @@ def session_builder(master: str = "local[2]") -> Any:
     import kstate
 
     wait_for_jar()
+    builder = SparkSession.builder.master(master).appName("kstate-pytest")
+    # Spark's Kafka connector (test_kafka_end_to_end.py): its jars when the build has listed them
+    # (`make kafka-classpath`; without them only the Kafka tests fail, saying so).
+    from kafka_broker import CLASSPATH_FILE, connector_jars
+    if os.path.isfile(CLASSPATH_FILE):
+        builder = builder.config("spark.jars", ",".join(connector_jars()))
     return (
-        kstate.configure(SparkSession.builder.master(master).appName("kstate-pytest"))
+        kstate.configure(builder)
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

@@ -1,0 +1,226 @@
+"""kstate on a real Kafka broker, end to end (docs/kafka.md).
+
+A single-node KRaft broker (``kafka_broker.KafkaBroker``, started once for the module on free
+loopback ports, stopped at teardown) and Spark's own Kafka source and sink
+(``spark-sql-kafka-0-10`` 4.2.0 on Spark 4.3, on the tests' session through ``spark.jars``).
+The kill -9 test starts a separate Spark driver process (``_kafka_driver.py``) twice.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections import Counter
+from typing import Any, Dict, List
+
+import pytest
+
+import _kafka_pipeline as kp
+from _streaming import partition_map, unique
+from kafka_broker import KafkaBroker, KafkaClients, read_topic
+
+STATE_PARTITIONS = 2  # spark.sql.shuffle.partitions of the tests' session (and the driver's)
+
+
+@pytest.fixture(scope="module")
+def broker():
+    with KafkaBroker(partitions=kp.PARTITIONS) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def clients(spark, broker):
+    c = KafkaClients(spark, broker.bootstrap)
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def state_partition(spark):
+    pm = partition_map(spark, kp.KEYS, "string", STATE_PARTITIONS)
+    return lambda k: pm[k]
+
+
+def _topics(clients: KafkaClients, *names: str) -> List[str]:
+    out = []
+    for n in names:
+        t = unique(n)
+        clients.create_topic(t, kp.PARTITIONS)
+        out.append(t)
+    return out
+
+
+def _source(spark, broker: KafkaBroker, topic: str, **options: Any):
+    r = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", broker.bootstrap)
+         .option("subscribe", topic).option("startingOffsets", "earliest"))
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r.load()
+
+
+def _explain(query) -> str:
+    return query._jsq.explainInternal(False)
+
+
+def test_duplicates_disorder_and_late_records_through_kafka_match_the_reference_model(
+        spark, broker, clients, state_partition, tmp_path) -> None:
+    """Topic (3 partitions, record timestamps as event time) -> dedup -> windowed count suppressed
+    until its windows close -> Kafka sink: what a consumer reads equals the model's final windows,
+    and each micro-batch wrote as many records as the model emits for it."""
+    topic_in, topic_out = _topics(clients, "kstate_e2e_in", "kstate_e2e_out")
+    batches = kp.generate(seed=17)
+    expected, stats = kp.model_output(batches, state_partition, STATE_PARTITIONS)
+    assert stats["duplicates"] > 0 and stats["late_forwarded"] > 0 and stats["late_dropped"] > 0, stats
+    written, plan = [], ""
+    for b in batches:  # one micro-batch per produced batch: produce, then run what is available
+        clients.produce(topic_in, kp.to_kafka_records(b))
+        q = (kp.pipeline(_source(spark, broker, topic_in)).writeStream.format("kafka")
+             .option("kafka.bootstrap.servers", broker.bootstrap).option("topic", topic_out)
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).outputMode("append")
+             .trigger(availableNow=True).start())
+        q.awaitTermination(120)
+        assert q.exception() is None, q.exception()
+        data = [p for p in q.recentProgress if p["numInputRows"] > 0]
+        assert len(data) == 1, [p["batchId"] for p in data]
+        written.append(data[0]["sink"]["numOutputRows"])
+        plan = _explain(q)
+    # auto: Kafka task order for the dedup (it reads the topic), event time for the windows
+    assert plan.count("order=auto(task)") == 1 and plan.count("order=auto(event_time)") == 1, plan
+    assert written == [len(e) for e in expected]
+    consumed = read_topic(spark, broker.bootstrap, topic_out)
+    assert all(r["key"] == json.loads(r["value"])["k"] for r in consumed)
+    assert sorted(kp.window_of(r["value"]) for r in consumed) == sorted(w for e in expected for w in e)
+
+
+# One topic-partition's records are processed in offset order, the topic-partitions merged by their
+# head timestamps (a Kafka task); under event-time order the earliest timestamp would win.
+ORDER_RECORDS = [  # (partition, ts offset from BASE_TS, key, id, seq), in offset order per partition
+    (0, 5000, "a", "x", 0), (0, 4000, "a", "x", 1),   # offset order beats time: seq 0 wins
+    (1, 6001, "b", "y", 2), (1, 1001, "b", "y", 3),   # heads 6001 (p1) and 3002 (p2):
+    (2, 3002, "b", "y", 4),                           # p2's seq 4 first, then p1's 2 and 3
+]
+
+
+@pytest.mark.parametrize("order, explained, winners", [
+    (None, "order=auto(task)", [0, 4]),
+    ("event_time", "order=event_time", [1, 3]),
+], ids=["auto_is_task_order", "event_time"])
+def test_a_topic_is_processed_in_kafka_task_order(spark, broker, clients, tmp_path, order, explained, winners) -> None:
+    """Dedup's "first wins" on one micro-batch of a 3-partition topic: under ``auto`` the first is
+    the first in Kafka task order (offset order within a partition, the partition with the
+    smallest head timestamp next), not the earliest timestamp, not partition 1 before 2."""
+    (topic,) = _topics(clients, "kstate_order")
+    clients.produce(topic, [dict(partition=p, ts=kp.BASE_TS + t, key=k, value=json.dumps({"id": i, "seq": s}))
+                            for p, t, k, i, s in ORDER_RECORDS])
+    out = kp.events(_source(spark, broker, topic)).kstate.deduplicate_by_key_value(
+        "id", "10 seconds", key="k", timestamp="ts", order=order)
+    name = unique("kstate_order_q")
+    q = (out.writeStream.format("memory").queryName(name).option("checkpointLocation", str(tmp_path / "ckpt"))
+         .trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    assert q.exception() is None, q.exception()
+    assert explained in _explain(q)
+    assert sorted(r["seq"] for r in spark.table(name).collect()) == winners
+
+
+# --- kill -9 of the driver ----------------------------------------------------------------------
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PAUSE_BATCH = 2
+MARKER_TIMEOUT_S = 120
+FINISH_TIMEOUT_S = 240
+
+
+def _batch_ends(checkpoint: str, topic: str) -> List[Dict[int, int]]:
+    """Each logged micro-batch's end offsets (partition -> offset) from the offsets log."""
+    log = os.path.join(checkpoint, "offsets")
+    ends = []
+    for n in sorted((int(x) for x in os.listdir(log) if x.isdigit())):
+        with open(os.path.join(log, str(n))) as f:
+            source = json.loads(f.read().strip().splitlines()[-1])
+        ends.append({int(p): o for p, o in source[topic].items()})
+    return ends
+
+
+def _committed(checkpoint: str) -> List[int]:
+    path = os.path.join(checkpoint, "commits")
+    return sorted(int(x) for x in os.listdir(path) if x.isdigit()) if os.path.isdir(path) else []
+
+
+def _launch(cfg: Dict[str, Any], root: str, tag: str):
+    from test_dedup_restart import _launch as launch
+    p = launch(cfg, os.path.join(root, f"{tag}.json"), os.path.join(root, f"{tag}.log"))
+    p.driver_log = os.path.join(root, f"{tag}.log")
+    return p
+
+
+def _log(p) -> str:
+    with open(p.driver_log) as f:
+        return f.read()[-6000:]
+
+
+def _kill(p) -> None:
+    if p.poll() is None:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(timeout=60)
+
+
+def test_kill9_of_the_driver_then_restart_loses_nothing_kafka_sink_repeats_only_the_replayed_batch(
+        spark, broker, clients, state_partition, tmp_path) -> None:
+    """The driver (a separate process) is killed with SIGKILL after micro-batch 2's windows were
+    written to the output topic, before the batch was committed; the restart replays batch 2.
+    Kafka sink (at-least-once): the topic holds every final window of the model exactly once, plus
+    batch 2's windows a second time and nothing else; a consumer keeping the first record per
+    (k, start, end) reads exactly the model's. File sink (exactly-once), killed wherever it was:
+    its output is exactly the model's."""
+    topic_in, topic_out = _topics(clients, "kstate_kill_in", "kstate_kill_out")
+    records = [r for b in kp.generate(seed=23, batches=4, per_batch=30) for r in b]
+    clients.produce(topic_in, kp.to_kafka_records(records))
+    root = str(tmp_path)
+    cfg = dict(bootstrap=broker.bootstrap, topic_in=topic_in, topic_out=topic_out, max_offsets=30,
+               max_offsets_files=12, checkpoint_kafka=os.path.join(root, "ckpt_kafka"),
+               checkpoint_files=os.path.join(root, "ckpt_files"), files_out=os.path.join(root, "files_out"),
+               marker=os.path.join(root, "paused"), pause_batch=PAUSE_BATCH)
+
+    p = _launch(cfg, root, "run1")
+    try:
+        deadline = time.monotonic() + MARKER_TIMEOUT_S
+        while not os.path.exists(cfg["marker"]):
+            assert p.poll() is None, f"driver exited ({p.returncode}) before pausing:\n{_log(p)}"
+            assert time.monotonic() < deadline, f"driver never paused:\n{_log(p)}"
+            time.sleep(0.2)
+        files_at_kill = _committed(cfg["checkpoint_files"])
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(timeout=60)
+        assert p.returncode == -signal.SIGKILL
+    finally:
+        _kill(p)
+    assert _committed(cfg["checkpoint_kafka"]) == list(range(PAUSE_BATCH))
+    written_before_restart = len(read_topic(spark, broker.bootstrap, topic_out))
+
+    p = _launch(dict(cfg, pause_batch=-1), root, "run2")
+    try:
+        assert p.wait(timeout=FINISH_TIMEOUT_S) == 0, _log(p)
+    finally:
+        _kill(p)
+
+    # Kafka sink: at-least-once; the replayed batch's records twice, nothing lost
+    expected, _ = kp.model_output(kp.split_by_offsets(records, _batch_ends(cfg["checkpoint_kafka"], topic_in)),
+                                  state_partition, STATE_PARTITIONS)
+    assert len(expected) > PAUSE_BATCH + 1 and expected[PAUSE_BATCH], [len(e) for e in expected]
+    assert written_before_restart == sum(len(e) for e in expected[:PAUSE_BATCH + 1])
+    consumed = [kp.window_of(r["value"]) for r in read_topic(spark, broker.bootstrap, topic_out)]
+    everything = [w for e in expected for w in e]
+    assert Counter(consumed) == Counter(everything) + Counter(expected[PAUSE_BATCH])
+    first_per_window: Dict[Any, Any] = {}
+    for w in consumed:  # an idempotent consumer: the first record per (k, start, end)
+        first_per_window.setdefault(w[:3], w)
+    assert sorted(first_per_window.values()) == sorted(everything)
+
+    # File sink: exactly-once, wherever the kill caught it
+    files_expected, _ = kp.model_output(
+        kp.split_by_offsets(records, _batch_ends(cfg["checkpoint_files"], topic_in)), state_partition, STATE_PARTITIONS)
+    files = spark.read.json(cfg["files_out"]).collect()
+    assert sorted(kp.window_of(r["value"]) for r in files) == sorted(w for e in files_expected for w in e), \
+        f"file query had committed {files_at_kill} when killed"
