@@ -68,8 +68,12 @@ def free_port() -> int:
 
 def _cluster_id() -> str:
     """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (what
-    ``kafka-storage.sh random-uuid`` prints), made here to save a JVM start."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    ``kafka-storage.sh random-uuid`` prints), made here to save a JVM start. Like Kafka's
+    ``Uuid.randomUuid``, never one starting with ``-`` (the tool would read it as an option)."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 def _java() -> str:
@@ -114,8 +118,10 @@ class KafkaBroker:
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
-            # records keep the producer's timestamps (the tests' event times)
+            # records keep the producer's timestamps (the tests' event times), and are never
+            # deleted for being old by them (retention goes by record timestamps)
             "log.message.timestamp.type": "CreateTime",
+            "log.retention.ms": "-1",
             "log.message.timestamp.before.max.ms": str(2**62),
             "log.message.timestamp.after.max.ms": str(2**62),
         }

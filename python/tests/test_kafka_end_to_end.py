@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections import Counter
 from typing import Any, Dict, List
@@ -148,10 +150,18 @@ def _committed(checkpoint: str) -> List[int]:
     return sorted(int(x) for x in os.listdir(path) if x.isdigit()) if os.path.isdir(path) else []
 
 
-def _launch(cfg: Dict[str, Any], root: str, tag: str):
-    from test_dedup_restart import _launch as launch
-    p = launch(cfg, os.path.join(root, f"{tag}.json"), os.path.join(root, f"{tag}.log"))
-    p.driver_log = os.path.join(root, f"{tag}.log")
+def _launch(cfg: Dict[str, Any], root: str, tag: str) -> subprocess.Popen:
+    """Starts ``_kafka_driver.py`` on ``cfg`` in a process group of its own (SIGKILL hits the
+    Python driver and its JVM at once)."""
+    path, log_path = os.path.join(root, f"{tag}.json"), os.path.join(root, f"{tag}.log")
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(HERE), HERE] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    with open(log_path, "w") as log:
+        p = subprocess.Popen([sys.executable, os.path.join(HERE, "_kafka_driver.py"), path], stdout=log,
+                             stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    p.driver_log = log_path
     return p
 
 
@@ -221,6 +231,7 @@ def test_kill9_of_the_driver_then_restart_loses_nothing_kafka_sink_repeats_only_
     # File sink: exactly-once, wherever the kill caught it
     files_expected, _ = kp.model_output(
         kp.split_by_offsets(records, _batch_ends(cfg["checkpoint_files"], topic_in)), state_partition, STATE_PARTITIONS)
+    assert len(files_at_kill) < len(files_expected), f"the file query had finished ({files_at_kill}) when killed"
     files = spark.read.json(cfg["files_out"]).collect()
     assert sorted(kp.window_of(r["value"]) for r in files) == sorted(w for e in files_expected for w in e), \
         f"file query had committed {files_at_kill} when killed"
