@@ -115,6 +115,43 @@ def pipeline(kafka_rows: DataFrame) -> DataFrame:
     return as_kafka_output(final_counts(events(kafka_rows)))
 
 
+def source(spark, bootstrap: str, topic: str, **options: Any) -> DataFrame:
+    """Spark's Kafka source on ``topic`` from its first offset."""
+    r = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+         .option("subscribe", topic).option("startingOffsets", "earliest"))
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r.load()
+
+
+def explain(query) -> str:
+    """A query's last physical plan as ``explain()`` prints it."""
+    return query._jsq.explainInternal(False)
+
+
+def run_batches(spark, clients, bootstrap: str, topic_in: str, topic_out: str, checkpoint: str,
+                batches: Sequence[Sequence[Record]]) -> Tuple[List[int], str]:
+    """Each batch produced to ``topic_in``, then the pipeline run on what is available
+    (``Trigger.AvailableNow``: one micro-batch) into ``topic_out`` with Spark's Kafka sink, all on
+    one checkpoint. Returns the records each micro-batch wrote and the last physical plan."""
+    written, plan = [], ""
+    for b in batches:
+        clients.produce(topic_in, to_kafka_records(b))
+        q = (pipeline(source(spark, bootstrap, topic_in)).writeStream.format("kafka")
+             .option("kafka.bootstrap.servers", bootstrap).option("topic", topic_out)
+             .option("checkpointLocation", checkpoint).outputMode("append")
+             .trigger(availableNow=True).start())
+        q.awaitTermination(120)
+        if q.exception() is not None:
+            raise RuntimeError(str(q.exception()))
+        data = [p for p in q.recentProgress if p["numInputRows"] > 0]
+        if len(data) != 1:
+            raise AssertionError(f"expected one micro-batch with data, got batches {[p['batchId'] for p in data]}")
+        written.append(data[0]["sink"]["numOutputRows"])
+        plan = explain(q)
+    return written, plan
+
+
 Window = Tuple[str, int, int, int, int]  # k, start, end, count, ts
 
 

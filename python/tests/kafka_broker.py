@@ -51,7 +51,7 @@ def classpaths() -> Dict[str, List[str]]:
     missing = [j for j in cp["broker"] + cp["connector"] if not os.path.isfile(j)]
     if missing:
         raise KafkaSetupError(f"jars listed in {CLASSPATH_FILE} are missing ({missing[:3]}...): "
-                              "run `make kafka-classpath` again")
+                              "run `bin/sbt kafkaTestClasspath` to fetch them again")
     return cp
 
 

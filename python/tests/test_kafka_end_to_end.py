@@ -53,18 +53,6 @@ def _topics(clients: KafkaClients, *names: str) -> List[str]:
     return out
 
 
-def _source(spark, broker: KafkaBroker, topic: str, **options: Any):
-    r = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", broker.bootstrap)
-         .option("subscribe", topic).option("startingOffsets", "earliest"))
-    for k, v in options.items():
-        r = r.option(k, v)
-    return r.load()
-
-
-def _explain(query) -> str:
-    return query._jsq.explainInternal(False)
-
-
 def test_duplicates_disorder_and_late_records_through_kafka_match_the_reference_model(
         spark, broker, clients, state_partition, tmp_path) -> None:
     """Topic (3 partitions, record timestamps as event time) -> dedup -> windowed count suppressed
@@ -74,19 +62,8 @@ def test_duplicates_disorder_and_late_records_through_kafka_match_the_reference_
     batches = kp.generate(seed=17)
     expected, stats = kp.model_output(batches, state_partition, STATE_PARTITIONS)
     assert stats["duplicates"] > 0 and stats["late_forwarded"] > 0 and stats["late_dropped"] > 0, stats
-    written, plan = [], ""
-    for b in batches:  # one micro-batch per produced batch: produce, then run what is available
-        clients.produce(topic_in, kp.to_kafka_records(b))
-        q = (kp.pipeline(_source(spark, broker, topic_in)).writeStream.format("kafka")
-             .option("kafka.bootstrap.servers", broker.bootstrap).option("topic", topic_out)
-             .option("checkpointLocation", str(tmp_path / "checkpoint")).outputMode("append")
-             .trigger(availableNow=True).start())
-        q.awaitTermination(120)
-        assert q.exception() is None, q.exception()
-        data = [p for p in q.recentProgress if p["numInputRows"] > 0]
-        assert len(data) == 1, [p["batchId"] for p in data]
-        written.append(data[0]["sink"]["numOutputRows"])
-        plan = _explain(q)
+    written, plan = kp.run_batches(spark, clients, broker.bootstrap, topic_in, topic_out,
+                                   str(tmp_path / "checkpoint"), batches)
     # auto: Kafka task order for the dedup (it reads the topic), event time for the windows
     assert plan.count("order=auto(task)") == 1 and plan.count("order=auto(event_time)") == 1, plan
     assert written == [len(e) for e in expected]
@@ -115,14 +92,14 @@ def test_a_topic_is_processed_in_kafka_task_order(spark, broker, clients, tmp_pa
     (topic,) = _topics(clients, "kstate_order")
     clients.produce(topic, [dict(partition=p, ts=kp.BASE_TS + t, key=k, value=json.dumps({"id": i, "seq": s}))
                             for p, t, k, i, s in ORDER_RECORDS])
-    out = kp.events(_source(spark, broker, topic)).kstate.deduplicate_by_key_value(
+    out = kp.events(kp.source(spark, broker.bootstrap, topic)).kstate.deduplicate_by_key_value(
         "id", "10 seconds", key="k", timestamp="ts", order=order)
     name = unique("kstate_order_q")
     q = (out.writeStream.format("memory").queryName(name).option("checkpointLocation", str(tmp_path / "ckpt"))
          .trigger(availableNow=True).start())
     q.awaitTermination(120)
     assert q.exception() is None, q.exception()
-    assert explained in _explain(q)
+    assert explained in kp.explain(q)
     assert sorted(r["seq"] for r in spark.table(name).collect()) == winners
 
 
