@@ -59,7 +59,11 @@ def session_builder(master: str = "local[2]") -> Any:
     # (`make kafka-classpath`; without them only the Kafka tests fail, saying so).
     from kafka_broker import CLASSPATH_FILE, connector_jars
     if os.path.isfile(CLASSPATH_FILE):
-        builder = builder.config("spark.jars", ",".join(connector_jars()))
+        # Spark's Kafka sink caches its producers (10 minutes by default): closed 5 s after their
+        # last use instead, so none keeps calling a test's broker after it stopped.
+        builder = (builder.config("spark.jars", ",".join(connector_jars()))
+                   .config("spark.kafka.producer.cache.timeout", "5s")
+                   .config("spark.kafka.producer.cache.evictorThreadRunInterval", "1s"))
     return (
         kstate.configure(builder)
         .config("spark.sql.shuffle.partitions", "2")
