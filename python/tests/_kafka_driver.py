@@ -11,7 +11,8 @@ input topic, each with its own checkpoint and ``maxOffsetsPerTrigger`` (several 
 - ``files``: Spark's streaming file sink (JSON) into ``files_out``, never paused: it is wherever
   its own progress is when the process is killed.
 
-Processes everything available, stops and exits 0 (when not killed).
+Processes everything available, stops and exits 0 (when not killed). Imports from this
+directory and the kstate package (``python/``): the test's launcher puts both on PYTHONPATH.
 """
 from __future__ import annotations
 
@@ -20,9 +21,6 @@ import os
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.dirname(HERE))  # the kstate package (python/)
 
 
 def main(config_path: str) -> int:
@@ -31,7 +29,7 @@ def main(config_path: str) -> int:
 
     import kstate  # noqa: F401  (adds df.kstate)
     from _kafka_pipeline import pipeline
-    from _streaming import session_builder
+    from _streaming import finish_driver, session_builder
 
     # C1 only: a short-lived driver (docs/contributing.md, "Test time").
     spark = session_builder().config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1").getOrCreate()
@@ -55,12 +53,7 @@ def main(config_path: str) -> int:
                .option("checkpointLocation", cfg["checkpoint_kafka"]).start())
     files_q = (pipeline(source(cfg["max_offsets_files"])).writeStream.format("json").outputMode("append")
                .option("path", cfg["files_out"]).option("checkpointLocation", cfg["checkpoint_files"]).start())
-    for q in (files_q, kafka_q):
-        q.processAllAvailable()
-        q.stop()
-    spark.stop()
-    print("DRIVER DONE", flush=True)
-    return 0
+    return finish_driver(spark, files_q, kafka_q)
 
 
 if __name__ == "__main__":

@@ -81,6 +81,17 @@ def session_builder(master: str = "local[2]") -> Any:
 # its own in test_processing_order.py; static DataFrames keep the default.
 STREAM_ORDER = {"spark.kstate.processingOrder": "task"}
 
+def finish_driver(spark: SparkSession, *queries: Any) -> int:
+    """The end of a test driver process: each query processes everything available and stops
+    (in the order given), then the session stops and the driver says it is done (exit code 0)."""
+    for q in queries:
+        q.processAllAvailable()
+        q.stop()
+    spark.stop()
+    print("DRIVER DONE", flush=True)
+    return 0
+
+
 _names = itertools.count()
 _lock = threading.Lock()
 
