@@ -8,7 +8,7 @@ input topic, each with its own checkpoint and ``maxOffsetsPerTrigger`` (several 
   after a batch's records are in the output topic and before the batch is committed: if
   ``pause_batch`` >= 0, that batch writes ``marker`` after its write and sleeps until the test
   kills this process group with SIGKILL;
-- ``files``: Spark's streaming file sink (JSON) into ``files_out``, never paused: it is wherever
+- ``native``: Spark's streaming Kafka sink into ``topic_native``, never paused: it is wherever
   its own progress is when the process is killed.
 
 Processes everything available, stops and exits 0 (when not killed). Imports from this
@@ -51,9 +51,10 @@ def main(config_path: str) -> int:
 
     kafka_q = (pipeline(source(cfg["max_offsets"])).writeStream.foreachBatch(to_kafka).outputMode("append")
                .option("checkpointLocation", cfg["checkpoint_kafka"]).start())
-    files_q = (pipeline(source(cfg["max_offsets_files"])).writeStream.format("json").outputMode("append")
-               .option("path", cfg["files_out"]).option("checkpointLocation", cfg["checkpoint_files"]).start())
-    return finish_driver(spark, files_q, kafka_q)
+    native_q = (pipeline(source(cfg["max_offsets_native"])).writeStream.format("kafka")
+                .option("kafka.bootstrap.servers", cfg["bootstrap"]).option("topic", cfg["topic_native"])
+                .outputMode("append").option("checkpointLocation", cfg["checkpoint_native"]).start())
+    return finish_driver(spark, native_q, kafka_q)
 
 
 if __name__ == "__main__":

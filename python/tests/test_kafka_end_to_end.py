@@ -147,6 +147,14 @@ def _log(p) -> str:
         return f.read()[-6000:]
 
 
+def _first_per_window(windows) -> List[Any]:
+    """What an idempotent consumer keeps: the first record per (k, start, end)."""
+    first: Dict[Any, Any] = {}
+    for w in windows:
+        first.setdefault(w[:3], w)
+    return list(first.values())
+
+
 def _kill(p) -> None:
     if p.poll() is None:
         os.killpg(p.pid, signal.SIGKILL)
@@ -159,16 +167,17 @@ def test_kill9_of_the_driver_then_restart_loses_nothing_kafka_sink_repeats_only_
     written to the output topic, before the batch was committed; the restart replays batch 2.
     Kafka sink (at-least-once): the topic holds every final window of the model exactly once, plus
     batch 2's windows a second time and nothing else; a consumer keeping the first record per
-    (k, start, end) reads exactly the model's. File sink (exactly-once), killed wherever it was:
-    its output is exactly the model's."""
-    topic_in, topic_out = _topics(clients, "kstate_kill_in", "kstate_kill_out")
+    (k, start, end) reads exactly the model's. Spark's streaming Kafka sink, killed wherever it
+    was: every window of the model, repeated ones only of the batch it was running, and exactly
+    the model's for the idempotent consumer."""
+    topic_in, topic_out, topic_native = _topics(clients, "kstate_kill_in", "kstate_kill_out", "kstate_kill_native")
     records = [r for b in kp.generate(seed=23, batches=4, per_batch=30) for r in b]
     clients.produce(topic_in, kp.to_kafka_records(records))
     root = str(tmp_path)
-    cfg = dict(bootstrap=broker.bootstrap, topic_in=topic_in, topic_out=topic_out, max_offsets=30,
-               max_offsets_files=12, checkpoint_kafka=os.path.join(root, "ckpt_kafka"),
-               checkpoint_files=os.path.join(root, "ckpt_files"), files_out=os.path.join(root, "files_out"),
-               marker=os.path.join(root, "paused"), pause_batch=PAUSE_BATCH)
+    cfg = dict(bootstrap=broker.bootstrap, topic_in=topic_in, topic_out=topic_out, topic_native=topic_native,
+               max_offsets=30, max_offsets_native=20, checkpoint_kafka=os.path.join(root, "ckpt_kafka"),
+               checkpoint_native=os.path.join(root, "ckpt_native"), marker=os.path.join(root, "paused"),
+               pause_batch=PAUSE_BATCH)
 
     p = _launch(cfg, root, "run1")
     try:
@@ -177,12 +186,12 @@ def test_kill9_of_the_driver_then_restart_loses_nothing_kafka_sink_repeats_only_
             assert p.poll() is None, f"driver exited ({p.returncode}) before pausing:\n{_log(p)}"
             assert time.monotonic() < deadline, f"driver never paused:\n{_log(p)}"
             time.sleep(0.2)
-        files_at_kill = _committed(cfg["checkpoint_files"])
         os.killpg(p.pid, signal.SIGKILL)
         p.wait(timeout=60)
         assert p.returncode == -signal.SIGKILL
     finally:
         _kill(p)
+    native_at_kill = _committed(cfg["checkpoint_native"])  # commit files are renamed into place: final
     assert _committed(cfg["checkpoint_kafka"]) == list(range(PAUSE_BATCH))
     written_before_restart = len(read_topic(spark, broker.bootstrap, topic_out))
 
@@ -200,15 +209,16 @@ def test_kill9_of_the_driver_then_restart_loses_nothing_kafka_sink_repeats_only_
     consumed = [kp.window_of(r["value"]) for r in read_topic(spark, broker.bootstrap, topic_out)]
     everything = [w for e in expected for w in e]
     assert Counter(consumed) == Counter(everything) + Counter(expected[PAUSE_BATCH])
-    first_per_window: Dict[Any, Any] = {}
-    for w in consumed:  # an idempotent consumer: the first record per (k, start, end)
-        first_per_window.setdefault(w[:3], w)
-    assert sorted(first_per_window.values()) == sorted(everything)
+    assert sorted(_first_per_window(consumed)) == sorted(everything)
 
-    # File sink: exactly-once, wherever the kill caught it
-    files_expected, _ = kp.model_output(
-        kp.split_by_offsets(records, _batch_ends(cfg["checkpoint_files"], topic_in)), state_partition, STATE_PARTITIONS)
-    assert len(files_at_kill) < len(files_expected), f"the file query had finished ({files_at_kill}) when killed"
-    files = spark.read.json(cfg["files_out"]).collect()
-    assert sorted(kp.window_of(r["value"]) for r in files) == sorted(w for e in files_expected for w in e), \
-        f"file query had committed {files_at_kill} when killed"
+    # Spark's streaming Kafka sink, killed wherever it was: every window at least once; more only
+    # of the batch it was running (the first one not committed at the kill)
+    native_expected, _ = kp.model_output(
+        kp.split_by_offsets(records, _batch_ends(cfg["checkpoint_native"], topic_in)), state_partition, STATE_PARTITIONS)
+    native = Counter(kp.window_of(r["value"]) for r in read_topic(spark, broker.bootstrap, topic_native))
+    native_all = Counter(w for e in native_expected for w in e)
+    in_flight = len(native_at_kill)
+    assert native_all - native == Counter(), "windows lost"
+    assert (native - native_all) - Counter(native_expected[in_flight] if in_flight < len(native_expected) else []) \
+        == Counter(), f"duplicates beyond batch {in_flight}, the one running at the kill"
+    assert sorted(_first_per_window(native.elements())) == sorted(native_all.elements())
