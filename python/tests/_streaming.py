@@ -92,6 +92,21 @@ def finish_driver(spark: SparkSession, *queries: Any) -> int:
     return 0
 
 
+def kill9_when_paused(p: Any, marker: str, timeout_s: float, log: Callable[[], str]) -> None:
+    """Waits until driver process ``p`` (started in a process group of its own) has written
+    ``marker`` (it paused), then kills its process group with SIGKILL. ``log``: the driver's
+    output, for the failure message when it exits or never pauses."""
+    import signal
+    deadline = time.monotonic() + timeout_s
+    while not os.path.exists(marker):
+        assert p.poll() is None, f"driver exited ({p.returncode}) before pausing:\n{log()}"
+        assert time.monotonic() < deadline, f"driver never paused:\n{log()}"
+        time.sleep(0.2)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait(timeout=60)
+    assert p.returncode == -signal.SIGKILL
+
+
 _names = itertools.count()
 _lock = threading.Lock()
 

@@ -27,7 +27,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLASSPATH_FILE = os.path.join(ROOT, "jvm", "target", "kafka-test-classpath.json")
@@ -278,13 +278,3 @@ def read_topic(spark, bootstrap: str, topic: str) -> List[Dict[str, Any]]:
           .select("partition", "offset", F.unix_millis("timestamp").alias("timestamp"),
                   F.col("key").cast("string").alias("key"), F.col("value").cast("string").alias("value")))
     return [r.asDict() for r in df.orderBy("partition", "offset").collect()]
-
-
-def spark_options(bootstrap: str) -> Dict[str, str]:
-    """Options every Kafka read and write of the tests shares."""
-    return {"kafka.bootstrap.servers": bootstrap}
-
-
-def describe(records: Sequence[Dict[str, Any]]) -> str:
-    return "\n".join(f"p{r.get('partition')}@{r.get('offset', '?')} ts={r.get('ts', r.get('timestamp'))} "
-                     f"{r.get('key')}={r.get('value')}" for r in records)

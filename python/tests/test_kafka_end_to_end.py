@@ -12,14 +12,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from typing import Any, Dict, List
 
 import pytest
 
 import _kafka_pipeline as kp
-from _streaming import partition_map, unique
+from _streaming import kill9_when_paused, partition_map, unique
 from kafka_broker import KafkaBroker, KafkaClients, read_topic
 
 STATE_PARTITIONS = 2  # spark.sql.shuffle.partitions of the tests' session (and the driver's)
@@ -181,14 +180,7 @@ def test_kill9_of_the_driver_then_restart_loses_nothing_kafka_sink_repeats_only_
 
     p = _launch(cfg, root, "run1")
     try:
-        deadline = time.monotonic() + MARKER_TIMEOUT_S
-        while not os.path.exists(cfg["marker"]):
-            assert p.poll() is None, f"driver exited ({p.returncode}) before pausing:\n{_log(p)}"
-            assert time.monotonic() < deadline, f"driver never paused:\n{_log(p)}"
-            time.sleep(0.2)
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait(timeout=60)
-        assert p.returncode == -signal.SIGKILL
+        kill9_when_paused(p, cfg["marker"], MARKER_TIMEOUT_S, lambda: _log(p))
     finally:
         _kill(p)
     native_at_kill = _committed(cfg["checkpoint_native"])  # commit files are renamed into place: final
