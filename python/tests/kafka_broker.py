@@ -8,7 +8,8 @@ classpath and the Spark Kafka connector's jars to ``jvm/target/kafka-test-classp
 :class:`KafkaBroker` formats a log directory in a temporary directory, starts the broker on free
 loopback ports as a child process in a process group of its own, waits until it answers, and
 stops it by that process group (SIGTERM, then SIGKILL): no JVM outlives :meth:`stop`, which the
-context manager and the pytest fixture always call.
+context manager and the pytest fixture always call; and if the process that started it dies
+without calling it, the kernel kills the broker (Linux parent-death signal).
 
 Clients: topics are created and records with explicit timestamps produced through Kafka's own
 Java clients (``kafka-clients``, on the Spark driver's classpath through ``spark.jars``) called
@@ -74,6 +75,16 @@ def _cluster_id() -> str:
         cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not cid.startswith("-"):
             return cid
+
+
+def _die_with_parent() -> None:
+    """In the broker's process before exec: SIGKILL when the process that started it dies (Linux
+    ``PR_SET_PDEATHSIG``), so not even a killed test run leaves the broker's JVM behind."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: stop() and the fixture's teardown still stop it
 
 
 def _java() -> str:
@@ -148,7 +159,15 @@ class KafkaBroker:
         return "file:" + path
 
     def start(self) -> "KafkaBroker":
-        """Formats the log directory and starts the broker; returns when it accepts connections."""
+        """Formats the log directory and starts the broker; returns when it accepts connections.
+        On any failure the broker is stopped and its directory removed before the error propagates."""
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> "KafkaBroker":
         props = self._properties()
         fmt = subprocess.run(self._java_cmd("256m", "kafka.tools.StorageTool", "format", "-t", _cluster_id(),
                                             "-c", props, "--standalone"),
@@ -157,7 +176,8 @@ class KafkaBroker:
             raise KafkaSetupError(f"formatting the broker's storage failed:\n{fmt.stdout}\n{fmt.stderr}")
         out = open(os.path.join(self.dir, "broker.out"), "w")
         self.proc = subprocess.Popen(self._java_cmd("512m", "kafka.Kafka", props), stdout=out,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+                                     stderr=subprocess.STDOUT, start_new_session=True,
+                                     preexec_fn=_die_with_parent)
         out.close()
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
@@ -168,7 +188,6 @@ class KafkaBroker:
                     return self
             except OSError:
                 if time.monotonic() > deadline:
-                    self.stop()
                     raise KafkaSetupError(f"the broker did not listen within {START_TIMEOUT_S} s:\n{self.log_tail()}")
                 time.sleep(0.2)
 
