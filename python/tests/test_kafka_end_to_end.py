@@ -174,7 +174,7 @@ def test_kill9_of_the_driver_then_restart_loses_nothing_kafka_sink_repeats_only_
     clients.produce(topic_in, kp.to_kafka_records(records))
     root = str(tmp_path)
     cfg = dict(bootstrap=broker.bootstrap, topic_in=topic_in, topic_out=topic_out, topic_native=topic_native,
-               max_offsets=30, max_offsets_native=20, checkpoint_kafka=os.path.join(root, "ckpt_kafka"),
+               max_offsets=30, max_offsets_native=30, checkpoint_kafka=os.path.join(root, "ckpt_kafka"),
                checkpoint_native=os.path.join(root, "ckpt_native"), marker=os.path.join(root, "paused"),
                pause_batch=PAUSE_BATCH)
 
