@@ -15,7 +15,7 @@ PY_JARS := python/kstate/jars
 # Spark's Python workers (UDFs) must run the venv's interpreter, not the system python3.
 export PYSPARK_PYTHON ?= $(abspath $(PY))
 
-.PHONY: all venv jar test demo bench clean
+.PHONY: all venv jar kafka-classpath test demo demo-kafka bench clean
 
 all: test
 
@@ -36,16 +36,27 @@ jar: venv
 	rm -f $(PY_JARS)/kstate_*.jar
 	cp $(JAR) $(PY_JARS)/
 
+# The Kafka broker's classpath and Spark's Kafka connector jars, fetched from Maven Central by sbt
+# (build.sbt, kafkaTestClasspath) and listed for the Python Kafka tests and demo-kafka.
+KAFKA_CP := jvm/target/kafka-test-classpath.json
+kafka-classpath: $(KAFKA_CP)
+$(KAFKA_CP): build.sbt | venv
+	$(SBT) kafkaTestClasspath
+
 # pytest: two workers (pytest-xdist, one SparkSession each; a module stays on one worker), then
 # the tests marked serial (a local-cluster; python/tests/conftest.py) alone.
 PYTEST := PYTHONPATH=python $(PY) -m pytest python/tests -q --durations=25
-test: venv jar
+test: venv jar $(KAFKA_CP)
 	$(SBT) test
 	$(PYTEST) -n 2 --dist loadfile -m "not serial"
 	$(PYTEST) -m serial
 
 demo: venv jar
 	PYTHONPATH=python $(PY) -m kstate.demo
+
+# The Kafka pipeline of python/tests/test_kafka_end_to_end.py on a real broker (docs/kafka.md).
+demo-kafka: venv jar $(KAFKA_CP)
+	PYTHONPATH=python:python/tests $(PY) python/tests/kafka_demo.py
 
 # All benchmarks run even when an earlier one reports a failure; the target fails if any did.
 # Extra flags for all: make bench BENCH_ARGS=--quick

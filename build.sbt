@@ -51,6 +51,30 @@ val kafkaStreamsOracle: Seq[ModuleID] = Seq("kafka-streams", "kafka-streams-test
     ExclusionRule("org.rocksdb"))
 }
 
+// A real Kafka broker and Spark's Kafka connector for the Python end-to-end tests
+// (python/tests/kafka_broker.py, test_kafka_end_to_end.py; docs/kafka.md). Each set lives in a
+// configuration of its own, resolved on its own: neither is on the compile or test classpath (so
+// nothing leaks into the kstate jar, and the broker's kafka-clients 4.1.0 never meets the Kafka
+// Streams oracle's 4.3.1 above). `kafkaTestClasspath` writes both classpaths to a file the Python
+// tests read.
+val KafkaBroker = config("kafka-broker").hide
+val KafkaConnector = config("kafka-connector").hide
+val kafkaBrokerVersion = "4.1.0"
+// Spark's Kafka connector: 4.3.0 is not on Maven Central, 4.2.0 is and works with Spark 4.3
+// (docs/kafka.md). Only the connector's own jars: Spark and what it brings come from pyspark.
+val sparkKafkaConnectorVersion = "4.2.0"
+val kafkaBrokerDeps: Seq[ModuleID] = Seq(
+  "org.apache.kafka" %% "kafka" % kafkaBrokerVersion % KafkaBroker,
+  "org.apache.kafka" % "kafka-tools" % kafkaBrokerVersion % KafkaBroker,
+  "org.slf4j" % "slf4j-reload4j" % "1.7.36" % KafkaBroker)
+val kafkaConnectorDeps: Seq[ModuleID] = Seq(
+  "org.apache.spark" %% "spark-sql-kafka-0-10" % sparkKafkaConnectorVersion,
+  "org.apache.spark" %% "spark-token-provider-kafka-0-10" % sparkKafkaConnectorVersion,
+  "org.apache.commons" % "commons-pool2" % "2.12.0",
+  "org.apache.kafka" % "kafka-clients" % kafkaBrokerVersion).map(m => (m % KafkaConnector).intransitive())
+val kafkaTestClasspath = taskKey[File](
+  "Writes jvm/target/kafka-test-classpath.json: the Kafka broker's classpath and the Spark Kafka connector's jars")
+
 lazy val root = (project in file("."))
   .settings(
     name := "kstate",
@@ -79,7 +103,18 @@ lazy val root = (project in file("."))
       // LayeringSuite: the import direction between the public API and kstate's internals,
       // checked on the compiled classes; pyspark's jars provide slf4j
       ("com.tngtech.archunit" % "archunit" % "1.4.1" % Test).excludeAll(ExclusionRule("org.slf4j"))
-    ) ++ kafkaStreamsOracle,
+    ) ++ kafkaStreamsOracle ++ kafkaBrokerDeps ++ kafkaConnectorDeps,
+    ivyConfigurations ++= Seq(KafkaBroker, KafkaConnector),
+    kafkaTestClasspath := {
+      val report = update.value
+      def jars(c: Configuration): Seq[String] =
+        report.select(configurationFilter(c.name), moduleFilter(), artifactFilter(`type` = "jar" | "bundle")).map(_.getAbsolutePath).distinct.sorted
+      def list(xs: Seq[String]): String = xs.map(x => "\"" + x.replace("\\", "\\\\") + "\"").mkString("[\n    ", ",\n    ", "\n  ]")
+      val out = target.value / "kafka-test-classpath.json"
+      IO.write(out, s"""{\n  "broker": ${list(jars(KafkaBroker))},\n  "connector": ${list(jars(KafkaConnector))}\n}\n""")
+      streams.value.log.info(s"wrote $out")
+      out
+    },
     // io.kstate.BuildInfo: version and Spark minor, checked by the Python package at first use.
     Compile / sourceGenerators += Def.task {
       val f = (Compile / sourceManaged).value / "io" / "kstate" / "BuildInfo.scala"

@@ -58,7 +58,7 @@ def main(config_path: str) -> int:
         cfg = json.load(f)
 
     import kstate  # noqa: F401  (adds df.kstate)
-    from _streaming import SCHEMA, STREAM_ORDER, session_builder
+    from _streaming import SCHEMA, STREAM_ORDER, finish_driver, session_builder
 
     # A driver process lives for seconds: C2's compilations cost more CPU than they pay back on
     # 2 cores; with C1 only it runs in about half the time. (The pytest session, which lives for
@@ -90,11 +90,7 @@ def main(config_path: str) -> int:
     out = build(source, cfg)
     q = (out.writeStream.foreachBatch(sink).outputMode("append")
          .option("checkpointLocation", cfg["checkpoint"]).start())
-    q.processAllAvailable()
-    q.stop()
-    spark.stop()
-    print("DRIVER DONE", flush=True)
-    return 0
+    return finish_driver(spark, q)
 
 
 if __name__ == "__main__":

@@ -54,8 +54,18 @@ def session_builder(master: str = "local[2]") -> Any:
     import kstate
 
     wait_for_jar()
+    builder = SparkSession.builder.master(master).appName("kstate-pytest")
+    # Spark's Kafka connector (test_kafka_end_to_end.py): its jars when the build has listed them
+    # (`make kafka-classpath`; without them only the Kafka tests fail, saying so).
+    from kafka_broker import CLASSPATH_FILE, connector_jars
+    if os.path.isfile(CLASSPATH_FILE):
+        # Spark's Kafka sink caches its producers (10 minutes by default): closed 5 s after their
+        # last use instead, so none keeps calling a test's broker after it stopped.
+        builder = (builder.config("spark.jars", ",".join(connector_jars()))
+                   .config("spark.kafka.producer.cache.timeout", "5s")
+                   .config("spark.kafka.producer.cache.evictorThreadRunInterval", "1s"))
     return (
-        kstate.configure(SparkSession.builder.master(master).appName("kstate-pytest"))
+        kstate.configure(builder)
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -70,6 +80,32 @@ def session_builder(master: str = "local[2]") -> Any:
 # The default (auto: event-time order for files, listed order for static DataFrames) is tested on
 # its own in test_processing_order.py; static DataFrames keep the default.
 STREAM_ORDER = {"spark.kstate.processingOrder": "task"}
+
+def finish_driver(spark: SparkSession, *queries: Any) -> int:
+    """The end of a test driver process: each query processes everything available and stops
+    (in the order given), then the session stops and the driver says it is done (exit code 0)."""
+    for q in queries:
+        q.processAllAvailable()
+        q.stop()
+    spark.stop()
+    print("DRIVER DONE", flush=True)
+    return 0
+
+
+def kill9_when_paused(p: Any, marker: str, timeout_s: float, log: Callable[[], str]) -> None:
+    """Waits until driver process ``p`` (started in a process group of its own) has written
+    ``marker`` (it paused), then kills its process group with SIGKILL. ``log``: the driver's
+    output, for the failure message when it exits or never pauses."""
+    import signal
+    deadline = time.monotonic() + timeout_s
+    while not os.path.exists(marker):
+        assert p.poll() is None, f"driver exited ({p.returncode}) before pausing:\n{log()}"
+        assert time.monotonic() < deadline, f"driver never paused:\n{log()}"
+        time.sleep(0.2)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait(timeout=60)
+    assert p.returncode == -signal.SIGKILL
+
 
 _names = itertools.count()
 _lock = threading.Lock()

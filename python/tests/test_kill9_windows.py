@@ -17,7 +17,7 @@ from typing import Any, Dict, List
 import pytest
 
 from _kill9_driver import build
-from _streaming import FileStream, file_name, write_json_lines
+from _streaming import FileStream, file_name, kill9_when_paused, write_json_lines
 from test_dedup_restart import FINISH_TIMEOUT_S, MARKER_TIMEOUT_S, _launch, _log, _log_ids
 
 PAUSE_BATCH = 4
@@ -72,14 +72,7 @@ def _run(root: str, cfg: Dict[str, Any], tag: str, kill: bool) -> None:
     p = _launch(cfg, os.path.join(root, f"{tag}.json"), log)
     try:
         if kill:
-            deadline = time.monotonic() + MARKER_TIMEOUT_S
-            while not os.path.exists(marker):
-                assert p.poll() is None, f"driver exited ({p.returncode}) before pausing:\n{_log(log)}"
-                assert time.monotonic() < deadline, f"driver never paused:\n{_log(log)}"
-                time.sleep(0.2)
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait(timeout=60)
-            assert p.returncode == -signal.SIGKILL
+            kill9_when_paused(p, marker, MARKER_TIMEOUT_S, lambda: _log(log))
         else:
             assert p.wait(timeout=FINISH_TIMEOUT_S) == 0, _log(log)
     finally:
