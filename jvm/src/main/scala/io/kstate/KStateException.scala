@@ -407,4 +407,30 @@ object KStateErrors {
       s"$what, but kstate's plugin is not loaded, so there are no standby replicas. Start the application with spark.plugins=io.kstate.KStatePlugin " +
         "(PySpark: build the session with kstate.configure(SparkSession.builder)), or set " +
         "spark.kstate.standbyReplicas=0.")
+
+  // --- kstate.testing: the pipeline test driver (docs/testing.md) ---
+
+  /** @param input the driver's input the records were piped to; @param why what did not match */
+  def testDriverInvalidRecord(input: String, why: String): KStateException =
+    err("KSTATE_TEST_DRIVER_INVALID_RECORD",
+      s"A record piped to input '$input' does not match its schema: $why. Give each record as a " +
+        "dict of the schema's field names or a tuple of its fields in schema order, with values of " +
+        "the fields' types (e.g. an int of epoch milliseconds or a datetime for a timestamp).")
+
+  /** @param known the driver's input names */
+  def testDriverUnknownInput(input: String, known: String): KStateException =
+    err("KSTATE_TEST_DRIVER_UNKNOWN_INPUT",
+      s"The test driver has no input '$input'; its inputs are: $known. Pipe records to one of " +
+        "them (input=...), or declare the input when building the driver.")
+
+  def testDriverInvalidPipeline(why: String): KStateException =
+    err("KSTATE_TEST_DRIVER_INVALID_PIPELINE",
+      s"The test driver cannot run this pipeline: $why.")
+
+  /** @param state "not started", "already started" or "closed" */
+  def testDriverNotRunning(state: String): KStateException =
+    err("KSTATE_TEST_DRIVER_NOT_RUNNING",
+      s"The test driver is $state. Use it inside its 'with' block (which starts its query and, at " +
+        "its end, stops the query and removes its temporary checkpoint and input directories); a " +
+        "closed driver cannot be started again: build a new one.")
 }

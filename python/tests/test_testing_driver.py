@@ -1,0 +1,196 @@
+"""``kstate.testing.PipelineTestDriver``: KIP-655's and KIP-328's examples through the driver,
+restart in the middle, state and metrics after a batch, Spark's operators and two inputs in the
+same query, determinism, and bad usage raising named errors before anything runs."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+import pytest
+from pyspark.sql import functions as F
+
+from kstate import BufferConfig, KStateError, Suppressed, TimeWindows, VersionedTable
+from kstate.testing import PipelineTestDriver
+from test_dedup_kip_examples import EXAMPLES
+
+S, MIN = 1000, 60_000
+
+
+# --- KIP-655: the deduplication examples ---------------------------------------------------
+
+def _dedup(interval_ms):
+    return lambda events: events.kstate.deduplicate_by_key(interval_ms, key="k", timestamp="ts")
+
+
+@pytest.mark.parametrize("example", list(EXAMPLES))
+def test_kip_655_examples_one_record_per_micro_batch(spark, example) -> None:
+    interval, events, forwarded = EXAMPLES[example]
+    with PipelineTestDriver(spark, "seq INT, k STRING, ts LONG", _dedup(interval)) as driver:
+        got = [[r.seq for r in driver.pipe([(i, k, t * S)])] for i, (k, t) in enumerate(events)]
+    assert got == [[i] if fwd else [] for i, fwd in enumerate(forwarded)]
+
+
+def test_kip_655_example_as_one_micro_batch_keeps_the_piped_order(spark) -> None:
+    # Late example 1 (k@20 fwd, k@25 dup, k@11 dup, k@9 fwd: more than 10 s before stream
+    # time 25 and no stored duplicate within 10 s) in ONE micro-batch, with TIMESTAMP input
+    # given as epoch millis: the driver's default task order processes the records as piped.
+    interval, events, forwarded = EXAMPLES["late_example_1"]
+    with PipelineTestDriver(spark, "seq INT, k STRING, ts TIMESTAMP", _dedup(interval)) as driver:
+        rows = driver.pipe([dict(seq=i, k=k, ts=t * S) for i, (k, t) in enumerate(events)])
+    assert [r.seq for r in rows] == [i for i, fwd in enumerate(forwarded) if fwd] == [0, 3]
+    assert rows[1].ts == dt.datetime(1970, 1, 1, 0, 0, 9)  # session time zone: UTC
+
+
+# --- KIP-328: final results, an alert for fewer than 3 events in an hour -------------------
+
+def _fewer_than_3_an_hour(events):
+    windows = TimeWindows.of_size("1 hour").grace("10 minutes")
+    counts = events.kstate.windowed_by(windows, key="user", timestamp="ts").count()
+    final = counts.kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+    return final.where("count < 3").select("user", "window_start", "count")
+
+
+def test_kip_328_final_window_results_only(spark) -> None:
+    with PipelineTestDriver(spark, "user STRING, ts LONG", _fewer_than_3_an_hour) as driver:
+        assert driver.pipe([("alice", 5 * MIN), ("bob", 6 * MIN), ("alice", 20 * MIN),
+                            ("alice", 40 * MIN)]) == []
+        assert driver.pipe([("bob", 65 * MIN)]) == []   # stream time 65 min: hour 0 in grace
+        assert driver.pipe([("bob", 55 * MIN)]) == []   # late within grace: counted
+        # stream time 70 min = end + grace: hour 0 closes, exactly one result per user;
+        # alice had 3 events (no alert), bob 2
+        closed = driver.pipe([("alice", 71 * MIN)])
+        assert [tuple(r) for r in closed] == [("bob", 0, 2)]
+        assert driver.pipe([("bob", 30 * MIN)]) == []   # after the window closed: dropped
+        assert driver.custom_metrics()["windowedAggregate"]["lateRecordsDropped"] == 1
+        assert [tuple(r) for r in driver.outputs()] == [("bob", 0, 2)]
+
+
+# --- restart in the middle, determinism ----------------------------------------------------
+
+BATCHES = [
+    [("a", 1 * S, 1), ("b", 2 * S, 2), ("a", 3 * S, 3), ("a", 3 * S, 3)],
+    [("b", 12 * S, 4), ("a", 9 * S, 5), ("c", 14 * S, 6)],
+    [("a", 2 * S, 7), ("c", 25 * S, 8), ("b", 26 * S, 9)],  # a@2 late
+    [("a", 31 * S, 10), ("c", 29 * S, 11)],
+]
+
+
+def _dedup_then_count(events):
+    deduped = events.kstate.deduplicate_by_key("5 seconds", key=["k", "v"], timestamp="ts")
+    return deduped.kstate.windowed_by(TimeWindows.of_size("10 seconds"), key="k", timestamp="ts").count()
+
+
+def _run(spark, restart_after=None, partitions=1):
+    outputs = []
+    with PipelineTestDriver(spark, "k STRING, ts LONG, v INT", _dedup_then_count,
+                            output_mode="update", partitions=partitions) as driver:
+        for i, batch in enumerate(BATCHES):
+            outputs.append(sorted(tuple(r) for r in driver.pipe(batch)))
+            if i == restart_after:
+                driver.restart()
+        late = driver.custom_metrics()["windowedAggregate"]["lateRecordsDroppedTotal"]
+    return outputs, late
+
+
+def test_restart_in_the_middle_equals_the_uninterrupted_run(spark) -> None:
+    uninterrupted = _run(spark)
+    assert uninterrupted == _run(spark, restart_after=1)
+    outputs, late = uninterrupted
+    assert late == 1 and outputs[2] == [("b", 20 * S, 30 * S, 1, 26 * S), ("c", 20 * S, 30 * S, 1, 25 * S)]
+
+
+def test_same_input_same_output_on_several_state_partitions(spark) -> None:
+    assert _run(spark, partitions=3) == _run(spark, partitions=3)
+
+
+# --- state, metrics, progress after a batch ------------------------------------------------
+
+def test_state_and_progress_after_each_micro_batch(spark) -> None:
+    with PipelineTestDriver(spark, "k STRING, ts LONG", _dedup(10 * S)) as driver:
+        driver.pipe([("a", 5 * S), ("b", 6 * S)])
+        driver.pipe([("a", 17 * S), ("b", 7 * S)])  # a@17 replaces a@5; b@7 is a duplicate
+        latest = driver.state("deduplicate_by_key-0").select("key.identity_0", "value.ts")
+        first = driver.state("deduplicate_by_key-0", batch_id=0).select("key.identity_0", "value.ts")
+        assert sorted(map(tuple, latest.collect())) == [("a", 17 * S), ("b", 6 * S)]
+        assert sorted(map(tuple, first.collect())) == [("a", 5 * S), ("b", 6 * S)]
+        assert driver.progress(1).numInputRows == 2 and driver.progress(1).batchId == 1
+        assert sorted(driver.batches) == [0, 1]
+        assert os.path.isdir(driver.checkpoint)
+        checkpoint = driver.checkpoint
+    assert not os.path.exists(checkpoint)  # the driver removes its directories
+
+
+# --- Spark's operators and two inputs in the same query -----------------------------------
+
+def test_sparks_own_aggregation_after_kstate_dedup_in_update_mode(spark) -> None:
+    def pipeline(events):
+        return _dedup(10 * S)(events).groupBy("k").count()
+
+    with PipelineTestDriver(spark, "k STRING, ts LONG", pipeline, output_mode="update") as driver:
+        assert sorted(map(tuple, driver.pipe([("a", 1 * S), ("a", 2 * S), ("b", 3 * S)]))) == [("a", 1), ("b", 1)]
+        assert list(map(tuple, driver.pipe([("a", 12 * S), ("b", 4 * S)]))) == [("a", 2)]
+
+
+def test_sparks_drop_duplicates_within_watermark_before_a_kstate_window(spark) -> None:
+    def pipeline(events):
+        once = (events.withColumn("t", F.timestamp_millis("ts")).withWatermark("t", "5 seconds")
+                .dropDuplicatesWithinWatermark(["id"]))
+        return once.kstate.windowed_by(TimeWindows.of_size("10 seconds"), key="k", timestamp="ts").count()
+
+    with PipelineTestDriver(spark, "id STRING, k STRING, ts LONG", pipeline, output_mode="update") as driver:
+        first = driver.pipe([("e1", "a", 1 * S), ("e1", "a", 1 * S), ("e2", "a", 2 * S)])
+        again = driver.pipe([("e2", "a", 3 * S), ("e3", "a", 4 * S)])  # e2 repeated within 5 s
+    assert [(r.k, r["count"]) for r in first] == [("a", 2)]
+    assert [(r.k, r["count"]) for r in again] == [("a", 3)]
+
+
+def test_two_inputs_stream_table_join_as_of_the_records_time(spark) -> None:
+    # KIP-914: an out-of-order stream record joins the versioned table as of its own time.
+    def pipeline(orders, rates):
+        table = rates.kstate.to_table(key="k", timestamp="ts", versioned=VersionedTable("1 minute"))
+        return orders.kstate.join(table, key="k", timestamp="ts").select("order", "rate")
+
+    inputs = {"orders": "order STRING, k STRING, ts LONG", "rates": "k STRING, rate INT, ts LONG"}
+    with PipelineTestDriver(spark, inputs, pipeline) as driver:
+        assert driver.pipe([("eur", 1, 0), ("eur", 4, 4 * S)], input="rates") == []
+        rows = driver.add_batch({"orders": [("o5", "eur", 5 * S), ("o2", "eur", 2 * S)]})
+        assert [tuple(r) for r in rows] == [("o5", 4), ("o2", 1)]
+        both = driver.add_batch({"rates": [("eur", 7, 7 * S)], "orders": [("o8", "eur", 8 * S)]})
+        assert [tuple(r) for r in both] == [("o8", 7)]
+
+
+# --- bad usage: named errors, before anything runs -----------------------------------------
+
+@pytest.mark.parametrize("records,why", [
+    ([("a", "not a number")], "record 0"),
+    ([{"k": "a", "ts": 1, "typo": 2}], "fields ['typo']"),
+    ([("a",)], "has 1 values but the schema has 2 fields"),
+    ("a", "must be a list of records"),
+])
+def test_records_not_matching_the_schema_fail_before_running(spark, records, why) -> None:
+    with PipelineTestDriver(spark, "k STRING, ts LONG", _dedup(S)) as driver:
+        driver.pipe([("ok", 1)])
+        with pytest.raises(KStateError) as e:
+            driver.pipe(records)
+        assert e.value.error_class == "KSTATE_TEST_DRIVER_INVALID_RECORD" and why in e.value.message
+        assert "input 'input'" in e.value.message
+        assert sorted(driver.batches) == [0]  # nothing was written or run
+        assert [r.k for r in driver.pipe([("next", 2)])] == ["next"]
+
+
+def test_unknown_input_invalid_pipeline_and_closed_driver(spark) -> None:
+    inputs = {"a": "k STRING, ts LONG", "b": "k STRING, ts LONG"}
+    with PipelineTestDriver(spark, inputs, lambda a, b: a.unionByName(b)) as driver:
+        with pytest.raises(KStateError, match=r"KSTATE_TEST_DRIVER_UNKNOWN_INPUT.*inputs are: a, b"):
+            driver.pipe([("x", 1)])  # two inputs: which one?
+        with pytest.raises(KStateError, match="KSTATE_TEST_DRIVER_UNKNOWN_INPUT.*'c'"):
+            driver.add_batch({"c": [("x", 1)]})
+    with pytest.raises(KStateError, match="KSTATE_TEST_DRIVER_NOT_RUNNING.*closed"):
+        driver.pipe([("x", 1)], input="a")
+    static = lambda df: df.sparkSession.range(1)  # noqa: E731
+    with pytest.raises(KStateError, match="KSTATE_TEST_DRIVER_INVALID_PIPELINE.*not a streaming"):
+        PipelineTestDriver(spark, "k STRING", static).start()
+    with pytest.raises(KStateError, match="KSTATE_TEST_DRIVER_INVALID_PIPELINE.*not a valid DDL"):
+        PipelineTestDriver(spark, "k STRNG", lambda df: df).start()
+    with pytest.raises(KStateError, match="KSTATE_TEST_DRIVER_INVALID_PIPELINE.*output_mode"):
+        PipelineTestDriver(spark, "k STRING", lambda df: df, output_mode="upsert")
