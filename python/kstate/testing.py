@@ -31,7 +31,9 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.listener import StreamingQueryProgress
 from pyspark.sql.types import (
-    DataType, StructType, TimestampNTZType, TimestampType, _make_type_verifier,
+    BinaryType, BooleanType, ByteType, DataType, DateType, DecimalType, DoubleType, FloatType,
+    IntegerType, LongType, ShortType, StringType, StructType, TimestampNTZType, TimestampType,
+    _make_type_verifier,
 )
 
 from ._jvm import check_jvm
@@ -66,9 +68,9 @@ def _hub_error(spark: SparkSession, method: str, *args: str) -> KStateError:
 class _Input:
     """One input of the driver: a schema and the directory its micro-batches' files go to.
 
-    A micro-batch of an input is one Parquet file written by Spark (so every Spark type arrives
-    exactly as given) and moved into the directory, which Spark's file source reads one file
-    per trigger.
+    A micro-batch of an input is one Parquet file, moved into the directory when complete, which
+    Spark's file source reads one file per trigger. Flat schemas are written with pyarrow (fast);
+    others by Spark itself, so every Spark type arrives exactly as given.
     """
 
     def __init__(self, spark: SparkSession, name: str, schema: StructType, directory: str,
@@ -119,13 +121,58 @@ class _Input:
     def write(self, rows: List[tuple]) -> None:
         """Writes ``rows`` as this input's next file: the next micro-batch's records, in order."""
         staged = os.path.join(self.staging, f"{self.name}-{self.files:06d}")
-        (self.spark.createDataFrame(rows, self.schema, verifySchema=False)
-         .coalesce(1).write.parquet(staged))
-        parts = glob.glob(os.path.join(staged, "part-*.parquet"))
-        assert len(parts) == 1, f"expected one Parquet file in {staged}, found {parts}"
-        os.rename(parts[0], os.path.join(self.directory, f"batch-{self.files:06d}.parquet"))
-        shutil.rmtree(staged)
+        os.makedirs(self.staging, exist_ok=True)
+        if _arrow_types(self.schema) is not None:
+            staged_file = staged + ".parquet"
+            _write_with_arrow(self.schema, rows, staged_file)
+        else:
+            (self.spark.createDataFrame(rows, self.schema, verifySchema=False)
+             .coalesce(1).write.parquet(staged))
+            parts = glob.glob(os.path.join(staged, "part-*.parquet"))
+            assert len(parts) == 1, f"expected one Parquet file in {staged}, found {parts}"
+            staged_file = parts[0]
+        os.rename(staged_file, os.path.join(self.directory, f"batch-{self.files:06d}.parquet"))
+        shutil.rmtree(staged, ignore_errors=True)
         self.files += 1
+
+
+def _arrow_types(schema: StructType) -> Optional[List[Any]]:
+    """Arrow types for a schema of flat fields, or None when a field is nested or another type
+    (then Spark itself writes the file: slower, about a second per micro-batch, but exact)."""
+    import pyarrow as pa
+
+    simple = {
+        StringType: pa.string(), LongType: pa.int64(), IntegerType: pa.int32(),
+        ShortType: pa.int16(), ByteType: pa.int8(), BooleanType: pa.bool_(),
+        DoubleType: pa.float64(), FloatType: pa.float32(), BinaryType: pa.binary(),
+        DateType: pa.date32(), TimestampType: pa.timestamp("us", tz="UTC"),
+        TimestampNTZType: pa.timestamp("us"),
+    }
+    types = []
+    for f in schema.fields:
+        if isinstance(f.dataType, DecimalType):
+            types.append(pa.decimal128(f.dataType.precision, f.dataType.scale))
+        elif type(f.dataType) in simple:
+            types.append(simple[type(f.dataType)])
+        else:
+            return None
+    return types
+
+
+def _write_with_arrow(schema: StructType, rows: List[tuple], path: str) -> None:
+    """One Parquet file of ``rows`` (flat schema), as Spark would read them back.
+
+    A naive ``datetime`` for a TIMESTAMP field is local time, as in ``spark.createDataFrame``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns = []
+    for i, (field, arrow_type) in enumerate(zip(schema.fields, _arrow_types(schema))):
+        values = [r[i] for r in rows]
+        if isinstance(field.dataType, TimestampType):
+            values = [v.astimezone() if v is not None and v.tzinfo is None else v for v in values]
+        columns.append(pa.array(values, type=arrow_type))
+    pq.write_table(pa.Table.from_arrays(columns, names=schema.fieldNames()), path)
 
 
 def _epoch_millis_as_time(data_type: DataType, value: Any) -> Any:

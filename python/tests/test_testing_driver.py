@@ -4,6 +4,7 @@ same query, determinism, and bad usage raising named errors before anything runs
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 import os
 
 import pytest
@@ -22,23 +23,31 @@ def _dedup(interval_ms):
     return lambda events: events.kstate.deduplicate_by_key(interval_ms, key="k", timestamp="ts")
 
 
-@pytest.mark.parametrize("example", list(EXAMPLES))
-def test_kip_655_examples_one_record_per_micro_batch(spark, example) -> None:
-    interval, events, forwarded = EXAMPLES[example]
+SLOT = 1000 * S  # each example runs 1000 s after the previous one (KIP times are below 120 s)
+
+
+@pytest.mark.parametrize("interval", sorted({iv for iv, _, _ in EXAMPLES.values()}))
+def test_kip_655_examples_each_one_micro_batch(spark, interval) -> None:
+    # Every KIP example of this interval through ONE operator, each example one micro-batch in
+    # its own time slot: stream time has passed the previous example's records by more than the
+    # interval, so each example starts as on a fresh operator (keys are also prefixed).
+    examples = {name: ex for name, ex in EXAMPLES.items() if ex[0] == interval}
     with PipelineTestDriver(spark, "seq INT, k STRING, ts LONG", _dedup(interval)) as driver:
-        got = [[r.seq for r in driver.pipe([(i, k, t * S)])] for i, (k, t) in enumerate(events)]
-    assert got == [[i] if fwd else [] for i, fwd in enumerate(forwarded)]
+        got = {name: [r.seq for r in driver.pipe(
+            [(i, f"{name}/{k}", slot * SLOT + t * S) for i, (k, t) in enumerate(events)])]
+            for slot, (name, (_, events, _)) in enumerate(examples.items())}
+    assert got == {name: [i for i, f in enumerate(fwd) if f] for name, (_, _, fwd) in examples.items()}
 
 
-def test_kip_655_example_as_one_micro_batch_keeps_the_piped_order(spark) -> None:
+def test_kip_655_example_one_record_per_micro_batch(spark) -> None:
     # Late example 1 (k@20 fwd, k@25 dup, k@11 dup, k@9 fwd: more than 10 s before stream
-    # time 25 and no stored duplicate within 10 s) in ONE micro-batch, with TIMESTAMP input
-    # given as epoch millis: the driver's default task order processes the records as piped.
+    # time 25 and no stored duplicate within 10 s), one record per micro-batch, with TIMESTAMP
+    # input given as epoch millis.
     interval, events, forwarded = EXAMPLES["late_example_1"]
     with PipelineTestDriver(spark, "seq INT, k STRING, ts TIMESTAMP", _dedup(interval)) as driver:
-        rows = driver.pipe([dict(seq=i, k=k, ts=t * S) for i, (k, t) in enumerate(events)])
-    assert [r.seq for r in rows] == [i for i, fwd in enumerate(forwarded) if fwd] == [0, 3]
-    assert rows[1].ts == dt.datetime(1970, 1, 1, 0, 0, 9)  # session time zone: UTC
+        got = [driver.pipe([dict(seq=i, k=k, ts=t * S)]) for i, (k, t) in enumerate(events)]
+    assert [[r.seq for r in rows] for rows in got] == [[i] if f else [] for i, f in enumerate(forwarded)]
+    assert got[3][0].ts == dt.datetime(1970, 1, 1, 0, 0, 9)  # session time zone: UTC
 
 
 # --- KIP-328: final results, an alert for fewer than 3 events in an hour -------------------
@@ -61,7 +70,7 @@ def test_kip_328_final_window_results_only(spark) -> None:
         closed = driver.pipe([("alice", 71 * MIN)])
         assert [tuple(r) for r in closed] == [("bob", 0, 2)]
         assert driver.pipe([("bob", 30 * MIN)]) == []   # after the window closed: dropped
-        assert driver.custom_metrics()["windowedAggregate"]["lateRecordsDropped"] == 1
+        assert driver.custom_metrics()["kstate_windowed_aggregate"]["lateRecordsDropped"] == 1
         assert [tuple(r) for r in driver.outputs()] == [("bob", 0, 2)]
 
 
@@ -80,27 +89,27 @@ def _dedup_then_count(events):
     return deduped.kstate.windowed_by(TimeWindows.of_size("10 seconds"), key="k", timestamp="ts").count()
 
 
-def _run(spark, restart_after=None, partitions=1):
+def _run(spark, restart_after=None):
     outputs = []
     with PipelineTestDriver(spark, "k STRING, ts LONG, v INT", _dedup_then_count,
-                            output_mode="update", partitions=partitions) as driver:
+                            output_mode="update") as driver:
         for i, batch in enumerate(BATCHES):
             outputs.append(sorted(tuple(r) for r in driver.pipe(batch)))
             if i == restart_after:
                 driver.restart()
-        late = driver.custom_metrics()["windowedAggregate"]["lateRecordsDroppedTotal"]
+        late = driver.custom_metrics()["kstate_windowed_aggregate"]["lateRecordsDroppedTotal"]
     return outputs, late
 
 
 def test_restart_in_the_middle_equals_the_uninterrupted_run(spark) -> None:
-    uninterrupted = _run(spark)
-    assert uninterrupted == _run(spark, restart_after=1)
-    outputs, late = uninterrupted
-    assert late == 1 and outputs[2] == [("b", 20 * S, 30 * S, 1, 26 * S), ("c", 20 * S, 30 * S, 1, 25 * S)]
-
-
-def test_same_input_same_output_on_several_state_partitions(spark) -> None:
-    assert _run(spark, partitions=3) == _run(spark, partitions=3)
+    # One state partition: one stream time for all keys (no grace: a window closes at its end).
+    expected = ([[("a", 0, 10 * S, 2, 3 * S), ("b", 0, 10 * S, 1, 2 * S)],  # (a, 3, 3) deduplicated
+                 [("b", 10 * S, 20 * S, 1, 12 * S), ("c", 10 * S, 20 * S, 1, 14 * S)],  # a@9 late
+                 [("b", 20 * S, 30 * S, 1, 26 * S), ("c", 20 * S, 30 * S, 1, 25 * S)],  # a@2 late
+                 [("a", 30 * S, 40 * S, 1, 31 * S)]],  # c@29 late: stream time 31
+                3)
+    assert _run(spark) == expected  # run twice (below): the same output on every run
+    assert _run(spark, restart_after=1) == expected
 
 
 # --- state, metrics, progress after a batch ------------------------------------------------
@@ -108,10 +117,12 @@ def test_same_input_same_output_on_several_state_partitions(spark) -> None:
 def test_state_and_progress_after_each_micro_batch(spark) -> None:
     with PipelineTestDriver(spark, "k STRING, ts LONG", _dedup(10 * S)) as driver:
         driver.pipe([("a", 5 * S), ("b", 6 * S)])
-        driver.pipe([("a", 17 * S), ("b", 7 * S)])  # a@17 replaces a@5; b@7 is a duplicate
+        # b@7 is a duplicate of b@6 (dropped, not stored); then a@17 replaces a@5. (Piped the
+        # other way round, a@17 first, stream time 17 would have expired b@6 and forwarded b@7.)
+        assert [tuple(r) for r in driver.pipe([("b", 7 * S), ("a", 17 * S)])] == [("a", 17 * S)]
         latest = driver.state("deduplicate_by_key-0").select("key.identity_0", "value.ts")
         first = driver.state("deduplicate_by_key-0", batch_id=0).select("key.identity_0", "value.ts")
-        assert sorted(map(tuple, latest.collect())) == [("a", 17 * S), ("b", 6 * S)]
+        assert sorted(map(tuple, latest.collect())) == [("a", 17 * S)]  # b@6 expired: 17 - 10 > 6
         assert sorted(map(tuple, first.collect())) == [("a", 5 * S), ("b", 6 * S)]
         assert driver.progress(1).numInputRows == 2 and driver.progress(1).batchId == 1
         assert sorted(driver.batches) == [0, 1]
@@ -161,19 +172,22 @@ def test_two_inputs_stream_table_join_as_of_the_records_time(spark) -> None:
 
 # --- bad usage: named errors, before anything runs -----------------------------------------
 
-@pytest.mark.parametrize("records,why", [
+BAD_RECORDS = [
     ([("a", "not a number")], "record 0"),
-    ([{"k": "a", "ts": 1, "typo": 2}], "fields ['typo']"),
+    ([("ok", 1), {"k": "a", "ts": 1, "typo": 2}], "record 1 has fields ['typo']"),
     ([("a",)], "has 1 values but the schema has 2 fields"),
     ("a", "must be a list of records"),
-])
-def test_records_not_matching_the_schema_fail_before_running(spark, records, why) -> None:
+]
+
+
+def test_records_not_matching_the_schema_fail_before_running(spark) -> None:
     with PipelineTestDriver(spark, "k STRING, ts LONG", _dedup(S)) as driver:
         driver.pipe([("ok", 1)])
-        with pytest.raises(KStateError) as e:
-            driver.pipe(records)
-        assert e.value.error_class == "KSTATE_TEST_DRIVER_INVALID_RECORD" and why in e.value.message
-        assert "input 'input'" in e.value.message
+        for records, why in BAD_RECORDS:
+            with pytest.raises(KStateError) as e:
+                driver.pipe(records)
+            assert e.value.error_class == "KSTATE_TEST_DRIVER_INVALID_RECORD", records
+            assert why in e.value.message and "input 'input'" in e.value.message, e.value.message
         assert sorted(driver.batches) == [0]  # nothing was written or run
         assert [r.k for r in driver.pipe([("next", 2)])] == ["next"]
 
@@ -194,3 +208,18 @@ def test_unknown_input_invalid_pipeline_and_closed_driver(spark) -> None:
         PipelineTestDriver(spark, "k STRNG", lambda df: df).start()
     with pytest.raises(KStateError, match="KSTATE_TEST_DRIVER_INVALID_PIPELINE.*output_mode"):
         PipelineTestDriver(spark, "k STRING", lambda df: df, output_mode="upsert")
+
+
+@pytest.mark.parametrize("schema,record", [
+    # flat: written with pyarrow
+    ("i BYTE, d DECIMAL(10,3), day DATE, t TIMESTAMP, n TIMESTAMP_NTZ, b BINARY, f FLOAT",
+     (7, Decimal("1.250"), dt.date(2026, 11, 24), dt.datetime(2026, 11, 24, 10, 0, 0, 123456),
+      dt.datetime(2026, 11, 24, 10, 0, 0, 1), bytearray(b"\x00\x01"), 1.5)),
+    # nested: written by Spark
+    ("s STRUCT<a: INT, t: TIMESTAMP>, xs ARRAY<STRING>, m MAP<STRING, INT>",
+     ((1, dt.datetime(2026, 11, 24, 10, 0)), ["x", None], {"k": 1})),
+])
+def test_records_arrive_exactly_as_given(spark, schema, record) -> None:
+    with PipelineTestDriver(spark, schema, lambda df: df) as driver:
+        assert [tuple(r) for r in driver.pipe([record, tuple(None for _ in record)])] == \
+            [record, tuple(None for _ in record)]
