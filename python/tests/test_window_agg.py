@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 import kstate
 from kstate import BufferConfig, Suppressed, TimeWindows
+from kstate.testing import PipelineTestDriver
 from _property import PROPERTY_SETTINGS, micro_batches
 from _streaming import FileStream, partition_map, session_conf, shuffle_partitions
 from _windowed import (KEYS, SCHEMA, aggregate, check_against_model, check_restart_between_every_batch,
@@ -31,7 +32,7 @@ _stream = stream
 MIN = 60_000
 
 
-def test_kip_328_fewer_than_3_events_an_hour_final_results_only(spark, tmp_path) -> None:
+def test_kip_328_fewer_than_3_events_an_hour_final_results_only(spark) -> None:
     windows = TimeWindows.of_size("1 hour").grace("10 minutes")
     build = lambda df: (_aggregate(windows, final=True)(df).where("n < 3"))
     batches = [
@@ -42,7 +43,8 @@ def test_kip_328_fewer_than_3_events_an_hour_final_results_only(spark, tmp_path)
         [dict(seq=6, k="alice", ts=71 * MIN, v=1), dict(seq=7, k="bob", ts=72 * MIN, v=1)],
         [dict(seq=8, k="bob", ts=30 * MIN, v=1)],  # first hour closed: dropped
     ]
-    got = _stream(spark, str(tmp_path), build, batches, partitions=1)
+    with PipelineTestDriver(spark, SCHEMA, build, output_mode="update") as driver:
+        got = [_tuples(driver.pipe(b)) for b in batches]
     assert got[0] == got[1] == got[2] == [] and got[4] == []
     # hour 0 closes at stream time 70 min: alice had 3 (no alert), bob 2 -> one alert
     assert got[3] == [("bob", 0, 60 * MIN, 2, 2, 1, 55 * MIN)]
@@ -260,17 +262,15 @@ def test_spark_aggregation_downstream_drops_nothing_as_late(spark, tmp_path, fol
     assert dropped == 0
 
 
-def test_late_records_are_counted_per_micro_batch_and_in_total_across_restarts(spark, tmp_path) -> None:
+def test_late_records_are_counted_per_micro_batch_and_in_total_across_restarts(spark) -> None:
     windows = TimeWindows.of_size("10 seconds")
     batches = [[dict(seq=0, k="a", ts=25_000, v=0), dict(seq=1, k="a", ts=3000, v=0)],  # 1 late
                [dict(seq=2, k="a", ts=4000, v=0), dict(seq=3, k="a", ts=5000, v=0)]]  # 2 late
-    src, ckpt = str(tmp_path / "src"), str(tmp_path / "ckpt")
     seen = []
-    with shuffle_partitions(spark, 1):
-        for b in batches:  # a restart between the two micro-batches
-            fs = FileStream(spark, src, ckpt, _aggregate(windows), schema=SCHEMA, output_mode="update")
-            with fs:
-                fs.add_batch(b)
-                custom = fs.query.lastProgress["stateOperators"][0]["customMetrics"]
+    with PipelineTestDriver(spark, SCHEMA, _aggregate(windows), output_mode="update") as driver:
+        for b in batches:
+            driver.pipe(b)
+            custom = driver.custom_metrics()["kstate_windowed_aggregate"]
             seen.append((custom["lateRecordsDropped"], custom["lateRecordsDroppedTotal"]))
+            driver.restart()  # a restart between the two micro-batches
     assert seen == [(1, 1), (2, 3)]
