@@ -257,6 +257,7 @@ class PipelineTestDriver:
         self._inputs: Dict[str, _Input] = {}
         self._query: Optional[StreamingQuery] = None
         self._batches: Dict[int, List[Row]] = {}
+        self._written: List[int] = []  # batch ids in the order the sink wrote them
         self._progress: Dict[int, StreamingQueryProgress] = {}
         self._closed = False
 
@@ -279,19 +280,26 @@ class PipelineTestDriver:
             raise
         return self
 
-    def restart(self) -> None:
+    def restart(self, pipeline: Optional[Callable[..., DataFrame]] = None) -> List[Row]:
         """Stops the query and starts it again from its checkpoint, as after a failure or a
         deployment: state, stream time and the inputs' progress come from the checkpoint, and
-        the pipeline function is called again to build the query's DataFrame.
+        the pipeline function (or ``pipeline``, e.g. the same one with a larger buffer) is called
+        again to build the query's DataFrame.
 
-        Every micro-batch piped before has completed, so the restarted query runs nothing until
-        the next :meth:`pipe`; outputs, progress and state read afterwards continue from before.
+        Returns
+        -------
+        list of Row
+            The rows of the micro-batches the restarted query ran before returning: none after
+            micro-batches that completed; a micro-batch that failed (e.g. ``KSTATE_BUFFER_FULL``)
+            runs again, and its rows are returned.
         """
         self._check_started()
         self._query.stop()
         self._query = None
+        if pipeline is not None:
+            self._pipeline = pipeline
         self._start_query()
-
+        return self._run_available()
     def close(self) -> None:
         """Stops the query and removes the temporary directory (``with`` calls it)."""
         self._closed = True
@@ -348,10 +356,7 @@ class PipelineTestDriver:
                 for name, records in records_by_input.items()}
         for name, input_rows in rows.items():
             self._inputs[name].write(input_rows)
-        before = max(self._batches, default=-1)
-        self._query.processAllAvailable()
-        self._collect_progress()
-        return [r for b in sorted(self._batches) if b > before for r in self._batches[b]]
+        return self._run_available()
 
     # --- reading results -------------------------------------------------------------------
 
@@ -422,7 +427,8 @@ class PipelineTestDriver:
             query_name = f"kstate_test_driver_{id(self)}"
 
             def collect(batch: DataFrame, batch_id: int) -> None:
-                self._batches[batch_id] = batch.collect()
+                self._batches[batch_id] = batch.collect()  # a re-run replaces its rows
+                self._written.append(batch_id)
 
             self._query = (out.writeStream.outputMode(self._output_mode)
                            .option("checkpointLocation", os.path.join(self._root, "checkpoint"))
@@ -446,6 +452,14 @@ class PipelineTestDriver:
                 "the pipeline's result is not a streaming DataFrame: build it from the input "
                 "DataFrames the driver passes in")
         return out
+
+    def _run_available(self) -> List[Row]:
+        """Runs every micro-batch there is input for; the rows of those micro-batches."""
+        start = len(self._written)
+        self._query.processAllAvailable()
+        self._collect_progress()
+        ran = sorted(set(self._written[start:]))
+        return [r for b in ran for r in self._batches[b]]
 
     def _collect_progress(self) -> None:
         # A micro-batch that ran reports its progress with an 'addBatch' duration; idle

@@ -75,27 +75,22 @@ def test_restart_between_every_batch_gives_the_same_output(spark, tmp_path) -> N
     check_restart_between_every_batch(spark, str(tmp_path), TimeWindows.of_size("10 seconds").advance_by("5 seconds").grace("3 seconds"), seed=3, extra=())
 
 
-def test_shut_down_when_full_then_restart_with_a_larger_buffer_loses_nothing(spark, tmp_path) -> None:
+def test_shut_down_when_full_then_restart_with_a_larger_buffer_loses_nothing(spark) -> None:
     windows = TimeWindows.of_size("10 seconds").grace("1 hour")  # nothing closes: the buffer fills
     small = BufferConfig.max_records(3).shut_down_when_full()
     first = [dict(seq=i, k=k, ts=1000 * i, v=i) for i, k in enumerate("abc")]
-    src, ckpt = str(tmp_path / "src"), str(tmp_path / "ckpt")
-    with shuffle_partitions(spark, 1):
-        fs = FileStream(spark, src, ckpt, _aggregate(windows, True, small), schema=SCHEMA, output_mode="update").start()
-        fs.add_batch(first)  # 3 open windows: at the limit, not over it
-        fs.add_file([dict(seq=3, k="d", ts=4000, v=3)])  # a 4th open window
-        with pytest.raises(Exception) as e:
-            fs.process()
-        fs.stop()
-        msg = str(e.value)
-        assert "KSTATE_BUFFER_FULL" in msg and "holds 4 records" in msg and "max_records=3" in msg, msg
+    with PipelineTestDriver(spark, SCHEMA, _aggregate(windows, True, small), output_mode="update") as driver:
+        driver.pipe(first)  # 3 open windows: at the limit, not over it
+        with pytest.raises(kstate.KStateError) as e:
+            driver.pipe([dict(seq=3, k="d", ts=4000, v=3)])  # a 4th open window
+        msg = e.value.message
+        assert e.value.error_class == "KSTATE_BUFFER_FULL" and "holds 4 records" in msg and "max_records=3" in msg, msg
+        assert sorted(driver.batches) == [0]
         # restart on the same checkpoint with room for 5: the failed batch runs again, nothing lost
-        fs = FileStream(spark, src, ckpt, _aggregate(windows, True, BufferConfig.max_records(5).shut_down_when_full()),
-                        schema=SCHEMA, output_mode="update").start()
-        fs.process()
-        fs.add_batch([dict(seq=4, k="a", ts=4_000_000, v=4)])  # closes the four windows
-        rows = fs.rows()
-        fs.stop()
+        assert driver.restart(_aggregate(windows, True, BufferConfig.max_records(5).shut_down_when_full())) == []
+        assert sorted(driver.batches) == [0, 1]
+        driver.pipe([dict(seq=4, k="a", ts=4_000_000, v=4)])  # closes the four windows
+        rows = driver.outputs()
     assert _tuples(rows) == [("a", 0, 10000, 1, 0, 0, 0), ("b", 0, 10000, 1, 1, 1, 1000),
                              ("c", 0, 10000, 1, 2, 2, 2000), ("d", 0, 10000, 1, 3, 3, 4000)]
 
