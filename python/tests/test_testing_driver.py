@@ -112,6 +112,26 @@ def test_restart_in_the_middle_equals_the_uninterrupted_run(spark) -> None:
     assert _run(spark, restart_after=1) == expected
 
 
+def _open_windows(buffer):
+    windows = TimeWindows.of_size("10 seconds").grace("1 hour")  # nothing closes: the buffer fills
+    return lambda events: (events.kstate.windowed_by(windows, key="k", timestamp="ts").count()
+                           .kstate.suppress(Suppressed.until_window_closes(buffer)))
+
+
+def test_restart_with_a_larger_buffer_runs_the_failed_micro_batch_again(spark) -> None:
+    small = _open_windows(BufferConfig.max_records(1).shut_down_when_full())
+    with PipelineTestDriver(spark, "k STRING, ts LONG", small) as driver:
+        driver.pipe([("a", 1 * S)])
+        with pytest.raises(KStateError) as e:
+            driver.pipe([("b", 2 * S)])  # a 2nd open window: over the limit
+        assert e.value.error_class == "KSTATE_BUFFER_FULL" and sorted(driver.batches) == [0]
+        # the same checkpoint with room for 5: the failed micro-batch runs again, nothing lost
+        assert driver.restart(_open_windows(BufferConfig.max_records(5).shut_down_when_full())) == []
+        assert sorted(driver.batches) == [0, 1]
+        closed = driver.pipe([("z", 4_000 * S)])  # stream time past both windows' grace
+        assert sorted((r.k, r["count"]) for r in closed) == [("a", 1), ("b", 1)]
+
+
 # --- state, metrics, progress after a batch ------------------------------------------------
 
 def test_state_and_progress_after_each_micro_batch(spark) -> None:
@@ -223,3 +243,15 @@ def test_records_arrive_exactly_as_given(spark, schema, record) -> None:
     with PipelineTestDriver(spark, schema, lambda df: df) as driver:
         assert [tuple(r) for r in driver.pipe([record, tuple(None for _ in record)])] == \
             [record, tuple(None for _ in record)]
+
+
+def test_readme_example(spark) -> None:
+    def dedup(events):
+        return events.kstate.deduplicate_by_key("10 seconds", key="user", timestamp="ts")
+
+    with PipelineTestDriver(spark, "user STRING, ts LONG, v STRING", dedup) as driver:
+        assert [r.v for r in driver.pipe([("a", 100_000, "first")])] == ["first"]
+        assert driver.pipe([("a", 108_000, "dup")]) == []             # within 10 s: dropped
+        driver.restart()                                              # from the checkpoint
+        assert [r.v for r in driver.pipe([("a", 111_000, "again")])] == ["again"]
+        assert driver.state("deduplicate_by_key-0").count() == 1

@@ -32,7 +32,7 @@ _stream = stream
 MIN = 60_000
 
 
-def test_kip_328_fewer_than_3_events_an_hour_final_results_only(spark) -> None:
+def test_kip_328_fewer_than_3_events_an_hour_final_results_only(spark, tmp_path) -> None:
     windows = TimeWindows.of_size("1 hour").grace("10 minutes")
     build = lambda df: (_aggregate(windows, final=True)(df).where("n < 3"))
     batches = [
@@ -43,8 +43,7 @@ def test_kip_328_fewer_than_3_events_an_hour_final_results_only(spark) -> None:
         [dict(seq=6, k="alice", ts=71 * MIN, v=1), dict(seq=7, k="bob", ts=72 * MIN, v=1)],
         [dict(seq=8, k="bob", ts=30 * MIN, v=1)],  # first hour closed: dropped
     ]
-    with PipelineTestDriver(spark, SCHEMA, build, output_mode="update") as driver:
-        got = [_tuples(driver.pipe(b)) for b in batches]
+    got = _stream(spark, str(tmp_path), build, batches, partitions=1)
     assert got[0] == got[1] == got[2] == [] and got[4] == []
     # hour 0 closes at stream time 70 min: alice had 3 (no alert), bob 2 -> one alert
     assert got[3] == [("bob", 0, 60 * MIN, 2, 2, 1, 55 * MIN)]
@@ -75,22 +74,27 @@ def test_restart_between_every_batch_gives_the_same_output(spark, tmp_path) -> N
     check_restart_between_every_batch(spark, str(tmp_path), TimeWindows.of_size("10 seconds").advance_by("5 seconds").grace("3 seconds"), seed=3, extra=())
 
 
-def test_shut_down_when_full_then_restart_with_a_larger_buffer_loses_nothing(spark) -> None:
+def test_shut_down_when_full_then_restart_with_a_larger_buffer_loses_nothing(spark, tmp_path) -> None:
     windows = TimeWindows.of_size("10 seconds").grace("1 hour")  # nothing closes: the buffer fills
     small = BufferConfig.max_records(3).shut_down_when_full()
     first = [dict(seq=i, k=k, ts=1000 * i, v=i) for i, k in enumerate("abc")]
-    with PipelineTestDriver(spark, SCHEMA, _aggregate(windows, True, small), output_mode="update") as driver:
-        driver.pipe(first)  # 3 open windows: at the limit, not over it
-        with pytest.raises(kstate.KStateError) as e:
-            driver.pipe([dict(seq=3, k="d", ts=4000, v=3)])  # a 4th open window
-        msg = e.value.message
-        assert e.value.error_class == "KSTATE_BUFFER_FULL" and "holds 4 records" in msg and "max_records=3" in msg, msg
-        assert sorted(driver.batches) == [0]
+    src, ckpt = str(tmp_path / "src"), str(tmp_path / "ckpt")
+    with shuffle_partitions(spark, 1):
+        fs = FileStream(spark, src, ckpt, _aggregate(windows, True, small), schema=SCHEMA, output_mode="update").start()
+        fs.add_batch(first)  # 3 open windows: at the limit, not over it
+        fs.add_file([dict(seq=3, k="d", ts=4000, v=3)])  # a 4th open window
+        with pytest.raises(Exception) as e:
+            fs.process()
+        fs.stop()
+        msg = str(e.value)
+        assert "KSTATE_BUFFER_FULL" in msg and "holds 4 records" in msg and "max_records=3" in msg, msg
         # restart on the same checkpoint with room for 5: the failed batch runs again, nothing lost
-        assert driver.restart(_aggregate(windows, True, BufferConfig.max_records(5).shut_down_when_full())) == []
-        assert sorted(driver.batches) == [0, 1]
-        driver.pipe([dict(seq=4, k="a", ts=4_000_000, v=4)])  # closes the four windows
-        rows = driver.outputs()
+        fs = FileStream(spark, src, ckpt, _aggregate(windows, True, BufferConfig.max_records(5).shut_down_when_full()),
+                        schema=SCHEMA, output_mode="update").start()
+        fs.process()
+        fs.add_batch([dict(seq=4, k="a", ts=4_000_000, v=4)])  # closes the four windows
+        rows = fs.rows()
+        fs.stop()
     assert _tuples(rows) == [("a", 0, 10000, 1, 0, 0, 0), ("b", 0, 10000, 1, 1, 1, 1000),
                              ("c", 0, 10000, 1, 2, 2, 2000), ("d", 0, 10000, 1, 3, 3, 4000)]
 
