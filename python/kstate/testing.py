@@ -20,12 +20,13 @@ Streams' ``TopologyTestDriver``) are in ``docs/testing.md``.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import glob
 import os
 import shutil
 import tempfile
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming import StreamingQuery
@@ -41,7 +42,7 @@ from .errors import KStateError
 from .state_reader import DEFAULT_STORE_NAME, read_state
 from .table_reader import AsOf, read_table
 
-__all__ = ["PipelineTestDriver", "Record", "Schema", "DEFAULT_INPUT"]
+__all__ = ["PipelineTestDriver", "Record", "Schema", "DEFAULT_INPUT", "session_conf"]
 
 Schema = Union[str, StructType]
 """An input's schema: a DDL string (``"k STRING, ts LONG"``) or a ``StructType``."""
@@ -55,6 +56,29 @@ _ORDERS = ("auto", "task", "event_time")
 _OUTPUT_MODES = ("append", "update", "complete")
 _EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _EPOCH_NAIVE = _dt.datetime(1970, 1, 1)
+
+
+@contextlib.contextmanager
+def session_conf(spark: SparkSession, settings: Mapping[str, Any]) -> Iterator[None]:
+    """Sets session settings for the duration of a ``with`` block, then restores them (unset
+    if they were unset before). A query reads most settings when it starts.
+
+    Examples
+    --------
+    >>> with session_conf(spark, {"spark.sql.shuffle.partitions": 1}):
+    ...     query = df.writeStream.format("memory").queryName("out").start()
+    """
+    saved = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, str(value))
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def _hub_error(spark: SparkSession, method: str, *args: str) -> KStateError:
@@ -236,7 +260,7 @@ class PipelineTestDriver:
     >>> with PipelineTestDriver(spark, "k STRING, ts LONG", pipeline) as driver:
     ...     driver.pipe([("a", 1_000), ("a", 2_000)])   # window [0, 10s) still open: []
     ...     driver.pipe([("z", 10_000)])                 # stream time 10 s closes it
-    [Row(k='a', start=0, end=10000, count=2)]
+    [Row(k='a', window_start=0, window_end=10000, count=2, timestamp=2000)]
     """
 
     def __init__(self, spark: SparkSession, inputs: Union[Schema, Mapping[str, Schema]],
@@ -418,11 +442,7 @@ class PipelineTestDriver:
     # --- internals -------------------------------------------------------------------------
 
     def _start_query(self) -> None:
-        spark = self._spark
-        saved = {k: spark.conf.get(k, None) for k in self._conf}
-        for k, v in self._conf.items():
-            spark.conf.set(k, v)
-        try:
+        with session_conf(self._spark, self._conf):  # read when the query starts
             out = self._build()
             query_name = f"kstate_test_driver_{id(self)}"
 
@@ -433,12 +453,6 @@ class PipelineTestDriver:
             self._query = (out.writeStream.outputMode(self._output_mode)
                            .option("checkpointLocation", os.path.join(self._root, "checkpoint"))
                            .queryName(query_name).foreachBatch(collect).start())
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    spark.conf.unset(k)
-                else:
-                    spark.conf.set(k, v)
 
     def _build(self) -> DataFrame:
         sources = {name: i.source() for name, i in self._inputs.items()}

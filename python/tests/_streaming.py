@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
+from kstate.testing import session_conf  # noqa: F401 (the tests import it from here)
 from models.dedup_model import DedupModel, Rec
 
 # Records are dicts: seq (output identity), k (key), id (dedup id), ts (epoch millis or None).
@@ -147,23 +148,6 @@ def with_ts_type(df: DataFrame, ts_type: str, src: str = "ts_ms", dst: str = "ts
     else:
         raise ValueError(ts_type)
     return df.withColumn(dst, out)
-
-
-@contextlib.contextmanager
-def session_conf(spark: SparkSession, settings: Dict[str, Any]) -> Iterator[None]:
-    """Sets session configs temporarily."""
-    saved = {}
-    for key, v in settings.items():
-        saved[key] = spark.conf.get(key, None)
-        spark.conf.set(key, str(v))
-    try:
-        yield
-    finally:
-        for key, v in saved.items():
-            if v is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, v)
 
 
 @contextlib.contextmanager
