@@ -121,8 +121,9 @@ def kill(cluster: Any, q: Any, targets: List[str], cfg: Dict[str, Any], out: Dic
             victims.append(row["standbys"][0]["executor"])
         else:
             raise ValueError(f"unknown kill target {t}")
+    locations = cluster.state_locations(q, cfg["partitions"])
     done = {"executors": victims, "pids": [cluster.kill(v, pids) for v in victims],
-            "after_batch": q.lastProgress["batchId"], "replica_status": status}
+            "after_batch": q.lastProgress["batchId"], "replica_status": status, "locations": locations}
     print(f"killed {done}", flush=True)
     return done
 

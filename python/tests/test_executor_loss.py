@@ -1,12 +1,13 @@
-"""Executor loss and added executors on a real multi-executor Spark (issue 16 §3): without
-standbys a cold restore; with one standby per state partition, failover to the standby; an added
-executor takes partitions only after their warm-up copies there caught up.
+"""Executor loss and added executors on a real multi-executor Spark (issue 16 §3): with one
+standby per state partition, failover to the standby; an added executor takes partitions only
+after their warm-up copies there caught up; without standbys, a cold restore.
 
 A child process (``_executor_loss_driver.py``) runs ``local-cluster[3,1,1024]``: three executor
 JVMs next to the driver. Its kstate ``deduplicate_by_key`` query reads one file per micro-batch,
 over 6 state partitions (about two per executor), into a foreachBatch parquet sink. After batch
 ``KILL_AFTER`` it ``kill -9``s the executor JVM that Spark's state store coordinator names for
-state partition 0, then feeds the remaining files at once.
+state partition 0, then feeds the remaining files, one per micro-batch (see each test for its
+kills and scale-ups).
 
 Every batch after the first re-sends keys of earlier batches: their output is right only if the
 state written before the kill is there after it. Asserted: the query finishes, the sink holds
@@ -32,7 +33,7 @@ INTERVAL = "1000 seconds"  # nothing expires: every re-send depends on state of 
 INTERVAL_MS = 1000 * S
 PARTITIONS = 6
 BATCHES = 6
-KILL_AFTER = 2  # 0-based: batches 0..2 before the kill, 3..5 after it
+KILL_AFTER = 2  # the driver's default kill: after batch 2 (0-based)
 KEYS_PER_BATCH = 40
 TIMEOUT_S = 420  # about 3 minutes at a load average of 7
 
@@ -102,34 +103,6 @@ def run_driver(tmp: Any, data: List[List[Dict[str, Any]]], **extra: Any) -> Dict
         return json.load(f)
 
 
-def test_kill_9_of_a_state_holding_executor_restores_state_and_keeps_output_exact(spark, tmp_path):
-    data = batches()
-    res = run_driver(tmp_path, data)
-
-    killed = res["killed"]
-    assert killed["executor"] in res["executors_before"]
-    assert killed["executor"] not in res["executors_after"]  # gone, and replaced:
-    assert len(res["executors_after"]) == 3
-
-    # The query went on: every batch ran once, and the sink holds exactly the model's output.
-    progress = {p["batchId"]: p for p in res["progress"] if p["numInputRows"] > 0}
-    assert sorted(progress) == list(range(BATCHES))
-    assert sink_batches(spark, str(tmp_path / "out")) == expected(spark, data)
-
-    # Restores: the lost executor's partitions on the first batch after the kill, at most every
-    # change written so far. Before the kill placement normally holds (no restore), but a task
-    # that waited past spark.locality.wait on a loaded machine may run elsewhere and restore
-    # there: correct behaviour, so it is not asserted (the sink check above covers its output).
-    def metric(b: int, name: str) -> int:
-        return int(progress[b]["customMetrics"][name])
-
-    recovery = killed["after_batch"] + 1
-    assert recovery == KILL_AFTER + 1
-    written = sum(metric(b, "kstateStoreChangelogRecords") for b in range(recovery))
-    assert 0 < metric(recovery, "kstateStoreRestoreRecordsReplayed") <= written
-    assert metric(recovery, "kstateStoreRestoredFromSnapshot") == 0  # maintenance wrote none
-
-
 # One run, three kills, each after the standbys caught up (the driver waits for it):
 #  - after batch 2, the active executor of state partition 0;
 #  - after batch 4, the executor of partition 0's standby (it also holds other partitions' actives);
@@ -176,23 +149,27 @@ def test_with_a_standby_each_lost_partition_fails_over_without_replaying_and_out
     assert metric(7, "kstateStoreRestoreRecordsReplayed") > 0
 
 
-# Scale-up: the query starts on 2 executors (the third scaled away before it starts); after
-# batch 1 the application gets its third executor back (as when a worker joins). Batch 2 plans
-# warm-ups there; the driver then kill -9s that executor (a loss during warm-up) and the Master
-# replaces it; batch 3 plans warm-ups on the replacement, which catch up before batch 4 (the
-# driver waits for them), and batch 4 moves the stores.
-ADD_BATCHES = 7
+# Scale-up, then a loss without standbys (one cluster run for both, to keep the suite short):
+#  - the query starts on 2 executors (the third scaled away before it starts); after batch 1 the
+#    application gets its third executor back (as when a worker joins). Batch 2 plans warm-ups
+#    there; the driver then kill -9s that executor (a loss during warm-up) and the Master
+#    replaces it; batch 3 plans warm-ups on the replacement, which catch up before batch 4 (the
+#    driver waits for them), and batch 4 moves the stores;
+#  - after batch 6 (balanced by then) it kill -9s the executor of state partition 0: with no
+#    standby, batch 7 restores that executor's partitions from the checkpoint (a cold restore).
+ADD_BATCHES = 9
+COLD_KILL_AFTER = 6
 
 
-def test_an_added_executor_takes_partitions_only_after_warm_up_and_output_stays_exact(spark, tmp_path):
+def test_an_added_executor_takes_partitions_only_after_warm_up_and_a_lost_one_restores_cold(spark, tmp_path):
     data = batches(ADD_BATCHES)
     # A free executor on the same host takes a task that waited spark.locality.wait for its
     # preferred one (Spark's delay scheduling): on this loaded 2-core machine 6 s is not always
     # enough, and a partition would then run on the added executor before its warm-up (a cold
-    # restore: correct, but not what this test is about). No executor with state is lost here,
-    # so a long wait costs nothing.
-    res = run_driver(tmp_path, data, kills=[], start_executors=2, add={"after": 1, "kill_warming": True},
-                     conf={**CONF, "spark.locality.wait": "30s"})
+    # restore: correct, but not what this test is about). The partitions of the executor lost
+    # last have no copy, so they prefer no executor and do not wait for the dead one.
+    res = run_driver(tmp_path, data, kills=[{"after": COLD_KILL_AFTER, "targets": ["active"]}], start_executors=2,
+                     add={"after": 1, "kill_warming": True}, conf={**CONF, "spark.locality.wait": "30s"})
 
     progress = {p["batchId"]: p for p in res["progress"] if p["numInputRows"] > 0}
     assert sorted(progress) == list(range(ADD_BATCHES))
@@ -208,14 +185,23 @@ def test_an_added_executor_takes_partitions_only_after_warm_up_and_output_stays_
     assert add["killed"] == add["added"]
     assert any(r["warmup"] and r["warmup"]["executor"] == add["added"][0] for r in add["status_before_kill"])
     assert add["added"][0] not in add["locations_before_kill"].values()
-    # In the end balanced, 2 partitions per executor, the replacement included.
-    final = Counter(add["locations_at_end"].values())
-    assert sorted(final.values()) == [2, 2, 2], add["locations_at_end"]
+    # Balanced before the last kill, 2 partitions per executor, the replacement included.
+    cold = res["kills"][0]
+    assert cold["after_batch"] == COLD_KILL_AFTER
+    final = Counter(cold["locations"].values())
+    assert sorted(final.values()) == [2, 2, 2], cold["locations"]
     assert not set(final) & set(add["killed"])
-    # Partitions moved, each to its warm-up copy: no batch restored from the checkpoint's
-    # snapshot, and none replayed more than one version (the acceptable lag) per moved partition,
-    # i.e. at most the previous batch's changelog records.
-    assert sum(metric(b, "kstateOwnershipMoves") for b in progress) >= 2
-    for b in range(1, ADD_BATCHES):
+    # Partitions moved, each to its warm-up copy: no batch up to the last kill read a snapshot,
+    # and none replayed more than one version (the acceptable lag) per moved partition, i.e. at
+    # most the previous batch's changelog records.
+    assert sum(metric(b, "kstateOwnershipMoves") for b in range(COLD_KILL_AFTER + 1)) >= 2
+    for b in range(1, COLD_KILL_AFTER + 1):
         assert metric(b, "kstateStoreRestoredFromSnapshot") == 0, b
         assert metric(b, "kstateStoreRestoreRecordsReplayed") <= metric(b - 1, "kstateStoreChangelogRecords"), b
+    # The lost executor's partitions restored from the checkpoint on the next batch: at most every
+    # change written so far, all of it from changelogs (maintenance, every 600 s, wrote no snapshot).
+    recovery = COLD_KILL_AFTER + 1
+    written = sum(metric(b, "kstateStoreChangelogRecords") for b in range(recovery))
+    assert 0 < metric(recovery, "kstateStoreRestoreRecordsReplayed") <= written
+    assert metric(recovery, "kstateStoreRestoredFromSnapshot") == 0
+    assert cold["executors"][0] not in res["executors_after"] and len(res["executors_after"]) == 3

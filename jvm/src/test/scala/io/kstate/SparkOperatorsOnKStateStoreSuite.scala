@@ -33,8 +33,8 @@ class SparkOperatorsOnKStateStoreSuite extends KStateSparkSuite {
   private def events(in: MemoryStream[Ev]): DataFrame =
     in.toDF().toDF("k", "t", "v").withColumn("ts", col("t").cast("timestamp"))
 
-  /** Deterministic batches: 6 micro-batches over 8 keys, event time mostly increasing. */
-  private val batches: Seq[Seq[Ev]] = (0 until 6).map { b =>
+  /** Deterministic batches: 4 micro-batches over 8 keys, event time mostly increasing. */
+  private val batches: Seq[Seq[Ev]] = (0 until 4).map { b =>
     (0 until 40).map { i =>
       val t = b * 20L + (i * 7 % 25) - 3
       (s"k${(i * 5 + b) % 8}", math.max(t, 0L), i % 4)

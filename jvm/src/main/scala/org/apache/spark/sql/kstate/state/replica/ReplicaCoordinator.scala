@@ -112,9 +112,10 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
    * Where the next task of `store` should run. While Spark's location (`spark`) is alive: the
    * destination of the store's move when this micro-batch makes it (its copy there was within
    * the acceptable lag when the batch was planned, [[plan]]) and that executor lives, else
-   * Spark's location. Once Spark's location is lost:
-   * the alive copy (standby or warm-up) that holds the newest version; Spark's location when
-   * there is none. One location, never a list: Spark treats several as unordered.
+   * Spark's location. Once Spark's location is lost: the alive copy (standby or warm-up) that
+   * holds the newest version; no preference when there is none (a dead location would hold the
+   * task back for `spark.locality.wait` before it restores anywhere). One location, never a list:
+   * Spark treats several as unordered.
    */
   def preferredLocation(store: ReplicaStore, spark: Option[String]): Option[String] = synchronized {
     val isAlive = aliveNow
@@ -123,10 +124,12 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
       case None => spark
       case Some(_) =>
         val live = liveFollowers(isAlive)
-        def held(e: String) = live.get(e).flatMap(f => f.holdings.get(store).map(v => (e, f, v)))
-        val chosen = if (sparkAlive) movingNow.get(store).flatMap(e => live.get(e).map(f => (e, f, 0L)))
-        else (standbys.getOrElse(store, Nil) ++ warmups.get(store)).distinct.flatMap(held).maxByOption(_._3)
-        chosen.map { case (e, f, _) => ReplicaCoordinator.location(f.host, e) }.orElse(spark)
+        val chosen: Option[(String, Follower)] =
+          if (sparkAlive) movingNow.get(store).flatMap(e => live.get(e).map(e -> _))
+          else (standbys.getOrElse(store, Nil) ++ warmups.get(store)).distinct
+            .flatMap(e => live.get(e).flatMap(f => f.holdings.get(store).map(v => (e, f, v))))
+            .maxByOption(_._3).map { case (e, f, _) => (e, f) }
+        chosen.map { case (e, f) => ReplicaCoordinator.location(f.host, e) }.orElse(spark.filter(_ => sparkAlive))
     }
   }
 

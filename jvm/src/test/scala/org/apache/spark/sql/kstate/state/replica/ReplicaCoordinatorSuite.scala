@@ -56,7 +56,7 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     c.executorRemoved("4")
     assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("3")))
     c.executorRemoved("3")
-    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("1")), "no standby left: Spark's location")
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == None, "no copy left: anywhere, at once")
   }
 
   test("an executor the scheduler no longer lists is lost, before the listener bus says so") {
