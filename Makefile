@@ -46,16 +46,9 @@ $(KAFKA_CP): build.sbt | venv
 # pytest: two workers (pytest-xdist, one SparkSession each; a module stays on one worker), then
 # the tests marked serial (a local-cluster; python/tests/conftest.py) alone.
 PYTEST := PYTHONPATH=python $(PY) -m pytest python/tests -q --durations=25
-# The Scala suites (their log in target/sbt-test.log, printed when they end) and the parallel
-# pytest part run at the same time: alone, each leaves about a third of the two cores idle
-# (docs/contributing.md, "Test time"). The local-cluster tests run last, alone.
-SBT_TEST_LOG := target/sbt-test.log
 test: venv jar $(KAFKA_CP)
-	@mkdir -p $(dir $(SBT_TEST_LOG))
-	@$(SBT) test < /dev/null > $(SBT_TEST_LOG) 2>&1 & sbt=$$!; \
-	$(PYTEST) -n 2 --dist loadfile -m "not serial"; py=$$?; \
-	wait $$sbt; st=$$?; cat $(SBT_TEST_LOG); \
-	echo "sbt test exit $$st, pytest exit $$py"; test $$st -eq 0 -a $$py -eq 0
+	$(SBT) test
+	$(PYTEST) -n 2 --dist loadfile -m "not serial"
 	$(PYTEST) -m serial
 
 demo: venv jar
