@@ -51,10 +51,15 @@ class StreamTableJoinKafkaSuite extends AnyFunSuite with ScalaCheckPropertyCheck
     out.toList
   }
 
+  /**
+   * Compares kstate with Kafka, leaving out the results of the keys where Kafka's versioned
+   * store ignores a delete (deliberate difference D6, [[kafkaIgnoresDelete]]).
+   */
   private def compare(join: Join, input: Seq[In], cuts: Seq[Boolean]): Unit = {
-    val kafka = KafkaStreamTableJoinOracle.run(join, input)
-    val ours = kstate(join, input, cuts)
-    withClue(s"$join\ninput ${input.mkString(" ")}\nkafka  $kafka\nkstate $ours\n") {
+    val skip = if (join.historyRetentionMs.isDefined) kafkaIgnoresDelete(input) else Set.empty[String]
+    val kafka = KafkaStreamTableJoinOracle.run(join, input).map(_.filterNot(r => skip(r.key)))
+    val ours = kstate(join, input, cuts).filterNot(r => skip(r.key))
+    withClue(s"$join\ninput ${input.mkString(" ")}\nkafka  $kafka\nkstate $ours\nleft out $skip\n") {
       assert(kafka === Right(ours))
     }
   }
@@ -99,6 +104,36 @@ class StreamTableJoinKafkaSuite extends AnyFunSuite with ScalaCheckPropertyCheck
     }
   }
 
+  test("deliberate difference D6: an update older than its key's delete; Kafka then ignores the delete") {
+    // a@26 deleted at 26, then an out-of-order a@18: valid from 18 to 26. Kafka's versioned store
+    // (4.3.1) answers the lookup at 30 with it, as if the delete at 26 had not happened.
+    val input = Seq(TableIn("a", "t7", 26L), TableIn("a", null, 26L), TableIn("a", "t1", 18L), TableIn("b", "x", 34L),
+      StreamIn("a", "a#18", 18L), StreamIn("a", "a#30", 30L), StreamIn("a", "a#25", 25L))
+    val join = Join(left = true, Some(20L), None)
+    assert(kafkaIgnoresDelete(input) == Set("a"))
+    assert(KafkaStreamTableJoinOracle.run(join, input) ===
+      Right(Seq(Result("a", "a#18", "t1", 18L), Result("a", "a#30", "t1", 30L), Result("a", "a#25", "t1", 25L))))
+    assert(kstate(join, input, input.map(_ => false)) ===
+      Seq(Result("a", "a#18", "t1", 18L), Result("a", "a#30", null, 30L), Result("a", "a#25", "t1", 25L)))
+  }
+
+  test("a random input that met D6 (key a: deleted at 26, then updated at 18): equal on the other keys") {
+    val input = List(TableIn("b", "t5", 19), TableIn("c", "t5", 23), TableIn("a", "t7", 26), TableIn("b", "t3", 27),
+      TableIn("a", null, 26), TableIn("a", "t1", 18), StreamIn("c", "c#6", 29), StreamIn("c", "c#7", 30), TableIn("b", "t3", 33),
+      TableIn("c", "t2", 31), StreamIn("b", "b#10", 29), StreamIn("b", "b#11", 28), TableIn("b", "t2", 34), StreamIn("b", "b#13", 29),
+      StreamIn("a", "a#14", 18), TableIn("a", "t1", 35), TableIn("a", "t3", 26), TableIn("c", "t1", 30), TableIn("a", "t1", 37),
+      TableIn("b", "t9", 40), StreamIn("b", "b#20", 43), TableIn("b", null, 46), TableIn("a", "t6", 46), StreamIn("a", "a#23", 46),
+      StreamIn("c", "c#24", 50), StreamIn("b", "b#25", 54), TableIn("c", "t8", 55), TableIn("c", "t2", 55), TableIn("c", "t6", 55),
+      TableIn("c", "t0", 47))
+    val join = Join(left = true, Some(10L), Some(5L))
+    assert(kafkaIgnoresDelete(input) == Set("a"))
+    // Kafka joins a#14 (at 18, past the retention of 10 at table time 34) with the update of 18
+    // it keeps as the key's latest; kstate: null
+    assert(KafkaStreamTableJoinOracle.run(join, input).map(_.find(_.stream == "a#14")) === Right(Some(Result("a", "a#14", "t1", 18L))))
+    assert(kstate(join, input, input.map(_ => false)).find(_.stream == "a#14") === Some(Result("a", "a#14", null, 18L)))
+    compare(join, input, input.map(_ => false))
+  }
+
   test("deliberate difference (rule 2): a left join's null-key record with a grace period is emitted; Kafka's buffer throws") {
     val input = Seq(TableIn("a", "v", 0L), StreamIn("a", "a#1", 5L), StreamIn(null, "null#2", 6L))
     val join = Join(left = true, Some(10L), Some(2L))
@@ -111,6 +146,25 @@ class StreamTableJoinKafkaSuite extends AnyFunSuite with ScalaCheckPropertyCheck
 }
 
 object StreamTableJoinKafkaSuite {
+  /**
+   * The table keys with an update older than the key's latest version, when that version is a
+   * delete: Kafka's versioned store then answers later lookups from the older update and ignores
+   * the delete (D6, docs/tables.md), so their results are not comparable.
+   */
+  def kafkaIgnoresDelete(input: Seq[In]): Set[String] = {
+    var latest = Map.empty[String, (Long, Boolean)] // key -> (timestamp, is a delete)
+    var keys = Set.empty[String]
+    input.foreach {
+      case TableIn(k, v, ts) if k != null =>
+        latest.get(k) match {
+          case Some((t, deleted)) if ts < t => if (deleted) keys += k
+          case _ => latest += k -> ((ts, v == null))
+        }
+      case _ =>
+    }
+    keys
+  }
+
   /** Stream values are "key#n": the key is read back from the value kstate emits. */
   def keyOf(streamValue: String): String = streamValue.takeWhile(_ != '#') match {
     case "null" => null
