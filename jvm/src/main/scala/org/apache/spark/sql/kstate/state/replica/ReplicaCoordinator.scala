@@ -92,7 +92,7 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
     def ofOperator(s: ReplicaStore) = (s.queryId, s.stateRoot, s.operatorId) == key
     val othersWarming = warmups.count { case (s, e) => s.queryId == key._1 && !ofOperator(s) && live.contains(e) }
     val slots = stores.map { s =>
-      val copies = live.flatMap { case (e, f) => f.holdings.get(s).orElse(f.loaded.get(s)).map(e -> _) }
+      val copies = live.flatMap { case (e, f) => f.versionOf(s).map(e -> _) }
       WarmupPlacement.Slot(s, actives.get(s).filter(isAlive), standbys.getOrElse(s, Nil), copies)
     }
     val p = WarmupPlacement.plan(slots, live.keySet, moves.filter(m => ofOperator(m._1)),
@@ -167,7 +167,7 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
     operators.toSeq.filter(_._1._1 == queryId).flatMap { case ((_, root, op), o) =>
       standbys.keys.filter(s => s.queryId == queryId && s.stateRoot == root && s.operatorId == op).toSeq
         .sortBy(_.partition).map { s =>
-          def held(e: String) = e -> live.get(e).flatMap(f => f.holdings.get(s).orElse(f.loaded.get(s)))
+          def held(e: String) = e -> live.get(e).flatMap(f => f.versionOf(s))
           ReplicaCoordinator.StoreStatus(s, actives.get(s), o.committed,
             standbys.getOrElse(s, Nil).map(held), warmups.get(s).map(held), moves.get(s))
         }
@@ -244,7 +244,10 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
 object ReplicaCoordinator {
   private final case class Operator(numPartitions: Int, wanted: Wanted, committed: Long)
   private final case class Follower(host: String, lastPoll: Long, holdings: Map[ReplicaStore, Long],
-      loaded: Map[ReplicaStore, Long])
+      loaded: Map[ReplicaStore, Long]) {
+    /** The version this executor holds of `s`: its copy's, else its loaded provider's. */
+    def versionOf(s: ReplicaStore): Option[Long] = holdings.get(s).orElse(loaded.get(s))
+  }
 
   private val instance = new AtomicReference[ReplicaCoordinator]()
 
