@@ -81,6 +81,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--executor-mb", type=int, default=None,
                    help="memory of each worker and its executor, MB (default 3072; --quick 1024)")
     p.add_argument("--providers", default="kstate,rocksdb,kstate-standby")
+    p.add_argument("--settle-batches", type=int, default=3,
+                   help="steady micro-batches after a replacement executor registered, before the next kill")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--out", default=None)
     p.add_argument("--no-save", action="store_true")
@@ -222,6 +224,8 @@ def run_provider(cluster: Any, name: str, a: argparse.Namespace, tmp: str) -> Di
                     "restore": {m: int(custom.get(m, 0)) for m in RESTORE_METRICS[name]},
                     "steady_restore": {m: int(steady["stateOperators"][0]["customMetrics"].get(m, 0))
                                        for m in RESTORE_METRICS[name]}}
+            # what the loss added to a micro-batch: the recovery batch minus the steady one before it
+            kill["extra_s"] = round(kill["batch_s"] - kill["steady_batch_s"], 3)
             kill["restored"] = RESTORED[name](kill["restore"])
             kills.append(kill)
             print(f"[{name}] kill {k + 1}/{a.kills}: executor {victim}; kill -> batch end "
@@ -229,11 +233,15 @@ def run_provider(cluster: Any, name: str, a: argparse.Namespace, tmp: str) -> Di
                   f"{kill['steady_batch_s']:.1f} s), replacement registered after {replaced.after_s} s, "
                   f"restore {kill['restore']}", flush=True)
             cluster.wait_for_replacement(victim)
+            if k + 1 < a.kills:
+                for _ in range(a.settle_batches):  # the replacement JVM compiles its hot code
+                    inp.steady(src)
+                    q.processAllAvailable()
         return {"provider": PROVIDERS[name], "standby_replicas": STANDBYS.get(name, 0),
                 "load_s": round(load_s, 1), "load_batch_s": load_batches,
                 "load_changelog_bytes": changelog_bytes, "keys": inp.next_key, "kills": kills,
                 "median": {m: statistics.median(x[m] for x in kills)
-                           for m in ("kill_to_batch_end_s", "batch_s", "steady_batch_s")},
+                           for m in ("kill_to_batch_end_s", "batch_s", "steady_batch_s", "extra_s")},
                 "median_restore": {m: statistics.median(x["restore"][m] for x in kills)
                                    for m in RESTORE_METRICS[name]}}
     finally:
@@ -249,7 +257,8 @@ def report(res: Dict[str, Any]) -> str:
              f"run, medians ({'QUICK' if res['quick'] else 'full size'}):",
              f"{'':34}" + "".join(f"{n:>16}" for n in runs)]
     for m, label in (("kill_to_batch_end_s", "(a) kill -> end of next batch, s"),
-                     ("batch_s", "(b) recovery batch, s"), ("steady_batch_s", "    steady batch before, s")):
+                     ("batch_s", "(b) recovery batch, s"), ("steady_batch_s", "    steady batch before, s"),
+                     ("extra_s", "    (b) minus steady, s")):
         lines.append(f"{label:34}" + "".join(f"{r['median'][m]:>16.2f}" for r in runs.values()))
     lines.append(f"{'    load phase, s':34}" + "".join(f"{r['load_s']:>16.1f}" for r in runs.values()))
     for n, r in runs.items():
@@ -301,20 +310,24 @@ def main(argv: Optional[List[str]] = None) -> int:
             # their (dead) preferred executor before running elsewhere; (a) and (b) include it.
             "spark.locality.wait": "3s",
             **dict(kv.split("=", 1) for kv in a.conf)}
-    cluster = LocalCluster(executors=3, worker_mb=a.executor_mb, executor_memory=f"{a.executor_mb}m",
-                           app_name="kstate-bench-recovery")
     runs: Dict[str, Any] = {}
-    spark_version = None
+    spark_version = master = None
     try:
-        t0 = time.perf_counter()
-        cluster.start(conf)
-        print(f"{cluster.master} up in {time.perf_counter() - t0:.1f} s: executors {cluster.executors()}",
-              flush=True)
         for name in a.provider_list:
-            runs[name] = run_provider(cluster, name, a, tmp)
-        spark_version = cluster.spark.version
+            # A cluster per run: no run inherits another's replaced (young) executor JVMs or its
+            # heap, and each load phase starts from the same cold start.
+            cluster = LocalCluster(executors=3, worker_mb=a.executor_mb, executor_memory=f"{a.executor_mb}m",
+                                   app_name=f"kstate-bench-recovery-{name}")
+            try:
+                t0 = time.perf_counter()
+                cluster.start(conf)
+                print(f"[{name}] {cluster.master} up in {time.perf_counter() - t0:.1f} s: executors "
+                      f"{cluster.executors()}", flush=True)
+                runs[name] = run_provider(cluster, name, a, tmp)
+                spark_version, master = cluster.spark.version, cluster.master
+            finally:
+                cluster.stop()
     finally:
-        cluster.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
     def ratio(slow: str, fast: str) -> Dict[str, float]:
@@ -326,7 +339,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if {"kstate", "kstate-standby"} <= set(runs):
         ratios["kstate cold / kstate standby"] = ratio("kstate", "kstate-standby")
     res = {"benchmark": "recovery", "quick": a.quick, "keys": a.keys, "kills": a.kills,
-           "load_batches": a.load_batches, "batch_rows": a.batch_rows, "master": cluster.master,
+           "load_batches": a.load_batches, "batch_rows": a.batch_rows, "master": master,
+           "settle_batches": a.settle_batches,
            "executor_mb": a.executor_mb, "shuffle_partitions": a.shuffle_partitions, "conf": conf,
            "spark_version": spark_version,
            "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
