@@ -44,9 +44,9 @@ def _accessor(self: _DataFrame) -> KStateDataFrame:
 def _install() -> None:
     _DataFrame.kstate = property(_accessor)  # type: ignore[attr-defined]
     _install_query_errors()  # a running query's kstate errors are KStateErrors too
-    # Spark Connect DataFrames get the accessor too, so using kstate there fails with a clear
-    # KSTATE_SPARK_CONNECT_UNSUPPORTED. Connect needs grpc; without it there is nothing to patch
-    # (and importing pyspark.sql.connect without it can end the interpreter).
+    # Spark Connect DataFrames get the accessor too: their calls go to the server's kstate plugin
+    # (docs/connect.md). Connect needs grpc; without it there is nothing to patch (and importing
+    # pyspark.sql.connect without it can end the interpreter).
     import importlib.util
 
     if importlib.util.find_spec("grpc") is None:
