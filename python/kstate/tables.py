@@ -9,7 +9,7 @@ from typing import Any, Callable, List, Optional, Sequence, Union
 from pyspark.sql import Column, DataFrame
 
 from ._durations import DurationLike, to_millis
-from ._connect import functions
+from ._connect import Remote, functions
 from ._jvm import check_jvm, checked, jcol, jseq, jvalue, to_df, translate_errors
 from .errors import KStateError
 from .suppress import Suppressed
@@ -86,7 +86,7 @@ class KTable:
     @property
     def value_columns(self) -> List[str]:
         columns = self._jtable.valueColumns()
-        if hasattr(columns, "_values"):  # Spark Connect: the server's list
+        if isinstance(columns, Remote):  # Spark Connect: the server's list
             return columns._values()
         jvm = check_jvm(self._df.sparkSession)
         return [str(c) for c in jvm.scala.jdk.javaapi.CollectionConverters.asJava(columns)]

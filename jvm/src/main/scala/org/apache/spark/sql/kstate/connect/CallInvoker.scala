@@ -69,10 +69,17 @@ private[connect] final class CallInvoker(planner: SparkConnectPlanner) {
 
   private def load(name: String): Option[Class[_]] = Try(Class.forName(name, true, getClass.getClassLoader)).toOption
 
-  /** Calls the first of `candidates` (in a fixed order) whose parameters take `args`. */
+  /**
+   * Calls the one of `candidates` whose parameters take `args`; of several, the one taking the
+   * most nulls as `Option`s (`readTable(..., asOf: Option[Long])`, not `readTable(..., asOf:
+   * Instant)`), then the first in a fixed order (overloads that differ only in the type of a null
+   * argument, such as `join`'s `grace` as a `String` or a `Duration`, treat it alike).
+   */
   private def run[M <: java.lang.reflect.Executable](name: String, candidates: Seq[M], args: Seq[Any])(
       call: (M, Seq[AnyRef]) => Any): Any = {
-    val ordered = candidates.filter(_.getParameterCount == args.size).sortBy(_.toGenericString)
+    def nullsNotOptions(m: M): Int =
+      m.getParameterTypes.toSeq.zip(args).count { case (p, a) => a == null && p != classOf[Option[_]] }
+    val ordered = candidates.filter(_.getParameterCount == args.size).sortBy(m => (nullsNotOptions(m), m.toGenericString))
     val chosen = ordered.iterator.map(m => m -> converted(m.getParameterTypes.toSeq, args)).collectFirst {
       case (m, Some(converted)) => m -> converted
     }
