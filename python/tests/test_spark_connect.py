@@ -14,6 +14,7 @@ import re
 from typing import Any, Dict, List
 
 import pytest
+from pyspark.errors import StreamingQueryException
 from pyspark.sql.connect import functions as CF
 
 import kstate
@@ -182,6 +183,37 @@ def test_restarted_query_gives_the_uninterrupted_output_and_the_same_state(spark
     assert kstate.read_state(remote, ckpt, "dedup", batch_id=0).count() == 2
 
 
+def test_a_running_querys_kstate_error_is_a_kstate_error(remote, session_tmp) -> None:
+    root = str(session_tmp.mktemp("changed"))
+    src, ckpt = os.path.join(root, "src"), os.path.join(root, "ckpt")
+    os.makedirs(src)
+    write_json_lines(src, file_name(0), RESTART_BATCHES[0])
+
+    def start(interval: str):
+        source = remote.readStream.schema(SCHEMA).json(src)
+        return (source.kstate.deduplicate_by_key(interval, key="k", timestamp="ts", name="dedup")
+                .writeStream.format("noop").option("checkpointLocation", ckpt).start())
+
+    q = start("10 seconds")
+    q.processAllAvailable()
+    q.stop()
+    write_json_lines(src, file_name(1), RESTART_BATCHES[1])
+    q = start("20 seconds")  # restarted with another interval: the state means something else
+    try:
+        with pytest.raises(kstate.KStateStreamingQueryError) as ei:
+            q.processAllAvailable()
+    finally:
+        q.stop()
+    assert ei.value.error_class == "KSTATE_OPERATOR_CONFIG_CHANGED"
+    assert isinstance(ei.value, StreamingQueryException) and "JVM stacktrace" not in ei.value.message
+    assert isinstance(q.exception(), kstate.KStateError)
+    # an error when the query starts: kstate's operators have no complete mode
+    with pytest.raises(KStateError) as ei:
+        (remote.readStream.schema(SCHEMA).json(src).kstate.deduplicate("id", "10s", timestamp="ts")
+         .writeStream.format("noop").outputMode("complete").start())
+    assert ei.value.error_class == "KSTATE_UNSUPPORTED_OUTPUT_MODE"
+
+
 def test_read_table_as_on_a_classic_session(spark, remote, session_tmp) -> None:
     def build(df):
         return df.kstate.to_table(key="k", timestamp="ts", versioned=VersionedTable("1 day"), name="t").to_stream()
@@ -251,3 +283,11 @@ def test_a_server_without_the_plugin_names_the_setting_to_add() -> None:
             session.stop()
     assert ei.value.error_class == "KSTATE_CONNECT_PLUGIN_MISSING"
     assert "spark.connect.extensions.relation.classes=io.kstate.KStateConnectPlugin" in ei.value.message
+
+
+def test_the_pipeline_test_driver_needs_a_classic_session(remote) -> None:
+    from kstate.testing import PipelineTestDriver
+
+    with pytest.raises(KStateError) as ei:
+        PipelineTestDriver(remote, "k STRING, ts LONG", lambda events: events)
+    assert ei.value.error_class == "KSTATE_TEST_DRIVER_NEEDS_CLASSIC_SESSION"
