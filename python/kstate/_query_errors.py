@@ -72,19 +72,26 @@ def as_kstate_error(query_error: _CapturedQueryException, java_throwable: Any) -
     return query_error if cause is None else KStateStreamingQueryError.of(query_error, cause)
 
 
-def _raising_kstate_errors(method: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(method)
-    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except _CapturedQueryException as e:
-            converted = as_kstate_error(e, getattr(e, "_origin", None))
-            if converted is e:
-                raise
-            raise converted from None
+def _raising(error_type: type, convert: Callable[[Any], Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Wraps a method so that an ``error_type`` it raises is raised as ``convert(error)``."""
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(self, *args, **kwargs)
+            except error_type as e:
+                converted = convert(e)
+                if converted is e:
+                    raise
+                raise converted from None
 
-    wrapper._kstate_wrapped = True  # type: ignore[attr-defined]
-    return wrapper
+        wrapper._kstate_wrapped = True  # type: ignore[attr-defined]
+        return wrapper
+
+    return wrap
+
+
+_raising_kstate_errors = _raising(_CapturedQueryException, lambda e: as_kstate_error(e, getattr(e, "_origin", None)))
 
 
 def _returning_kstate_errors(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -130,23 +137,6 @@ def as_kstate_connect_error(query_error: Any) -> Any:
     return query_error if cause is None else _connect_error_class().of(query_error, cause)
 
 
-def _raising_connect_kstate_errors(method: Callable[..., Any]) -> Callable[..., Any]:
-    from pyspark.errors.exceptions.connect import StreamingQueryException as _ConnectQueryException
-
-    @functools.wraps(method)
-    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except _ConnectQueryException as e:
-            converted = as_kstate_connect_error(e)
-            if converted is e:
-                raise
-            raise converted from None
-
-    wrapper._kstate_wrapped = True  # type: ignore[attr-defined]
-    return wrapper
-
-
 def _returning_connect_kstate_errors(method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def wrapper(self: Any) -> Any:
@@ -168,8 +158,11 @@ def _install_connect() -> None:
         from pyspark.sql.connect.streaming.readwriter import DataStreamWriter
     except ImportError:  # other Connect extras missing
         return
-    _wrap([(StreamingQuery, "awaitTermination", _raising_connect_kstate_errors),
-           (StreamingQuery, "processAllAvailable", _raising_connect_kstate_errors),
+    from pyspark.errors.exceptions.connect import StreamingQueryException as _ConnectQueryException
+
+    raising = _raising(_ConnectQueryException, as_kstate_connect_error)
+    _wrap([(StreamingQuery, "awaitTermination", raising),
+           (StreamingQuery, "processAllAvailable", raising),
            (StreamingQuery, "exception", _returning_connect_kstate_errors),
            (DataStreamWriter, "start", _starting_kstate_errors),
            (DataStreamWriter, "toTable", _starting_kstate_errors)])
