@@ -101,7 +101,7 @@ class Remote:
         return [r[0] for r in self._dataframe().collect()]
 
     def __repr__(self) -> str:
-        return self._values()[0]
+        return f"<kstate call {self._k_method} for the Spark Connect server>"
 
 
 class RemoteJvm:

@@ -110,22 +110,22 @@ def jseq(jvm: Any, items: list) -> Any:
     return jvm.scala.jdk.javaapi.CollectionConverters.asScala(list(items)).toSeq()
 
 
-def to_df(jdf: Any, spark: Any) -> Any:
+def to_df(result: Any, spark: Any) -> Any:
     """The DataFrame a JVM call returned (on Connect: the recorded call, analyzed at once)."""
-    if isinstance(jdf, _connect.Remote):
-        return jdf._dataframe()
+    if isinstance(result, _connect.Remote):
+        return result._dataframe()
     from pyspark.sql import DataFrame
 
-    return DataFrame(jdf, spark)
+    return DataFrame(result, spark)
 
 
-def checked(jvalue: Any) -> Any:
+def checked(result: Any) -> Any:
     """A JVM call's non-DataFrame result (a table, a windowed stream) after its argument checks:
     on Connect the server makes the call now, so a bad argument raises here as on a classic
     session."""
-    return jvalue._checked() if isinstance(jvalue, _connect.Remote) else jvalue
+    return result._checked() if isinstance(result, _connect.Remote) else result
 
 
-def jvalue(jvalue: Any) -> Any:
+def jvalue(result: Any) -> Any:
     """A JVM call's plain result (bool, str): on Connect the server's text of it."""
-    return jvalue._values()[0] if isinstance(jvalue, _connect.Remote) else jvalue
+    return result._values()[0] if isinstance(result, _connect.Remote) else result

@@ -69,8 +69,8 @@ class KStateDataFrame:
         jkstate = jvm.io.kstate.KStateDataFrame.apply(jdf(self._df))
         return jkstate if order is None else jkstate.withProcessingOrder(_order(order))
 
-    def _wrap(self, jdf) -> DataFrame:
-        return to_df(jdf, self._df.sparkSession)
+    def _wrap(self, jresult) -> DataFrame:
+        return to_df(jresult, self._df.sparkSession)
 
     def _jcol(self, value: Union[ColumnOrName, Sequence[ColumnOrName]], role: str):
         return jcol(_col(value, role, self._df))

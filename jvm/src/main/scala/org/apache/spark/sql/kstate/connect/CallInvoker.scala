@@ -6,10 +6,9 @@ import scala.util.Try
 
 import io.kstate.KStateErrors
 
-import org.apache.spark.connect.proto
 import org.apache.spark.sql.connect.planner.SparkConnectPlanner
 import org.apache.spark.sql.kstate.connect.KStateCall._
-import org.apache.spark.sql.kstate.shim.SparkShim
+import org.apache.spark.sql.kstate.shim.ConnectPlannerShim
 
 /**
  * Makes a [[KStateCall.Call]] on the server as py4j makes the same call for a classic session:
@@ -22,20 +21,20 @@ import org.apache.spark.sql.kstate.shim.SparkShim
  * parameter wants one), a null `null` (`None` for an `Option`), a list a `Seq`.
  *
  * Only kstate's public API can be called: static methods and constructors of `io.kstate.*`
- * classes and `java.time.Duration`, and methods of values of `io.kstate.*` classes. Anything
- * else is `KSTATE_CONNECT_INVALID_CALL`.
+ * classes and `java.time.Duration`, and methods that `io.kstate.*` classes declare, of their
+ * values (not `Object`'s `wait` or `getClass`). Anything else is `KSTATE_CONNECT_INVALID_CALL`.
  */
 private[connect] final class CallInvoker(planner: SparkConnectPlanner) {
 
   def eval(value: Value): Any = value match {
-    case ColumnExpr(bytes) => SparkShim.column(planner.transformExpression(proto.Expression.parseFrom(bytes)))
+    case ColumnExpr(bytes) => ConnectPlannerShim.column(planner, bytes)
     case Text(s) => s
     case Number(n) => n
     case Null => null
     case Result(call) => invoke(call)
-    case Relation(bytes) => SparkShim.ofRows(planner.session, planner.transformRelation(proto.Relation.parseFrom(bytes)))
+    case Relation(bytes) => ConnectPlannerShim.dataFrame(planner, bytes)
     case Items(values) => values.map(eval).toList
-    case Session => planner.session
+    case Session => ConnectPlannerShim.session(planner)
   }
 
   def invoke(call: Call): Any = {
@@ -48,7 +47,8 @@ private[connect] final class CallInvoker(planner: SparkConnectPlanner) {
           throw KStateErrors.connectInvalidCall(
             s"${call.method} called on ${Option(target).map(_.getClass.getName).orNull}, not a kstate value")
         }
-        val methods = target.getClass.getMethods.toSeq.filter(m => m.getName == call.method && !Modifier.isStatic(m.getModifiers))
+        val methods = target.getClass.getMethods.toSeq.filter(m =>
+          m.getName == call.method && !Modifier.isStatic(m.getModifiers) && CallInvoker.isKState(m.getDeclaringClass.getName))
         run(call.method, methods, args)((m, a) => m.invoke(target, a: _*))
     }
   }
