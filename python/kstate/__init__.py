@@ -11,6 +11,9 @@
 ``kstate.read_state(spark, checkpoint, operator)`` reads a kstate operator's state from a
 checkpoint; ``kstate.read_table(spark, checkpoint, name, as_of)`` a versioned table as of a time;
 ``kstate.replica_status(query)`` where a query's standby replicas are and how warm they are.
+
+All of them work on a Spark Connect session too, when the server runs kstate's relation plugin
+(``--conf spark.connect.extensions.relation.classes=io.kstate.KStateConnectPlugin``; docs/connect.md).
 """
 from __future__ import annotations
 
