@@ -44,7 +44,7 @@ def remote(server):
 
 
 def _sorted(rows: List[Any]) -> List[tuple]:
-    return sorted(tuple(r) for r in rows)
+    return sorted((tuple(r) for r in rows), key=repr)  # rows may hold nulls
 
 
 # --- KIP-655 ------------------------------------------------------------------------------------
@@ -291,3 +291,39 @@ def test_the_pipeline_test_driver_needs_a_classic_session(remote) -> None:
     with pytest.raises(KStateError) as ei:
         PipelineTestDriver(remote, "k STRING, ts LONG", lambda events: events)
     assert ei.value.error_class == "KSTATE_TEST_DRIVER_NEEDS_CLASSIC_SESSION"
+
+
+def test_every_other_operation_as_on_a_classic_session(spark, remote) -> None:
+    """The table joins and aggregations, the windowed aggregations and distinct: batch DataFrames,
+    the same rows on both sessions."""
+    from kstate import SessionWindows, SlidingWindows
+
+    def results(session):
+        F = kstate._connect.functions(session)
+        orders = session.createDataFrame([("o1", "c1", 10, 1), ("o2", "c2", 20, 2), ("o1", "c2", 30, 3)],
+                                         "oid STRING, cid STRING, amount INT, ts LONG").kstate.to_table("oid", "ts")
+        customers = session.createDataFrame([("c1", "ann", 0), ("c2", "bob", 0)],
+                                            "cid STRING, name STRING, ts LONG").kstate.to_table("cid", "ts")
+        events = session.createDataFrame([("a", 1000, 1), ("a", 2000, 2), ("a", 9000, 3), ("b", 1500, 4)],
+                                         "k STRING, ts LONG, v LONG")
+        by_region = orders.group_by("cid", value="amount")
+        out = {
+            "fk_join": orders.join(customers, foreign_key="cid", how="left").to_stream(),
+            "pk_join": orders.map_values(F.col("amount")).join(
+                orders.map_values((F.col("amount") * 2).alias("double")), how="outer").to_stream(),
+            "agg": by_region.agg(F.count("*").alias("n"), F.sum("amount")).to_stream(),
+            "reduce": by_region.reduce(lambda a, v: a + v, lambda a, v: a - v).to_stream(),
+            "aggregate": by_region.aggregate(0, lambda a, v: a + v, lambda a, v: a - v).to_stream(),
+            "filter_not": orders.filter_not(F.col("amount") > 15).to_stream(),
+            "sliding": events.kstate.windowed_by(SlidingWindows.of_time_difference("5 seconds"), key="k",
+                                                 timestamp="ts").sum("v"),
+            "session": events.kstate.windowed_by(SessionWindows.with_inactivity_gap("2 seconds"), key=["k"],
+                                                 timestamp="ts").distinct(),
+            "hopping": events.kstate.windowed_by(TimeWindows.of_size("4 seconds").advance_by("2 seconds"),
+                                                 key="k", timestamp="ts", order="event_time").max("v"),
+        }
+        return {name: _sorted(df.collect()) for name, df in out.items()}
+
+    got = results(remote)
+    assert all(got.values()), got
+    assert got == results(spark)
