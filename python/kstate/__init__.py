@@ -11,6 +11,9 @@
 ``kstate.read_state(spark, checkpoint, operator)`` reads a kstate operator's state from a
 checkpoint; ``kstate.read_table(spark, checkpoint, name, as_of)`` a versioned table as of a time;
 ``kstate.replica_status(query)`` where a query's standby replicas are and how warm they are.
+
+All of them work on a Spark Connect session too, when the server runs kstate's relation plugin
+(``--conf spark.connect.extensions.relation.classes=io.kstate.KStateConnectPlugin``; docs/connect.md).
 """
 from __future__ import annotations
 
@@ -44,9 +47,9 @@ def _accessor(self: _DataFrame) -> KStateDataFrame:
 def _install() -> None:
     _DataFrame.kstate = property(_accessor)  # type: ignore[attr-defined]
     _install_query_errors()  # a running query's kstate errors are KStateErrors too
-    # Spark Connect DataFrames get the accessor too, so using kstate there fails with a clear
-    # KSTATE_SPARK_CONNECT_UNSUPPORTED. Connect needs grpc; without it there is nothing to patch
-    # (and importing pyspark.sql.connect without it can end the interpreter).
+    # Spark Connect DataFrames get the accessor too: their calls go to the server's kstate plugin
+    # (docs/connect.md). Connect needs grpc; without it there is nothing to patch (and importing
+    # pyspark.sql.connect without it can end the interpreter).
     import importlib.util
 
     if importlib.util.find_spec("grpc") is None:

@@ -1,4 +1,9 @@
-"""py4j plumbing: the kstate jar, the JVM entry points and error translation."""
+"""py4j plumbing: the kstate jar, the JVM entry points and error translation.
+
+On a Spark Connect session the same calls are recorded and made by the server's plugin
+(:mod:`kstate._connect`); the helpers below (``jcol``, ``jdf``, ``jseq``, ``jsession``,
+``to_df``) hand the JVM, or the recording, what each kind of session needs.
+"""
 from __future__ import annotations
 
 import functools
@@ -6,6 +11,7 @@ import glob
 import os
 from typing import Any, Callable, TypeVar
 
+from . import _connect
 from .errors import KStateError
 
 __version__ = "0.1.0"
@@ -39,7 +45,7 @@ def translate_errors(fn: F) -> F:
         except KStateError:
             raise
         except Exception as e:  # py4j / pyspark wrap JVM exceptions in several types
-            k = KStateError.from_jvm(e)
+            k = KStateError.from_jvm(e) or _connect.plugin_missing(e)
             if k is None:
                 raise
             raise k from None
@@ -48,8 +54,13 @@ def translate_errors(fn: F) -> F:
 
 
 def check_jvm(spark: Any) -> Any:
-    """The session's JVM view after checking the kstate jar is loaded and matches."""
-    _reject_connect(spark)
+    """The session's JVM view after checking the kstate jar is loaded and matches.
+
+    On a Spark Connect session: a :class:`kstate._connect.RemoteJvm` that records the calls for
+    the server's kstate plugin (which checks its jar's version against this package's).
+    """
+    if _connect.is_connect(spark):
+        return _connect.RemoteJvm(spark)
     jvm = spark.sparkContext._jvm
     try:
         info = jvm.io.kstate.BuildInfo
@@ -77,11 +88,44 @@ def check_jvm(spark: Any) -> Any:
     return jvm
 
 
-def _reject_connect(spark: Any) -> None:
-    if type(spark).__module__.startswith("pyspark.sql.connect"):
-        raise KStateError(
-            "KSTATE_SPARK_CONNECT_UNSUPPORTED",
-            "kstate does not support Spark Connect sessions yet: its operators run inside the "
-            "Spark driver. Use a classic SparkSession (SparkSession.builder.master(...)), "
-            "not .remote(...).",
-        )
+def jcol(column: Any) -> Any:
+    """A Column as a JVM call argument."""
+    return _connect.ColumnArg(column) if _connect.is_connect(column) else column._jc
+
+
+def jdf(df: Any) -> Any:
+    """A DataFrame as a JVM call argument."""
+    return _connect.RelationArg(df) if _connect.is_connect(df.sparkSession) else df._jdf
+
+
+def jsession(spark: Any) -> Any:
+    """A SparkSession as a JVM call argument."""
+    return _connect.SESSION if _connect.is_connect(spark) else spark._jsparkSession
+
+
+def jseq(jvm: Any, items: list) -> Any:
+    """A Python list as a Scala ``Seq`` argument."""
+    if isinstance(jvm, _connect.RemoteJvm):
+        return list(items)
+    return jvm.scala.jdk.javaapi.CollectionConverters.asScala(list(items)).toSeq()
+
+
+def to_df(result: Any, spark: Any) -> Any:
+    """The DataFrame a JVM call returned (on Connect: the recorded call, analyzed at once)."""
+    if isinstance(result, _connect.Remote):
+        return result._dataframe()
+    from pyspark.sql import DataFrame
+
+    return DataFrame(result, spark)
+
+
+def checked(result: Any) -> Any:
+    """A JVM call's non-DataFrame result (a table, a windowed stream) after its argument checks:
+    on Connect the server makes the call now, so a bad argument raises here as on a classic
+    session."""
+    return result._checked() if isinstance(result, _connect.Remote) else result
+
+
+def jvalue(result: Any) -> Any:
+    """A JVM call's plain result (bool, str): on Connect the server's text of it."""
+    return result._values()[0] if isinstance(result, _connect.Remote) else result

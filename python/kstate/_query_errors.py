@@ -4,7 +4,8 @@ A kstate error raised while a query runs (``KSTATE_BUFFER_FULL``, ``KSTATE_STATE
 ``KSTATE_OPERATOR_CONFIG_CHANGED``, ...) stops the query; pyspark reports it as a
 ``StreamingQueryException`` whose Java cause chain holds the ``io.kstate.KStateException``.
 ``import kstate`` wraps ``StreamingQuery.awaitTermination``, ``processAllAvailable`` and
-``exception`` so such a failure is a :class:`KStateStreamingQueryError`: a
+``exception`` (classic and Spark Connect) so such a failure is a
+:class:`KStateStreamingQueryError`: a
 ``StreamingQueryException`` (existing ``except StreamingQueryException`` keeps working) that is
 also a :class:`KStateError` with the kstate ``error_class``. Other failures are unchanged.
 
@@ -71,19 +72,26 @@ def as_kstate_error(query_error: _CapturedQueryException, java_throwable: Any) -
     return query_error if cause is None else KStateStreamingQueryError.of(query_error, cause)
 
 
-def _raising_kstate_errors(method: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(method)
-    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except _CapturedQueryException as e:
-            converted = as_kstate_error(e, getattr(e, "_origin", None))
-            if converted is e:
-                raise
-            raise converted from None
+def _raising(error_type: type, convert: Callable[[Any], Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Wraps a method so that an ``error_type`` it raises is raised as ``convert(error)``."""
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(self, *args, **kwargs)
+            except error_type as e:
+                converted = convert(e)
+                if converted is e:
+                    raise
+                raise converted from None
 
-    wrapper._kstate_wrapped = True  # type: ignore[attr-defined]
-    return wrapper
+        wrapper._kstate_wrapped = True  # type: ignore[attr-defined]
+        return wrapper
+
+    return wrap
+
+
+_raising_kstate_errors = _raising(_CapturedQueryException, lambda e: as_kstate_error(e, getattr(e, "_origin", None)))
 
 
 def _returning_kstate_errors(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -105,16 +113,77 @@ def _starting_kstate_errors(method: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def install() -> None:
-    """Wraps pyspark's classic ``StreamingQuery`` and ``DataStreamWriter`` methods (once)."""
-    from pyspark.sql.streaming.query import StreamingQuery
-    from pyspark.sql.streaming.readwriter import DataStreamWriter
+_CONNECT_ERROR: Optional[type] = None
 
-    for cls, name, wrap in ((StreamingQuery, "awaitTermination", _raising_kstate_errors),
-                            (StreamingQuery, "processAllAvailable", _raising_kstate_errors),
-                            (StreamingQuery, "exception", _returning_kstate_errors),
-                            (DataStreamWriter, "start", _starting_kstate_errors),
-                            (DataStreamWriter, "toTable", _starting_kstate_errors)):
+
+def _connect_error_class() -> type:
+    """:class:`KStateStreamingQueryError` for a Spark Connect query: also pyspark's Connect
+    ``StreamingQueryException`` (made on first use: Connect's classes need its extras)."""
+    global _CONNECT_ERROR
+    if _CONNECT_ERROR is None:
+        from pyspark.errors.exceptions.connect import StreamingQueryException as _ConnectQueryException
+
+        _CONNECT_ERROR = type("KStateStreamingQueryError", (KStateStreamingQueryError, _ConnectQueryException),
+                              {"__doc__": KStateStreamingQueryError.__doc__, "__module__": __name__})
+    return _CONNECT_ERROR
+
+
+def as_kstate_connect_error(query_error: Any) -> Any:
+    """A Connect query's error as a :class:`KStateStreamingQueryError` when a kstate error caused
+    it: the server sends the error's text, which names the kstate error (``[KSTATE_...] ...``)."""
+    if query_error is None or isinstance(query_error, KStateError):
+        return query_error
+    cause = KStateError.from_jvm(str(query_error))
+    return query_error if cause is None else _connect_error_class().of(query_error, cause)
+
+
+def _returning_connect_kstate_errors(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def wrapper(self: Any) -> Any:
+        return as_kstate_connect_error(method(self))
+
+    wrapper._kstate_wrapped = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _install_connect() -> None:
+    """The same for Spark Connect's ``StreamingQuery`` and ``DataStreamWriter``, when its extras
+    are installed (without grpc, importing pyspark's Connect modules can end the interpreter)."""
+    import importlib.util
+
+    if importlib.util.find_spec("grpc") is None:
+        return
+    try:
+        from pyspark.sql.connect.streaming.query import StreamingQuery
+        from pyspark.sql.connect.streaming.readwriter import DataStreamWriter
+    except ImportError:  # other Connect extras missing
+        return
+    from pyspark.errors.exceptions.connect import StreamingQueryException as _ConnectQueryException
+
+    raising = _raising(_ConnectQueryException, as_kstate_connect_error)
+    _wrap([(StreamingQuery, "awaitTermination", raising),
+           (StreamingQuery, "processAllAvailable", raising),
+           (StreamingQuery, "exception", _returning_connect_kstate_errors),
+           (DataStreamWriter, "start", _starting_kstate_errors),
+           (DataStreamWriter, "toTable", _starting_kstate_errors)])
+
+
+def _wrap(methods: Any) -> None:
+    for cls, name, wrap in methods:
         method = getattr(cls, name)
         if not getattr(method, "_kstate_wrapped", False):
             setattr(cls, name, wrap(method))
+
+
+def install() -> None:
+    """Wraps pyspark's ``StreamingQuery`` and ``DataStreamWriter`` methods, classic and Spark
+    Connect (once)."""
+    from pyspark.sql.streaming.query import StreamingQuery
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+    _wrap([(StreamingQuery, "awaitTermination", _raising_kstate_errors),
+           (StreamingQuery, "processAllAvailable", _raising_kstate_errors),
+           (StreamingQuery, "exception", _returning_kstate_errors),
+           (DataStreamWriter, "start", _starting_kstate_errors),
+           (DataStreamWriter, "toTable", _starting_kstate_errors)])
+    _install_connect()

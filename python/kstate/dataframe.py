@@ -4,10 +4,10 @@ from __future__ import annotations
 from typing import Optional, Sequence, Union
 
 from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
 
 from ._durations import DurationLike, to_millis
-from ._jvm import check_jvm, translate_errors
+from ._connect import functions
+from ._jvm import check_jvm, checked, jcol, jdf, jseq, to_df, translate_errors
 from .errors import KStateError
 from .suppress import Suppressed
 from .tables import KTable, VersionedTable
@@ -18,8 +18,10 @@ __all__ = ["KStateDataFrame", "KStateWindowedStream", "ColumnOrName"]
 ColumnOrName = Union[Column, str]
 
 
-def _col(value: Union[ColumnOrName, Sequence[ColumnOrName]], role: str) -> Column:
-    """A Column from a name, a Column, or a list of them (combined into a struct)."""
+def _col(value: Union[ColumnOrName, Sequence[ColumnOrName]], role: str, df: DataFrame) -> Column:
+    """A Column (of ``df``'s kind: classic or Connect) from a name, a Column, or a list of them
+    (combined into a struct)."""
+    F = functions(df.sparkSession)
     if isinstance(value, Column):
         return value
     if isinstance(value, str):
@@ -64,14 +66,17 @@ class KStateDataFrame:
 
     def _jkstate(self, order: Optional[str] = None):
         jvm = check_jvm(self._df.sparkSession)
-        jkstate = jvm.io.kstate.KStateDataFrame.apply(self._df._jdf)
+        jkstate = jvm.io.kstate.KStateDataFrame.apply(jdf(self._df))
         return jkstate if order is None else jkstate.withProcessingOrder(_order(order))
 
-    def _wrap(self, jdf) -> DataFrame:
-        return DataFrame(jdf, self._df.sparkSession)
+    def _wrap(self, jresult) -> DataFrame:
+        return to_df(jresult, self._df.sparkSession)
+
+    def _jcol(self, value: Union[ColumnOrName, Sequence[ColumnOrName]], role: str):
+        return jcol(_col(value, role, self._df))
 
     def _duration(self, interval: DurationLike):
-        jvm = self._df.sparkSession.sparkContext._jvm
+        jvm = check_jvm(self._df.sparkSession)
         return jvm.java.time.Duration.ofMillis(to_millis(interval, "interval"))
 
     @translate_errors
@@ -118,7 +123,7 @@ class KStateDataFrame:
         >>> deduped = events.kstate.deduplicate_by_key("10 minutes", key="user", timestamp="ts")
         """
         return self._wrap(self._jkstate(order).deduplicateByKey(
-            self._duration(interval), _col(key, "key")._jc, _col(timestamp, "timestamp")._jc,
+            self._duration(interval), self._jcol(key, "key"), self._jcol(timestamp, "timestamp"),
             _name(name)))
 
     @translate_errors
@@ -148,8 +153,8 @@ class KStateDataFrame:
         ...     F.col("payload.event_id"), "1 hour", key="device", timestamp="ts")
         """
         return self._wrap(self._jkstate(order).deduplicateByKeyValue(
-            _col(id, "id")._jc, self._duration(interval), _col(key, "key")._jc,
-            _col(timestamp, "timestamp")._jc, _name(name)))
+            self._jcol(id, "id"), self._duration(interval), self._jcol(key, "key"),
+            self._jcol(timestamp, "timestamp"), _name(name)))
 
     @translate_errors
     def deduplicate(
@@ -170,7 +175,7 @@ class KStateDataFrame:
         >>> deduped = events.kstate.deduplicate("event_id", "1 hour", timestamp="ts")
         """
         return self._wrap(self._jkstate(order).deduplicate(
-            _col(id, "id")._jc, self._duration(interval), _col(timestamp, "timestamp")._jc,
+            self._jcol(id, "id"), self._duration(interval), self._jcol(timestamp, "timestamp"),
             _name(name)))
 
     @translate_errors
@@ -228,9 +233,9 @@ class KStateDataFrame:
         if not isinstance(suppressed, Suppressed):
             raise TypeError(f"suppress takes a Suppressed, got {type(suppressed).__name__}")
         jvm = check_jvm(self._df.sparkSession)
-        jkey = None if key is None else _col(key, "key")._jc
-        jts = None if timestamp is None else _col(timestamp, "timestamp")._jc
-        jend = None if window_end is None else _col(window_end, "window_end")._jc
+        jkey = None if key is None else self._jcol(key, "key")
+        jts = None if timestamp is None else self._jcol(timestamp, "timestamp")
+        jend = None if window_end is None else self._jcol(window_end, "window_end")
         jgrace = None if grace is None else str(to_millis(grace, "grace"))
         return self._wrap(self._jkstate(order).suppressTable(
             suppressed._to_jvm(jvm), jkey, jts, jend, jgrace, _name(name)))
@@ -276,8 +281,8 @@ class KStateDataFrame:
             raise TypeError(f"versioned takes a VersionedTable, got {type(versioned).__name__}")
         jvm = check_jvm(self._df.sparkSession)
         jversioned = None if versioned is None else versioned._to_jvm(jvm)
-        jtable = self._jkstate(order).toTable(
-            _col(key, "key")._jc, _col(timestamp, "timestamp")._jc, jversioned, _name(name))
+        jtable = checked(self._jkstate(order).toTable(
+            self._jcol(key, "key"), self._jcol(timestamp, "timestamp"), jversioned, _name(name)))
         return KTable(jtable, self._df)
 
     @translate_errors
@@ -339,7 +344,7 @@ class KStateDataFrame:
                               f"how must be 'inner' or 'left', got {how!r}.")
         jgrace = None if grace is None else str(to_millis(grace, "grace"))
         return self._wrap(self._jkstate(order).join(
-            table._jtable, _col(key, "key")._jc, _col(timestamp, "timestamp")._jc, how, jgrace, _name(name)))
+            table._jtable, self._jcol(key, "key"), self._jcol(timestamp, "timestamp"), how, jgrace, _name(name)))
 
     @translate_errors
     def windowed_by(
@@ -372,8 +377,8 @@ class KStateDataFrame:
                 "Invalid window specification: expected TimeWindows, SessionWindows or SlidingWindows, "
                 f"got {type(windows).__name__}.")
         jvm = check_jvm(self._df.sparkSession)
-        jstream = self._jkstate(order).windowedBy(
-            windows._to_jvm(jvm), _col(key, "key")._jc, _col(timestamp, "timestamp")._jc)
+        jstream = checked(self._jkstate(order).windowedBy(
+            windows._to_jvm(jvm), self._jcol(key, "key"), self._jcol(timestamp, "timestamp")))
         return KStateWindowedStream(jstream, self._df)
 
 
@@ -398,7 +403,7 @@ class KStateWindowedStream:
         >>> events.kstate.windowed_by(SessionWindows.with_inactivity_gap("10s"),
         ...                           key="k", timestamp="ts").distinct()
         """
-        return DataFrame(self._jstream.distinct(_name(name)), self._df.sparkSession)
+        return to_df(self._jstream.distinct(_name(name)), self._df.sparkSession)
 
     @translate_errors
     def count(self, name: Optional[str] = None) -> DataFrame:
@@ -411,7 +416,7 @@ class KStateWindowedStream:
         >>> counts = events.kstate.windowed_by(
         ...     TimeWindows.of_size("1 hour").grace("10 minutes"), key="user", timestamp="ts").count()
         """
-        return DataFrame(self._jstream.count(_name(name)), self._df.sparkSession)
+        return to_df(self._jstream.count(_name(name)), self._df.sparkSession)
 
     @translate_errors
     def agg(self, *columns: Column, name: Optional[str] = None) -> DataFrame:
@@ -459,18 +464,17 @@ class KStateWindowedStream:
                 "KSTATE_UNSUPPORTED_AGGREGATE",
                 "Cannot aggregate: agg(...) takes one or more Columns of aggregate functions, e.g. "
                 "F.sum(\"amount\"); got " + ", ".join(type(c).__name__ for c in columns) + ".")
-        jvm = self._df.sparkSession._jvm
-        jcols = jvm.scala.jdk.javaapi.CollectionConverters.asScala([c._jc for c in columns]).toSeq()
-        return DataFrame(self._jstream.aggregate(jcols, _name(name)), self._df.sparkSession)
+        jcols = jseq(check_jvm(self._df.sparkSession), [jcol(c) for c in columns])
+        return to_df(self._jstream.aggregate(jcols, _name(name)), self._df.sparkSession)
 
     def sum(self, column: ColumnOrName, name: Optional[str] = None) -> DataFrame:
         """Shorthand for ``agg(F.sum(column))``."""
-        return self.agg(F.sum(column), name=name)
+        return self.agg(functions(self._df.sparkSession).sum(column), name=name)
 
     def min(self, column: ColumnOrName, name: Optional[str] = None) -> DataFrame:
         """Shorthand for ``agg(F.min(column))``."""
-        return self.agg(F.min(column), name=name)
+        return self.agg(functions(self._df.sparkSession).min(column), name=name)
 
     def max(self, column: ColumnOrName, name: Optional[str] = None) -> DataFrame:
         """Shorthand for ``agg(F.max(column))``."""
-        return self.agg(F.max(column), name=name)
+        return self.agg(functions(self._df.sparkSession).max(column), name=name)

@@ -28,5 +28,6 @@ class KStateError(ValueError):
         m = _CLASS.search(text)
         if not m:
             return None
-        body = m.group(2).split("\n\tat ")[0].strip()
+        # py4j appends the JVM frames ("\n\tat ..."), Spark Connect a "JVM stacktrace:" section
+        body = m.group(2).split("\n\tat ")[0].split("\nJVM stacktrace:")[0].strip()
         return cls(m.group(1), body)

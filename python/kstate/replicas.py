@@ -8,7 +8,7 @@ from typing import Any, Dict, List
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from ._jvm import check_jvm, translate_errors
+from ._jvm import check_jvm, jvalue, translate_errors
 
 __all__ = ["replica_status"]
 
@@ -20,7 +20,8 @@ def replica_status(query: StreamingQuery) -> List[Dict[str, Any]]:
     Parameters
     ----------
     query : pyspark.sql.streaming.StreamingQuery
-        A running (or stopped) query of this session.
+        A running (or stopped) query of this session; on Spark Connect, a query of a Connect
+        session whose server runs kstate's plugin (the server's table).
 
     Returns
     -------
@@ -49,7 +50,8 @@ def replica_status(query: StreamingQuery) -> List[Dict[str, Any]]:
     {'operator': 1, 'partition': 0, 'store': 'default', 'active': '2', 'committed_version': 7,
      'standbys': [{'executor': '0', 'version': 7}], 'warmup': None, 'moving_to': None}
     """
-    # a query handle carries no session; the query's runs in this Python process's SparkContext
-    spark = SparkSession.getActiveSession() or SparkSession._instantiatedSession
+    # a classic query handle carries no session: the query runs in this process's SparkContext;
+    # a Connect one names its session
+    spark = getattr(query, "_session", None) or SparkSession.getActiveSession() or SparkSession._instantiatedSession
     jvm = check_jvm(spark)
-    return json.loads(str(jvm.io.kstate.ReplicaStatus.json(str(query.id))))
+    return json.loads(str(jvalue(jvm.io.kstate.ReplicaStatus.json(str(query.id)))))

@@ -5,7 +5,8 @@ from typing import Any, Optional, Union
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ._jvm import check_jvm, translate_errors
+from ._connect import RemoteJvm
+from ._jvm import check_jvm, jsession, to_df, translate_errors
 from .errors import KStateError
 
 __all__ = ["read_state", "DEFAULT_STORE_NAME"]
@@ -19,7 +20,10 @@ def _is_int(value: Any) -> bool:
 
 def _scala_option_long(jvm: Any, value: Optional[int]) -> Any:
     """A Scala ``Option[Long]`` built in the JVM (py4j would hand a plain int over as an Integer,
-    which a Scala ``Option[Long]`` cannot unbox)."""
+    which a Scala ``Option[Long]`` cannot unbox). On Spark Connect the number itself: the server
+    makes the ``Option`` for the parameter that wants one."""
+    if isinstance(jvm, RemoteJvm):
+        return value
     if value is None:
         return jvm.scala.Option.empty()
     return jvm.scala.jdk.javaapi.OptionConverters.toScala(jvm.java.util.OptionalLong.of(value))
@@ -43,7 +47,8 @@ def read_state(
     Parameters
     ----------
     spark : SparkSession
-        A classic session with kstate (see :func:`kstate.configure`).
+        A classic session with kstate (see :func:`kstate.configure`), or a Spark Connect session
+        whose server runs kstate's plugin (docs/connect.md).
     checkpoint_location : str
         The query's ``checkpointLocation``.
     operator : str or int
@@ -100,8 +105,8 @@ def read_state(
     jbatch = _scala_option_long(jvm, batch_id)
     reader = jvm.io.kstate.KStateStateReader
     if isinstance(operator, str):
-        jdf = reader.readState(spark._jsparkSession, checkpoint_location, operator, jbatch, store_name)
+        jdf = reader.readState(jsession(spark), checkpoint_location, operator, jbatch, store_name)
     else:
-        jdf = reader.readStateById(spark._jsparkSession, checkpoint_location, operator, jbatch,
+        jdf = reader.readStateById(jsession(spark), checkpoint_location, operator, jbatch,
                                    store_name)
-    return DataFrame(jdf, spark)
+    return to_df(jdf, spark)

@@ -7,7 +7,7 @@ from typing import Any, Optional, Union
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ._jvm import check_jvm, translate_errors
+from ._jvm import check_jvm, jsession, to_df, translate_errors
 from .errors import KStateError
 from .state_reader import _is_int, _scala_option_long
 
@@ -32,7 +32,8 @@ def read_table(spark: SparkSession, checkpoint_location: str, name: str,
     Parameters
     ----------
     spark : SparkSession
-        A classic session with kstate (see :func:`kstate.configure`).
+        A classic session with kstate (see :func:`kstate.configure`), or a Spark Connect session
+        whose server runs kstate's plugin (docs/connect.md).
     checkpoint_location : str
         The query's ``checkpointLocation``.
     name : str
@@ -80,7 +81,7 @@ def read_table(spark: SparkSession, checkpoint_location: str, name: str,
         raise _invalid(f"name must be a string, got {type(name).__name__}")
     jvm = check_jvm(spark)
     reader = jvm.io.kstate.KStateTableReader
-    js = spark._jsparkSession
+    js = jsession(spark)
     if as_of is None or _is_int(as_of):
         jdf = reader.readTable(js, checkpoint_location, name, _scala_option_long(jvm, as_of))
     elif isinstance(as_of, _dt.datetime) and as_of.tzinfo is not None:
@@ -93,4 +94,4 @@ def read_table(spark: SparkSession, checkpoint_location: str, name: str,
     else:
         raise _invalid(f"as_of must be None, an int (epoch ms), a str or a datetime, got "
                        f"{type(as_of).__name__}")
-    return DataFrame(jdf, spark)
+    return to_df(jdf, spark)

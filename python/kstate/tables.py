@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any, Callable, List, Optional, Sequence, Union
 
 from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
 
 from ._durations import DurationLike, to_millis
-from ._jvm import translate_errors
+from ._connect import Remote, functions
+from ._jvm import check_jvm, checked, jcol, jseq, jvalue, to_df, translate_errors
 from .errors import KStateError
 from .suppress import Suppressed
 
@@ -73,23 +73,26 @@ class KTable:
     @property
     def is_versioned(self) -> bool:
         """Whether this table is versioned (KIP-914's definition)."""
-        return bool(self._jtable.isVersioned())
+        return jvalue(self._jtable.isVersioned()) in (True, "true")
 
     @property
     def key_column(self) -> str:
-        return str(self._jtable.keyColumn())
+        return str(jvalue(self._jtable.keyColumn()))
 
     @property
     def timestamp_column(self) -> str:
-        return str(self._jtable.timestampColumn())
+        return str(jvalue(self._jtable.timestampColumn()))
 
     @property
     def value_columns(self) -> List[str]:
-        jvm = self._df.sparkSession.sparkContext._jvm
-        return [str(c) for c in jvm.scala.jdk.javaapi.CollectionConverters.asJava(self._jtable.valueColumns())]
+        columns = self._jtable.valueColumns()
+        if isinstance(columns, Remote):  # Spark Connect: the server's list
+            return columns._values()
+        jvm = check_jvm(self._df.sparkSession)
+        return [str(c) for c in jvm.scala.jdk.javaapi.CollectionConverters.asJava(columns)]
 
     def _wrap(self, jtable: Any) -> "KTable":
-        return KTable(jtable, self._df)
+        return KTable(checked(jtable), self._df)
 
     @translate_errors
     def to_stream(self) -> DataFrame:
@@ -102,7 +105,7 @@ class KTable:
         --------
         >>> table.to_stream().writeStream.outputMode("append").format("console").start()
         """
-        return DataFrame(self._jtable.toStream(), self._df.sparkSession)
+        return to_df(self._jtable.toStream(), self._df.sparkSession)
 
     @translate_errors
     def filter(self, condition: Column) -> "KTable":
@@ -118,14 +121,14 @@ class KTable:
         """
         if not isinstance(condition, Column):
             raise TypeError(f"filter takes a Column, got {type(condition).__name__}")
-        return self._wrap(self._jtable.filter(condition._jc))
+        return self._wrap(self._jtable.filter(jcol(condition)))
 
     @translate_errors
     def filter_not(self, condition: Column) -> "KTable":
         """:meth:`filter` with the condition negated (null counts as not holding)."""
         if not isinstance(condition, Column):
             raise TypeError(f"filter_not takes a Column, got {type(condition).__name__}")
-        return self._wrap(self._jtable.filterNot(condition._jc))
+        return self._wrap(self._jtable.filterNot(jcol(condition)))
 
     @translate_errors
     def map_values(self, *columns: Column) -> "KTable":
@@ -140,8 +143,7 @@ class KTable:
         """
         if not columns or not all(isinstance(c, Column) for c in columns):
             raise TypeError("map_values takes one or more Columns")
-        jvm = self._df.sparkSession.sparkContext._jvm
-        jcols = jvm.scala.jdk.javaapi.CollectionConverters.asScala([c._jc for c in columns]).toSeq()
+        jcols = jseq(check_jvm(self._df.sparkSession), [jcol(c) for c in columns])
         return self._wrap(self._jtable.mapValues(jcols))
 
     @translate_errors
@@ -152,8 +154,8 @@ class KTable:
         """
         if not isinstance(suppressed, Suppressed):
             raise TypeError(f"suppress takes a Suppressed, got {type(suppressed).__name__}")
-        jvm = self._df.sparkSession.sparkContext._jvm
-        return DataFrame(self._jtable.suppress(suppressed._to_jvm(jvm)), self._df.sparkSession)
+        jvm = check_jvm(self._df.sparkSession)
+        return to_df(self._jtable.suppress(suppressed._to_jvm(jvm)), self._df.sparkSession)
 
     @translate_errors
     def join(self, other: "KTable", how: str = "inner", name: Optional[str] = None,
@@ -194,7 +196,7 @@ class KTable:
         if not isinstance(how, str):
             raise TypeError(f"how must be a str, got {type(how).__name__}")
         if foreign_key is not None:
-            fk = _column(foreign_key, "foreign_key")._jc
+            fk = jcol(_column(foreign_key, "foreign_key", self._df))
             return self._wrap(self._jtable.join(other._jtable, fk, how, name))
         return self._wrap(self._jtable.join(other._jtable, how, name))
 
@@ -225,21 +227,21 @@ class KTable:
         >>> per_region = users.group_by("region").count()
         >>> totals = users.group_by("region", value="amount").sum("amount")
         """
-        jvm = self._df.sparkSession.sparkContext._jvm
+        jvm = check_jvm(self._df.sparkSession)
         values = [] if value is None else (list(value) if isinstance(value, (list, tuple)) else [value])
-        jvalues = jvm.scala.jdk.javaapi.CollectionConverters.asScala(
-            [_column(v, "group_by value")._jc for v in values]).toSeq()
-        return KGroupedTable(self._jtable.groupBy(_column(key, "group_by key")._jc, jvalues), self._df)
+        jvalues = jseq(jvm, [jcol(_column(v, "group_by value", self._df)) for v in values])
+        return KGroupedTable(checked(self._jtable.groupBy(jcol(_column(key, "group_by key", self._df)), jvalues)),
+                             self._df)
 
     def __repr__(self) -> str:
-        return str(self._jtable.toString())
+        return str(jvalue(self._jtable.toString()))
 
 
-def _column(c: Union[str, Column], role: str) -> Column:
+def _column(c: Union[str, Column], role: str, df: DataFrame) -> Column:
     if isinstance(c, Column):
         return c
     if isinstance(c, str):
-        return F.col(c)
+        return functions(df.sparkSession).col(c)
     raise TypeError(f"{role} takes a column name or a Column, got {type(c).__name__}")
 
 
@@ -260,7 +262,7 @@ class KGroupedTable:
         self._df = df
 
     def _table(self, jtable: Any) -> KTable:
-        return KTable(jtable, self._df)
+        return KTable(checked(jtable), self._df)
 
     @translate_errors
     def count(self, name: Optional[str] = None) -> KTable:
@@ -287,7 +289,7 @@ class KGroupedTable:
         --------
         >>> totals = orders.group_by("region", value="amount").sum("amount")
         """
-        return self._table(self._jgrouped.sum(_column(column, "sum")._jc, name))
+        return self._table(self._jgrouped.sum(jcol(_column(column, "sum", self._df)), name))
 
     @translate_errors
     def reduce(self, adder: Callable[[Column, Column], Column], subtractor: Callable[[Column, Column], Column],
@@ -307,11 +309,12 @@ class KGroupedTable:
         """
         if not callable(adder) or not callable(subtractor):
             raise TypeError("reduce takes two functions of (aggregate, value) Columns")
+        F = functions(self._df.sparkSession)
         agg, value = F.col("__kstate_agg"), F.col("__kstate_value")
         added, subtracted = adder(agg, value), subtractor(agg, value)
         if not isinstance(added, Column) or not isinstance(subtracted, Column):
             raise TypeError("reduce's adder and subtractor must return Columns")
-        return self._table(self._jgrouped.reduceColumns(added._jc, subtracted._jc, name))
+        return self._table(self._jgrouped.reduceColumns(jcol(added), jcol(subtracted), name))
 
     @translate_errors
     def agg(self, *columns: Column, name: Optional[str] = None) -> KTable:
@@ -336,8 +339,7 @@ class KGroupedTable:
         """
         if not columns or not all(isinstance(c, Column) for c in columns):
             raise TypeError("agg takes one or more Columns, e.g. F.count('*'), F.sum('v'), F.avg('v')")
-        jvm = self._df.sparkSession.sparkContext._jvm
-        jcols = jvm.scala.jdk.javaapi.CollectionConverters.asScala([c._jc for c in columns]).toSeq()
+        jcols = jseq(check_jvm(self._df.sparkSession), [jcol(c) for c in columns])
         return self._table(self._jgrouped.aggColumns(jcols, name))
 
     @translate_errors
@@ -364,17 +366,19 @@ class KGroupedTable:
         """
         if not callable(adder) or not callable(subtractor):
             raise TypeError("aggregate takes an initializer and two functions of (aggregate, value) Columns")
+        F = functions(self._df.sparkSession)
         if isinstance(initializer, bool) or not isinstance(initializer, (Column, int)):
             init = F.lit(initializer)
         elif isinstance(initializer, int):
             init = F.lit(initializer).cast("bigint")
         else:
             init = initializer
+        F = functions(self._df.sparkSession)
         agg, value = F.col("__kstate_agg"), F.col("__kstate_value")
         added, subtracted = adder(agg, value), subtractor(agg, value)
         if not isinstance(added, Column) or not isinstance(subtracted, Column):
             raise TypeError("aggregate's adder and subtractor must return Columns")
-        return self._table(self._jgrouped.aggregateColumns(init._jc, added._jc, subtracted._jc, name))
+        return self._table(self._jgrouped.aggregateColumns(jcol(init), jcol(added), jcol(subtracted), name))
 
     def __repr__(self) -> str:
         return str(self._jgrouped.toString())

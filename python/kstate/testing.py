@@ -37,6 +37,7 @@ from pyspark.sql.types import (
     _make_type_verifier,
 )
 
+from ._connect import is_connect
 from ._jvm import check_jvm
 from .errors import KStateError
 from .state_reader import DEFAULT_STORE_NAME, read_state
@@ -267,6 +268,12 @@ class PipelineTestDriver:
                  pipeline: Callable[..., DataFrame], *, output_mode: str = "append",
                  partitions: int = 1, order: str = "task",
                  conf: Optional[Mapping[str, Any]] = None) -> None:
+        if is_connect(spark):
+            raise KStateError(
+                "KSTATE_TEST_DRIVER_NEEDS_CLASSIC_SESSION",
+                "the pipeline test driver runs micro-batches in this Python process and needs a "
+                "classic SparkSession (kstate.configure(SparkSession.builder.master('local[1]'))), "
+                "not a Spark Connect one: test the pipeline on a classic session.")
         check_jvm(spark)
         self._spark = spark
         self._single = not isinstance(inputs, Mapping)

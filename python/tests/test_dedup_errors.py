@@ -254,24 +254,30 @@ def _connect_like_session() -> Any:
     return cls()
 
 
-def test_spark_connect_session_rejected() -> None:
-    with pytest.raises(KStateError) as ei:
-        kstate._jvm._reject_connect(_connect_like_session())
-    assert ei.value.error_class == "KSTATE_SPARK_CONNECT_UNSUPPORTED"
-    with pytest.raises(KStateError) as ei:
-        kstate._jvm.check_jvm(_connect_like_session())
-    assert ei.value.error_class == "KSTATE_SPARK_CONNECT_UNSUPPORTED"
+def test_a_connect_session_records_jvm_calls_for_the_servers_plugin() -> None:
+    # no JVM in a Connect client: check_jvm records calls (sent when a DataFrame is analyzed;
+    # test_spark_connect.py runs them through a real server)
+    jvm = kstate._jvm.check_jvm(_connect_like_session())
+    assert isinstance(jvm, kstate._connect.RemoteJvm)
+    call = jvm.io.kstate.KStateDataFrame.apply("df").withProcessingOrder("task")
+    assert (call._k_method, call._k_args) == ("withProcessingOrder", ["task"])
+    assert (call._k_target._k_method, call._k_target._k_target) == ("io.kstate.KStateDataFrame.apply", None)
 
 
-def test_spark_connect_dataframe_rejected_by_accessor() -> None:
-    fake_df = types.SimpleNamespace(sparkSession=_connect_like_session())
-    with pytest.raises(KStateError) as ei:
-        kstate.KStateDataFrame(fake_df).deduplicate_by_key("10s", key="k", timestamp="ts")
-    assert ei.value.error_class == "KSTATE_SPARK_CONNECT_UNSUPPORTED"
+def test_connect_wire_format() -> None:
+    # protobuf's varints: 7 bits a byte, low first; int64 -1 is ten bytes
+    assert kstate._connect._varint(300) == b"\xac\x02"
+    assert kstate._connect._varint(-1) == b"\xff" * 9 + b"\x01"
+    # Value.text (field 2, length-delimited) and Value.null (field 4, varint)
+    assert kstate._connect._value("ab", None) == b"\x12\x02ab"
+    assert kstate._connect._value(None, None) == b"\x20\x01"
 
 
-def test_classic_session_not_rejected(spark) -> None:
-    kstate._jvm._reject_connect(spark)  # no error
+def test_a_connect_server_without_the_plugin_is_a_named_error() -> None:
+    e = kstate._connect.plugin_missing(RuntimeError("[INTERNAL_ERROR] No handler found for extension"))
+    assert e is not None and e.error_class == "KSTATE_CONNECT_PLUGIN_MISSING"
+    assert "spark.connect.extensions.relation.classes=io.kstate.KStateConnectPlugin" in e.message
+    assert kstate._connect.plugin_missing(RuntimeError("something else")) is None
 
 
 def test_check_jvm_passes_on_real_session(spark) -> None:

@@ -433,4 +433,14 @@ object KStateErrors {
       s"The test driver is $state. Use it inside its 'with' block (which starts its query and, at " +
         "its end, stops the query and removes its temporary checkpoint and input directories); a " +
         "closed driver cannot be started again: build a new one.")
+
+  def connectInvalidCall(why: String): KStateException =
+    err("KSTATE_CONNECT_INVALID_CALL",
+      s"The kstate Spark Connect plugin cannot make this call: $why. Use the same kstate version " +
+        "for the Python client and the server's kstate jar (kstate.jar_path()).")
+
+  def connectVersionMismatch(client: String, server: String): KStateException =
+    err("KSTATE_VERSION_MISMATCH",
+      s"the Spark Connect server's kstate jar is version $server but the Python package is " +
+        s"$client. Start the server with the jar bundled with this package: kstate.jar_path().")
 }

@@ -5,7 +5,7 @@ import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.classic.{Dataset => ClassicDataset, SparkSession => ClassicSession}
+import org.apache.spark.sql.classic.{Dataset => ClassicDataset, ExpressionUtils, SparkSession => ClassicSession}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -30,6 +30,12 @@ object SparkShim {
   /** A DataFrame over `plan` in `df`'s session; analyses eagerly (errors surface here). */
   def ofRows(df: DataFrame, plan: LogicalPlan): DataFrame =
     ClassicDataset.ofRows(classic(df).sparkSession, plan)
+
+  /** A DataFrame over `plan` in `session`; analyses eagerly. */
+  def ofRows(session: ClassicSession, plan: LogicalPlan): DataFrame = ClassicDataset.ofRows(session, plan)
+
+  /** A Column over the Catalyst expression `e`. */
+  def column(e: Expression): Column = ExpressionUtils.column(e)
 
   def session(df: DataFrame): ClassicSession = classic(df).sparkSession
 
