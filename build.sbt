@@ -93,6 +93,8 @@ ThisBuild / rootDir := (ThisBuild / baseDirectory).value
 // What both minors' projects share; `minor` picks the per-minor source directories.
 def kstateSettings(minor: String): Seq[Def.Setting[_]] = Seq(
     name := s"kstate-spark$minor",
+    // Keeps the dot (sbt's default module name would make it kstate-spark4-3).
+    moduleName := s"kstate-spark$minor",
     organization := "io.kstate",
     version := "0.1.0",
     scalaVersion := "2.13.18",
