@@ -128,8 +128,8 @@ object SparkStateStoreSuiteBaseSuite {
       ("a negative version is an IllegalArgumentException and a missing one KSTATE_STATE_FILE_MISSING, " +
         "not Spark's CANNOT_LOAD_STATE_STORE error conditions"),
     "SPARK-18342: commit fails when rename fails" ->
-      ("a failed commit is not Spark's CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT naming HDFSStateStore, " +
-        "and a local checkpoint is written with java.nio, not through a RawLocalFileSystem subclass"),
+      ("the commit fails with the file system's error (FAILED_RENAME_TEMP_FILE), not Spark's " +
+        "CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT naming HDFSStateStore"),
     "SPARK-38320 - state store iterator behavior differences" ->
       ("an iterator sees the store as it was when created (RocksDB's behaviour); " +
         "Spark expects that only from classes named RocksDBStateStore"),
