@@ -78,7 +78,7 @@ test: venv jar $(KAFKA_CP)
 	$(PYTEST) -m serial
 
 # Spark 4.2 (docs/contributing.md, "Spark 4.2"): the whole Scala suite (plus Spark's own
-# StateStoreSuiteBase against kstate's provider, KStateProviderConformanceSuite) and the Python
+# StateStoreSuiteBase against kstate's provider, SparkStateStoreSuiteBaseSuite) and the Python
 # example tests below, in .venv-spark42 (pyspark 4.2.x). The jar is the 4.2 one: kstate.jar_path()
 # picks it for the venv's pyspark.
 SPARK42_PY_TESTS := test_dedup_kip_examples.py test_window_agg.py test_suppress_time_limit.py \

@@ -196,7 +196,7 @@ lazy val root = (project in file("."))
 
 // Spark 4.2: `bin/sbt spark42/package` / `bin/sbt spark42/test` (make jar-spark42,
 // make test-spark42). Spark from Maven Central, Provided. The test classpath adds Spark's own
-// test jars for StateStoreSuiteBase (jvm/src/test/spark-4.2/scala, KStateProviderConformanceSuite).
+// test jars for StateStoreSuiteBase (jvm/src/test/spark-4.2/scala, SparkStateStoreSuiteBaseSuite).
 // Its base directory holds nothing (sources, target and test directory are set above and below).
 lazy val spark42 = (project in file("jvm/spark-4.2"))
   .settings(kstateSettings("4.2"))
