@@ -77,7 +77,7 @@ test: venv jar $(KAFKA_CP)
 	$(PYTEST) -n 2 --dist loadfile -m "not serial"
 	$(PYTEST) -m serial
 
-# Spark 4.2 (docs/contributing.md, "Spark 4.2"): the whole Scala suite (plus Spark's own
+# Spark 4.2 (docs/contributing.md, "Spark minors and the shim rule"): the whole Scala suite (plus Spark's own
 # StateStoreSuiteBase against kstate's provider, SparkStateStoreSuiteBaseSuite) and the Python
 # example tests below, in .venv-spark42 (pyspark 4.2.x). The jar is the 4.2 one: kstate.jar_path()
 # picks it for the venv's pyspark.
