@@ -8,14 +8,24 @@ REQS := python/requirements-dev.txt
 
 SCALA_BIN := 2.13
 VERSION := $(shell sed -n 's/^[[:space:]]*version[[:space:]]*:=[[:space:]]*"\([^"]*\)".*/\1/p' build.sbt)
-JAR_NAME := kstate_$(SCALA_BIN)-$(VERSION).jar
+# A jar per Spark minor (build.sbt; README, "Which jar for which Spark"): 4.3 is the pinned one
+# (`make jar`, `make test`), 4.2 the other (`make jar-spark42`, `make test-spark42`).
+JAR_NAME := kstate-spark4.3_$(SCALA_BIN)-$(VERSION).jar
 JAR := jvm/target/scala-$(SCALA_BIN)/$(JAR_NAME)
+JAR42_NAME := kstate-spark4.2_$(SCALA_BIN)-$(VERSION).jar
+JAR42 := jvm/target/spark-4.2/scala-$(SCALA_BIN)/$(JAR42_NAME)
 PY_JARS := python/kstate/jars
+
+# Spark 4.2's own venv: pyspark 4.2.x and the test tools (python/requirements-spark42.txt).
+VENV42 := .venv-spark42
+VENV42_STAMP := $(VENV42)/.stamp
+REQS42 := python/requirements-spark42.txt
+PY42 := $(VENV42)/bin/python
 
 # Spark's Python workers (UDFs) must run the venv's interpreter, not the system python3.
 export PYSPARK_PYTHON ?= $(abspath $(PY))
 
-.PHONY: all venv jar kafka-classpath test demo demo-kafka bench clean
+.PHONY: all venv venv-spark42 jar jar-spark42 kafka-classpath test test-spark42 demo demo-kafka bench clean
 
 all: test
 
@@ -33,8 +43,24 @@ jar: venv
 	$(SBT) package
 	@test -f $(JAR) || { echo "expected jar not found: $(JAR)" >&2; exit 1; }
 	mkdir -p $(PY_JARS)
-	rm -f $(PY_JARS)/kstate_*.jar
+	rm -f $(PY_JARS)/kstate_*.jar $(PY_JARS)/kstate-spark4.3_*.jar
 	cp $(JAR) $(PY_JARS)/
+
+venv-spark42: $(VENV42_STAMP)
+
+$(VENV42_STAMP): $(REQS42)
+	@test -x $(VENV42)/bin/python || python3 -m venv $(VENV42)
+	$(VENV42)/bin/python -m pip install --disable-pip-version-check -q -r $(REQS42)
+	@touch $@
+
+# Compiles against Spark 4.2 from Maven Central; sbt loads the whole build, whose 4.3 project
+# reads the pinned venv's pyspark jars, so that venv comes first here too.
+jar-spark42: venv
+	$(SBT) spark42/package
+	@test -f $(JAR42) || { echo "expected jar not found: $(JAR42)" >&2; exit 1; }
+	mkdir -p $(PY_JARS)
+	rm -f $(PY_JARS)/kstate-spark4.2_*.jar
+	cp $(JAR42) $(PY_JARS)/
 
 # The Kafka broker's classpath and Spark's Kafka connector jars, fetched from Maven Central by sbt
 # (build.sbt, kafkaTestClasspath) and listed for the Python Kafka tests and demo-kafka.
@@ -50,6 +76,17 @@ test: venv jar $(KAFKA_CP)
 	$(SBT) test
 	$(PYTEST) -n 2 --dist loadfile -m "not serial"
 	$(PYTEST) -m serial
+
+# Spark 4.2 (docs/contributing.md, "Spark minors and the shim rule"): the whole Scala suite (plus Spark's own
+# StateStoreSuiteBase against kstate's provider, SparkStateStoreSuiteBaseSuite) and the Python
+# example tests below, in .venv-spark42 (pyspark 4.2.x). The jar is the 4.2 one: kstate.jar_path()
+# picks it for the venv's pyspark.
+SPARK42_PY_TESTS := test_dedup_kip_examples.py test_window_agg.py test_suppress_time_limit.py \
+	test_tables.py test_dedup_errors.py test_packaging.py
+test-spark42: venv venv-spark42 jar-spark42
+	$(SBT) spark42/test
+	PYTHONPATH=python PYSPARK_PYTHON=$(abspath $(PY42)) $(PY42) -m pytest -q --durations=10 \
+	  -n 2 --dist loadfile $(addprefix python/tests/,$(SPARK42_PY_TESTS))
 
 demo: venv jar
 	PYTHONPATH=python $(PY) -m kstate.demo
@@ -76,6 +113,6 @@ bench: venv jar
 
 clean:
 	rm -rf jvm/target target project/target project/project
-	rm -f $(PY_JARS)/kstate_*.jar
+	rm -f $(PY_JARS)/kstate_*.jar $(PY_JARS)/kstate-spark*.jar
 	rm -rf spark-warehouse metastore_db derby.log .pytest_cache .hypothesis
 	find python bench -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null || true

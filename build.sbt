@@ -1,9 +1,20 @@
 // kstate: Scala (JVM) side. Run through bin/sbt (bootstraps the launcher; no sbt install needed).
 
-// kstate targets Spark 4.3. Spark 4.3 is published on PyPI (pyspark) but not on Maven Central,
-// so the JVM side compiles and tests against the jars of the pinned pyspark in the project venv
-// (`make venv`; pin in python/requirements-dev.txt). Those jars are what users run on.
+// kstate is cross-built for two Spark minors from one source tree, a jar per minor
+// (`kstate-spark<minor>_2.13-<version>.jar`; README, "Which jar for which Spark"):
+// - Spark 4.3, the pinned one (project `root`: `bin/sbt package`, `bin/sbt test`). Spark 4.3 is
+//   published on PyPI (pyspark) but not on Maven Central, so it compiles and tests against the
+//   jars of the pinned pyspark in the project venv (`make venv`; pin in
+//   python/requirements-dev.txt). Those jars are what users run on.
+// - Spark 4.2 (project `spark42`: `bin/sbt spark42/package`, `bin/sbt spark42/test`), from Maven
+//   Central (Provided), its latest 4.2 patch there (4.2.1 is on PyPI but not on Maven Central);
+//   pyspark of the same version in python/requirements-spark42.txt.
+// Sources common to both are under jvm/src/{main,test}/scala; what differs between the minors is
+// in the shim layer's per-minor directories jvm/src/main/spark-<minor>/scala
+// (docs/contributing.md, "Spark minors and the shim rule"), and Spark 4.2-only tests (Spark's own
+// StateStoreSuiteBase) under jvm/src/test/spark-4.2/scala.
 val sparkMinor = "4.3"
+val spark42Version = "4.2.0"
 val sparkJarsDir: File = {
   val env = sys.env.get("KSTATE_SPARK_JARS").map(file)
   lazy val venv = (file(".venv") / "lib").listFiles().toSeq.flatMap(p => Option(p))
@@ -75,46 +86,40 @@ val kafkaConnectorDeps: Seq[ModuleID] = Seq(
 val kafkaTestClasspath = taskKey[File](
   "Writes jvm/target/kafka-test-classpath.json: the Kafka broker's classpath and the Spark Kafka connector's jars")
 
-lazy val root = (project in file("."))
-  .settings(
-    name := "kstate",
+// The repository's root: both projects read their sources from it and run their tests in it.
+val rootDir = settingKey[File]("the kstate repository root")
+ThisBuild / rootDir := (ThisBuild / baseDirectory).value
+
+// What both minors' projects share; `minor` picks the per-minor source directories.
+def kstateSettings(minor: String): Seq[Def.Setting[_]] = Seq(
+    name := s"kstate-spark$minor",
+    // Keeps the dot (sbt's default module name would make it kstate-spark4-3).
+    moduleName := s"kstate-spark$minor",
     organization := "io.kstate",
     version := "0.1.0",
     scalaVersion := "2.13.18",
 
     // Sources live under jvm/ so the repo root stays shared with python/.
-    Compile / scalaSource := baseDirectory.value / "jvm" / "src" / "main" / "scala",
-    Compile / javaSource := baseDirectory.value / "jvm" / "src" / "main" / "java",
-    Compile / resourceDirectory := baseDirectory.value / "jvm" / "src" / "main" / "resources",
-    Test / scalaSource := baseDirectory.value / "jvm" / "src" / "test" / "scala",
-    Test / javaSource := baseDirectory.value / "jvm" / "src" / "test" / "java",
-    Test / resourceDirectory := baseDirectory.value / "jvm" / "src" / "test" / "resources",
-    target := baseDirectory.value / "jvm" / "target",
+    Compile / scalaSource := rootDir.value / "jvm" / "src" / "main" / "scala",
+    Compile / unmanagedSourceDirectories += rootDir.value / "jvm" / "src" / "main" / s"spark-$minor" / "scala",
+    Compile / javaSource := rootDir.value / "jvm" / "src" / "main" / "java",
+    Compile / resourceDirectory := rootDir.value / "jvm" / "src" / "main" / "resources",
+    Test / scalaSource := rootDir.value / "jvm" / "src" / "test" / "scala",
+    Test / unmanagedSourceDirectories += rootDir.value / "jvm" / "src" / "test" / s"spark-$minor" / "scala",
+    Test / javaSource := rootDir.value / "jvm" / "src" / "test" / "java",
+    Test / resourceDirectory := rootDir.value / "jvm" / "src" / "test" / "resources",
 
     scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-release:17"),
     javacOptions ++= Seq("--release", "17"),
 
-    // Spark (and all it brings) is "provided" by pyspark's jars: on the compile and test
-    // classpath, never packaged.
-    Compile / unmanagedJars ++= (sparkJarsDir ** "*.jar").get().filterNot(isToolchainJar).map(Attributed.blank),
     libraryDependencies ++= Seq(
       "org.scalatest" %% "scalatest" % "3.2.19" % Test,
       "org.scalatestplus" %% "scalacheck-1-18" % "3.2.19.0" % Test,
       // LayeringSuite: the import direction between the public API and kstate's internals,
       // checked on the compiled classes; pyspark's jars provide slf4j
       ("com.tngtech.archunit" % "archunit" % "1.4.1" % Test).excludeAll(ExclusionRule("org.slf4j"))
-    ) ++ kafkaStreamsOracle ++ kafkaBrokerDeps ++ kafkaConnectorDeps,
-    ivyConfigurations ++= Seq(KafkaBroker, KafkaConnector),
-    kafkaTestClasspath := {
-      val report = update.value
-      def jars(c: Configuration): Seq[String] =
-        report.select(configurationFilter(c.name), moduleFilter(), artifactFilter(`type` = "jar" | "bundle")).map(_.getAbsolutePath).distinct.sorted
-      def list(xs: Seq[String]): String = xs.map(x => "\"" + x.replace("\\", "\\\\") + "\"").mkString("[\n    ", ",\n    ", "\n  ]")
-      val out = target.value / "kafka-test-classpath.json"
-      IO.write(out, s"""{\n  "broker": ${list(jars(KafkaBroker))},\n  "connector": ${list(jars(KafkaConnector))}\n}\n""")
-      streams.value.log.info(s"wrote $out")
-      out
-    },
+    ) ++ kafkaStreamsOracle,
+
     // io.kstate.BuildInfo: version and Spark minor, checked by the Python package at first use.
     Compile / sourceGenerators += Def.task {
       val f = (Compile / sourceManaged).value / "io" / "kstate" / "BuildInfo.scala"
@@ -124,14 +129,14 @@ lazy val root = (project in file("."))
            |/** Generated by build.sbt. */
            |object BuildInfo {
            |  val version: String = "${version.value}"
-           |  val sparkMinor: String = "$sparkMinor"
+           |  val sparkMinor: String = "$minor"
            |}
            |""".stripMargin)
       Seq(f)
     }.taskValue,
 
-    // `package` yields jvm/target/scala-2.13/kstate_2.13-<version>.jar: only kstate's own
-    // classes (Spark is Provided; nothing is assembled in).
+    // `package` yields <target>/scala-2.13/kstate-spark<minor>_2.13-<version>.jar: only kstate's
+    // own classes (Spark is Provided; nothing is assembled in).
 
     Test / fork := true,
     // Two forked test JVMs at once (each runs its suites one after another, one SparkSession at a
@@ -162,7 +167,43 @@ lazy val root = (project in file("."))
     },
     // D: durations, F: full stack traces on failure.
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oDF"),
-    Test / baseDirectory := baseDirectory.value,
+    Test / baseDirectory := rootDir.value,
     run / fork := true,
     run / javaOptions ++= sparkJavaModuleOptions
+)
+
+// Spark 4.3, the pinned minor: `bin/sbt package` / `bin/sbt test` (make jar, make test).
+lazy val root = (project in file("."))
+  .settings(kstateSettings(sparkMinor))
+  .settings(
+    target := rootDir.value / "jvm" / "target",
+    // Spark (and all it brings) is "provided" by pyspark's jars: on the compile and test
+    // classpath, never packaged.
+    Compile / unmanagedJars ++= (sparkJarsDir ** "*.jar").get().filterNot(isToolchainJar).map(Attributed.blank),
+    libraryDependencies ++= kafkaBrokerDeps ++ kafkaConnectorDeps,
+    ivyConfigurations ++= Seq(KafkaBroker, KafkaConnector),
+    kafkaTestClasspath := {
+      val report = update.value
+      def jars(c: Configuration): Seq[String] =
+        report.select(configurationFilter(c.name), moduleFilter(), artifactFilter(`type` = "jar" | "bundle")).map(_.getAbsolutePath).distinct.sorted
+      def list(xs: Seq[String]): String = xs.map(x => "\"" + x.replace("\\", "\\\\") + "\"").mkString("[\n    ", ",\n    ", "\n  ]")
+      val out = target.value / "kafka-test-classpath.json"
+      IO.write(out, s"""{\n  "broker": ${list(jars(KafkaBroker))},\n  "connector": ${list(jars(KafkaConnector))}\n}\n""")
+      streams.value.log.info(s"wrote $out")
+      out
+    }
+  )
+
+// Spark 4.2: `bin/sbt spark42/package` / `bin/sbt spark42/test` (make jar-spark42,
+// make test-spark42). Spark from Maven Central, Provided. The test classpath adds Spark's own
+// test jars for StateStoreSuiteBase (jvm/src/test/spark-4.2/scala, SparkStateStoreSuiteBaseSuite).
+// Its base directory holds nothing (sources, target and test directory are set above and below).
+lazy val spark42 = (project in file("jvm/spark-4.2"))
+  .settings(kstateSettings("4.2"))
+  .settings(
+    target := rootDir.value / "jvm" / "target" / "spark-4.2",
+    libraryDependencies ++= Seq("spark-core", "spark-catalyst", "spark-sql").flatMap { m =>
+      Seq("org.apache.spark" %% m % spark42Version % Provided,
+        ("org.apache.spark" %% m % spark42Version % Test).classifier("tests"))
+    }
   )

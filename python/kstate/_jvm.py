@@ -11,26 +11,55 @@ import glob
 import os
 from typing import Any, Callable, TypeVar
 
+import pyspark
+
 from . import _connect
 from .errors import KStateError
 
 __version__ = "0.1.0"
-SPARK_MINOR = "4.3"
+#: The Spark minors kstate is built for: one jar each, ``kstate-spark<minor>_2.13-<version>.jar``.
+SUPPORTED_SPARK_MINORS = ("4.2", "4.3")
+#: The installed pyspark's Spark minor: the jar :func:`jar_path` picks is the one built for it.
+SPARK_MINOR = ".".join(pyspark.__version__.split(".")[:2])
+_JARS_DIR = os.path.join(os.path.dirname(__file__), "jars")
 EXTENSION = "io.kstate.KStateExtensions"
 PLUGIN = "io.kstate.KStatePlugin"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def jar_name(spark_minor: str | None = None) -> str:
+    """File name of the kstate jar built for ``spark_minor`` (default: the installed pyspark's).
+
+    Examples
+    --------
+    >>> jar_name("4.2")
+    'kstate-spark4.2_2.13-0.1.0.jar'
+    """
+    return f"kstate-spark{spark_minor or SPARK_MINOR}_2.13-{__version__}.jar"
+
+
 def jar_path() -> str:
-    """Path of the kstate jar bundled in this package."""
-    here = os.path.join(os.path.dirname(__file__), "jars")
-    jars = sorted(glob.glob(os.path.join(here, f"kstate_2.13-{__version__}.jar")))
+    """Path of the bundled kstate jar built for the installed pyspark's Spark minor.
+
+    Raises ``KSTATE_SPARK_VERSION_MISMATCH`` when kstate is not built for that minor (see
+    ``SUPPORTED_SPARK_MINORS``), ``KSTATE_JAR_MISSING`` when its jar is not in the package.
+    """
+    if SPARK_MINOR not in SUPPORTED_SPARK_MINORS:
+        raise KStateError(
+            "KSTATE_SPARK_VERSION_MISMATCH",
+            f"kstate {__version__} is built for Spark {' and '.join(SUPPORTED_SPARK_MINORS)}, but "
+            f"the installed pyspark is {pyspark.__version__}. Install pyspark "
+            f"{' or '.join(m + '.x' for m in reversed(SUPPORTED_SPARK_MINORS))}.",
+        )
+    here = _JARS_DIR
+    jars = sorted(glob.glob(os.path.join(here, jar_name())))
     if not jars:
         raise KStateError(
             "KSTATE_JAR_MISSING",
-            f"the kstate jar for version {__version__} is not in {here}. Reinstall the kstate "
-            "package, or run 'make jar' in a source checkout.",
+            f"the kstate jar for version {__version__} and Spark {SPARK_MINOR} ({jar_name()}) is "
+            f"not in {here}. Reinstall the kstate package, or run 'make jar' (Spark 4.3) or "
+            "'make jar-spark42' (Spark 4.2) in a source checkout.",
         )
     return jars[0]
 
@@ -82,8 +111,9 @@ def check_jvm(spark: Any) -> Any:
     if jar_spark != spark_minor:
         raise KStateError(
             "KSTATE_SPARK_VERSION_MISMATCH",
-            f"this kstate build targets Spark {jar_spark} but the session runs Spark "
-            f"{spark.version}. Install pyspark {jar_spark}.x or a kstate build for your Spark.",
+            f"the kstate jar on the classpath is built for Spark {jar_spark} but the session runs "
+            f"Spark {spark.version}. Use the jar built for the session's Spark: "
+            f"{jar_name(spark_minor)} (kstate.jar_path() picks it for the installed pyspark).",
         )
     return jvm
 

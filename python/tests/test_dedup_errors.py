@@ -288,10 +288,37 @@ def test_check_jvm_passes_on_real_session(spark) -> None:
 
 
 def test_check_jvm_spark_version_mismatch(spark) -> None:
-    other = types.SimpleNamespace(sparkContext=spark.sparkContext, version="4.2.1")
+    other_minor = next(m for m in kstate._jvm.SUPPORTED_SPARK_MINORS if m != kstate.SPARK_MINOR)
+    other = types.SimpleNamespace(sparkContext=spark.sparkContext, version=f"{other_minor}.0")
     with pytest.raises(KStateError) as ei:
         kstate._jvm.check_jvm(other)
     assert ei.value.error_class == "KSTATE_SPARK_VERSION_MISMATCH"
+    # names the jar built for the session's Spark
+    assert kstate._jvm.jar_name(other_minor) in str(ei.value)
+
+
+def test_jar_path_is_the_jar_for_the_installed_pyspark_minor() -> None:
+    import pyspark
+
+    minor = ".".join(pyspark.__version__.split(".")[:2])
+    assert kstate.SPARK_MINOR == minor
+    assert os.path.basename(kstate.jar_path()) == f"kstate-spark{minor}_2.13-{kstate.__version__}.jar"
+
+
+def test_unsupported_pyspark_minor_is_a_named_error(monkeypatch) -> None:
+    monkeypatch.setattr(kstate._jvm, "SPARK_MINOR", "4.1")
+    with pytest.raises(KStateError) as ei:
+        kstate.jar_path()
+    assert ei.value.error_class == "KSTATE_SPARK_VERSION_MISMATCH"
+    assert "built for Spark 4.2 and 4.3" in str(ei.value)
+
+
+def test_missing_jar_for_a_supported_minor_is_a_named_error(monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr(kstate._jvm, "_JARS_DIR", str(tmp_path))
+    with pytest.raises(KStateError) as ei:
+        kstate.jar_path()
+    assert ei.value.error_class == "KSTATE_JAR_MISSING"
+    assert kstate._jvm.jar_name() in str(ei.value)
 
 
 def test_check_jvm_jar_not_loaded() -> None:

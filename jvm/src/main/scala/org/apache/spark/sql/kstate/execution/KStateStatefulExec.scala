@@ -18,7 +18,7 @@ import io.kstate.{KStateConf, KStateErrors, ProcessingOrder}
 
 import org.apache.spark.sql.kstate.OperatorIdentity
 import org.apache.spark.sql.kstate.processor.{Counters, Metric, MetricKind, MetricSet}
-import org.apache.spark.sql.kstate.shim.{OrderedLog, ProgressShim, RunningQuery}
+import org.apache.spark.sql.kstate.shim.{OrderedLog, RunningQuery, StateOperatorProgressSnapshotMetrics}
 import org.apache.spark.sql.streaming.StateOperatorProgress
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 import org.apache.spark.sql.kstate.state.{KStateStoreProvider, KStateStoreRDD}
@@ -228,7 +228,7 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     if (tracksOutputTime && !outputTimeFloors.isZero) {
       stateInfo.foreach(i => OutputWatermarks.record(i.queryRunId, i.operatorId, outputTimeFloors.value))
     }
-    ProgressShim.withCustomMetrics(super.getProgress(), custom)
+    StateOperatorProgressSnapshotMetrics.withCustomMetrics(super.getProgress(), custom)
   }
 
   override protected def doExecute(): RDD[InternalRow] = {

@@ -423,7 +423,7 @@ private[state] object KStateStore {
   private def requireKey(key: UnsafeRow): Unit =
     if (key == null) throw new IllegalArgumentException("state store keys cannot be null")
   private def requireValue(value: UnsafeRow): Unit =
-    if (value == null) throw new IllegalArgumentException("state store values cannot be null")
+    if (value == null) throw new IllegalArgumentException("Cannot put a null value: state store values cannot be null")
 }
 
 /** What one store version did, reported through its metrics. */

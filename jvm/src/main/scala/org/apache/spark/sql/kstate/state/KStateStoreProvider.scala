@@ -128,8 +128,15 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   /** The life-cycle state (any thread; for stores' error messages and tests). */
   private[state] def state: ProviderState = lifecycle.current
 
-  override def getStore(version: Long, uniqueId: Option[String], readOnly: Boolean,
-      forceSnapshotOnCommit: Boolean): KStateStore = synchronized {
+  /**
+   * The store at `version`. Spark's third and fourth arguments (the same in Spark 4.2 and 4.3)
+   * are `forceSnapshotOnCommit` and `loadEmpty`; kstate ignores both: snapshots are written by
+   * maintenance only, and the store always holds `version`'s committed state (Spark's
+   * `StateStoreSuiteBase` test of the forced-snapshot metric is excluded for it,
+   * docs/state-store.md).
+   */
+  override def getStore(version: Long, uniqueId: Option[String], forceSnapshotOnCommit: Boolean,
+      loadEmpty: Boolean): KStateStore = synchronized {
     if (uniqueId.isDefined) throw KStateErrors.unsupportedStoreCheckpointIds()
     if (version < 0) throw new IllegalArgumentException(s"version cannot be negative: $version")
     ensureLoaded(version)

@@ -44,6 +44,6 @@ class OrderedLogSuite extends AnyFunSuite {
     val other = scanOf(new PlannedStream(Nil))
     assert(!OrderedLog(other))
     assert(!OrderedLog(UnionExec(Seq(kafka("t" -> 0), other))))
-    assert(!OrderedLog(ProjectExec(Seq(ts), org.apache.spark.sql.execution.LocalTableScanExec(Seq(ts), Nil, None, false))))
+    assert(!OrderedLog(ProjectExec(Seq(ts), org.apache.spark.sql.execution.LocalTableScanExec(Seq(ts), Nil, None))))
   }
 }

@@ -17,7 +17,7 @@ private[state] object ProviderMetrics {
   val CommitMs = declare(StateStoreCustomTimingMetric("kstateStoreCommitMs",
     "kstate store: time to write the changelog and apply it locally"))
   val ChangelogBytes = declare(StateStoreCustomSizeMetric("kstateStoreChangelogBytes",
-    "kstate store: changelog bytes written", false))
+    "kstate store: changelog bytes written"))
   val ChangelogRecords = declare(StateStoreCustomSumMetric("kstateStoreChangelogRecords",
     "kstate store: changelog records written"))
   val SnapshotMs = declare(StateStoreCustomTimingMetric("kstateStoreSnapshotMs",
@@ -37,9 +37,9 @@ private[state] object ProviderMetrics {
   val SpilledRecords = declare(StateStoreCustomSumMetric("kstateStoreSpilledRecords",
     "kstate store: changelog records written by spills"))
   val HeapBytes = declare(StateStoreCustomSizeMetric("kstateStoreHeapBytes",
-    "kstate store: heap bytes (estimated) of the committed state kept on the heap", false))
+    "kstate store: heap bytes (estimated) of the committed state kept on the heap"))
   val DbBytes = declare(StateStoreCustomSizeMetric("kstateStoreDbBytes",
-    "kstate store: bytes in its local RocksDB, the disk tier (files and memtables: state off the heap, spilled changes)", false))
+    "kstate store: bytes in its local RocksDB, the disk tier (files and memtables: state off the heap, spilled changes)"))
   /** Every declared metric (Spark's `supportedCustomMetrics`). */
   val All: Seq[StateStoreCustomMetric] = declared.toSeq
 

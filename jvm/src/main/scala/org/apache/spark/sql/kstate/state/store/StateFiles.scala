@@ -52,11 +52,16 @@ private[kstate] object StateFiles {
     def cancel(): Unit
   }
 
-  /** The files of `dir`, created if absent: local ones with java.nio, others through Hadoop. */
+  /**
+   * The files of `dir`, created if absent: local ones with java.nio, others through Hadoop.
+   * Local means Hadoop's local file system serving the `file` scheme: a file system built on it
+   * under another scheme (e.g. one that changes `rename`) has its own semantics and is used
+   * through Hadoop (found by Spark's `StateStoreSuiteBase`, "SPARK-18342").
+   */
   def apply(dir: Path, hadoopConf: Configuration): StateFiles = {
     val fs = dir.getFileSystem(hadoopConf)
     fs match {
-      case _: LocalFileSystem | _: RawLocalFileSystem => new Local(dir)
+      case _: LocalFileSystem | _: RawLocalFileSystem if fs.getUri.getScheme == "file" => new Local(dir)
       case _ => new Hadoop(dir, hadoopConf)
     }
   }

@@ -20,6 +20,22 @@ class StateFilesSuite extends AnyFunSuite {
     try new String(in.readAllBytes(), "UTF-8") finally in.close()
   }
 
+  test("the local file system is written with java.nio; a file system built on it, under its own scheme, through Hadoop") {
+    val dir = Files.createTempDirectory("kstate-files-choice").toFile
+    assert(StateFiles(new Path(dir.toURI), new Configuration).isInstanceOf[StateFiles.Local])
+    val conf = new Configuration
+    conf.set(s"fs.${RenameFailsFileSystem.Scheme}.impl", classOf[RenameFailsFileSystem].getName)
+    conf.setBoolean(s"fs.${RenameFailsFileSystem.Scheme}.impl.disable.cache", true)
+    val files = StateFiles(new Path(s"${RenameFailsFileSystem.Scheme}://${dir.getAbsolutePath}/custom"), conf)
+    assert(files.isInstanceOf[StateFiles.Hadoop])
+    // its rename is the one used: a commit whose rename fails fails, and no file appears
+    val out = files.create(new Path(s"${RenameFailsFileSystem.Scheme}://${dir.getAbsolutePath}/custom/1.kstate.changelog"))
+    out.stream.write(1)
+    val e = intercept[Exception](out.commit())
+    assert(e.getMessage.contains("rename"), e)
+    assert(!new File(dir, "custom/1.kstate.changelog").exists())
+  }
+
   for (which <- Seq(0, 1)) {
     def make(): (String, StateFiles, File) = {
       val dir = Files.createTempDirectory("kstate-files").toFile
@@ -78,4 +94,14 @@ class StateFilesSuite extends AnyFunSuite {
     files.delete(new Path(new File(dir, "2.kstate.changelog").toURI))
     assert(dir.list().toSet == Set("1.kstate.changelog"))
   }
+}
+
+/** A file system on the local disk, under its own scheme, whose rename always fails. */
+class RenameFailsFileSystem extends org.apache.hadoop.fs.RawLocalFileSystem {
+  override def getUri: java.net.URI = java.net.URI.create(s"${RenameFailsFileSystem.Scheme}:///")
+  override def rename(src: Path, dst: Path): Boolean = false
+}
+
+object RenameFailsFileSystem {
+  val Scheme = "kstaterenamefails"
 }
