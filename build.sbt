@@ -205,5 +205,5 @@ lazy val spark42 = (project in file("jvm/spark-4.2"))
     libraryDependencies ++= Seq("spark-core", "spark-catalyst", "spark-sql").flatMap { m =>
       Seq("org.apache.spark" %% m % spark42Version % Provided,
         ("org.apache.spark" %% m % spark42Version % Test).classifier("tests"))
-    }
+    } :+ ("org.apache.spark" %% "spark-connect" % spark42Version % Provided) // kstate's Connect plugin
   )
