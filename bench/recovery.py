@@ -202,6 +202,10 @@ def run_provider(cluster: Any, name: str, a: argparse.Namespace, tmp: str) -> Di
                 t_warm = time.perf_counter()
                 cluster.wait_standbys_warm(q, a.shuffle_partitions, timeout_s=600)
                 warm_s = round(time.perf_counter() - t_warm, 2)
+            status = None
+            if STANDBYS.get(name):
+                import kstate
+                status = kstate.replica_status(q)  # where each partition's active and copies are
             victim = cluster.state_locations(q, a.shuffle_partitions)[0]
             pids = cluster.executors()
             t_kill = time.time()
@@ -211,6 +215,7 @@ def run_provider(cluster: Any, name: str, a: argparse.Namespace, tmp: str) -> Di
             q.processAllAvailable()
             rec = q.lastProgress
             replaced.stop()
+            locations_after = cluster.state_locations(q, a.shuffle_partitions)
             end = epoch_s(rec["timestamp"]) + rec["durationMs"]["triggerExecution"] / 1000
             custom = rec["stateOperators"][0]["customMetrics"]
             kill = {"executor": victim, "batch": rec["batchId"],
@@ -221,6 +226,7 @@ def run_provider(cluster: Any, name: str, a: argparse.Namespace, tmp: str) -> Di
                     "standbys_warm_after_s": warm_s,
                     "steady_batch_s": steady["durationMs"]["triggerExecution"] / 1000,
                     "state_rows": rec["stateOperators"][0]["numRowsTotal"],
+                    "replica_status_before": status, "locations_after": locations_after,
                     "restore": {m: int(custom.get(m, 0)) for m in RESTORE_METRICS[name]},
                     "steady_restore": {m: int(steady["stateOperators"][0]["customMetrics"].get(m, 0))
                                        for m in RESTORE_METRICS[name]}}

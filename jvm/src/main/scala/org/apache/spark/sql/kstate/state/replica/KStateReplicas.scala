@@ -81,12 +81,23 @@ private[state] object KStateReplicas extends Logging {
    * checkpoint). A failure to bring it up to date is logged, never thrown.
    */
   def adopt(store: ReplicaStore, version: Long, countRows: Boolean): Option[(WorkingCopy, Restore)] =
-    Option(copies.remove(store)).flatMap { c =>
-      try c.take(version, countRows) catch {
-        case NonFatal(e) =>
-          logWarning(s"the standby of $store could not be adopted at version $version; restoring from the checkpoint", e)
-          None
-      }
+    Option(copies.remove(store)) match {
+      case None =>
+        if (following && version > 0) logInfo(s"no standby of $store on this executor to adopt at version $version " +
+          s"(copies here: ${copies.keySet().asScala.map(_.partition).toSeq.sorted.mkString(",")})")
+        None
+      case Some(c) =>
+        val held = c.version
+        try {
+          val r = c.take(version, countRows)
+          if (r.isEmpty) logInfo(s"the standby of $store (at version $held) cannot serve version $version " +
+            "(ahead of it, or of another lineage); restoring from the checkpoint")
+          r
+        } catch {
+          case NonFatal(e) =>
+            logWarning(s"the standby of $store could not be adopted at version $version; restoring from the checkpoint", e)
+            None
+        }
     }
 
   /**
