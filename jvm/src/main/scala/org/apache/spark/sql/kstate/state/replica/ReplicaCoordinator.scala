@@ -80,8 +80,10 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
         val slots = stores.map { s =>
           StandbyPlacement.Slot(s, actives.get(s).filter(isAlive), standbys.getOrElse(s, Nil))
         }
-        standbys ++= StandbyPlacement.assign(slots, live.map { case (e, f) => e -> f.host }, wanted.standbys)
+        val hosts = live.map { case (e, f) => e -> f.host }
+        standbys ++= StandbyPlacement.assign(slots, hosts, wanted.standbys)
         planMoves(key, stores, wanted, live, isAlive)
+        replaceStandbysOfMoves(stores, hosts, wanted, isAlive)
       }
     }
   }
@@ -107,6 +109,25 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
   }
 
   private def committedOf(key: (String, String, Long)): Long = operators(key).committed
+
+  /**
+   * A store that moves in this micro-batch runs on its destination from now on, so its standbys
+   * are placed against that executor at once (caller holds the lock). Found on a cluster: a store
+   * moved onto the executor of its only standby had no other copy until the next planning placed
+   * a new standby and that one caught up, and losing the destination in that window restored it
+   * cold. The destination keeps its copy (as the store's warm-up) until the task adopted it.
+   */
+  private def replaceStandbysOfMoves(stores: Seq[ReplicaStore], hosts: Map[String, String], wanted: Wanted,
+      isAlive: String => Boolean): Unit = {
+    val moving = stores.flatMap(s => movingNow.get(s).map(s -> _)).toMap
+    if (moving.nonEmpty && wanted.standbys > 0) {
+      val slots = stores.map { s =>
+        StandbyPlacement.Slot(s, moving.get(s).orElse(actives.get(s).filter(isAlive)), standbys.getOrElse(s, Nil))
+      }
+      standbys ++= StandbyPlacement.assign(slots, hosts, wanted.standbys)
+      warmups ++= moving
+    }
+  }
 
   /**
    * Where the next task of `store` should run. While Spark's location (`spark`) is alive: the

@@ -178,6 +178,31 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     assert(c.preferredLocation(store(1), Some(loc("1"))) == Some(loc("1")))
   }
 
+  test("a store moving onto its standby's executor gets a new standby elsewhere at once; the destination keeps its copy") {
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    val piled = Map(0 -> "1", 1 -> "1", 2 -> "1", 3 -> "2", 4 -> "2", 5 -> "3")
+    plan(c, committed = 5, actives = piled)
+    val standbyOf = c.status("q").map(r => r.store.partition -> r.standbys.map(_._1)).toMap
+    // a store of 1 whose standby is on 3 (the emptiest): it moves there without a warm-up
+    val p = (0 to 2).find(standbyOf(_) == Seq("3")).getOrElse(fail(s"no standby of 1's stores on 3: $standbyOf"))
+    poll(c, "3", Map(store(p) -> 5L))
+    plan(c, committed = 5, actives = piled)
+    assert(moving(c).get(p).contains("3") && c.preferredLocation(store(p), Some(loc("1"))) == Some(loc("3")))
+    // from this batch on its active is 3: its standby is no longer there, but on another executor,
+    // which starts catching up now; 3 keeps the copy the task adopts
+    val row = c.status("q").find(_.store.partition == p).get
+    assert(row.standbys.size == 1 && row.standbys.head._1 != "3", row)
+    assert(row.warmup.map(_._1).contains("3"), row)
+    val next = row.standbys.head._1
+    assert(poll(c, "3").exists(_.store == store(p)) && poll(c, next).exists(_.store == store(p)))
+    // the destination lost before the next planning: the store has its new standby to go to
+    // once it caught up
+    poll(c, next, Map(store(p) -> 6L))
+    c.executorRemoved("3")
+    assert(c.preferredLocation(store(p), Some(loc("3"))) == Some(loc(next)))
+  }
+
   test("a store moves onto a provider loaded on the destination only at exactly the committed version") {
     val c = coordinator()
     Seq("1", "2").foreach(poll(c, _))
