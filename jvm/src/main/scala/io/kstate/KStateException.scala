@@ -156,6 +156,13 @@ object KStateErrors {
       "kstate's state store provider supports state checkpoint format version 1 only. Set " +
         "spark.sql.streaming.stateStore.checkpointFormatVersion=1 (the default).")
 
+  def loadEmptyUnsupported(version: Long): KStateException =
+    err("KSTATE_LOAD_EMPTY_UNSUPPORTED",
+      s"Spark asked kstate's state store provider for an empty store at version $version (getStore's " +
+        "loadEmpty, for rewriting a version's state from scratch). kstate's provider does not support it: " +
+        "it would hold that version's committed state instead. Run this operation with one of Spark's " +
+        "state store providers (spark.sql.streaming.stateStore.providerClass).")
+
   def unknownColumnFamily(name: String, known: Iterable[String]): KStateException =
     err("KSTATE_UNKNOWN_COLUMN_FAMILY",
       s"Column family '$name' is not registered in this state store (registered: " +

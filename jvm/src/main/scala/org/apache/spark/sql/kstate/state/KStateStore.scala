@@ -44,6 +44,8 @@ final class KStateStore private[state] (
   private[state] var familiesFlushed: Int = 0
   /** Whether part of this version was spilled to the provider's local database. */
   private[state] var spilled: Boolean = false
+  /** Spark's `forceSnapshotOnCommit` for this version: the commit also writes its snapshot. */
+  private[state] var forceSnapshotOnCommit: Boolean = false
   private[kstate] val counters = new StoreCounters
   private var heapLimitBytes: Long = provider.maxWriteSetBytes
   private var heapLimitEntries: Long = Long.MaxValue
@@ -375,6 +377,7 @@ final class KStateStore private[state] (
     commitHooks.foreach(_.apply())
     val v = provider.commit(this)
     state = Committed
+    if (forceSnapshotOnCommit) provider.snapshotOnCommit(v)
     // Spark validates at the end of the batch that every partition's store committed (only
     // stores opened by a query's task have a coordinator to report to).
     if (org.apache.spark.TaskContext.get() != null) {

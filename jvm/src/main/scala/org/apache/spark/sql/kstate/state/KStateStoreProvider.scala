@@ -129,18 +129,21 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
   private[state] def state: ProviderState = lifecycle.current
 
   /**
-   * The store at `version`. Spark's third and fourth arguments (the same in Spark 4.2 and 4.3)
-   * are `forceSnapshotOnCommit` and `loadEmpty`; kstate ignores both: snapshots are written by
-   * maintenance only, and the store always holds `version`'s committed state (Spark's
-   * `StateStoreSuiteBase` test of the forced-snapshot metric is excluded for it,
-   * docs/state-store.md).
+   * The store at `version`. Spark's third and fourth arguments (the same in Spark 4.2 and 4.3):
+   * `forceSnapshotOnCommit`, the store's commit also writes the new version's snapshot (counted
+   * in `forceSnapshotCount`); `loadEmpty` (an empty store at `version`, to rewrite its state from
+   * scratch) is not supported: `KSTATE_LOAD_EMPTY_UNSUPPORTED`, rather than a store holding the
+   * version's state where the caller expects none.
    */
   override def getStore(version: Long, uniqueId: Option[String], forceSnapshotOnCommit: Boolean,
       loadEmpty: Boolean): KStateStore = synchronized {
     if (uniqueId.isDefined) throw KStateErrors.unsupportedStoreCheckpointIds()
     if (version < 0) throw new IllegalArgumentException(s"version cannot be negative: $version")
+    if (loadEmpty) throw KStateErrors.loadEmptyUnsupported(version)
     ensureLoaded(version)
-    new KStateStore(this, version, registry)
+    val store = new KStateStore(this, version, registry)
+    store.forceSnapshotOnCommit = forceSnapshotOnCommit
+    store
   }
 
   override def close(): Unit = synchronized {
@@ -476,17 +479,30 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
     deleteObsoleteFiles()
   }
 
-  /** Takes the due snapshot's frozen view under the lock, writes it outside, publishes under it. */
-  private def snapshotIfDue(): Unit = {
+  /** A snapshot of the loaded version when `minDeltasForSnapshot` versions passed since the last. */
+  private def snapshotIfDue(): Unit = writeSnapshot(forced = false) {
+    case Loaded(v, copy) if v > 0 && v - lastSnapshotVersion >= math.max(1, storeConf.minDeltasForSnapshot) => (v, copy)
+  }
+
+  /**
+   * A snapshot of `version`, just committed by a store Spark opened with `forceSnapshotOnCommit`
+   * (the committing task writes it, after the changelog is durable). Skipped when maintenance is
+   * writing one at that moment or another version is loaded by then; a failure is logged, never
+   * thrown: the commit stands, and the changelogs still restore the version.
+   */
+  private[state] def snapshotOnCommit(version: Long): Unit = writeSnapshot(forced = true) {
+    case Loaded(v, copy) if v == version => (v, copy)
+  }
+
+  /** Takes the snapshot's frozen view under the lock, writes it outside, publishes under it. */
+  private def writeSnapshot(forced: Boolean)(due: PartialFunction[ProviderState, (Long, WorkingCopy)]): Unit = {
     val job = synchronized {
-      lifecycle.current match {
-        case Loaded(v, copy) if !snapshotting && v > 0 &&
-            v - lastSnapshotVersion >= math.max(1, storeConf.minDeltasForSnapshot) =>
-          copy.frozen().map { entries =>
-            snapshotting = true
-            SnapshotJob(v, registry.ids, numKeys, entries, restores)
-          }
-        case _ => None
+      if (snapshotting) None
+      else due.lift(lifecycle.current).flatMap { case (v, copy) =>
+        copy.frozen().map { entries =>
+          snapshotting = true
+          SnapshotJob(v, registry.ids, numKeys, entries, restores)
+        }
       }
     }
     job.foreach { j =>
@@ -501,7 +517,7 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
             out.commit()
             lastSnapshotVersion = math.max(lastSnapshotVersion, j.version)
             usableSnapshots += j.version
-            unreportedSnapshots += ProviderMetrics.SnapshotWork(1, System.nanoTime() - started)
+            unreportedSnapshots += ProviderMetrics.SnapshotWork(1, System.nanoTime() - started, if (forced) 1 else 0)
           } else out.cancel()
         }
       } catch {

@@ -415,6 +415,37 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     p.close()
   }
 
+  test("forceSnapshotOnCommit: the commit writes that version's snapshot and counts it once") {
+    val root = tmp()
+    val p = newProvider(root, conf(snapshotEvery = 100, retain = 100))
+    val model = mutable.Map[Int, Map[String, Long]]()
+    writeVersions(p, 1, 2, model, maintain = false)
+    def metric(st: StateStore, name: String) = st.metrics.customMetrics.map { case (k, v) => k.name -> v }(name)
+    val s = p.getStore(2, None, forceSnapshotOnCommit = true, loadEmpty = false)
+    s.put(key("x"), value(7))
+    assert(s.commit() == 3)
+    assert(snapshotFiles(root) == Seq("3.kstate.snapshot"), "no snapshot of the forced version")
+    val reported = s.metrics.customMetrics.map { case (k, v) => k.name -> v } // reported once: read once
+    assert(reported("forceSnapshotCount") == 1 && reported("kstateStoreSnapshotsWritten") == 1, reported)
+    model(3) = contents(p.getStore(3))
+    val t = p.getStore(3) // not forced: no snapshot, nothing counted again
+    t.put(key("y"), value(8))
+    t.commit()
+    assert(snapshotFiles(root) == Seq("3.kstate.snapshot") && metric(t, "forceSnapshotCount") == 0)
+    p.close()
+    val q = newProvider(root)
+    assert(contents(q.getStore(3)) == model(3) && q.lastRestore.get.snapshotVersion.contains(3L))
+    q.close()
+  }
+
+  test("loadEmpty is a named error, never a store holding the version's state") {
+    val p = newProvider(tmp())
+    writeVersions(p, 1, 1, mutable.Map.empty, maintain = false)
+    val e = intercept[KStateException](p.getStore(1, None, forceSnapshotOnCommit = false, loadEmpty = true))
+    assert(e.errorClass == "KSTATE_LOAD_EMPTY_UNSUPPORTED" && e.getMessage.contains("version 1"))
+    p.close()
+  }
+
   test("rows handed out are fresh objects; rows passed in may be reused by the caller") {
     val p = newProvider(tmp())
     val s = p.getStore(0)

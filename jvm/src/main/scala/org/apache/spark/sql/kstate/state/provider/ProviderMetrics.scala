@@ -24,6 +24,9 @@ private[state] object ProviderMetrics {
     "kstate store: time to write snapshots"))
   val SnapshotsWritten = declare(StateStoreCustomSumMetric("kstateStoreSnapshotsWritten",
     "kstate store: snapshots written"))
+  /** Spark's name for it (its HDFS provider's; RocksDB's is `rocksdbForceSnapshotCount`). */
+  val ForcedSnapshots = declare(StateStoreCustomSumMetric("forceSnapshotCount",
+    "kstate store: snapshots written at commit because Spark asked for one (getStore's forceSnapshotOnCommit)"))
   val RestoreMs = declare(StateStoreCustomTimingMetric("kstateStoreRestoreMs",
     "kstate store: time to restore state from the checkpoint"))
   val RestoreRecords = declare(StateStoreCustomSumMetric("kstateStoreRestoreRecordsReplayed",
@@ -43,9 +46,9 @@ private[state] object ProviderMetrics {
   /** Every declared metric (Spark's `supportedCustomMetrics`). */
   val All: Seq[StateStoreCustomMetric] = declared.toSeq
 
-  /** Snapshots maintenance wrote since a store last reported them. */
-  final case class SnapshotWork(written: Long, nanos: Long) {
-    def +(o: SnapshotWork): SnapshotWork = SnapshotWork(written + o.written, nanos + o.nanos)
+  /** Snapshots written since a store last reported them; `forced` of them at a commit Spark asked to snapshot. */
+  final case class SnapshotWork(written: Long, nanos: Long, forced: Long = 0L) {
+    def +(o: SnapshotWork): SnapshotWork = SnapshotWork(written + o.written, nanos + o.nanos, forced + o.forced)
   }
   val NoSnapshots: SnapshotWork = SnapshotWork(0, 0)
 
@@ -62,6 +65,7 @@ private[state] object ProviderMetrics {
       ChangelogRecords -> c.changelogRecords,
       SnapshotMs -> snapshots.nanos / 1000000,
       SnapshotsWritten -> snapshots.written,
+      ForcedSnapshots -> snapshots.forced,
       RestoreMs -> restore.map(_.millis).getOrElse(0L),
       RestoreRecords -> restore.map(_.recordsReplayed).getOrElse(0L),
       RestoredFromSnapshot -> restore.count(_.snapshotVersion.isDefined).toLong,

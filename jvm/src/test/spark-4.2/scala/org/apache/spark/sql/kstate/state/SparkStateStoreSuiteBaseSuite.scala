@@ -132,9 +132,7 @@ object SparkStateStoreSuiteBaseSuite {
         "CANNOT_WRITE_STATE_STORE.CANNOT_COMMIT naming HDFSStateStore"),
     "SPARK-38320 - state store iterator behavior differences" ->
       ("an iterator sees the store as it was when created (RocksDB's behaviour); " +
-        "Spark expects that only from classes named RocksDBStateStore"),
-    "SPARK-54063: forceSnapshot metric populated when shouldForceSnapshotOnCommit is true" ->
-      "kstate ignores forceSnapshotOnCommit (snapshots come from maintenance) and has no forceSnapshotCount metric")
+        "Spark expects that only from classes named RocksDBStateStore"))
 
   /** The reason `testName` (Spark's name, possibly with a codec variant appended) is excluded. */
   def exclusionOf(testName: String): Option[String] =
