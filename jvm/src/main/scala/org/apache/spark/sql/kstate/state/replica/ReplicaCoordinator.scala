@@ -77,11 +77,8 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
         located.foreach { case (s, e) => e.fold(actives -= s)(a => actives += s -> a) }
         val isAlive = aliveNow
         val live = liveFollowers(isAlive)
-        val slots = stores.map { s =>
-          StandbyPlacement.Slot(s, actives.get(s).filter(isAlive), standbys.getOrElse(s, Nil))
-        }
         val hosts = live.map { case (e, f) => e -> f.host }
-        standbys ++= StandbyPlacement.assign(slots, hosts, wanted.standbys)
+        placeStandbys(stores, s => actives.get(s).filter(isAlive), hosts, wanted.standbys)
         planMoves(key, stores, wanted, live, isAlive)
         replaceStandbysOfMoves(stores, hosts, wanted, isAlive)
       }
@@ -121,13 +118,16 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
       isAlive: String => Boolean): Unit = {
     val moving = stores.flatMap(s => movingNow.get(s).map(s -> _)).toMap
     if (moving.nonEmpty && wanted.standbys > 0) {
-      val slots = stores.map { s =>
-        StandbyPlacement.Slot(s, moving.get(s).orElse(actives.get(s).filter(isAlive)), standbys.getOrElse(s, Nil))
-      }
-      standbys ++= StandbyPlacement.assign(slots, hosts, wanted.standbys)
+      placeStandbys(stores, s => moving.get(s).orElse(actives.get(s).filter(isAlive)), hosts, wanted.standbys)
       warmups ++= moving
     }
   }
+
+  /** Re-places `stores`' standbys ([[StandbyPlacement]]), each store's active as `activeOf` says (caller holds the lock). */
+  private def placeStandbys(stores: Seq[ReplicaStore], activeOf: ReplicaStore => Option[String],
+      hosts: Map[String, String], n: Int): Unit =
+    standbys ++= StandbyPlacement.assign(
+      stores.map(s => StandbyPlacement.Slot(s, activeOf(s), standbys.getOrElse(s, Nil))), hosts, n)
 
   /**
    * Where the next task of `store` should run. While Spark's location (`spark`) is alive: the
