@@ -327,3 +327,63 @@ def test_every_other_operation_as_on_a_classic_session(spark, remote) -> None:
     got = results(remote)
     assert all(got.values()), got
     assert got == results(spark)
+
+
+# --- crafted messages: named errors, and the server stays healthy -------------------------------
+
+def _raw_extension_df(session: Any, value: bytes) -> Any:
+    """A Connect DataFrame whose relation carries ``value`` as kstate's message, byte for byte:
+    what a client other than kstate's could send."""
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+    from pyspark.sql.connect.plan import LogicalPlan
+
+    class Raw(LogicalPlan):
+        def __init__(self) -> None:
+            super().__init__(None)
+
+        def plan(self, s: Any) -> Any:
+            rel = self._create_proto_relation()
+            rel.extension.type_url = kstate._connect.TYPE_URL
+            rel.extension.value = value
+            return rel
+
+    return ConnectDataFrame(Raw(), session)
+
+
+def _varint(n: int) -> bytes:
+    return kstate._connect._varint(n)
+
+
+def _nested_calls(depth: int) -> bytes:
+    call = kstate._connect._field(2, b"io.kstate.windows.TimeWindows.ofSize") + \
+        kstate._connect._field(3, kstate._connect._field(2, b"1 second"))
+    for _ in range(depth - 1):
+        call = kstate._connect._field(1, kstate._connect._field(5, call)) + kstate._connect._field(2, b"grace")
+    return kstate._connect._field(1, call) + kstate._connect._field(2, kstate._jvm.__version__.encode())
+
+
+CRAFTED = {
+    # field 1, length-delimited, claiming 2^31 - 3 bytes: the server allocated 2 GB and died of an OutOfMemoryError
+    "huge_length": _varint(1 << 3 | 2) + _varint((1 << 31) - 3) + b"\x01" * 7,
+    # a length that wraps around when cut to 32 bits
+    "wrapping_length": _varint(1 << 3 | 2) + _varint((1 << 32) + 1) + b"\x01",
+    # 1000 nested calls: a stack overflow, seen by the client as an empty gRPC UNKNOWN
+    "deep_nesting": _nested_calls(1000),
+}
+
+
+@pytest.mark.parametrize("name", list(CRAFTED))
+def test_a_crafted_message_is_refused_by_name_and_the_server_stays_healthy(remote, name) -> None:
+    value = CRAFTED[name]
+    if name == "huge_length":
+        assert len(value) == 13
+    with pytest.raises(Exception) as ei:
+        _raw_extension_df(remote, value).schema
+    err = KStateError.from_jvm(ei.value)
+    assert err is not None and err.error_class == "KSTATE_CONNECT_MALFORMED_MESSAGE", str(ei.value)[:2000]
+    assert "same kstate version" not in err.message
+    # the same session goes on: a kstate call answers as before
+    events = remote.createDataFrame([(1, "a", "x", 1000), (2, "a", "x", 2000), (3, "b", "y", 3000)],
+                                    "seq LONG, k STRING, id STRING, ts LONG")
+    got = events.kstate.deduplicate("id", "10s", timestamp="ts").select("seq").collect()
+    assert sorted(r[0] for r in got) == [1, 3]

@@ -443,8 +443,17 @@ object KStateErrors {
 
   def connectInvalidCall(why: String): KStateException =
     err("KSTATE_CONNECT_INVALID_CALL",
-      s"The kstate Spark Connect plugin cannot make this call: $why. Use the same kstate version " +
-        "for the Python client and the server's kstate jar (kstate.jar_path()).")
+      s"The kstate Spark Connect plugin cannot make this call: $why.")
+
+  /**
+   * A kstate Spark Connect message the server cannot read: bytes that are not the message's
+   * wire format, a length past the message's end, or values nested deeper than the plugin reads.
+   * Not a version question: a kstate client never sends one.
+   */
+  def connectMalformedMessage(why: String): KStateException =
+    err("KSTATE_CONNECT_MALFORMED_MESSAGE",
+      s"The kstate Spark Connect plugin refused a malformed message: $why. kstate's Python " +
+        "client does not send such messages; the request was not made and the server is unaffected.")
 
   def connectVersionMismatch(client: String, server: String): KStateException =
     err("KSTATE_VERSION_MISMATCH",

@@ -49,6 +49,14 @@ private[kstate] object KStateCall {
   final case class Call(target: Option[Value], method: String, args: Seq[Value])
   final case class Request(call: Call, clientVersion: String)
 
+  /**
+   * How deep values may nest (a call's target or argument is a value, which may be a call or a
+   * list of values; a call and its value are a level each). kstate's own API chains a handful of
+   * calls, a long table pipeline a few dozen; 200 levels (100 chained calls) keep a crafted
+   * message from exhausting the server's stack while it is read here or made by [[CallInvoker]].
+   */
+  val MaxDepth = 200
+
   /** The request in an extension's `Any` bytes, or None when the `Any` is not kstate's. */
   def fromAny(any: Array[Byte]): Option[Request] = {
     var typeUrl = ""
@@ -65,36 +73,42 @@ private[kstate] object KStateCall {
     var call: Option[Call] = None
     var version = ""
     WireReader.fields(bytes).foreach {
-      case (1, b: Array[Byte]) => call = Some(this.call(b))
+      case (1, b: Array[Byte]) => call = Some(this.call(b, 1))
       case (2, b: Array[Byte]) => version = new String(b, UTF_8)
       case other => throw malformed(s"unexpected field ${other._1} in Request")
     }
     Request(call.getOrElse(throw malformed("Request without a call")), version)
   }
 
-  private def call(bytes: Array[Byte]): Call = {
+  private def call(bytes: Array[Byte], depth: Int): Call = {
+    if (depth > MaxDepth) throw malformed(s"calls and values nest deeper than $MaxDepth levels")
     var target: Option[Value] = None
     var method = ""
     val args = ArrayBuffer.empty[Value]
     WireReader.fields(bytes).foreach {
-      case (1, b: Array[Byte]) => target = Some(value(b))
+      case (1, b: Array[Byte]) => target = Some(value(b, depth + 1))
       case (2, b: Array[Byte]) => method = new String(b, UTF_8)
-      case (3, b: Array[Byte]) => args += value(b)
+      case (3, b: Array[Byte]) => args += value(b, depth + 1)
       case other => throw malformed(s"unexpected field ${other._1} in Call")
     }
     Call(target, method, args.toSeq)
   }
 
-  private def value(bytes: Array[Byte]): Value = WireReader.fields(bytes) match {
+  private def value(bytes: Array[Byte], depth: Int): Value = {
+    if (depth > MaxDepth) throw malformed(s"calls and values nest deeper than $MaxDepth levels")
+    valueAt(bytes, depth)
+  }
+
+  private def valueAt(bytes: Array[Byte], depth: Int): Value = WireReader.fields(bytes) match {
     case Seq((1, b: Array[Byte])) => ColumnExpr(b)
     case Seq((2, b: Array[Byte])) => Text(new String(b, UTF_8))
     case Seq((3, n: java.lang.Long)) => Number(n)
     case Seq((4, _: java.lang.Long)) => Null
-    case Seq((5, b: Array[Byte])) => Result(call(b))
+    case Seq((5, b: Array[Byte])) => Result(call(b, depth + 1))
     case Seq((6, b: Array[Byte])) => Relation(b)
     case Seq((7, b: Array[Byte])) =>
       Items(WireReader.fields(b).map {
-        case (1, item: Array[Byte]) => value(item)
+        case (1, item: Array[Byte]) => value(item, depth + 1)
         case other => throw malformed(s"unexpected field ${other._1} in Values")
       })
     case Seq((8, _: java.lang.Long)) => Session
@@ -102,5 +116,5 @@ private[kstate] object KStateCall {
     case other => throw malformed(s"a Value holds fields ${other.map(_._1).mkString(", ")}")
   }
 
-  private def malformed(why: String) = KStateErrors.connectInvalidCall(s"malformed message: $why")
+  private def malformed(why: String) = KStateErrors.connectMalformedMessage(why)
 }
