@@ -10,7 +10,8 @@
 
 ``kstate.read_state(spark, checkpoint, operator)`` reads a kstate operator's state from a
 checkpoint; ``kstate.read_table(spark, checkpoint, name, as_of)`` a versioned table as of a time;
-``kstate.replica_status(query)`` where a query's standby replicas are and how warm they are.
+``kstate.replica_status(query)`` where a query's standby replicas are and how warm they are;
+``kstate.repartition_state(spark, checkpoint, n)`` rescales a stopped query's state to n partitions.
 
 All of them work on a Spark Connect session too, when the server runs kstate's relation plugin
 (``--conf spark.connect.extensions.relation.classes=io.kstate.KStateConnectPlugin``; docs/connect.md).
@@ -29,13 +30,14 @@ from .session import configure
 from .state_reader import read_state
 from .table_reader import read_table
 from .replicas import replica_status
+from .repartition import repartition_state
 from .suppress import BufferConfig, EagerBufferConfig, StrictBufferConfig, Suppressed
 from .tables import KGroupedTable, KTable, VersionedTable
 from .windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = [
     "KStateDataFrame", "KStateWindowedStream", "KStateError", "KStateStreamingQueryError", "TimeWindows", "SessionWindows", "SlidingWindows", "configure", "jar_path", "to_millis",
-    "read_state", "read_table", "replica_status", "Suppressed", "BufferConfig", "StrictBufferConfig", "EagerBufferConfig",
+    "read_state", "read_table", "replica_status", "repartition_state", "Suppressed", "BufferConfig", "StrictBufferConfig", "EagerBufferConfig",
     "KTable", "KGroupedTable", "VersionedTable", "EXTENSION", "SPARK_MINOR", "__version__",
 ]
 

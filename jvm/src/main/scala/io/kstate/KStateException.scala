@@ -441,6 +441,37 @@ object KStateErrors {
         "its end, stops the query and removes its temporary checkpoint and input directories); a " +
         "closed driver cannot be started again: build a new one.")
 
+  // ---- repartitioning state (docs/operators.md, "Rescaling state") ----------------------------
+
+  def invalidRepartition(why: String): KStateException =
+    err("KSTATE_INVALID_REPARTITION",
+      s"Cannot repartition the checkpoint's state: $why. Nothing was written; the checkpoint is unchanged.")
+
+  def repartitionNotNeeded(checkpoint: String, batchId: Long, numPartitions: Int): KStateException =
+    err("KSTATE_REPARTITION_NOT_NEEDED",
+      s"Checkpoint $checkpoint already has $numPartitions state partitions (its last committed " +
+        s"micro-batch, $batchId, ran with spark.sql.shuffle.partitions=$numPartitions). Nothing was " +
+        "written; pass another number of partitions to rescale.")
+
+  def repartitionUncommittedBatch(checkpoint: String, batchId: Long, committed: Long): KStateException =
+    err("KSTATE_REPARTITION_UNCOMMITTED_BATCH",
+      s"Checkpoint $checkpoint has micro-batch $batchId planned but not committed (the last " +
+        s"committed one is $committed): the query stopped while it ran. Repartitioning now would " +
+        "skip it, and a sink that relies on batch ids for exactly-once output would drop or repeat " +
+        "its rows. Restart the query until it commits that micro-batch, stop it, then " +
+        "repartition. Nothing was written; the checkpoint is unchanged.")
+
+  def repartitionUnfinished(checkpoint: String, batchId: Long, started: Int, asked: Int): KStateException =
+    err("KSTATE_REPARTITION_UNFINISHED",
+      s"Checkpoint $checkpoint has an unfinished repartition to $started state partitions (micro-batch " +
+        s"$batchId); it must be finished before another: call kstate.repartition_state with " +
+        s"$started partitions (it resumes), then with $asked. Nothing was written.")
+
+  def repartitionUnsupportedState(operator: String, why: String): KStateException =
+    err("KSTATE_REPARTITION_UNSUPPORTED_STATE",
+      s"Cannot repartition the state of operator $operator: $why. Nothing was written; the " +
+        "checkpoint is unchanged and the query restarts from it with its current number of partitions.")
+
   def connectInvalidCall(why: String): KStateException =
     err("KSTATE_CONNECT_INVALID_CALL",
       s"The kstate Spark Connect plugin cannot make this call: $why.")

@@ -70,8 +70,11 @@ object OperatorIdentity {
   /** Key of the operator's name in its recorded configuration. */
   val NameKey: String = "name"
 
+  /** kstate's own directory under an operator's state directory (not state: [[CommittedState]]). */
+  val ConfigDir: String = "_kstate"
+
   /** Where an operator's configuration is recorded, under its state directory. */
-  def configFile(stateDir: Path): Path = new Path(new Path(stateDir, "_kstate"), "operator.properties")
+  def configFile(stateDir: Path): Path = new Path(new Path(stateDir, ConfigDir), "operator.properties")
 
   /**
    * The configuration recorded for the operator whose state lives in `stateDir` (fingerprint

@@ -317,6 +317,14 @@ final class KStateStore private[state] (
     new RawFamily(family(colFamilyName).prefix)
   }
 
+  /**
+   * Raw byte access to an existing column family (the default one included), without changing
+   * its codec: for moving a store's entries as they are stored (repartitioning state). None when
+   * the store has no such family.
+   */
+  private[kstate] def existingFamily(colFamilyName: String): Option[RawFamily] =
+    registry.ids.get(colFamilyName).map(id => new RawFamily(FamilyCodec.prefixOf(id)))
+
   private[kstate] final class RawFamily(prefix: Array[Byte]) {
     def get(key: Array[Byte]): Array[Byte] = current(Bytes.concat(prefix, key))
     /** `key` with this family's prefix, hashed once: for reading and then writing one key. */

@@ -1,0 +1,181 @@
+package org.apache.spark.sql.kstate.repartition
+
+import scala.util.control.NonFatal
+
+import io.kstate.{KStateConf, KStateErrors, KStateException}
+import org.apache.hadoop.fs.{FileSystem, Path}
+
+import org.apache.spark.SparkException
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
+import org.apache.spark.sql.execution.streaming.checkpointing.{CommitLog, OffsetSeqLog}
+import org.apache.spark.sql.execution.streaming.state.StateStore
+import org.apache.spark.sql.kstate.OperatorIdentity
+import org.apache.spark.sql.kstate.reader.{CheckpointView, OperatorSelector, StateReadTarget}
+import org.apache.spark.sql.kstate.shim.OffsetLogs
+import org.apache.spark.sql.kstate.state.store.StateFile
+import org.apache.spark.util.SerializableConfiguration
+
+/**
+ * Offline repartitioning of a stopped query's state: kstate's counterpart of Spark's
+ * `StreamingCheckpointManager.repartition`, for checkpoints holding kstate operators (Spark's
+ * cannot move them: it knows the state layout of its own operators only).
+ *
+ * As Spark's does, it adds a micro-batch R that reads no input: its offset log entry is the last
+ * committed batch's with `spark.sql.shuffle.partitions` = M, its state (version R + 1) is every
+ * operator's state as of the last committed batch, moved to M partitions, and its commit log
+ * entry the last committed batch's. The query then restarts from R with M state partitions.
+ *
+ * Steps, in this order (docs/operators.md, "Rescaling state"):
+ *  1. Checks, writing nothing: the arguments; a committed micro-batch exists and none is planned
+ *     but uncommitted (unless it is an unfinished repartition to the same M, which is resumed);
+ *     M differs from the current number; every stateful operator is a kstate operator on
+ *     kstate's provider with a recorded configuration and state schema.
+ *  2. Per operator, a Spark job reads every old partition's store and writes each new
+ *     partition's snapshot into a staging directory (`state/<op>/_kstate/repartition-<R>`);
+ *     a family it cannot move fails it here, before anything outside staging is written.
+ *  3. The offset log entry R (from here on the checkpoint has an unfinished repartition: the
+ *     query refuses to start until this call is repeated with M, as with Spark's own).
+ *  4. Each staged snapshot moved to `state/<op>/<p>/<R+1>.kstate.snapshot`.
+ *  5. The commit log entry R; the staging directories are removed.
+ *
+ * A failure in step 1 or 2 leaves the checkpoint as it was (the staging directory is removed;
+ * one left by a crash is ignored by everything and replaced by the next attempt). A failure
+ * after step 3 leaves an unfinished repartition, finished by calling again with M.
+ */
+object StateRepartition extends Logging {
+
+  /** Repartitions the checkpoint's state to `numPartitions`; returns the repartition batch id. */
+  def run(session: ClassicSession, checkpointLocation: String, numPartitions: Int): Long = {
+    if (checkpointLocation == null || checkpointLocation.trim.isEmpty) {
+      throw KStateErrors.invalidRepartition("the checkpoint location is empty")
+    }
+    if (numPartitions <= 0) {
+      throw KStateErrors.invalidRepartition(s"the number of partitions must be positive, got $numPartitions")
+    }
+    val plan = Plan.of(session, checkpointLocation, numPartitions)
+    val hadoopConf = SerializableConfiguration.broadcast(session.sparkContext, plan.view.hadoopConf)
+    val fs = plan.view.stateRoot.getFileSystem(plan.view.hadoopConf)
+    // 2. staged snapshots
+    try {
+      plan.operators.foreach { case (target, layout) =>
+        val staging = plan.staging(target.operatorId)
+        if (fs.exists(staging)) fs.delete(staging, true)
+        session.sparkContext.setJobDescription(
+          s"kstate: repartition ${layout.operator.describe} to $numPartitions partitions")
+        try RepartitionJob.run(session.sparkContext, target, layout, numPartitions, plan.newVersion,
+          staging.toString, hadoopConf)
+        catch { case e: SparkException => throw kstateCause(e).getOrElse(e) }
+        finally session.sparkContext.setJobDescription(null)
+      }
+    } catch {
+      case NonFatal(e) =>
+        plan.operators.foreach { case (t, _) => deleteQuietly(fs, plan.staging(t.operatorId), e) }
+        throw e
+    }
+    // 3. the offset log entry
+    if (!plan.resuming && !OffsetLogs.addWithPartitions(plan.offsets, plan.lastCommitted, plan.batchId, numPartitions)) {
+      throw KStateErrors.invalidRepartition(s"micro-batch ${plan.batchId} appeared in the offset log " +
+        "while repartitioning: is the query running, or another repartition?")
+    }
+    // 4. snapshots into place
+    plan.operators.foreach { case (target, _) =>
+      (0 until numPartitions).foreach { p =>
+        val staged = RepartitionJob.stagedFile(plan.staging(target.operatorId), p)
+        val dir = target.storeId(p).storeCheckpointLocation()
+        val dest = new Path(dir, s"${plan.newVersion}.${StateFile.Snapshot.suffix}")
+        fs.mkdirs(dir)
+        if (fs.exists(dest)) fs.delete(dest, false)
+        if (!fs.rename(staged, dest)) throw new java.io.IOException(s"could not move $staged to $dest")
+      }
+    }
+    // 5. the commit log entry
+    val committed = plan.commits.get(plan.lastCommitted).get
+    if (!plan.commits.add(plan.batchId, committed)) {
+      throw KStateErrors.invalidRepartition(s"micro-batch ${plan.batchId} appeared in the commit log " +
+        "while repartitioning: is the query running?")
+    }
+    plan.operators.foreach { case (t, _) => deleteQuietly(fs, plan.staging(t.operatorId), null) }
+    logInfo(s"Repartitioned the state of ${plan.view.root} from ${plan.oldPartitions} to $numPartitions " +
+      s"partitions in micro-batch ${plan.batchId} (${plan.operators.size} kstate operators)")
+    plan.batchId
+  }
+
+  /** What a repartition will do, resolved and checked without writing anything. */
+  private final case class Plan(
+      view: CheckpointView,
+      offsets: OffsetSeqLog,
+      commits: CommitLog,
+      lastCommitted: Long,
+      batchId: Long,
+      resuming: Boolean,
+      oldPartitions: Int,
+      operators: Seq[(StateReadTarget, OperatorLayout)]) {
+    /** The state version the repartition batch commits. */
+    def newVersion: Long = batchId + 1
+    def staging(operatorId: Long): Path =
+      new Path(new Path(new Path(view.stateRoot, operatorId.toString), OperatorIdentity.ConfigDir),
+        s"repartition-$batchId")
+  }
+
+  private object Plan {
+    def of(session: ClassicSession, checkpointLocation: String, numPartitions: Int): Plan = {
+      val view = new CheckpointView(session, checkpointLocation)
+      val root = view.root.toString
+      val fs = view.root.getFileSystem(view.hadoopConf)
+      if (!fs.exists(view.root)) throw KStateErrors.checkpointNotFound(root)
+      val offsets = new OffsetSeqLog(session, new Path(view.root, "offsets").toString)
+      val commits = new CommitLog(session, new Path(view.root, "commits").toString)
+      val lastCommitted = commits.getLatestBatchId().getOrElse(throw KStateErrors.invalidRepartition(
+        s"checkpoint $root has no committed micro-batch: run the query until it commits one"))
+      val lastPlanned = offsets.getLatestBatchId().getOrElse(lastCommitted)
+      val oldPartitions = OffsetLogs.shufflePartitions(offsets, lastCommitted).getOrElse(
+        throw KStateErrors.invalidRepartition(s"micro-batch $lastCommitted of $root records no number of state partitions"))
+      val (batchId, resuming) =
+        if (lastPlanned == lastCommitted) (lastCommitted + 1, false)
+        else OffsetLogs.shufflePartitions(offsets, lastPlanned) match {
+          case Some(n) if lastPlanned == lastCommitted + 1 && n != oldPartitions =>
+            if (n != numPartitions) throw KStateErrors.repartitionUnfinished(root, lastPlanned, n, numPartitions)
+            (lastPlanned, true)
+          case _ => throw KStateErrors.repartitionUncommittedBatch(root, lastPlanned, lastCommitted)
+        }
+      if (!resuming && numPartitions == oldPartitions) {
+        throw KStateErrors.repartitionNotNeeded(root, lastCommitted, numPartitions)
+      }
+      val operatorDirs = if (!fs.exists(view.stateRoot)) Nil
+        else fs.listStatus(view.stateRoot).filter(_.isDirectory).flatMap(_.getPath.getName.toLongOption).toSeq.sorted
+      operatorDirs.filterNot(OperatorIdentity.isKStateOperatorId).foreach { id =>
+        throw KStateErrors.repartitionUnsupportedState(s"with operator id $id",
+          "it is one of Spark's own stateful operators, which kstate does not repartition yet; the " +
+            "checkpoint mixes them with kstate operators, which Spark's own repartition cannot move")
+      }
+      val operators = view.kstateOperators.map { op =>
+        if (op.config.isEmpty) {
+          throw KStateErrors.repartitionUnsupportedState(op.describe,
+            s"its configuration record (state/${op.id}/${OperatorIdentity.ConfigDir}) is missing")
+        }
+        if (op.providerClass != KStateConf.StateStoreProvider.default) {
+          throw KStateErrors.repartitionUnsupportedState(op.describe, s"its state is kept by ${op.providerClass}; " +
+            s"kstate moves state kept by its own provider (${KStateConf.StateStoreProvider.default}) only")
+        }
+        val target = StateReadTarget.resolve(session, checkpointLocation, OperatorSelector.ById(op.id),
+          Some(lastCommitted), StateStore.DEFAULT_COL_FAMILY_NAME)
+        if (target.numPartitions != oldPartitions) {
+          throw KStateErrors.repartitionUnsupportedState(op.describe,
+            s"it has ${target.numPartitions} state partitions where the query has $oldPartitions")
+        }
+        target -> OperatorLayout(op, target.keySchema, target.valueSchema)
+      }
+      Plan(view, offsets, commits, lastCommitted, batchId, resuming, oldPartitions, operators)
+    }
+  }
+
+  /** The kstate error that failed a task of the job, if one did. */
+  private def kstateCause(e: Throwable): Option[KStateException] =
+    Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).collectFirst { case k: KStateException => k }
+
+  private def deleteQuietly(fs: FileSystem, dir: Path, failure: Throwable): Unit =
+    try fs.delete(dir, true) catch {
+      case NonFatal(c) => if (failure != null) failure.addSuppressed(c) else logWarning(s"could not delete $dir", c)
+    }
+}

@@ -1,0 +1,79 @@
+"""``kstate.repartition_state``: rescale a stopped query's state (wraps
+``io.kstate.KStateRepartition``; docs/operators.md, "Rescaling state")."""
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from . import _connect
+from ._jvm import check_jvm, jsession, translate_errors
+from .errors import KStateError
+
+__all__ = ["repartition_state"]
+
+
+@translate_errors
+def repartition_state(spark: SparkSession, checkpoint_location: str, num_partitions: int) -> int:
+    """Moves the state of every kstate operator in a stopped query's checkpoint to
+    ``num_partitions`` state partitions; the query then restarts with that many.
+
+    A checkpoint fixes a query's number of state partitions (``spark.sql.shuffle.partitions``);
+    this changes it, up or down. Kafka Streams cannot: a topology's partition count is its input
+    topics'. Spark's own ``StreamingCheckpointManager.repartition`` moves only Spark's operators.
+
+    Parameters
+    ----------
+    spark : SparkSession
+        A classic session with kstate (see :func:`kstate.configure`).
+    checkpoint_location : str
+        The stopped query's ``checkpointLocation``.
+    num_partitions : int
+        The new number of state partitions (> 0, not the current one).
+
+    Returns
+    -------
+    int
+        The id of the micro-batch that records the repartition (it reads no input).
+
+    Raises
+    ------
+    KStateError
+        Before anything is written: ``KSTATE_INVALID_REPARTITION`` (a bad argument, no
+        committed micro-batch), ``KSTATE_REPARTITION_NOT_NEEDED`` (already that many),
+        ``KSTATE_REPARTITION_UNCOMMITTED_BATCH`` (the query stopped inside a micro-batch: run it
+        until it commits), ``KSTATE_REPARTITION_UNFINISHED`` (an unfinished repartition to another
+        number), ``KSTATE_REPARTITION_UNSUPPORTED_STATE`` (state this kstate cannot move, e.g.
+        Spark's own operators in the same checkpoint), or a state file's own error.
+
+    Notes
+    -----
+    Keys move with their state; each new partition's stream time is the largest of the old
+    partitions', so nothing that was closed, emitted or cleaned up comes back; see the docs for
+    what that means for late records.
+
+    Examples
+    --------
+    >>> q.stop()
+    >>> kstate.repartition_state(spark, "/chk/dedup", 8)
+    12
+    >>> events.kstate.deduplicate_by_key(...).writeStream.option("checkpointLocation", "/chk/dedup").start()
+    """
+    if not isinstance(checkpoint_location, str):
+        raise KStateError(
+            "KSTATE_INVALID_REPARTITION",
+            f"Cannot repartition the checkpoint's state: checkpoint_location must be a string, got "
+            f"{type(checkpoint_location).__name__}. Nothing was written; the checkpoint is unchanged.")
+    if not isinstance(num_partitions, int) or isinstance(num_partitions, bool) or not 0 < num_partitions < 2**31:
+        raise KStateError(
+            "KSTATE_INVALID_REPARTITION",
+            f"Cannot repartition the checkpoint's state: num_partitions must be a positive int, got "
+            f"{num_partitions!r}. Nothing was written; the checkpoint is unchanged.")
+    if _connect.is_connect(spark):
+        raise KStateError(
+            "KSTATE_INVALID_REPARTITION",
+            "Cannot repartition the checkpoint's state from a Spark Connect session: it runs offline "
+            "jobs on the session's own cluster. Use a classic session (kstate.configure). Nothing was "
+            "written; the checkpoint is unchanged.")
+    jvm: Any = check_jvm(spark)
+    return int(jvm.io.kstate.KStateRepartition.repartitionState(jsession(spark), checkpoint_location, num_partitions))
