@@ -31,6 +31,7 @@ from .state_reader import read_state
 from .table_reader import read_table
 from .replicas import replica_status
 from .repartition import repartition_state
+from .repartition import install as _install_repartition_check
 from .suppress import BufferConfig, EagerBufferConfig, StrictBufferConfig, Suppressed
 from .tables import KGroupedTable, KTable, VersionedTable
 from .windows import SessionWindows, SlidingWindows, TimeWindows
@@ -49,6 +50,7 @@ def _accessor(self: _DataFrame) -> KStateDataFrame:
 def _install() -> None:
     _DataFrame.kstate = property(_accessor)  # type: ignore[attr-defined]
     _install_query_errors()  # a running query's kstate errors are KStateErrors too
+    _install_repartition_check()  # Spark's repartition refuses kstate checkpoints before writing
     # Spark Connect DataFrames get the accessor too: their calls go to the server's kstate plugin
     # (docs/connect.md). Connect needs grpc; without it there is nothing to patch (and importing
     # pyspark.sql.connect without it can end the interpreter).

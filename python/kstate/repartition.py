@@ -77,3 +77,32 @@ def repartition_state(spark: SparkSession, checkpoint_location: str, num_partiti
             "written; the checkpoint is unchanged.")
     jvm: Any = check_jvm(spark)
     return int(jvm.io.kstate.KStateRepartition.repartitionState(jsession(spark), checkpoint_location, num_partitions))
+
+
+def _checked_spark_repartition(method: Any) -> Any:
+    """Spark's ``StreamingCheckpointManager.repartition``, refusing (before it writes anything) a
+    checkpoint that holds kstate operators: Spark's writes its offset log entry, then fails on
+    their state."""
+    import functools
+
+    @functools.wraps(method)
+    def repartition(self: Any, checkpoint_location: str, num_partitions: int, *args: Any, **kwargs: Any) -> Any:
+        spark = SparkSession.getActiveSession() or SparkSession._instantiatedSession
+        if spark is not None and isinstance(checkpoint_location, str):
+            translate_errors(lambda: check_jvm(spark).io.kstate.KStateRepartition.checkSparkRepartition(
+                jsession(spark), checkpoint_location))()
+        return method(self, checkpoint_location, num_partitions, *args, **kwargs)
+
+    repartition._kstate_wrapped = True  # type: ignore[attr-defined]
+    return repartition
+
+
+def install() -> None:
+    """Wraps Spark's checkpoint repartition (pyspark 4.2+, classic sessions) once."""
+    try:
+        from pyspark.sql.streaming.query import StreamingCheckpointManager
+    except ImportError:  # a pyspark without it
+        return
+    method = StreamingCheckpointManager.repartition
+    if not getattr(method, "_kstate_wrapped", False):
+        StreamingCheckpointManager.repartition = _checked_spark_repartition(method)  # type: ignore[method-assign]

@@ -467,6 +467,13 @@ object KStateErrors {
         s"$batchId); it must be finished before another: call kstate.repartition_state with " +
         s"$started partitions (it resumes), then with $asked. Nothing was written.")
 
+  def repartitionNeedsKState(checkpoint: String, operators: Seq[String]): KStateException =
+    err("KSTATE_REPARTITION_NEEDS_KSTATE",
+      s"Spark's StreamingCheckpointManager.repartition cannot move the state of kstate operators " +
+        s"(${operators.mkString(", ")} in $checkpoint): it knows only Spark's own operators' state " +
+        "layout. Use kstate.repartition_state(spark, checkpoint_location, num_partitions) (Scala: " +
+        "io.kstate.KStateRepartition.repartitionState). Nothing was written; the checkpoint is unchanged.")
+
   def repartitionUnsupportedState(operator: String, why: String): KStateException =
     err("KSTATE_REPARTITION_UNSUPPORTED_STATE",
       s"Cannot repartition the state of operator $operator: $why. Nothing was written; the " +

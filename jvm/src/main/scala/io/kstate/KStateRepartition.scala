@@ -28,4 +28,13 @@ import org.apache.spark.sql.kstate.shim.SparkShim
 object KStateRepartition {
   def repartitionState(spark: SparkSession, checkpointLocation: String, numPartitions: Int): Long =
     StateRepartition.run(SparkShim.classic(spark), checkpointLocation, numPartitions)
+
+  /**
+   * Fails with `KSTATE_REPARTITION_NEEDS_KSTATE` when the checkpoint holds kstate operators, whose
+   * state Spark's `StreamingCheckpointManager.repartition` cannot move; called by kstate's Python
+   * package before Spark's, so that nothing is written. (A Scala call of Spark's method writes its
+   * offset log entry, then fails; kstate undoes that entry when the query starts.)
+   */
+  def checkSparkRepartition(spark: SparkSession, checkpointLocation: String): Unit =
+    StateRepartition.checkSparkRepartition(SparkShim.classic(spark), checkpointLocation)
 }

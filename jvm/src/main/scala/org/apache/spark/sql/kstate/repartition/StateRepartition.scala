@@ -101,6 +101,16 @@ object StateRepartition extends Logging {
     plan.batchId
   }
 
+  /** See [[io.kstate.KStateRepartition.checkSparkRepartition]]. */
+  def checkSparkRepartition(session: ClassicSession, checkpointLocation: String): Unit = {
+    if (checkpointLocation == null || checkpointLocation.trim.isEmpty) return // Spark's own error
+    val view = new CheckpointView(session, checkpointLocation)
+    val operators = view.kstateOperators
+    if (operators.nonEmpty) {
+      throw KStateErrors.repartitionNeedsKState(view.root.toString, operators.map(_.describe))
+    }
+  }
+
   /** What a repartition will do, resolved and checked without writing anything. */
   private final case class Plan(
       view: CheckpointView,

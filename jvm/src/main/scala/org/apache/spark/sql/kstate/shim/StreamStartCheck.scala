@@ -4,7 +4,10 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.streaming.WriteToStreamStatement
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.kstate.OutputModeCheck
+import org.apache.spark.sql.kstate.plans.KStateStatefulNode
+import org.apache.spark.sql.kstate.repartition.UnfinishedRepartition
 
 /**
  * Checks a streaming query's kstate operators against its output mode when the query starts
@@ -26,9 +29,29 @@ import org.apache.spark.sql.kstate.OutputModeCheck
 case class StreamStartCheck(session: SparkSession) extends Rule[LogicalPlan] {
   override def apply(plan: LogicalPlan): LogicalPlan = {
     plan match {
-      case s: WriteToStreamStatement => OutputModeCheck.check(s.inputQuery, s.outputMode)
+      case s: WriteToStreamStatement =>
+        OutputModeCheck.check(s.inputQuery, s.outputMode)
+        undoUnfinishedRepartition(s)
       case _ =>
     }
     plan
+  }
+
+  /**
+   * A query of kstate operators restarting from a checkpoint that holds an unfinished repartition
+   * (Spark's `StreamingCheckpointManager.repartition`, which cannot move kstate operators' state,
+   * writes its offset log entry before it fails): undone here, before Spark's start refuses such
+   * a checkpoint, so the query restarts with its previous number of partitions
+   * ([[UnfinishedRepartition]]).
+   */
+  private def undoUnfinishedRepartition(s: WriteToStreamStatement): Unit = {
+    if (!s.recoverFromCheckpointLocation || s.inputQuery.find(_.isInstanceOf[KStateStatefulNode]).isEmpty) return
+    val location = s.userSpecifiedCheckpointLocation.orElse {
+      for {
+        dir <- session.conf.getOption(SQLConf.CHECKPOINT_LOCATION.key)
+        name <- s.userSpecifiedName
+      } yield new org.apache.hadoop.fs.Path(dir, name).toString
+    }
+    location.foreach(l => UnfinishedRepartition.undo(SparkShim.classic(session), l))
   }
 }
