@@ -63,12 +63,13 @@ object LayeringSuite {
    * Public files that may use internals: they build kstate's plans (`KStateDataFrame`), install
    * its rules (`KStateExtensions`), read its state (`KStateStateReader`), give the internal
    * provider its public class name (`KStateStoreProvider`), plug the replica coordinator and
-   * followers into Spark (`KStatePlugin`), read the coordinator's table (`ReplicaStatus`), or
-   * give the internal Spark Connect plugin its public class name (`KStateConnectPlugin`).
+   * followers into Spark (`KStatePlugin`), read the coordinator's table (`ReplicaStatus`),
+   * give the internal Spark Connect plugin its public class name (`KStateConnectPlugin`), or
+   * rescale a checkpoint's state (`KStateRepartition`).
    */
   val EntryPoints: Set[String] =
     Set("KStateDataFrame.scala", "KStateExtensions.scala", "KStateStateReader.scala", "KStateTableReader.scala", "KStateStoreProvider.scala",
       "KTable.scala", "KGroupedTable.scala", "KStatePlugin.scala", "ReplicaStatus.scala",
-      "KStateConnectPlugin.scala")
+      "KStateConnectPlugin.scala", "KStateRepartition.scala")
 
 }
