@@ -441,6 +441,14 @@ object KStateErrors {
         "its end, stops the query and removes its temporary checkpoint and input directories); a " +
         "closed driver cannot be started again: build a new one.")
 
+  def incompatibleStateSchema(operator: String, recordedKey: String, column: String, change: String): KStateException =
+    err("KSTATE_INCOMPATIBLE_STATE_SCHEMA",
+      s"kstate operator '$operator' keeps rows in its state that cannot be converted to the query's new " +
+        s"schema ($recordedKey): column '$column' changed $change. kstate converts state across adding, " +
+        "removing and reordering columns and widening numbers (byte->short->int->long, int->double, " +
+        "float->double, wider decimals); not other type changes, and not the key. Revert the change, or " +
+        "start the query from a new checkpoint location. The checkpoint is unchanged.")
+
   // ---- repartitioning state (docs/operators.md, "Rescaling state") ----------------------------
 
   def invalidRepartition(why: String): KStateException =

@@ -10,6 +10,7 @@ import io.kstate.KStateErrors
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
+import org.apache.spark.sql.kstate.evolution.StateEvolution
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
 import org.apache.spark.sql.kstate.plans.KStateStatefulNode
@@ -95,27 +96,46 @@ object OperatorIdentity {
 
   /**
    * Records the operator's configuration next to its state on first run and checks it on every
-   * restart: changing a kstate operator's configuration on an existing checkpoint fails here,
-   * before any state is read (`KSTATE_OPERATOR_CONFIG_CHANGED`). A first run is one without
-   * state ([[CommittedState]]): state without its record fails with
-   * `KSTATE_OPERATOR_CONFIG_MISSING` and records nothing, since the configuration the state was
-   * written with can no longer be checked.
+   * restart, before any state is read: a changed configuration fails here
+   * (`KSTATE_OPERATOR_CONFIG_CHANGED`), except a compatible change of the row types the operator
+   * keeps (docs/operators.md, "Evolving schemas"), which is recorded as a [[StateEvolution]] from
+   * the version this micro-batch commits (`version + 1`) and returned: the micro-batch's tasks
+   * convert the stored rows. An incompatible change of those types is
+   * `KSTATE_INCOMPATIBLE_STATE_SCHEMA`. A first run is one without state ([[CommittedState]]):
+   * state without its record fails with `KSTATE_OPERATOR_CONFIG_MISSING` and records nothing,
+   * since the configuration the state was written with can no longer be checked.
+   *
+   * @param version the state version this micro-batch loads (its batch id)
+   * @return the evolution whose rows this micro-batch's tasks convert, if any
    */
-  def checkOrRecordConfig(
-      stateDir: Path, name: String, fingerprint: Map[String, String], conf: Configuration): Unit = {
+  def checkOrRecordConfig(stateDir: Path, name: String, fingerprint: Map[String, String], conf: Configuration,
+      version: Long): Option[StateEvolution] = {
     val file = configFile(stateDir)
     val current = fingerprint + (NameKey -> name)
     readConfig(stateDir, conf) match {
-      case Some(stored) =>
-        if (stored != current) {
-          def show(m: Map[String, String]) = m.toSeq.sorted.map { case (k, v) => s"$k=$v" }.mkString(", ")
-          throw KStateErrors.configChanged(name, show(stored), show(current), file.toString)
+      case Some(recorded) =>
+        val stored = StateEvolution.effectiveAt(recorded, version)
+        if (stored == current) {
+          // the types the state holds at `version`; a record with newer types than that was
+          // written by a micro-batch that never committed (the query was reverted): drop it
+          if (recorded.filterNot(_._1.startsWith("evolution.")) != current) record(file, current, conf)
+          StateEvolution.pendingAt(recorded, version).filter(_ => recorded.filterNot(_._1.startsWith("evolution.")) == current)
+        } else StateEvolution.classify(name, stored, current) match {
+          case Left(()) =>
+            def show(m: Map[String, String]) = m.toSeq.sorted.map { case (k, v) => s"$k=$v" }.mkString(", ")
+            throw KStateErrors.configChanged(name, show(stored), show(current), file.toString)
+          case Right(types) =>
+            val evolution = StateEvolution(current.getOrElse("kind", ""), version + 1, types)
+            record(file, current ++ Map(StateEvolution.FromVersionKey -> evolution.fromVersion.toString) ++
+              types.map { case (k, (before, _)) => StateEvolution.BeforePrefix + k -> before }, conf)
+            Some(evolution)
         }
       case None =>
         CommittedState.find(stateDir, conf).foreach { state =>
           throw KStateErrors.configMissing(name, file.toString, state.toString)
         }
         record(file, current, conf)
+        None
     }
   }
 

@@ -17,6 +17,7 @@ import org.apache.spark.sql.internal.SQLConf
 import io.kstate.{KStateConf, KStateErrors, ProcessingOrder}
 
 import org.apache.spark.sql.kstate.OperatorIdentity
+import org.apache.spark.sql.kstate.evolution.{StateEvolution, StateMigration}
 import org.apache.spark.sql.kstate.processor.{Counters, Metric, MetricKind, MetricSet}
 import org.apache.spark.sql.kstate.shim.{OrderedLog, RunningQuery, StateOperatorProgressSnapshotMetrics}
 import org.apache.spark.sql.streaming.StateOperatorProgress
@@ -126,14 +127,28 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     val info = getStateInfo
     // The provider is part of the recorded configuration: state written by one provider cannot
     // be read by another, so changing it on an existing checkpoint is a named error.
-    OperatorIdentity.checkOrRecordConfig(
+    val evolution = OperatorIdentity.checkOrRecordConfig(
       new Path(info.checkpointLocation, info.operatorId.toString), operatorName,
-      fingerprint + (OperatorIdentity.ProviderKey -> providerClass), hadoopConf)
+      fingerprint + (OperatorIdentity.ProviderKey -> providerClass), hadoopConf, batchId)
+    KStateStatefulExec.Evolutions.put(KStateStatefulExec.evolutionKey(info), evolution)
     val schema = List(StateStoreColFamilySchema(StateStore.DEFAULT_COL_FAMILY_NAME, 0,
       stateKeySchema, 0, stateValueSchema))
+    // an accepted schema change: the default family's recorded value schema is the new one (the
+    // task converts the rows), so Spark's check compares with it, not with the old one
+    if (evolution.isDefined) KStateStatefulExec.rewriteSchemaFile(info, hadoopConf, schema, stateSchemaVersion)
     List(StateSchemaCompatibilityChecker.validateAndMaybeEvolveStateSchema(
       info, hadoopConf, schema, session.sessionState, stateSchemaVersion))
   }
+
+  /**
+   * The schema change this run's micro-batches convert rows for, if any (driver side): what
+   * [[validateAndMaybeEvolveStateSchema]] decided for this run, else read from the recorded
+   * configuration (a tasks converts only when its store's version precedes the change's).
+   */
+  private def pendingEvolution(info: StatefulOperatorStateInfo): Option[StateEvolution] =
+    KStateStatefulExec.Evolutions.computeIfAbsent(KStateStatefulExec.evolutionKey(info), _ =>
+      OperatorIdentity.readConfig(new Path(info.checkpointLocation, info.operatorId.toString),
+        session.sessionState.newHadoopConf()).flatMap(StateEvolution.pendingAt(_, info.storeVersion)))
 
   /**
    * Whether the operator's output has an event-time column whose future values it can bound
@@ -311,10 +326,14 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     val hadoopConf = sparkContext.broadcast(
       new SerializableConfiguration(session.sessionState.newHadoopConf()))
     val (keySchema, valueSchema) = (stateKeySchema, stateValueSchema)
+    val evolution = pendingEvolution(info)
+    val windowsDescribe = fingerprint.getOrElse("windows", "")
     val rdd = new KStateStoreRDD[InternalRow](
       child.execute(), info, keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
       useColumnFamilies = true, storeConf, hadoopConf,
       Some(session.streams.stateStoreCoordinator), standbys, { (store, rows) =>
+        // the first micro-batch after a compatible schema change converts the stored rows first
+        evolution.filter(store.version < _.fromVersion).foreach(StateMigration(_, operatorName, store, windowsDescribe))
         val task = newTask(Some(store))
         run(task, rows, watermark, order, spillBytes, () => {
           longMetric("commitTimeMs") += timeTakenMs { store.commit() }
@@ -397,6 +416,25 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
 }
 
 object KStateStatefulExec {
+  /**
+   * The schema change each running operator's tasks convert for (driver side), by checkpoint,
+   * operator and query run; see `pendingEvolution`.
+   */
+  private val Evolutions = new java.util.concurrent.ConcurrentHashMap[(String, Long, java.util.UUID), Option[StateEvolution]]()
+
+  private def evolutionKey(info: StatefulOperatorStateInfo) = (info.checkpointLocation, info.operatorId, info.queryRunId)
+
+  /** Replaces the store's recorded state schema (Spark's schema file) with `schema`. */
+  private def rewriteSchemaFile(info: StatefulOperatorStateInfo, hadoopConf: Configuration,
+      schema: List[StateStoreColFamilySchema], version: Int): Unit = {
+    val storeId = StateStoreId(info.checkpointLocation, info.operatorId, StateStore.PARTITION_ID_TO_CHECK_SCHEMA)
+    val file = StateSchemaCompatibilityChecker.schemaFile(storeId.storeCheckpointLocation())
+    val fm = org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.create(file.getParent, hadoopConf)
+    if (fm.exists(file)) fm.delete(file)
+    new StateSchemaCompatibilityChecker(StateStoreProviderId(storeId, info.queryRunId), hadoopConf)
+      .createSchemaFile(schema, SchemaHelper.SchemaWriter.createSchemaWriter(version))
+  }
+
   /** Custom metrics every kstate operator reports, counted by the exec (not a processor). */
   object CommonMetrics extends MetricSet {
     val InputSpilledBytes: Metric =

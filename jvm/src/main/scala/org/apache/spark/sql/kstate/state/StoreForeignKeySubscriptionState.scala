@@ -71,6 +71,25 @@ final class StoreForeignKeySubscriptionState(store: StateStore, foreignKeyType: 
 }
 
 object StoreForeignKeySubscriptionState {
+  /**
+   * Rewrites every subscription's left value row in `store` with `f` (a change of the left
+   * values' schema, in the task that converts them); versions and timestamps stay.
+   */
+  private[kstate] def mapLeftValues(store: KStateStore, f: Array[Byte] => Array[Byte]): Unit =
+    for (subs <- store.existingFamily(Cf)) {
+      val it = subs.scan(Array.emptyByteArray, None)
+      val row = new UnsafeRow(3)
+      val writer = new UnsafeRowWriter(3)
+      try it.foreach { case (k, v) =>
+        row.pointTo(v, v.length)
+        writer.reset(); writer.zeroOutNullBytes()
+        writer.write(0, row.getLong(0))
+        writer.write(1, row.getLong(1))
+        writer.write(2, f(row.getBinary(2)))
+        subs.put(k, writer.getRow.getBytes)
+      } finally it.close()
+    }
+
   val Cf = "kstate_fk_subscriptions"
   private val ValueSchema = StructType(Seq(StructField("version", LongType, nullable = false),
     StructField("timestamp", LongType, nullable = false), StructField("value", BinaryType, nullable = false)))

@@ -144,6 +144,19 @@ final class StoreStreamTableJoinBuffer(store: KStateStore, name: String, keyFiel
 }
 
 object StoreStreamTableJoinBuffer {
+  /**
+   * Rewrites every buffered stream row of the join buffer `name` in `store` with `f` (a change of
+   * the stream rows' schema, in the task that converts them); keys and order stay.
+   */
+  private[kstate] def mapRows(store: KStateStore, name: String, f: Array[Byte] => Array[Byte]): Unit =
+    for (records <- store.existingFamily(s"kstate_stj_${name}_buffer")) {
+      val it = records.scan(Array.emptyByteArray, None)
+      try it.foreach { case (k, v) =>
+        val at = 4 + ByteBuffer.wrap(v).getInt
+        records.put(k, java.util.Arrays.copyOfRange(v, 0, at) ++ f(java.util.Arrays.copyOfRange(v, at, v.length)))
+      } finally it.close()
+    }
+
   private val MetaKey = Array[Byte]('m')
   private val EvictionChunk = 4096
   /** Most records kept in the heap mirror (about 100 bytes each for a join of small rows). */

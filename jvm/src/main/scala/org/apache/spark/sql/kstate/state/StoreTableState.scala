@@ -58,6 +58,24 @@ final class StoreTableState(store: StateStore, keySchema: StructType, valueField
 }
 
 object StoreTableState {
+  /**
+   * Rewrites every value row of the table family `family` in `store` with `f` (a change of the
+   * values' schema, in the task that converts them); keys and timestamps stay.
+   */
+  private[kstate] def mapValues(store: KStateStore, family: String, f: Array[Byte] => Array[Byte]): Unit =
+    for (table <- store.existingFamily(family)) {
+      val it = table.scan(Array.emptyByteArray, None)
+      val row = new UnsafeRow(2)
+      val writer = new UnsafeRowWriter(2)
+      try it.foreach { case (k, v) =>
+        row.pointTo(v, v.length)
+        writer.reset(); writer.zeroOutNullBytes()
+        writer.write(0, row.getLong(0))
+        writer.write(1, f(row.getBinary(1)))
+        table.put(k, writer.getRow.getBytes)
+      } finally it.close()
+    }
+
   val Cf = "kstate_table"
   private val ValueSchema = StructType(Seq(
     StructField("timestamp", LongType, nullable = false), StructField("value", BinaryType, nullable = false)))

@@ -186,6 +186,30 @@ final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: 
 }
 
 object TimeOrderedBuffer {
+  /**
+   * Rewrites the value of every record buffered in `store` under `name` with `f` (a change of the
+   * buffered rows' schema, in the task that converts them before it processes): the key family's
+   * value lengths and the byte count follow; order, buffer times and record times stay.
+   */
+  private[kstate] def mapValues(store: KStateStore, name: String, f: Array[Byte] => Array[Byte]): Unit =
+    for (byTime <- store.existingFamily(s"kstate_buf_${name}_time")) {
+      val byKey = store.bytes(s"kstate_buf_${name}_key")
+      var delta = 0L
+      val it = byTime.scan(Array.emptyByteArray, None)
+      try it.foreach { case (k, v) =>
+        val converted = f(java.util.Arrays.copyOfRange(v, 8, v.length))
+        delta += converted.length - (v.length - 8)
+        byTime.put(k, ByteBuffer.allocate(8 + converted.length).put(v, 0, 8).put(converted).array())
+        byKey.put(java.util.Arrays.copyOfRange(k, 8, k.length),
+          ByteBuffer.allocate(12).putLong(ByteBuffer.wrap(k).getLong ^ Long.MinValue).putInt(converted.length).array())
+      } finally it.close()
+      val meta = store.bytes(s"kstate_buf_${name}_meta")
+      Option(meta.get(CountersKey)).foreach { c =>
+        val b = ByteBuffer.wrap(c)
+        meta.put(CountersKey, ByteBuffer.allocate(16).putLong(b.getLong).putLong(b.getLong + delta).array())
+      }
+    }
+
   /** Per-record bytes beyond key and value: buffer time, record time, key and value lengths. */
   val RecordOverheadBytes: Long = 8L + 8L + 4L + 4L
 

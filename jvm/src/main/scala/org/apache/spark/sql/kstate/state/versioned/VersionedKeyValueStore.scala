@@ -431,6 +431,29 @@ final class VersionedKeyValueStore(
 
 object VersionedKeyValueStore {
   /**
+   * Rewrites every stored value (latest and history versions; tombstones have none) of the
+   * versioned store `name` in `store` with `f` (a change of the values' schema, in the task that
+   * converts them); timestamps, directories and the expiry index stay.
+   */
+  private[kstate] def mapValues(store: KStateStore, name: String, f: Array[Byte] => Array[Byte]): Unit = {
+    for (latest <- store.existingFamily(s"kstate_vs_${name}_latest")) {
+      val it = latest.scan(Array.emptyByteArray, None)
+      try it.foreach { case (k, v) =>
+        if (v(16) != 1) {
+          val at = 17 + HistoryDirectory.readFrom(v, 17).encodedSize
+          latest.put(k, java.util.Arrays.copyOfRange(v, 0, at) ++ f(java.util.Arrays.copyOfRange(v, at, v.length)))
+        }
+      } finally it.close()
+    }
+    for (history <- store.existingFamily(s"kstate_vs_${name}_history")) {
+      val it = history.scan(Array.emptyByteArray, None)
+      try it.foreach { case (k, v) =>
+        if (v(8) != 1) history.put(k, java.util.Arrays.copyOfRange(v, 0, 9) ++ f(java.util.Arrays.copyOfRange(v, 9, v.length)))
+      } finally it.close()
+    }
+  }
+
+  /**
    * put's result when the record is the latest version of its key. KIP-914 uses -1, a valid
    * validTo once event times may be negative (a version ending at -1); kstate uses
    * `Long.MinValue + 1`, which no validTo can be: a validTo is above the put's timestamp, and
