@@ -184,6 +184,16 @@ def write_json_lines(directory: str, name: str, records: Iterable[Dict[str, Any]
     return final
 
 
+def checkpoint_files(root: str) -> Dict[str, bytes]:
+    """Every file below ``root`` (relative path -> bytes): to check a refused call wrote nothing."""
+    out = {}
+    for d, _, names in os.walk(root):
+        for n in names:
+            with open(os.path.join(d, n), "rb") as f:
+                out[os.path.relpath(os.path.join(d, n), root)] = f.read()
+    return out
+
+
 def file_name(index: int) -> str:
     return f"part-{index:06d}.json"
 

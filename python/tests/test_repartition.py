@@ -38,7 +38,7 @@ from pyspark.sql import functions as F
 import kstate
 from kstate import (BufferConfig, KStateError, SessionWindows, SlidingWindows, Suppressed, TimeWindows,
                     VersionedTable)
-from _streaming import FileStream, partition_map, shuffle_partitions
+from _streaming import FileStream, checkpoint_files, partition_map, shuffle_partitions
 from models.time_limit_model import TimeLimitModel
 
 S = 1000
@@ -318,15 +318,6 @@ def test_a_record_on_time_before_the_rescale_can_be_late_after_it(spark, tmp_pat
 
 # --- refused calls write nothing ----------------------------------------------------------------
 
-def _files(root: str) -> Dict[str, bytes]:
-    out = {}
-    for d, _, names in os.walk(root):
-        for n in names:
-            with open(os.path.join(d, n), "rb") as f:
-                out[os.path.relpath(os.path.join(d, n), root)] = f.read()
-    return out
-
-
 def _checkpoint(spark, workdir: str, partitions: int = 3, batches: int = 2) -> str:
     recs = _in_order(1, 20)
     _run(spark, workdir, _dedup_chain, _split(recs, [10, 10][:batches]), (partitions,))
@@ -335,7 +326,7 @@ def _checkpoint(spark, workdir: str, partitions: int = 3, batches: int = 2) -> s
 
 def test_refused_calls_name_the_problem_and_leave_the_checkpoint_as_it_was(spark, tmp_path) -> None:
     ckpt = _checkpoint(spark, str(tmp_path))
-    before = _files(ckpt)
+    before = checkpoint_files(ckpt)
     cases = [
         (lambda: kstate.repartition_state(spark, ckpt, 3), "KSTATE_REPARTITION_NOT_NEEDED"),
         (lambda: kstate.repartition_state(spark, ckpt, 0), "KSTATE_INVALID_REPARTITION"),
@@ -350,18 +341,18 @@ def test_refused_calls_name_the_problem_and_leave_the_checkpoint_as_it_was(spark
         with pytest.raises(KStateError) as ei:
             call()
         assert ei.value.error_class == error_class, str(ei.value)
-        assert _files(ckpt) == before, error_class
+        assert checkpoint_files(ckpt) == before, error_class
 
 
 def test_a_micro_batch_planned_but_not_committed_is_refused(spark, tmp_path) -> None:
     ckpt = _checkpoint(spark, str(tmp_path))
     os.remove(os.path.join(ckpt, "commits", "1"))  # as if the query stopped inside micro-batch 1
-    before = _files(ckpt)
+    before = checkpoint_files(ckpt)
     with pytest.raises(KStateError) as ei:
         kstate.repartition_state(spark, ckpt, 4)
     assert ei.value.error_class == "KSTATE_REPARTITION_UNCOMMITTED_BATCH"
     assert "micro-batch 1" in ei.value.message
-    assert _files(ckpt) == before
+    assert checkpoint_files(ckpt) == before
 
 
 def test_a_checkpoint_without_a_committed_micro_batch_is_refused(spark, tmp_path) -> None:
@@ -381,12 +372,12 @@ def _spark_manager(spark):
 
 def test_sparks_repartition_from_python_is_refused_before_it_writes(spark, tmp_path) -> None:
     ckpt = _checkpoint(spark, str(tmp_path))
-    before = _files(ckpt)
+    before = checkpoint_files(ckpt)
     with pytest.raises(KStateError) as ei:
         _spark_manager(spark).repartition(ckpt, 4)
     assert ei.value.error_class == "KSTATE_REPARTITION_NEEDS_KSTATE"
     assert "kstate.repartition_state" in ei.value.message and "by-id" in ei.value.message
-    assert _files(ckpt) == before
+    assert checkpoint_files(ckpt) == before
 
 
 def _sparks_failed_repartition(spark, ckpt: str, n: int) -> None:

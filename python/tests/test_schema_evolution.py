@@ -18,7 +18,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from kstate import BufferConfig, KStateError, Suppressed, TimeWindows, VersionedTable
-from _streaming import FileStream
+from _streaming import FileStream, checkpoint_files
 
 S = 1000
 BASE = "seq LONG, side STRING, k STRING, name STRING, v INT, ts LONG"
@@ -122,15 +122,6 @@ def test_a_compatible_change_converts_the_state(spark, tmp_path, pipeline, chang
     assert sum(len(rows) for rows in after.values()) > 0
 
 
-def _files(root: str) -> Dict[str, bytes]:
-    out = {}
-    for d, _, names in os.walk(root):
-        for n in names:
-            with open(os.path.join(d, n), "rb") as f:
-                out[os.path.relpath(os.path.join(d, n), root)] = f.read()
-    return out
-
-
 REFUSED = {
     # (pipeline, new schema, the recorded type, the column named, the change named)
     "narrow_to_string": ("suppress", BASE.replace("v INT", "v STRING"), "rowType", "v", "int -> string"),
@@ -149,14 +140,14 @@ def test_an_incompatible_change_is_a_named_error_and_the_old_schema_still_restar
     with fs:
         for b in batches[:CUT]:
             fs.add_batch(b)
-    before = _files(os.path.join(ckpt, "state"))
+    before = checkpoint_files(os.path.join(ckpt, "state"))
     with pytest.raises(KStateError) as ei:
         with FileStream(spark, src, ckpt, build, schema=new, output_mode=mode) as bad:
             bad.add_batch(batches[CUT])
     assert ei.value.error_class == "KSTATE_INCOMPATIBLE_STATE_SCHEMA", str(ei.value)
     assert f"({recorded})" in ei.value.message and f"column '{column}'" in ei.value.message
     assert change in ei.value.message
-    assert _files(os.path.join(ckpt, "state")) == before  # nothing recorded, nothing converted
+    assert checkpoint_files(os.path.join(ckpt, "state")) == before  # nothing recorded, nothing converted
     with FileStream(spark, src, ckpt, build, schema=BASE, output_mode=mode) as again:
         again.add_batch(batches[CUT])
     assert CUT in again.batches  # the micro-batch the refused start planned runs with the old schema
