@@ -227,16 +227,34 @@ def run(spark: SparkSession, name: str, root: str, indexes: Sequence[int],
     its checkpoint if it has one, calls ``before_stop`` and stops; returns the query's progress
     reports."""
     from _streaming import file_name, write_json_lines
+    # Spark's file source skips a file older than the newest it has read minus maxFileAge (7
+    # days): a new file is dated no earlier than the newest the checkpoint's source log records,
+    # whatever this machine's clock says against the one that wrote a fixture.
+    floor = _newest_source_file(paths(root)["checkpoint"])
     q = start(spark, name, root, conf)
     try:
         recs = batches(name)
         for i in indexes:
-            write_json_lines(paths(root)["input"], file_name(i), recs[i])
+            import time
+            write_json_lines(paths(root)["input"], file_name(i), recs[i], mtime=max(time.time(), floor))
             q.processAllAvailable()
         before_stop()
         return [json.loads(p.json) if hasattr(p, "json") else p for p in q.recentProgress]
     finally:
         q.stop()
+
+
+def _newest_source_file(checkpoint: str) -> float:
+    """The newest modification time (seconds) of a file the checkpoint's file source has read, 0
+    for none."""
+    newest = 0
+    log = os.path.join(checkpoint, "sources", "0")
+    if os.path.isdir(log):
+        for n in os.listdir(log):
+            if n.split(".")[0].isdigit() and not n.endswith(".crc"):
+                with open(os.path.join(log, n)) as f:
+                    newest = max([newest] + [json.loads(x)["timestamp"] for x in f.read().splitlines()[1:]])
+    return newest / 1000.0
 
 
 def output_files(root: str) -> Dict[int, List[str]]:
