@@ -293,6 +293,81 @@ def operators(checkpoint: str) -> List[str]:
     return sorted(names)
 
 
+def _read_state_file(path: str, visit: Callable[[str, Any], None]) -> None:
+    """Feeds the records of a kstate state file (docs/state-store.md, "State file format") to
+    ``visit(kind, args)`` in order: ``put (key, value)``, ``delete key``, ``family (cf, name)``,
+    ``drop cf``. Reads formats 1 and 2 (no checksum check: kstate verifies its files itself)."""
+    import struct
+    with open(path, "rb") as f:
+        data = f.read()
+    magic, fv = struct.unpack_from(">ii", data, 0)
+    assert magic == 0x4B53544C and fv in (1, 2), (path, magic, fv)
+    pos = 4 + 4 + 1 + 8
+    if fv == 2:  # identity: operator id, store name (modified UTF-8), partition
+        pos += 8
+        (n,) = struct.unpack_from(">H", data, pos)
+        pos += 2 + n + 4
+
+    def blob() -> bytes:
+        nonlocal pos
+        (n,) = struct.unpack_from(">i", data, pos)
+        pos += 4 + n
+        return data[pos - n:pos]
+    while True:
+        tag = data[pos]
+        pos += 1
+        if tag == 0:
+            return
+        if tag == 1:
+            k = blob()
+            visit("put", (k, blob()))
+        elif tag == 2:
+            visit("delete", blob())
+        elif tag == 3:
+            (cf, n) = struct.unpack_from(">hH", data, pos)
+            pos += 4 + n
+            visit("family", (cf, data[pos - n:pos].decode()))
+        elif tag == 4:
+            (cf,) = struct.unpack_from(">h", data, pos)
+            pos += 2
+            visit("drop", cf)
+        else:
+            raise AssertionError(f"{path}: unknown record tag {tag}")
+
+
+def store_contents(checkpoint: str, version: int) -> Dict[str, Dict[str, str]]:
+    """Every state store of the checkpoint (by its directory under ``state/``) at ``version``, as
+    its files hold it: the newest snapshot at or below the version, then the changelogs after it,
+    replayed; entries as ``family name/key hex -> value hex``, over all column families (what
+    ``kstate.read_state`` shows is the default family only)."""
+    out = {}
+    for d in store_dirs(checkpoint):
+        names = os.listdir(d)
+        snaps = [v for v in range(version + 1) if f"{v}.kstate.snapshot" in names]
+        base = max(snaps) if snaps else 0
+        files = ([f"{base}.kstate.snapshot"] if snaps else []) + [f"{v}.kstate.changelog" for v in range(base + 1, version + 1)]
+        families: Dict[int, str] = {0: "default"}  # Spark's default family is id 0, never declared
+        entries: Dict[bytes, bytes] = {}
+
+        def visit(kind: str, arg: Any) -> None:
+            if kind == "put":
+                entries[arg[0]] = arg[1]
+            elif kind == "delete":
+                entries.pop(arg, None)
+            elif kind == "family":
+                families[arg[0]] = arg[1]
+            else:
+                prefix = arg.to_bytes(2, "big", signed=True)
+                for k in [k for k in entries if k[:2] == prefix]:
+                    del entries[k]
+        for f in files:
+            _read_state_file(os.path.join(d, f), visit)
+        out[os.path.relpath(d, os.path.join(checkpoint, "state"))] = {
+            f"{families[int.from_bytes(k[:2], 'big', signed=True)]}/{k[2:].hex()}": v.hex()
+            for k, v in entries.items()}
+    return out
+
+
 # --- fixtures -------------------------------------------------------------------------------
 
 _SAFE_PATH = re.compile(r"^/[A-Za-z0-9_./-]+$")
