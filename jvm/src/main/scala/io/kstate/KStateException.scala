@@ -147,7 +147,7 @@ object KStateErrors {
     err("KSTATE_CHECKPOINT_FROM_NEWER_KSTATE",
       s"$what $file was written by a newer kstate: it has format version $found, and this kstate " +
         s"(${BuildInfo.version}) reads $readable. kstate does not read a format newer " +
-        "than its own, and has changed nothing in the checkpoint. Run this query with the kstate " +
+        "than its own, and has neither used nor changed this file. Run this query with the kstate " +
         "release that wrote the checkpoint or a later one; to run this release instead, start the " +
         "query from a new checkpoint location (fresh state). See docs/upgrades.md.")
   }
