@@ -129,8 +129,10 @@ def _files(root: str) -> Dict[str, str]:
 
 
 def _restart_fails_and_leaves_the_checkpoint(spark, name: str, root: str):
-    """Restarts ``name`` on ``root`` with its next micro-batch; returns the KStateError raised.
-    Nothing of kstate's in the checkpoint changed, and no micro-batch was committed."""
+    """Restarts ``name`` on ``root`` with its next micro-batch; returns the error raised: the
+    query's ``StreamingQueryException``, also a ``KStateError``. Nothing of kstate's in the
+    checkpoint changed, no micro-batch was committed, the sink got nothing."""
+    from pyspark.errors import StreamingQueryException
     ckpt = fx.paths(root)["checkpoint"]
     state_before, commits_before = _files(os.path.join(ckpt, "state")), sorted(os.listdir(os.path.join(ckpt, "commits")))
     output_before = _files(fx.paths(root)["output"])
@@ -139,6 +141,7 @@ def _restart_fails_and_leaves_the_checkpoint(spark, name: str, root: str):
     assert _files(os.path.join(ckpt, "state")) == state_before
     assert sorted(os.listdir(os.path.join(ckpt, "commits"))) == commits_before
     assert _files(fx.paths(root)["output"]) == output_before
+    assert isinstance(e.value, StreamingQueryException), type(e.value)
     return e.value
 
 
