@@ -12,10 +12,10 @@ import org.rocksdb.WriteBatch
 import org.apache.spark.{SparkEnv, TaskContext}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.kstate.shim.SplitMaintenance
 import org.apache.spark.sql.kstate.state.provider._
 import org.apache.spark.sql.kstate.state.provider.ProviderState._
 import org.apache.spark.sql.kstate.state.replica.{KStateReplicas, ReplicaStore}
-import org.apache.spark.sql.kstate.shim.SplitMaintenance
 import org.apache.spark.sql.kstate.state.store._
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.Utils
