@@ -134,6 +134,24 @@ object KStateErrors {
         "Restore the file from a backup of the checkpoint, or restart the query from a new " +
         "checkpoint location to begin with fresh state.")
 
+  /**
+   * A file of the checkpoint says it was written in a format newer than this kstate reads
+   * (docs/upgrades.md): `what` and `file` name it, `found` is its format, `reads` the formats
+   * this kstate reads. Raised before anything of the file is used or anything is written.
+   */
+  def checkpointFromNewerKstate(what: String, file: String, found: String, reads: Seq[Int]): KStateException = {
+    val readable = reads match {
+      case Seq(one) => s"format version $one"
+      case more => s"format versions ${more.init.mkString(", ")} and ${more.last}"
+    }
+    err("KSTATE_CHECKPOINT_FROM_NEWER_KSTATE",
+      s"$what $file was written by a newer kstate: it has format version $found, and this kstate " +
+        s"(${BuildInfo.version}) reads $readable. kstate does not read a format newer " +
+        "than its own, and has neither used nor changed this file. Run this query with the kstate " +
+        "release that wrote the checkpoint or a later one; to run this release instead, start the " +
+        "query from a new checkpoint location (fresh state). See docs/upgrades.md.")
+  }
+
   def stateFileOfAnotherStore(file: String, version: Long, expected: String, found: String)
       : KStateException =
     err("KSTATE_STATE_FILE_CORRUPT",

@@ -78,21 +78,48 @@ object OperatorIdentity {
   def configFile(stateDir: Path): Path = new Path(new Path(stateDir, ConfigDir), "operator.properties")
 
   /**
+   * The format of the configuration record (docs/upgrades.md). Format 1: Java properties, one
+   * key per fingerprint entry plus [[NameKey]]. The format is in a comment line
+   * `#kstate-format=<n>`, not in a key: keys are the configuration, compared as a whole on
+   * restart, and a comment is ignored by the releases before the marker (which read format 1
+   * and would see a new key as a changed configuration). A record without the line (written
+   * before the marker existed) is format 1. A kstate that changes the record's keys or their
+   * meaning, or the layout of an operator's state that nothing else versions, writes a higher
+   * format; a record of a format above this one fails with `KSTATE_CHECKPOINT_FROM_NEWER_KSTATE`.
+   */
+  val RecordFormat: Int = 1
+  private val FormatMarker = "kstate-format="
+
+  /**
    * The configuration recorded for the operator whose state lives in `stateDir` (fingerprint
    * plus [[NameKey]]), or None when nothing was recorded there (not a kstate operator, or no
-   * batch has run yet). Reads only.
+   * batch has run yet). Reads only. A record of a newer format is
+   * `KSTATE_CHECKPOINT_FROM_NEWER_KSTATE`.
    */
   def readConfig(stateDir: Path, conf: Configuration): Option[Map[String, String]] = {
     val file = configFile(stateDir)
     val fm = CheckpointFileManager.create(file.getParent, conf)
     if (!fm.exists(file)) None
     else {
-      val props = new Properties()
       val in = fm.open(file)
-      try props.load(new java.io.InputStreamReader(in, StandardCharsets.UTF_8)) finally in.close()
+      val text = try new String(in.readAllBytes(), StandardCharsets.UTF_8) finally in.close()
+      checkRecordFormat(text, file.toString)
+      val props = new Properties()
+      props.load(new java.io.StringReader(text))
       Some(props.asScala.toMap)
     }
   }
+
+  /** Fails unless the record's format (its marker line; none: 1) is one this kstate reads. */
+  private def checkRecordFormat(text: String, file: String): Unit =
+    text.linesIterator.map(_.trim).collectFirst {
+      case line if line.startsWith("#" + FormatMarker) => line.stripPrefix("#" + FormatMarker).trim
+    }.foreach { found =>
+      if (!found.toIntOption.exists(f => f >= 1 && f <= RecordFormat)) {
+        throw KStateErrors.checkpointFromNewerKstate("Operator configuration record", file, found,
+          1 to RecordFormat)
+      }
+    }
 
   /**
    * Records the operator's configuration next to its state on first run and checks it on every
@@ -147,7 +174,8 @@ object OperatorIdentity {
     val out = fm.createAtomic(file, true)
     try {
       val w = new java.io.OutputStreamWriter(out, StandardCharsets.UTF_8)
-      props.store(w, "kstate operator configuration; do not edit")
+      // The comment's second line is the format marker: `#kstate-format=1`.
+      props.store(w, s"kstate operator configuration; do not edit\n$FormatMarker$RecordFormat")
       w.flush()
       out.close()
     } catch { case e: Throwable => out.cancel(); throw e }

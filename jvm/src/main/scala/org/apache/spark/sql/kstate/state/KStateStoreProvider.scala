@@ -12,6 +12,7 @@ import org.rocksdb.WriteBatch
 import org.apache.spark.{SparkEnv, TaskContext}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.kstate.shim.SplitMaintenance
 import org.apache.spark.sql.kstate.state.provider._
 import org.apache.spark.sql.kstate.state.provider.ProviderState._
 import org.apache.spark.sql.kstate.state.replica.{KStateReplicas, ReplicaStore}
@@ -33,7 +34,10 @@ import org.apache.spark.util.Utils
  * Threading model (docs/state-store.md, "Threading"). Three kinds of thread touch a provider:
  *  - the '''task thread''' of the micro-batch that owns the partition: `getStore`, a store's reads
  *    and writes, `commit`, `abort`, spills (and `close` for providers a reader opens itself);
- *  - Spark's '''maintenance thread''': `doMaintenance` (snapshot, then delete obsolete files) and
+ *  - Spark's '''maintenance thread''': `doMaintenance` (snapshot, then delete obsolete files; Spark
+ *    4.2, and 4.3 when it unloads a provider), or its two halves `doSnapshotMaintenance` and
+ *    `doCleanupMaintenance` (Spark 4.3's periodic maintenance, possibly on two threads at once:
+ *    [[SplitMaintenance]]; kstate runs one maintenance step of a provider at a time), and
  *    `close` of a provider Spark unloads;
  *  - later, a '''replica follower thread''' (issue 16) that reads new changelogs and applies them
  *    to a standby's working copy: it will change the working copy only through the same lock and
@@ -58,7 +62,7 @@ import org.apache.spark.util.Utils
  *    it. So a commit waits at most for a view (a copy of the heap copy's hash slots, or a
  *    RocksDB snapshot), a rename or a few deletes, never for a snapshot being written.
  */
-class KStateStoreProvider extends StateStoreProvider with Logging {
+class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with Logging {
   import KStateStoreProvider._
 
   // ---- set once by init --------------------------------------------------------------------
@@ -473,10 +477,25 @@ class KStateStoreProvider extends StateStoreProvider with Logging {
    * needs ([[RetentionRule]]). Never blocks a commit for longer than taking a frozen view,
    * publishing the snapshot or deleting files (see the class's threading model).
    */
-  override def doMaintenance(): Unit = {
-    if (lifecycle.current == Created) return
+  override def doMaintenance(): Unit = maintenanceStep {
     snapshotIfDue()
     deleteObsoleteFiles()
+  }
+
+  /** Spark 4.3's periodic maintenance, first half ([[SplitMaintenance]]): the snapshot. */
+  override protected def snapshotMaintenance(): Unit = maintenanceStep(snapshotIfDue())
+
+  /** Spark 4.3's periodic maintenance, second half ([[SplitMaintenance]]): the deletes. */
+  override protected def cleanupMaintenance(): Unit = maintenanceStep(deleteObsoleteFiles())
+
+  /**
+   * Runs one maintenance step, one at a time per provider: Spark 4.3 may run a provider's
+   * snapshot and cleanup on two threads at once, and the threading model above has one
+   * maintenance thread. Not the provider's lock (`this`): a step holds that only briefly.
+   */
+  private val maintenanceMutex = new Object
+  private def maintenanceStep(step: => Unit): Unit = maintenanceMutex.synchronized {
+    if (lifecycle.current != Created) step
   }
 
   /** A snapshot of the loaded version when `minDeltasForSnapshot` versions passed since the last. */

@@ -24,6 +24,9 @@ import io.kstate.KStateErrors
  * Format 2 adds the writer's [[StateFileIdentity]] to the header: a valid file of another
  * store (another partition, operator id or store name) is refused on restore. Files of format 1
  * (the previous release) carry no identity: they are still read, for any store (unverifiable).
+ * A format above 2 is a newer kstate's: refused with `KSTATE_CHECKPOINT_FROM_NEWER_KSTATE`
+ * before anything after the version is read (docs/upgrades.md). A next format must keep the
+ * magic number and the version where they are, and its kstate must read format 2.
  */
 private[kstate] object StateFile {
   val Magic: Int = 0x4b53544c // "KSTL"
@@ -31,6 +34,8 @@ private[kstate] object StateFile {
   val FormatVersion: Int = 2
   /** The previous release's format, without identity: still read, its owner unverifiable. */
   val FormatWithoutIdentity: Int = 1
+  /** The formats read, oldest first. */
+  val FormatsRead: Seq[Int] = Seq(FormatWithoutIdentity, FormatVersion)
 
   sealed abstract class Kind(val tag: Byte, val suffix: String)
   case object Changelog extends Kind(1, "kstate.changelog")
@@ -124,6 +129,10 @@ private[kstate] object StateFile {
     try {
       if (data.readInt() != Magic) throw corrupt("not a kstate state file (bad magic number)")
       val fv = data.readInt()
+      // A newer kstate's file: refused by its version alone (its layout after it is unknown).
+      if (fv > FormatVersion) {
+        throw KStateErrors.checkpointFromNewerKstate("State file", describe, fv.toString, FormatsRead)
+      }
       if (fv != FormatVersion && fv != FormatWithoutIdentity) throw corrupt(s"unknown format version $fv")
       val k = data.readByte()
       if (k != kind.tag) throw corrupt(s"file kind $k, expected ${kind.tag}")

@@ -75,8 +75,10 @@ import org.apache.spark.sql.kstate.state.store.{Bytes, KeyGroups}
  *    deletes the expired versions and lists the newest 16 remaining (truncated iff more remain).
  *
  * The layout is version 2 (the meta's `layout` byte; version 1, before the directory, had no such
- * byte). A store whose meta has another layout fails to open with
- * `KSTATE_VERSIONED_STORE_LAYOUT_OUTDATED`: its latest entries would be misread. A store without
+ * byte). A store whose meta has an older layout fails to open with
+ * `KSTATE_VERSIONED_STORE_LAYOUT_OUTDATED`: its latest entries would be misread; a newer one (a
+ * later kstate's: the meta's last byte, the meta at least 33 bytes) with
+ * `KSTATE_CHECKPOINT_FROM_NEWER_KSTATE`. A store without
  * meta is empty (every put moves stream time, which the meta records at commit).
  *
  * Every history scan reads one key's versions (`klen key`, [[KeyGroups.LengthPrefixed]]): the
@@ -116,7 +118,13 @@ final class VersionedKeyValueStore(
   /** Versions held (see the contract). */
   private var versions: Long = 0L
   Option(meta.get(StreamTimeKey)).foreach { raw =>
-    val layout = if (raw.length == MetaBytes) raw(MetaBytes - 1).toInt else 1
+    // layout 1 had no layout byte (24 or 32 bytes); from 2 on it is the last byte, and a later
+    // layout keeps it last and the meta at least MetaBytes long (docs/upgrades.md)
+    val layout = if (raw.length >= MetaBytes) raw(raw.length - 1).toInt else 1
+    if (layout > Layout) {
+      throw KStateErrors.checkpointFromNewerKstate(s"The versioned store '$name' of state store",
+        store.id.storeCheckpointLocation().toString, layout.toString, Seq(Layout.toInt))
+    }
     if (layout != Layout) throw KStateErrors.versionedStoreLayoutOutdated(name, layout, Layout)
     val b = ByteBuffer.wrap(raw)
     streamTime = b.getLong; lowestSegment = b.getLong; cleanedThrough = b.getLong; versions = b.getLong

@@ -93,10 +93,29 @@ class StateFileSuite extends AnyFunSuite {
     assert(changelog.identity.isEmpty && changelog.records == 2)
   }
 
-  test("an unknown format version is corrupt") {
-    val bytes = write(mine)
-    bytes(7) = 3
-    val e = intercept[KStateException](read(bytes, mine))
-    assert(e.errorClass == "KSTATE_STATE_FILE_CORRUPT" && e.getMessage.contains("unknown format version 3"))
+  test("a format above 2 (a newer kstate's file) is KSTATE_CHECKPOINT_FROM_NEWER_KSTATE naming the file and both versions; nothing is read") {
+    for (kind <- Seq(Changelog, Snapshot); newer <- Seq(3, 7)) {
+      val bytes = write(mine, kind)
+      ByteBuffer.wrap(bytes).putInt(4, newer)
+      val r = new Recorder
+      val e = intercept[KStateException](read(bytes, mine, kind, visitor = r))
+      assert(e.errorClass == "KSTATE_CHECKPOINT_FROM_NEWER_KSTATE", e.getMessage)
+      assert(e.getMessage.contains("State file the-file") && e.getMessage.contains(s"format version $newer") &&
+        e.getMessage.contains("reads format versions 1 and 2") && e.getMessage.contains("new checkpoint location") &&
+        e.getMessage.contains("neither used nor changed this file"), e.getMessage)
+      assert(r.seen.isEmpty)
+    }
+    // a newer file's layout after its version is unknown: even one that is all garbage after it
+    val garbage = ByteBuffer.allocate(12).putInt(StateFile.Magic).putInt(3).putInt(-1).array()
+    assert(intercept[KStateException](read(garbage, mine)).errorClass == "KSTATE_CHECKPOINT_FROM_NEWER_KSTATE")
+  }
+
+  test("a format version below 1 is corrupt") {
+    for (bad <- Seq(0, -1)) {
+      val bytes = write(mine)
+      ByteBuffer.wrap(bytes).putInt(4, bad)
+      val e = intercept[KStateException](read(bytes, mine))
+      assert(e.errorClass == "KSTATE_STATE_FILE_CORRUPT" && e.getMessage.contains(s"unknown format version $bad"))
+    }
   }
 }

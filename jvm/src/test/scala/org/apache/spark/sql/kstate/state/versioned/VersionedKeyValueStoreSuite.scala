@@ -192,6 +192,26 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
     p.close()
   }
 
+  test("a store of a newer layout (a later kstate's) fails with KSTATE_CHECKPOINT_FROM_NEWER_KSTATE, not as outdated") {
+    val root = ProviderFixture.tmp()
+    val p = provider(root)
+    val s = p.getStore(0)
+    new VersionedKeyValueStore(s, "t", 50, 10, 10).put(b("k"), b("a"), 10)
+    val v = s.commit()
+    val meta = p.getStore(v).bytes("kstate_vs_t_meta").get(Array[Byte]('t'))
+    // layout 3 as a later kstate may write it: the layout byte last, after fields of its own
+    for (newer <- Seq(meta.updated(32, 3.toByte), java.util.Arrays.copyOf(meta, 41).updated(40, 3.toByte))) {
+      val s1 = p.getStore(v)
+      s1.bytes("kstate_vs_t_meta").put(Array[Byte]('t'), newer)
+      val w = s1.commit()
+      val e = intercept[KStateException](new VersionedKeyValueStore(p.getStore(w), "t", 50, 10, 10))
+      assert(e.errorClass == "KSTATE_CHECKPOINT_FROM_NEWER_KSTATE", e.getMessage)
+      assert(e.getMessage.contains("'t'") && e.getMessage.contains("format version 3") &&
+        e.getMessage.contains("reads format version 2") && e.getMessage.contains(root.toString), e.getMessage)
+    }
+    p.close()
+  }
+
   /** The validFrom of `key`'s history versions, newest first, read from the history family. */
   private def historyOf(store: KStateStore, key: String): Array[Long] = {
     val k = b(key)
