@@ -36,11 +36,11 @@ class OperatorRecordFormatSuite extends AnyFunSuite {
 
   test("a record is written with its format marker and reads back as the configuration") {
     val dir = stateDir()
-    OperatorIdentity.checkOrRecordConfig(path(dir), "dedup", fingerprint, conf)
+    OperatorIdentity.checkOrRecordConfig(path(dir), "dedup", fingerprint, conf, 1L)
     val lines = text(dir).linesIterator.toSeq
     assert(lines.take(2) == Seq("#kstate operator configuration; do not edit", "#kstate-format=1"), lines)
     assert(OperatorIdentity.readConfig(path(dir), conf) == Some(fingerprint + ("name" -> "dedup")))
-    OperatorIdentity.checkOrRecordConfig(path(dir), "dedup", fingerprint, conf) // a restart: the same
+    OperatorIdentity.checkOrRecordConfig(path(dir), "dedup", fingerprint, conf, 1L) // a restart: the same
   }
 
   test("a record without the marker (the previous release's) is format 1: it reads, a restart accepts it and leaves it") {
@@ -48,10 +48,10 @@ class OperatorRecordFormatSuite extends AnyFunSuite {
     val dir = stateDir()
     put(dir, withoutMarker)
     assert(OperatorIdentity.readConfig(path(dir), conf) == Some(fingerprint + ("name" -> "dedup")))
-    OperatorIdentity.checkOrRecordConfig(path(dir), "dedup", fingerprint, conf)
+    OperatorIdentity.checkOrRecordConfig(path(dir), "dedup", fingerprint, conf, 1L)
     assert(text(dir) == withoutMarker)
     val e = intercept[KStateException](
-      OperatorIdentity.checkOrRecordConfig(path(dir), "dedup", fingerprint + ("intervalMs" -> "7000"), conf))
+      OperatorIdentity.checkOrRecordConfig(path(dir), "dedup", fingerprint + ("intervalMs" -> "7000"), conf, 1L))
     assert(e.errorClass == "KSTATE_OPERATOR_CONFIG_CHANGED")
   }
 
@@ -62,7 +62,7 @@ class OperatorRecordFormatSuite extends AnyFunSuite {
         s"#kstate operator configuration; do not edit\n#kstate-format=$found\n") + "aKeyOfTheNewerFormat=1\n"
       put(dir, newer)
       for (attempt <- Seq(
-          () => OperatorIdentity.checkOrRecordConfig(path(dir), "dedup", fingerprint, conf),
+          () => OperatorIdentity.checkOrRecordConfig(path(dir), "dedup", fingerprint, conf, 1L),
           () => OperatorIdentity.readConfig(path(dir), conf))) {
         val e = intercept[KStateException](attempt())
         assert(e.errorClass == "KSTATE_CHECKPOINT_FROM_NEWER_KSTATE", e.getMessage)

@@ -209,7 +209,8 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
       val stores = standbys.filter { case (s, _) => ofOperator(s) }
       val alive = stores.values.map(_.count(live.contains)).sum
       val lags = stores.filter(_ => o.wanted.standbys > 0).map { case (s, es) =>
-        val best = es.flatMap(e => live.get(e).flatMap(_.holdings.get(s))).maxOption
+        // the same copies replica_status shows: a standby copy, else a provider left loaded there
+        val best = es.flatMap(e => live.get(e).flatMap(_.versionOf(s))).maxOption
         best.fold(o.committed)(v => math.max(0L, o.committed - v))
       }
       val warming = warmups.count { case (s, e) => ofOperator(s) && live.contains(e) }

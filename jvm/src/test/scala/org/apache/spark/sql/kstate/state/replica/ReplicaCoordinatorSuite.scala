@@ -278,4 +278,22 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     assert(ReplicaProtocol.decodeAssignments(ReplicaProtocol.encode(a)) == a)
     assert(ReplicaProtocol.decodeAssignments(ReplicaProtocol.encode(Assignments(Nil))) == Assignments(Nil))
   }
+
+  test("kstateStandbyLagVersions: the versions the warmest standby lags behind, as replica_status shows it") {
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    plan(c, committed = 27)
+    def lag = c.summary("q", "/cp/state", 3L).maxLagVersions
+    assert(lag == 27, "no standby holds a version yet: it lags by all of them")
+    poll(c, "3", Map(store(0) -> 26L))
+    c.poll(Poll("1", "host-1.local", Map.empty, loaded = Map(store(1) -> 27L)))
+    plan(c, committed = 27)
+    // partition 0's standby holds 26 (one behind); partition 1's standby executor holds a loaded
+    // provider at 27: replica_status shows both, and so does the metric (it was 27, the batch id)
+    val shown = c.status("q").map(s => s.store.partition -> s.standbys.flatMap(_._2).maxOption).toMap
+    assert(shown == Map(0 -> Some(26L), 1 -> Some(27L)))
+    assert(lag == 1)
+    poll(c, "3", Map(store(0) -> 27L))
+    assert(lag == 0)
+  }
 }
