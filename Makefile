@@ -25,7 +25,7 @@ PY42 := $(VENV42)/bin/python
 # Spark's Python workers (UDFs) must run the venv's interpreter, not the system python3.
 export PYSPARK_PYTHON ?= $(abspath $(PY))
 
-.PHONY: all venv venv-spark42 jar jar-spark42 kafka-classpath test test-spark42 demo demo-kafka bench clean
+.PHONY: all venv venv-spark42 jar jar-spark42 kafka-classpath checkpoint-stores-classpath test test-spark42 demo demo-kafka bench clean
 
 all: test
 
@@ -69,10 +69,17 @@ kafka-classpath: $(KAFKA_CP)
 $(KAFKA_CP): build.sbt | venv
 	$(SBT) kafkaTestClasspath
 
+# The HDFS minicluster's, the S3 server's and the S3A connector's jars, fetched from Maven Central
+# by sbt (build.sbt, checkpointStoresClasspath) and listed for python/tests/checkpoint_stores.py.
+CKPT_CP := jvm/target/checkpoint-stores-classpath.json
+checkpoint-stores-classpath: $(CKPT_CP)
+$(CKPT_CP): build.sbt | venv
+	$(SBT) checkpointStoresClasspath
+
 # pytest: two workers (pytest-xdist, one SparkSession each; a module stays on one worker), then
 # the tests marked serial (a local-cluster; python/tests/conftest.py) alone.
 PYTEST := PYTHONPATH=python $(PY) -m pytest python/tests -q --durations=25
-test: venv jar $(KAFKA_CP)
+test: venv jar $(KAFKA_CP) $(CKPT_CP)
 	$(SBT) test
 	$(PYTEST) -n 2 --dist loadfile -m "not serial"
 	$(PYTEST) -m serial

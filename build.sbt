@@ -83,6 +83,31 @@ val kafkaConnectorDeps: Seq[ModuleID] = Seq(
   "org.apache.spark" %% "spark-token-provider-kafka-0-10" % sparkKafkaConnectorVersion,
   "org.apache.commons" % "commons-pool2" % "2.12.0",
   "org.apache.kafka" % "kafka-clients" % kafkaBrokerVersion).map(m => (m % KafkaConnector).intransitive())
+// Real checkpoint stores for the tests (python/tests/hdfs_cluster.py, s3_server.py; docs/state-store.md,
+// "Checkpoints on HDFS and S3"), fetched from Maven Central, each in a hidden configuration of its
+// own like the Kafka broker above: Hadoop's in-process HDFS cluster (hadoop-client-minicluster,
+// run with pyspark's hadoop-client-api/runtime 3.5.0), an S3 server (s3proxy, filesystem backend)
+// and Hadoop's S3A connector for Spark (hadoop-aws and the AWS SDK modules it uses, not the SDK's
+// bundle of every service). `checkpointStoresClasspath` writes their classpaths for the tests.
+val HdfsCluster = config("hdfs-cluster").hide
+val S3Server = config("s3-server").hide
+val S3AConnector = config("s3a-connector").hide
+val hadoopVersion = "3.5.0" // pyspark 4.3's Hadoop client
+val awsSdkVersion = "2.35.4" // what hadoop-aws 3.5.0 is built with (hadoop-project's aws-java-sdk-v2.version)
+val checkpointStoreDeps: Seq[ModuleID] = Seq(
+  ("org.apache.hadoop" % "hadoop-client-minicluster" % hadoopVersion % HdfsCluster).intransitive(),
+  "org.gaul" % "s3proxy" % "2.6.0" % S3Server,
+  "org.apache.hadoop" % "hadoop-aws" % hadoopVersion % S3AConnector) ++
+  Seq("s3", "s3-transfer-manager", "sts", "apache-client").map("software.amazon.awssdk" % _ % awsSdkVersion % S3AConnector)
+// Of the S3A connector's dependencies: not the SDK's bundle (the modules above instead), and not
+// what Spark's own jars already hold (Netty, Apache HttpClient, commons-codec/logging, SLF4J).
+val s3aExclusions: Seq[ExclusionRule] = Seq(ExclusionRule("software.amazon.awssdk", "bundle"),
+  ExclusionRule("io.netty"), ExclusionRule("org.apache.httpcomponents"), ExclusionRule("commons-codec"),
+  ExclusionRule("commons-logging"), ExclusionRule("org.slf4j"), ExclusionRule("org.apache.hadoop", "hadoop-common"),
+  ExclusionRule("com.amazonaws"))
+val checkpointStoresClasspath = taskKey[File](
+  "Writes jvm/target/checkpoint-stores-classpath.json: the HDFS minicluster's, the S3 server's and the S3A connector's jars")
+
 val kafkaTestClasspath = taskKey[File](
   "Writes jvm/target/kafka-test-classpath.json: the Kafka broker's classpath and the Spark Kafka connector's jars")
 
@@ -184,8 +209,19 @@ lazy val root = (project in file("."))
     // Spark (and all it brings) is "provided" by pyspark's jars: on the compile and test
     // classpath, never packaged.
     Compile / unmanagedJars ++= (sparkJarsDir ** "*.jar").get().filterNot(isToolchainJar).map(Attributed.blank),
-    libraryDependencies ++= kafkaBrokerDeps ++ kafkaConnectorDeps,
-    ivyConfigurations ++= Seq(KafkaBroker, KafkaConnector),
+    libraryDependencies ++= kafkaBrokerDeps ++ kafkaConnectorDeps ++ checkpointStoreDeps.map(m =>
+      if (m.configurations.contains(S3AConnector.name)) m.excludeAll(s3aExclusions: _*) else m),
+    ivyConfigurations ++= Seq(KafkaBroker, KafkaConnector, HdfsCluster, S3Server, S3AConnector),
+    checkpointStoresClasspath := {
+      val report = update.value
+      def jars(c: Configuration): Seq[String] =
+        report.select(configurationFilter(c.name), moduleFilter(), artifactFilter(`type` = "jar" | "bundle")).map(_.getAbsolutePath).distinct.sorted
+      def list(xs: Seq[String]): String = xs.map(x => "\"" + x.replace("\\", "\\\\") + "\"").mkString("[\n    ", ",\n    ", "\n  ]")
+      val out = target.value / "checkpoint-stores-classpath.json"
+      IO.write(out, s"""{\n  "hdfs": ${list(jars(HdfsCluster))},\n  "s3server": ${list(jars(S3Server))},\n  "s3a": ${list(jars(S3AConnector))}\n}\n""")
+      streams.value.log.info(s"wrote $out")
+      out
+    },
     kafkaTestClasspath := {
       val report = update.value
       def jars(c: Configuration): Seq[String] =

@@ -3,7 +3,7 @@
 Runs ONE streaming query: JSON-lines files in ``src`` (one file per micro-batch, files are
 ordered by modification time) -> a kstate operator (``operator``: ``dedup``, the default;
 ``window_final``, a windowed count suppressed until its windows close; ``time_limit``,
-``suppress(until_time_limit)``; or a table operator of ``_table_operators.OPERATORS`` by name,
+``suppress(until_time_limit)``, spilling to disk with ``spill``; or a table operator of ``_table_operators.OPERATORS`` by name,
 over ``schema``, default ``_streaming.SCHEMA``) -> an idempotent sink: foreachBatch
 writes each batch's rows to ``out/batch=<id>.json`` (atomically, overwriting), so a replayed
 batch rewrites the same file. Processes every available file, stops and exits 0.
@@ -48,8 +48,9 @@ def build(source, cfg):
             return (source.kstate.windowed_by(TimeWindows.of_size(cfg["size"]).grace(cfg["grace"]), key="k",
                                               timestamp="ts").count()
                     .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
-        return source.kstate.suppress(Suppressed.until_time_limit(cfg["limit"], BufferConfig.unbounded()),
-                                      key="k", timestamp="ts")
+        buffer = (BufferConfig.max_bytes(256).spill_to_disk_when_full() if cfg.get("spill")
+                  else BufferConfig.unbounded())
+        return source.kstate.suppress(Suppressed.until_time_limit(cfg["limit"], buffer), key="k", timestamp="ts")
     return _table_operator(operator).build(source)
 
 
@@ -64,8 +65,8 @@ def main(config_path: str) -> int:
     # 2 cores; with C1 only it runs in about half the time. (The pytest session, which lives for
     # minutes, keeps the default.) Only the JIT tier changes, not any result.
     spark = session_builder().config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1").getOrCreate()
-    for k, v in STREAM_ORDER.items():
-        spark.conf.set(k, v)
+    for k, v in list(STREAM_ORDER.items()) + list(cfg.get("conf", {}).items()):
+        spark.conf.set(k, v)  # the processing order; a remote checkpoint store's settings
     spark.sparkContext.setLogLevel("WARN")
     os.makedirs(cfg["out"], exist_ok=True)
 

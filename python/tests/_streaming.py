@@ -59,12 +59,18 @@ def session_builder(master: str = "local[2]") -> Any:
     # Spark's Kafka connector (test_kafka_end_to_end.py): its jars when the build has listed them
     # (`make kafka-classpath`; without them only the Kafka tests fail, saying so).
     from kafka_broker import CLASSPATH_FILE, connector_jars
+    import checkpoint_stores
+    jars = []
     if os.path.isfile(CLASSPATH_FILE):
         # Spark's Kafka sink caches its producers (10 minutes by default): closed 5 s after their
         # last use instead, so none keeps calling a test's broker after it stopped.
-        builder = (builder.config("spark.jars", ",".join(connector_jars()))
-                   .config("spark.kafka.producer.cache.timeout", "5s")
+        jars += connector_jars()
+        builder = (builder.config("spark.kafka.producer.cache.timeout", "5s")
                    .config("spark.kafka.producer.cache.evictorThreadRunInterval", "1s"))
+    if os.path.isfile(checkpoint_stores.CLASSPATH_FILE):
+        jars += checkpoint_stores.s3a_jars()  # s3a:// checkpoints (test_checkpoint_stores.py)
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
     return (
         kstate.configure(builder)
         .config("spark.sql.shuffle.partitions", "2")

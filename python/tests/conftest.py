@@ -51,7 +51,7 @@ def pytest_configure(config):
 # The slowest modules (each runs driver processes that it kills), first: pytest-xdist's loadfile
 # scheduling hands out modules in collection order, and one of these left for last would keep
 # one worker busy alone for minutes.
-SLOWEST_FIRST = ["test_spark_connect", "test_repartition", "test_schema_evolution", "test_tables_restart", "test_kill9_windows", "test_dedup_restart",
+SLOWEST_FIRST = ["test_spark_connect", "test_checkpoint_stores", "test_repartition", "test_schema_evolution", "test_tables_restart", "test_kill9_windows", "test_dedup_restart",
                  "test_kafka_end_to_end"]
 
 
