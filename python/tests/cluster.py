@@ -137,10 +137,11 @@ class LocalCluster:
         jvm = self.spark.sparkContext._jvm
         state = jvm.org.apache.spark.sql.execution.streaming.state
         root = str(query._jsq.streamingQuery().checkpointFile("state"))  # as Spark spells it
-        local = root[len("file:"):] if root.startswith("file:") else root
-        operators = [d for d in os.listdir(local) if d.lstrip("-").isdigit()]
+        path = jvm.org.apache.hadoop.fs.Path(root)  # local, HDFS or S3: through Hadoop
+        fs = path.getFileSystem(self.spark._jsparkSession.sessionState().newHadoopConf())
+        operators = [s.getPath().getName() for s in fs.listStatus(path) if s.getPath().getName().lstrip("-").isdigit()]
         if len(operators) != 1:
-            raise ValueError(f"expected one stateful operator under {local}, found {operators}")
+            raise ValueError(f"expected one stateful operator under {root}, found {operators}")
         run_id = jvm.java.util.UUID.fromString(str(query.runId))
         coordinator = self.spark._jsparkSession.streams().stateStoreCoordinator()
         out: Dict[int, str] = {}

@@ -81,7 +81,7 @@ def sink_batches(spark: Any, out: str) -> Dict[int, List[int]]:
 
 def run_driver(tmp: Any, data: List[List[Dict[str, Any]]], **extra: Any) -> Dict[str, Any]:
     cfg = {
-        "src": str(tmp / "src"), "checkpoint": str(tmp / "checkpoint"), "out": str(tmp / "out"),
+        "src": str(tmp / "src"), "checkpoint": extra.pop("checkpoint", str(tmp / "checkpoint")), "out": str(tmp / "out"),
         "result": str(tmp / "result.json"), "partitions": PARTITIONS, "executors": 3,
         "interval": INTERVAL, "batches": data, "kill_after": KILL_AFTER, "conf": CONF, **extra,
     }
@@ -205,3 +205,27 @@ def test_an_added_executor_takes_partitions_only_after_warm_up_and_a_lost_one_re
     assert 0 < metric(recovery, "kstateStoreRestoreRecordsReplayed") <= written
     assert metric(recovery, "kstateStoreRestoredFromSnapshot") == 0
     assert cold["executors"][0] not in res["executors_after"] and len(res["executors_after"]) == 3
+
+
+# With the checkpoint on HDFS (a NameNode and two DataNodes, checkpoint_stores.py): the active
+# executor of partition 0 is lost after batch 2; its partitions fail over to their standbys, which
+# followed the committed versions from HDFS, and replay nothing.
+HDFS_BATCHES = 5
+
+
+def test_on_hdfs_a_lost_executor_fails_over_to_its_standbys(spark, tmp_path):
+    from checkpoint_stores import HdfsCluster
+
+    data = batches(HDFS_BATCHES)
+    with HdfsCluster() as hdfs:
+        res = run_driver(tmp_path, data, kills=[{"after": 2, "targets": ["active"]}], wait_warm=True,
+                         checkpoint=f"{hdfs.url}/executor-loss",
+                         conf={**CONF, "spark.kstate.standbyReplicas": "1", "spark.kstate.acceptableRecoveryLag": "0"})
+    progress = {p["batchId"]: p for p in res["progress"] if p["numInputRows"] > 0}
+    assert sorted(progress) == list(range(HDFS_BATCHES))
+    assert sink_batches(spark, str(tmp_path / "out")) == expected(spark, data)
+    for row in res["kills"][0]["replica_status"]:
+        assert len(row["standbys"]) == 1 and row["standbys"][0]["executor"] != row["active"]
+    assert int(progress[3]["customMetrics"]["kstateStoreRestoredFromStandby"]) >= 1
+    assert int(progress[3]["customMetrics"]["kstateStoreRestoreRecordsReplayed"]) == 0
+    assert int(progress[3]["customMetrics"]["kstateStoreRestoredFromSnapshot"]) == 0
