@@ -4,7 +4,9 @@ Runs ONE streaming query: JSON-lines files in ``src`` (one file per micro-batch,
 ordered by modification time) -> a kstate operator (``operator``: ``dedup``, the default;
 ``window_final``, a windowed count suppressed until its windows close; ``time_limit``,
 ``suppress(until_time_limit)``; or a table operator of ``_table_operators.OPERATORS`` by name,
-over ``schema``, default ``_streaming.SCHEMA``) -> an idempotent sink: foreachBatch
+over ``schema``, default ``_streaming.SCHEMA``; ``order``, if given, is passed to the dedup and
+windowed operators as their ``order=``, else the session's Kafka task order applies) -> an
+idempotent sink: foreachBatch
 writes each batch's rows to ``out/batch=<id>.json`` (atomically, overwriting), so a replayed
 batch rewrites the same file. Processes every available file, stops and exits 0.
 
@@ -40,13 +42,14 @@ def build(source, cfg):
     The tests run the same query in their own session for the uninterrupted reference output."""
     from _streaming import dedup
     operator = cfg.get("operator", "dedup")
+    order = cfg.get("order")
     if operator == "dedup":
-        return dedup(source, cfg["mode"], cfg["interval"])
+        return dedup(source, cfg["mode"], cfg["interval"], order=order)
     if operator in ("window_final", "time_limit"):
         from kstate import BufferConfig, Suppressed, TimeWindows
         if operator == "window_final":
             return (source.kstate.windowed_by(TimeWindows.of_size(cfg["size"]).grace(cfg["grace"]), key="k",
-                                              timestamp="ts").count()
+                                              timestamp="ts", order=order).count()
                     .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
         return source.kstate.suppress(Suppressed.until_time_limit(cfg["limit"], BufferConfig.unbounded()),
                                       key="k", timestamp="ts")
