@@ -4,9 +4,7 @@ Runs ONE streaming query: JSON-lines files in ``src`` (one file per micro-batch,
 ordered by modification time) -> a kstate operator (``operator``: ``dedup``, the default;
 ``window_final``, a windowed count suppressed until its windows close; ``time_limit``,
 ``suppress(until_time_limit)``; or a table operator of ``_table_operators.OPERATORS`` by name,
-over ``schema``, default ``_streaming.SCHEMA``; ``order``, if given, is passed to the dedup and
-windowed operators as their ``order=``, else the session's Kafka task order applies) -> an
-idempotent sink: foreachBatch
+over ``schema``, default ``_streaming.SCHEMA``) -> an idempotent sink: foreachBatch
 writes each batch's rows to ``out/batch=<id>.json`` (atomically, overwriting), so a replayed
 batch rewrites the same file. Processes every available file, stops and exits 0.
 
@@ -39,7 +37,9 @@ def _table_operator(name: str):
 def build(source, cfg):
     """The query of ``cfg`` (its ``operator``, see the module doc) over the DataFrame ``source``.
 
-    The tests run the same query in their own session for the uninterrupted reference output."""
+    The tests run the same query in their own session for the uninterrupted reference output.
+    ``cfg["order"]``, if given, is the dedup and windowed operators' ``order=`` (else the session's
+    Kafka task order applies)."""
     from _streaming import dedup
     operator = cfg.get("operator", "dedup")
     order = cfg.get("order")
