@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from typing import Any, Callable, Dict, List, Optional
 
@@ -69,22 +68,14 @@ def table(head: List[str], rows: List[List[str]]) -> List[str]:
     return out
 
 
-def committed_date(path: str) -> Optional[str]:
-    """The date of the last commit that changed `path` (for files that record no date)."""
-    try:
-        done = subprocess.run(["git", "log", "-1", "--format=%cs", "--", os.path.relpath(path, ROOT)],
-                              cwd=ROOT, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None
-
-
 def when(d: Dict[str, Any], path: str, recorded: Optional[str]) -> str:
+    """The run's date as the file records it. Files written before the benchmarks recorded the
+    date carry ``date_committed``, the date the file was committed (added once, from git)."""
     if recorded:
         return f"run of {recorded[:16].replace('T', ' ')} UTC (recorded in the file)"
-    c = committed_date(path)
-    return (f"the file records no date; it was last committed on {c}" if c
-            else "the file records no date (not committed yet)")
+    if d.get("date_committed"):
+        return f"the file records no run date; it was committed on {d['date_committed']}"
+    return "the file records no date"
 
 
 def env_line(e: Dict[str, Any]) -> str:
