@@ -103,7 +103,8 @@ demo-kafka: venv jar $(KAFKA_CP)
 	PYTHONPATH=python:python/tests $(PY) python/tests/kafka_demo.py
 
 # All benchmarks run even when an earlier one reports a failure; the target fails if any did.
-# Extra flags for all: make bench BENCH_ARGS=--quick
+# Extra flags for all: make bench BENCH_ARGS=--quick. At the end bench/report.py renders every
+# result under bench/results/ into docs/benchmarks.md, the one page with the figures.
 BENCH_ARGS ?=
 bench: venv jar
 	PYTHONPATH=python $(PY) bench/run.py $(BENCH_ARGS); s1=$$?; \
@@ -116,7 +117,8 @@ bench: venv jar
 	PYTHONPATH=python $(PY) bench/order.py $(BENCH_ARGS); s7=$$?; \
 	PYTHONPATH=python $(PY) bench/enrichment.py $(BENCH_ARGS); s9=$$?; \
 	PYTHONPATH=python $(PY) bench/recovery.py $(BENCH_ARGS); s10=$$?; \
-	test $$s1 -eq 0 -a $$s2 -eq 0 -a $$s3 -eq 0 -a $$s4 -eq 0 -a $$s5 -eq 0 -a $$s6 -eq 0 -a $$s7 -eq 0 -a $$s8 -eq 0 -a $$s9 -eq 0 -a $$s10 -eq 0
+	$(PY) bench/report.py; s11=$$?; \
+	test $$s1 -eq 0 -a $$s2 -eq 0 -a $$s3 -eq 0 -a $$s4 -eq 0 -a $$s5 -eq 0 -a $$s6 -eq 0 -a $$s7 -eq 0 -a $$s8 -eq 0 -a $$s9 -eq 0 -a $$s10 -eq 0 -a $$s11 -eq 0
 
 clean:
 	rm -rf jvm/target target project/target project/project

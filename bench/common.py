@@ -1,7 +1,7 @@
 """Helpers shared by the kstate benchmarks (``bench/run.py``, ``bench/providers.py``).
 
 Input generation, the Spark session, CPU accounting, progress summaries, environment capture
-and README blocks. Both scripts put ``bench/`` first on ``sys.path`` (they run as scripts), so
+and saving results. Both scripts put ``bench/`` first on ``sys.path`` (they run as scripts), so
 ``import common`` finds this module.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from typing import Any, Dict, Iterable, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -27,7 +27,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 RESULTS = os.path.join(HERE, "results")
 TMP = os.path.join(RESULTS, "tmp")
-README = os.path.join(HERE, "README.md")
 
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -40,8 +39,6 @@ KIND_NAMES = {KIND_ORIGINAL: "original (on time)", KIND_DUPLICATE: "duplicate (r
               KIND_LATE: "late original"}
 SCHEMA = "key STRING, ts TIMESTAMP, event_id BIGINT, kind INT, value DOUBLE"
 
-README_START = "<!-- latest-results:start -->"
-README_END = "<!-- latest-results:end -->"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -431,56 +428,10 @@ def sha256_file(path: str) -> Optional[str]:
         return None
 
 
-def readme_block(result: Dict[str, Any], script: str, markers: Tuple[str, str], table: str,
-                 chart_alt: str, figures_note: str, extra: Sequence[str] = ()) -> str:
-    """The README block of one benchmark run: provenance, input, the results table, `extra`
-    lines (e.g. a goal verdict), the chart and where the full figures are."""
-    e = result["environment"]
-    lines = [
-        markers[0],
-        f"_Written by `bench/{script}` on {e.get('date_utc')} (Spark {e.get('spark_version')}, "
-        f"{e.get('cpu_count')} CPUs, {e.get('memory_gb')} GB, Java {e.get('java_version')}, "
-        f"kstate jar sha256 {str(e.get('kstate_jar_sha256'))[:12]}, commit "
-        f"{str(e.get('git_commit'))[:10]}"
-        f"{' + uncommitted changes' if e.get('git_dirty_files') else ''})._",
-        "",
-        f"Input: {result['input']['rows']:,} rows in {result['input']['files']} files/micro-batches, "
-        f"{result['parameters']['keys']:,} keys, {result['parameters']['reps']} repetition(s), "
-        f"{result['parameters']['shuffle_partitions']} shuffle partitions.",
-        "",
-        "```",
-        table,
-        "```",
-        "",
-        *extra,
-        f"![{chart_alt}]({os.path.relpath(result['files']['png'], HERE)})",
-        "",
-        f"{figures_note}: `{os.path.relpath(result['files']['json'], HERE)}`.",
-        markers[1],
-    ]
-    return "\n".join(lines)
-
-
-def update_readme(section: str, start: str = README_START, end: str = README_END) -> None:
-    """Replaces the `start` ... `end` block of bench/README.md with `section`."""
-    if not os.path.exists(README):
-        return
-    with open(README) as f:
-        text = f.read()
-    i, j = text.find(start), text.find(end)
-    if i < 0 or j < 0:
-        print(f"README.md has no {start} ... {end} block; not updated")
-        return
-    with open(README, "w") as f:
-        f.write(text[:i] + section + text[j + len(end):])
-
-
-def save_results(a, result: Dict[str, Any], write_chart, default_name: str, all_variants,
-                 readme_section, readme_markers: Tuple[str, str], readme_what: str) -> None:
+def save_results(a, result: Dict[str, Any], write_chart, default_name: str, all_variants) -> None:
     """Writes `result` as <a.out>.json and its chart as <a.out>.png (unless --no-save); on a full
-    default run (all variants, default output, no extra --conf) also replaces the results block
-    of bench/README.md delimited by `readme_markers` with `readme_section()` (called after the
-    file names are in `result`)."""
+    default run (all variants, default output, no extra --conf) also rewrites docs/benchmarks.md
+    from every result file (bench/report.py), the one page that shows the figures."""
     if a.no_save:
         return
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
@@ -493,5 +444,5 @@ def save_results(a, result: Dict[str, Any], write_chart, default_name: str, all_
     default_full = (not a.quick and os.path.abspath(a.out) == os.path.join(RESULTS, default_name)
                     and set(a.variant_list) == set(all_variants) and not a.conf)
     if default_full:
-        update_readme(readme_section(), *readme_markers)
-        print(f"updated the {readme_what} of bench/README.md")
+        import report
+        report.main([])

@@ -351,7 +351,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     for f in footprint:
         print(f"  footprint, retention {f['retention_s']:>6} s: {f['versions_held']:,} versions, "
               f"join store heap {f['join_heap_bytes']:,} B = {f['bytes_per_version']:.0f} B/version")
-    result = {"benchmark": "enrichment", "quick": a.quick, "jar": os.path.basename(jar), "input": inp,
+    result = {"benchmark": "enrichment", "quick": a.quick, "date_utc": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()), "jar": os.path.basename(jar), "input": inp,
               "parameters": {"grace_s": a.grace, "retention_s": a.retention, "shuffle_partitions": a.shuffle_partitions,
                              "spark_range_s": 2 * a.span // a.versions, "conf": a.conf,
                              "driver_memory": a.driver_memory, "kstate_heap_state_bytes": a.heap_state_bytes},

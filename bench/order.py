@@ -189,7 +189,7 @@ def main() -> int:
               f"heap, peak <= {small['heap_peak_pools_mb']} MB, {small['input_spilled_bytes'] / 2**20:.0f} MB spilled "
               f"while ordering, {small['rows_per_s']:,} rows/s, {small['output_rows']:,} rows forwarded "
               f"(6 GB heap: {dd['output_rows']:,}, {dd['rows_per_s']:,} rows/s)")
-    result = dict(events=a.events, files=a.files, keys=a.keys, runs=runs, small_heap=small,
+    result = dict(date_utc=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()), events=a.events, files=a.files, keys=a.keys, runs=runs, small_heap=small,
                   identical_across_triggers=same, kstate_vs_spark=round(ratio, 3) if ratio else None)
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     out = os.path.join(HERE, "results", "order-quick.json" if a.quick else "order.json")

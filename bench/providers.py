@@ -26,7 +26,7 @@ import zipfile
 from collections import defaultdict
 from typing import Any, Dict, List, Optional
 
-from common import (readme_block, save_results, HDFS, HERE, KSTATE_PROVIDER_KEY, PROVIDER_KEY, RESULTS, ROCKSDB, ROOT,
+from common import (save_results, HDFS, HERE, KSTATE_PROVIDER_KEY, PROVIDER_KEY, RESULTS, ROCKSDB, ROOT,
                     SCHEMA, TMP, CpuMeter, add_input_args, add_spark_args, describe_input,
                     environment, finish_args, fmt_int, generate, sha256_file, start_spark,
                     summarize, unload_state_stores, wait_for_jar)
@@ -70,8 +70,6 @@ VARIANTS = {
 # the goals: kstate's provider vs each of Spark's, per workload
 GOALS = {"rocksdb": 1.5, "hdfs": 1.0}
 
-README_START = "<!-- provider-results:start -->"
-README_END = "<!-- provider-results:end -->"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -82,7 +80,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--quick", action="store_true",
                    help="smoke run: small input, 1 repetition; writes providers-quick.* and leaves "
-                        "README.md alone")
+                        "docs/benchmarks.md alone")
     add_input_args(p)
     p.add_argument("--window", type=int, default=60, help="tumbling window of the count, seconds")
     p.add_argument("--reps", type=int, default=None,
@@ -107,7 +105,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--out", default=None,
                    help="results path without extension (default bench/results/providers, "
                         "--quick bench/results/providers-quick)")
-    p.add_argument("--no-save", action="store_true", help="print only: no JSON/PNG/README")
+    p.add_argument("--no-save", action="store_true", help="print only: no JSON, PNG or docs/benchmarks.md")
     p.add_argument("--keep-tmp", action="store_true", help="keep bench/results/tmp")
     a = p.parse_args(argv)
     finish_args(p, a)
@@ -400,9 +398,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         result = assemble(a, inp, env, runs, skipped, has_kstate, jar)
         result["total_wall_s"] = round(time.perf_counter() - t_start, 1)
-        table = report(result)
-        save_results(a, result, write_chart, "providers", VARIANTS, lambda: readme_section(result, table),
-                     (README_START, README_END), "provider results block")
+        report(result)
+        save_results(a, result, write_chart, "providers", VARIANTS)
         print(f"total {time.perf_counter() - t_start:.0f} s")
         return 1 if result["failures"] else 0
     finally:
@@ -734,11 +731,6 @@ def write_chart(path: str, result: Dict[str, Any]) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
-
-
-def readme_section(result: Dict[str, Any], table: str) -> str:
-    return readme_block(result, "providers.py", (README_START, README_END), table,
-                        "provider benchmark", "All figures")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from common import (readme_block, save_results, HDFS, HERE, KIND_NAMES, PROVIDER_KEY, README_END, README_START, RESULTS,
+from common import (save_results, HDFS, HERE, KIND_NAMES, PROVIDER_KEY, RESULTS,
                     ROCKSDB, ROOT, SCHEMA, TMP, CpuMeter, add_input_args, add_spark_args,
                     describe_input, environment, finish_args, fmt_int, generate, sha256_file,
                     start_spark, summarize, unload_state_stores, wait_for_jar)
@@ -45,7 +45,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--quick", action="store_true",
                    help="smoke run (~1 min): small input, 1 repetition; writes dedup-quick.* and "
-                        "leaves README.md alone")
+                        "leaves docs/benchmarks.md alone")
     add_input_args(p)
     p.add_argument("--reps", type=int, default=None,
                    help="timed repetitions per variant, order alternates (default 3; --quick 1)")
@@ -61,7 +61,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--out", default=None,
                    help="results path without extension (default bench/results/dedup, "
                         "--quick bench/results/dedup-quick)")
-    p.add_argument("--no-save", action="store_true", help="print only: no JSON/PNG/README")
+    p.add_argument("--no-save", action="store_true", help="print only: no JSON, PNG or docs/benchmarks.md")
     p.add_argument("--keep-tmp", action="store_true", help="keep bench/results/tmp")
     p.add_argument("--jfr", default=None, metavar="FILE",
                    help="record a Java Flight Recorder profile of the whole run into FILE "
@@ -191,15 +191,6 @@ def write_chart(path: str, result: Dict[str, Any]) -> None:
     plt.close(fig)
 
 
-def readme_section(result: Dict[str, Any], table: str) -> str:
-    goal = result["goal"]
-    return readme_block(
-        result, "run.py", (README_START, README_END), table, "dedup benchmark",
-        "All figures (per-batch progress, state operator metrics, environment)",
-        extra=[f"Goal (kstate >= {GOAL_RATIO}x the built-in with both providers): "
-               f"**{'met' if goal['met'] else 'NOT met'}**.", ""])
-
-
 # ---------------------------------------------------------------------------------------------
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -286,9 +277,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                   f"{str(sha_end)[:12]}); this run's JVM used the jar it loaded at start "
                   f"({env['kstate_jar_sha256'][:12]})", flush=True)
         result["total_wall_s"] = round(time.perf_counter() - t_start, 1)
-        table = report(result)
-        save_results(a, result, write_chart, "dedup", VARIANTS, lambda: readme_section(result, table),
-                     (README_START, README_END), "'Latest results' section")
+        report(result)
+        save_results(a, result, write_chart, "dedup", VARIANTS)
         errors = [s["error"] for rs in runs.values() for s in rs if s["error"]]
         errors += [w["error"] for w in warm.values() if w["error"]]
         print(f"total {time.perf_counter() - t_start:.0f} s")

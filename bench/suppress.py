@@ -128,7 +128,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not a.no_save:
         os.makedirs(os.path.dirname(a.out), exist_ok=True)
         with open(a.out + ".json", "w") as f:
-            json.dump({"benchmark": "suppress", "quick": a.quick, "limit_s": a.limit, "spill_max_bytes": SPILL_BYTES,
+            json.dump({"benchmark": "suppress", "quick": a.quick, "date_utc": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()), "limit_s": a.limit, "spill_max_bytes": SPILL_BYTES,
                        "reps": a.reps, "results": results}, f, indent=1)
         print(f"wrote {os.path.relpath(a.out + '.json', ROOT)}")
     return 0 if ok else 1

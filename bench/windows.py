@@ -155,7 +155,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"  kstate count + until_window_closes        : {rate['kstate']:12,.0f} rows/s")
     print(f"  ratio kstate / Spark: {ratio:.2f}x (goal >= {GOAL}x: {'met' if ratio >= GOAL else 'NOT met'}); "
           f"final results agree: {agree}")
-    result = {"benchmark": "windows", "quick": a.quick, "input": inp,
+    result = {"benchmark": "windows", "quick": a.quick, "date_utc": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()), "input": inp,
               "parameters": {"window_s": a.window, "grace_s": a.interval, "reps": a.reps,
                              "shuffle_partitions": a.shuffle_partitions, "conf": a.conf},
               "wall_s": times, "cpu": cpus, "rows_per_s": rate, "ratio_kstate_vs_spark": ratio,

@@ -37,16 +37,19 @@ def _table_operator(name: str):
 def build(source, cfg):
     """The query of ``cfg`` (its ``operator``, see the module doc) over the DataFrame ``source``.
 
-    The tests run the same query in their own session for the uninterrupted reference output."""
+    The tests run the same query in their own session for the uninterrupted reference output.
+    ``cfg["order"]``, if given, is the dedup and windowed operators' ``order=`` (else the session's
+    Kafka task order applies)."""
     from _streaming import dedup
     operator = cfg.get("operator", "dedup")
+    order = cfg.get("order")
     if operator == "dedup":
-        return dedup(source, cfg["mode"], cfg["interval"])
+        return dedup(source, cfg["mode"], cfg["interval"], order=order)
     if operator in ("window_final", "time_limit"):
         from kstate import BufferConfig, Suppressed, TimeWindows
         if operator == "window_final":
             return (source.kstate.windowed_by(TimeWindows.of_size(cfg["size"]).grace(cfg["grace"]), key="k",
-                                              timestamp="ts").count()
+                                              timestamp="ts", order=order).count()
                     .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
         buffer = (BufferConfig.max_bytes(256).spill_to_disk_when_full() if cfg.get("spill")
                   else BufferConfig.unbounded())

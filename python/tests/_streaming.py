@@ -126,14 +126,14 @@ def unique(prefix: str) -> str:
 # --- the three operations ------------------------------------------------------------------
 
 def dedup(df: DataFrame, mode: str, interval: Any, key: Any = "k", id: Any = "id",
-          ts: Any = "ts", name: Optional[str] = None) -> DataFrame:
-    """Applies the kstate operation of model ``mode`` to ``df``."""
+          ts: Any = "ts", name: Optional[str] = None, order: Optional[str] = None) -> DataFrame:
+    """Applies the kstate operation of model ``mode`` to ``df`` (``order``: its ``order=``)."""
     if mode == "by_key":
-        return df.kstate.deduplicate_by_key(interval, key=key, timestamp=ts, name=name)
+        return df.kstate.deduplicate_by_key(interval, key=key, timestamp=ts, name=name, order=order)
     if mode == "by_key_value":
-        return df.kstate.deduplicate_by_key_value(id, interval, key=key, timestamp=ts, name=name)
+        return df.kstate.deduplicate_by_key_value(id, interval, key=key, timestamp=ts, name=name, order=order)
     if mode == "by_id":
-        return df.kstate.deduplicate(id, interval, timestamp=ts, name=name)
+        return df.kstate.deduplicate(id, interval, timestamp=ts, name=name, order=order)
     raise ValueError(mode)
 
 

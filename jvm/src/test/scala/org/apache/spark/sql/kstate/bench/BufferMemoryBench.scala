@@ -136,7 +136,8 @@ object BufferMemoryBench {
          |    "spills": ${r.spills}, "records": ${r.records}, "record_bytes": ${r.recordBytes}}""".stripMargin
     val json =
       s"""{
-         |  "quick": $quick, "max_bytes": $maxBytes, "keys": $keys, "keys_that_fit": $fit,
+         |  "quick": $quick, "date_utc": "${java.time.Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS)}",
+         |  "max_bytes": $maxBytes, "keys": $keys, "keys_that_fit": $fit,
          |  "jvm_max_heap_bytes": ${Runtime.getRuntime.maxMemory},
          |  "spill": ${js(spill)},
          |  "heap": ${js(heap)},

@@ -124,7 +124,7 @@ object CommitLatencyBench {
     }
     println(s"  load average (1, 5, 15 min, runnable/total, last pid): before $loadBefore, after $loadAfter")
     val current =
-      s"""{"label": "$label", "keys": $keys, "updates_per_batch": $perBatch, "batches": $batches,
+      s"""{"label": "$label", "date_utc": "${java.time.Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS)}", "keys": $keys, "updates_per_batch": $perBatch, "batches": $batches,
          |    "warm_up": $warmUp, "min_deltas_for_snapshot": 10, "maintenance_interval_ms": 100,
          |    "loadavg_before": "$loadBefore", "loadavg_after": "$loadAfter",
          |    "heap": ${json(figures.head._2)},

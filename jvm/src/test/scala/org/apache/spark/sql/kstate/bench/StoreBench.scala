@@ -261,7 +261,7 @@ object StoreBench {
 
     val json =
       s"""{
-         |  "quick": $quick,
+         |  "quick": $quick, "date_utc": "${java.time.Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS)}",
          |  "restore": {"keys": $keys, "versions": 10, "snapshot_version": 5, "reps": $reps,
          |    "kstate_restore_s_reps": [${runs.map(_(kstate)._2).mkString(", ")}],
          |    "rocksdb_restore_s_reps": [${runs.map(_(rocks)._2).mkString(", ")}],
