@@ -25,7 +25,7 @@ PY42 := $(VENV42)/bin/python
 # Spark's Python workers (UDFs) must run the venv's interpreter, not the system python3.
 export PYSPARK_PYTHON ?= $(abspath $(PY))
 
-.PHONY: all venv venv-spark42 jar jar-spark42 kafka-classpath checkpoint-stores-classpath test test-spark42 demo demo-kafka bench clean
+.PHONY: all venv venv-spark42 jar jar-spark42 kafka-classpath checkpoint-stores-classpath proto-python test test-spark42 demo demo-kafka bench clean
 
 all: test
 
@@ -76,10 +76,19 @@ checkpoint-stores-classpath: $(CKPT_CP)
 $(CKPT_CP): build.sbt | venv
 	$(SBT) checkpointStoresClasspath
 
+# protoc (from Maven Central, build.sbt) and kstate's Spark Connect protocol for Python: the
+# generated module python/kstate/proto/connect_pb2.py is committed; regenerate it after changing
+# jvm/src/main/protobuf/kstate/proto/connect.proto (test_connect_protocol.py checks they agree).
+PROTOC_PATH := jvm/target/protoc-path
+$(PROTOC_PATH): build.sbt | venv
+	$(SBT) protocPath
+proto-python: $(PROTOC_PATH)
+	$$(cat $(PROTOC_PATH)) -Ijvm/src/main/protobuf --python_out=python jvm/src/main/protobuf/kstate/proto/connect.proto
+
 # pytest: two workers (pytest-xdist, one SparkSession each; a module stays on one worker), then
 # the tests marked serial (a local-cluster; python/tests/conftest.py) alone.
 PYTEST := PYTHONPATH=python $(PY) -m pytest python/tests -q --durations=25
-test: venv jar $(KAFKA_CP) $(CKPT_CP)
+test: venv jar $(KAFKA_CP) $(CKPT_CP) $(PROTOC_PATH)
 	$(SBT) test
 	$(PYTEST) -n 2 --dist loadfile -m "not serial"
 	$(PYTEST) -m serial

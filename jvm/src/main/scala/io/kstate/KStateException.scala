@@ -519,8 +519,9 @@ object KStateErrors {
       s"The kstate Spark Connect plugin refused a malformed message: $why. kstate's Python " +
         "client does not send such messages; the request was not made and the server is unaffected.")
 
-  def connectVersionMismatch(client: String, server: String): KStateException =
-    err("KSTATE_VERSION_MISMATCH",
-      s"the Spark Connect server's kstate jar is version $server but the Python package is " +
-        s"$client. Start the server with the jar bundled with this package: kstate.jar_path().")
+  def connectUnknownOperation(what: String): KStateException =
+    err("KSTATE_CONNECT_UNKNOWN_OPERATION",
+      s"The kstate Spark Connect plugin does not know this operation ($what): the client's kstate is " +
+        "newer than the server's. Use the operation's older form, or give the server the client's " +
+        "kstate version (kstate.jar_path()).")
 }
