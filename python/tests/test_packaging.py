@@ -135,8 +135,9 @@ def test_pip_resolves_the_installed_pyspark_without_an_index(tmp_path: Path, whe
     assert re.search(r"Requirement already satisfied: pyspark.*\(" + re.escape(pyspark.__version__) + r"\)",
                      done.stdout), done.stdout
     check = subprocess.run(
-        [str(py), "-c", "import importlib.metadata as m, kstate, pyspark, kstate.proto.connect_pb2 as pb; "
-                        "print(m.version('kstate'), pyspark.__version__, kstate.jar_path(), kstate.__file__, pb.__file__)"],
+        [str(py), "-c", "import importlib.metadata as m, importlib.util as u, kstate, pyspark; "
+                        "print(m.version('kstate'), pyspark.__version__, kstate.jar_path(), kstate.__file__, "
+                        "u.find_spec('kstate.proto.connect_pb2').origin)"],
         cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
     assert check[:2] == [kstate.__version__, pyspark.__version__]
     assert check[2].endswith(kstate._jvm.jar_name()) and check[3].startswith(str(tmp_path / "venv"))
