@@ -49,7 +49,9 @@ private[replica] object CommitLogView {
   /** The `stateUniqueIds` of a commit log entry's text (a version line, then the JSON). */
   private[replica] def parseIds(text: String): Option[CheckpointIds] = {
     val json = text.linesIterator.dropWhile(l => l.trim.isEmpty || l.startsWith("v")).mkString("\n")
-    parse(json) \ "stateUniqueIds" match {
+    // an entry that is not JSON (none of Spark's) is read as one without ids
+    val parsed = scala.util.Try(parse(json)).getOrElse(JNothing)
+    parsed \ "stateUniqueIds" match {
       case JObject(ops) =>
         Some(CheckpointIds(ops.flatMap { case (op, parts) =>
           op.toLongOption.map(_ -> (parts match {
