@@ -201,6 +201,30 @@ class CheckpointFormatV2StreamingSuite extends KStateSparkSuite {
     }
   }
 
+  test("a checkpoint restarted with the other format: Spark 4.3 keeps the checkpoint's format; on 4.2 kstate refuses the switch") {
+    val pinned = org.apache.spark.SPARK_VERSION.startsWith("4.3")
+    for ((written, asked) <- Seq(1 -> 2, 2 -> 1)) {
+      val ckpt = tempDir("switch")
+      val in = input()
+      withFormat(written)(run(dedup, "append", restart = false, ckpt, in, batches.take(1)))
+      withFormat(asked) {
+        val q = CollectSink.start(dedup(in), ckpt, "append")
+        try {
+          in.addData(batches(1))
+          if (pinned) {
+            q.processAllAvailable()
+            assert(idsOf(ckpt, 1).nonEmpty == (written == 2), s"$written -> $asked")
+          } else {
+            val e = intercept[StreamingQueryException](q.processAllAvailable())
+            val k = Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).collectFirst { case k: KStateException => k }
+            assert(k.exists(_.errorClass == "KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT"), s"$written -> $asked: $e")
+            assert(k.get.getMessage.contains(s"written with state checkpoint format $written"), k.get.getMessage)
+          }
+        } finally q.stop()
+      }
+    }
+  }
+
   /** Rewrites `commits/<batch>` with `edit` applied to its JSON (and drops Hadoop's checksum file). */
   private def editCommit(ckpt: String, batch: Long)(edit: String => String): Unit = {
     val f = new File(s"$ckpt/commits/$batch").toPath
