@@ -244,9 +244,11 @@ class KStateStoreCheckpointIdsSuite extends AnyFunSuite {
     val model = mutable.Map[Int, Map[String, Long]](0 -> Map.empty)
     val others = mutable.ArrayBuffer.empty[(Int, String)]
     for (v <- 0 until 14) {
-      // a failed attempt of each version, from the committed base, in a provider of its own
-      val failed = newProvider(root, c)
+      // a failed attempt of each version, from the committed base, in a provider of its own that
+      // snapshots its version (maintenance of a replaced attempt) and runs its own cleanup
+      val failed = newProvider(root, conf(snapshotEvery = 1, retain = 4))
       others += ((v + 1, commit(failed, v, ids(v), "failed" -> v.toLong)))
+      failed.doMaintenance()
       failed.close()
       ids += Some(commit(p, v, ids(v), s"k${v % 5}" -> v.toLong))
       model(v + 1) = model(v) + (s"k${v % 5}" -> v.toLong)
@@ -256,14 +258,18 @@ class KStateStoreCheckpointIdsSuite extends AnyFunSuite {
     p.close()
     val names = dirFiles(root)
     val snapshots = names.filter(_.endsWith(".kstate.snapshot"))
-    assert(snapshots.forall(n => ids.flatten.exists(i => n.endsWith(s"_$i.kstate.snapshot"))), snapshots)
     def version(n: String) = n.takeWhile(_ != '_').toLong
-    // retained 11..14: base 9 (snapshots 3, 6, 9, 12); everything below 9 deleted whatever its id,
-    // the base version's changelogs too, other attempts from 10 on kept
+    val committedSnapshots = snapshots.filter(n => ids.flatten.exists(i => n.endsWith(s"_$i.kstate.snapshot")))
+    // retained 11..14: base 9 (committed snapshots 3, 6, 9, 12); everything below 9 deleted
+    // whatever its id, the base version's changelogs and other attempts' snapshots too, other
+    // attempts' files from 10 on kept
     assert(names.map(version).min == 9, names)
-    assert(snapshots.map(version).toSet == Set(9L, 12L), snapshots)
+    assert(committedSnapshots.map(version).toSet == Set(9L, 12L), snapshots)
     assert(!names.exists(n => version(n) == 9 && n.endsWith(".kstate.changelog")), names)
-    for ((v, id) <- others if v >= 10) assert(names.contains(s"${v}_$id.kstate.changelog"), s"$v $names")
+    assert(snapshots.count(n => version(n) == 9) == 1, snapshots)
+    for ((v, id) <- others if v >= 10) {
+      assert(names.contains(s"${v}_$id.kstate.changelog") && names.contains(s"${v}_$id.kstate.snapshot"), s"$v $names")
+    }
     for (v <- 9 to 14) assert(restored(root, v, ids(v), c) == model(v), s"version $v")
     // versions below the base are gone
     val e = intercept[KStateException](restored(root, 8, ids(8), c))
