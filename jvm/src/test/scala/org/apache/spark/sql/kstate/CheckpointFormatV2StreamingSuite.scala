@@ -166,6 +166,30 @@ class CheckpointFormatV2StreamingSuite extends KStateSparkSuite {
     } finally spark.conf.set("spark.sql.shuffle.partitions", "3")
   }
 
+  test("a micro-batch whose stateful stage runs twice (two jobs) commits two attempts per partition; either is a valid base for the next batch and a restart") {
+    // Spark's "checkpointFormatVersion2 validate ID - two jobs launched": a foreachBatch sink
+    // that runs two jobs over the batch runs kstate's tasks twice
+    val ckpt = tempDir("v2")
+    val in = input()
+    val rows = mutable.ArrayBuffer.empty[String]
+    def startQuery(): StreamingQuery = dedup(in).writeStream.option("checkpointLocation", ckpt)
+      .foreachBatch { (b: DataFrame, _: Long) => b.count(); rows ++= b.collect().map(show); () }.start()
+    var q = startQuery()
+    try batches.take(3).zipWithIndex.foreach { case (b, i) =>
+      in.addData(b)
+      q.processAllAvailable()
+      if (i == 1) { q.stop(); q = startQuery() }
+    } finally q.stop()
+    assert(rows.sorted.toSeq == withFormat(1)(run(dedup, "append", restart = false, data = batches.take(3))))
+    val op = kstateOperators(ckpt).head
+    for (p <- 0 until 3) {
+      // two attempts of every version (the partitions with input and those without)
+      val changelogs = new File(s"$ckpt/state/$op/$p").list().filter(_.endsWith(".kstate.changelog"))
+      assert((1 to 3).forall(v => changelogs.count(_.startsWith(s"${v}_")) == 2), changelogs.sorted.toSeq)
+    }
+    checkIds(ckpt, 0L to 2L, partitions = 3)
+  }
+
   test("kstate.read_state and read_table on a format-2 checkpoint read the committed ids' state, at the latest and an older batch") {
     val ckpt = tempDir("v2")
     run(in => dedup(in).unionByName(enrich(in).select(col("k"), col("sv").as("v"), col("ts")), true), "append",
