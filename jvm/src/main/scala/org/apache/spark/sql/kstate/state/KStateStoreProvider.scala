@@ -29,6 +29,12 @@ import org.apache.spark.util.Utils
  * ([[CheckpointFiles]]). Its life cycle is a [[ProviderState]] (CREATED, EMPTY, LOADED(v),
  * SPILLED(v, store), CLOSED) changed only by [[ProviderLifecycle.moveTo]].
  *
+ * Both of Spark's state checkpoint formats: v1 names a version by its number; v2
+ * (`checkpointIds`) by its number and the checkpoint id of the commit that made it, files
+ * `<v>_<id>` with the changelog's lineage, restored by (version, id) from the files alone
+ * ([[provider.CheckpointLineage]]) and cleaned up along the committed chain
+ * ([[provider.RetentionRule.deleteWithIds]]); docs/state-store.md, "Checkpoint format v2".
+ *
  * Set it query-wide with `spark.sql.streaming.stateStore.providerClass=io.kstate.KStateStoreProvider`
  * (it then serves Spark's own operators too); kstate operators use it through
  * `spark.kstate.stateStore.providerClass`.
