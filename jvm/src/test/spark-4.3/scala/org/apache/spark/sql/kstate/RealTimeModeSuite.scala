@@ -1,6 +1,5 @@
 package org.apache.spark.sql.kstate
 
-import java.io.File
 import java.time.Instant
 import java.util.concurrent.ConcurrentLinkedQueue
 
@@ -41,8 +40,6 @@ class RealTimeModeSuite extends KStateSparkSuite {
     val session = spark; import session.implicits._
     LowLatencyMemoryStream.singlePartition[Rec](spark)
   }
-
-  private final case class Started(q: StreamingQuery, seen: ConcurrentLinkedQueue[(String, Long)], checkpoint: String)
 
   /** Starts `df` with a real-time trigger into a foreach sink (one of real-time mode's allowed sinks). */
   private def start(df: DataFrame): Started = {
@@ -122,6 +119,8 @@ class RealTimeModeSuite extends KStateSparkSuite {
 }
 
 object RealTimeModeSuite {
+  final case class Started(q: StreamingQuery, seen: ConcurrentLinkedQueue[(String, Long)], checkpoint: String)
+
   val sinks = new java.util.concurrent.ConcurrentHashMap[String, ConcurrentLinkedQueue[(String, Long)]]()
 
   /** Collects rows as text with the time each arrived. */
