@@ -229,8 +229,6 @@ def test_hdfs_provider_for_kstate_rejected_when_built(spark, df) -> None:
 
 
 @pytest.mark.parametrize("conf,value,error_class", [
-    ("spark.sql.streaming.stateStore.checkpointFormatVersion", "2",
-     "KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT"),
     ("spark.kstate.stateStore.providerClass", HDFS_PROVIDER, "KSTATE_UNSUPPORTED_STATE_PROVIDER"),
 ])
 def test_unsupported_state_configuration_set_after_building_rejected_when_query_starts(

@@ -149,6 +149,36 @@ def test_with_a_standby_each_lost_partition_fails_over_without_replaying_and_out
     assert metric(7, "kstateStoreRestoreRecordsReplayed") > 0
 
 
+# Checkpoint format v2 (unique checkpoint ids): one kill of partition 0's active executor after
+# the standbys caught up, 4 batches (short: the kills above cover the placement cases).
+V2_BATCHES = 4
+V2 = {"spark.sql.streaming.stateStore.checkpointFormatVersion": "2"}
+
+
+def test_on_checkpoint_format_2_a_lost_executors_partitions_adopt_their_standbys_by_id(spark, tmp_path):
+    data = batches(V2_BATCHES)
+    res = run_driver(tmp_path, data, kills=[{"after": 1, "targets": ["active"]}], wait_warm=True,
+                     conf={**CONF, **V2, "spark.kstate.standbyReplicas": "1", "spark.kstate.acceptableRecoveryLag": "0"})
+
+    progress = {p["batchId"]: p for p in res["progress"] if p["numInputRows"] > 0}
+    assert sorted(progress) == list(range(V2_BATCHES))
+    assert sink_batches(spark, str(tmp_path / "out")) == expected(spark, data)
+    # the standbys followed the committed ids (from the commit log): the lost executor's
+    # partitions adopted them, and the recovery batch replayed nothing
+    recovery = progress[2]["customMetrics"]
+    assert int(recovery["kstateStoreRestoredFromStandby"]) >= 1
+    assert int(recovery["kstateStoreRestoreRecordsReplayed"]) == 0
+    # every batch committed one id per state partition, each naming its changelog
+    state = tmp_path / "checkpoint" / "state"
+    for b in range(V2_BATCHES):
+        with open(tmp_path / "checkpoint" / "commits" / str(b)) as f:
+            ids = json.loads(f.read().split("\n", 1)[1])["stateUniqueIds"]
+        ((op, parts),) = ids.items()
+        assert len(parts) == PARTITIONS
+        for p, (i,) in enumerate(parts):
+            assert (state / op / str(p) / f"{b + 1}_{i}.kstate.changelog").exists(), (b, p)
+
+
 # Scale-up, then a loss without standbys (one cluster run for both, to keep the suite short):
 #  - the query starts on 2 executors (the third scaled away before it starts); after batch 1 the
 #    application gets its third executor back (as when a worker joins). Batch 2 plans warm-ups

@@ -3,6 +3,7 @@ rejected: when the micro-batch is planned (before any task runs), with the error
 message that names the setting to change, as a PySpark user sees them (docs/errors.md)."""
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -74,12 +75,18 @@ def test_features_that_run_on_sparks_rocksdb_provider(spark, tmp_path, build) ->
     assert progress is not None and progress["stateOperators"]
 
 
-def test_checkpoint_format_2_rejected_when_a_streaming_dataframe_is_built(spark, tmp_path) -> None:
-    stream = spark.readStream.schema(SCHEMA).json(str(tmp_path))
+@pytest.mark.parametrize("provider", ["io.kstate.KStateStoreProvider", ROCKSDB], ids=["kstate", "rocksdb"])
+def test_checkpoint_format_2_runs_on_kstates_and_sparks_rocksdb_provider(spark, tmp_path, provider) -> None:
+    # was KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT when the DataFrame was built; now the operator
+    # reports its stores' checkpoint ids and Spark records them in the commit log
     with session_conf(spark, {"spark.sql.streaming.stateStore.checkpointFormatVersion": "2"}):
-        with pytest.raises(KStateError) as ei:
-            dedup(stream, "by_key", "10s")
-    assert ei.value.error_class == "KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT"
+        error, progress = _first_batch(spark, tmp_path, lambda d: dedup(d, "by_key", "10s"), provider)
+    assert error is None, str(error)[:2000]
+    assert progress is not None and progress["stateOperators"][0]["numRowsTotal"] == 2
+    with open(tmp_path / "ckpt" / "commits" / "0") as f:
+        entry = json.loads(f.read().split("\n", 1)[1])
+    (ids,) = entry["stateUniqueIds"].values()  # the kstate operator's: one id per partition
+    assert len(ids) == int(spark.conf.get("spark.sql.shuffle.partitions")) and all(len(p) == 1 for p in ids)
 
 
 def test_kstate_settings_show_their_defaults(spark) -> None:

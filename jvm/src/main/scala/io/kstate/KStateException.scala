@@ -101,11 +101,6 @@ object KStateErrors {
         "outputMode('update'), or suppress it with " +
         "Suppressed.until_window_closes(...) for exactly one final row per window in append mode.")
 
-  def unsupportedCheckpointFormat(version: Int): KStateException =
-    err("KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT",
-      s"spark.sql.streaming.stateStore.checkpointFormatVersion=$version is not supported by " +
-        "kstate operators yet. Set it to 1 (the default).")
-
   def providerWithoutColumnFamilies(provider: String): KStateException =
     err("KSTATE_UNSUPPORTED_STATE_PROVIDER",
       s"State store provider $provider cannot back kstate operators: they need column " +
@@ -169,10 +164,57 @@ object KStateErrors {
         s"${version - 1} never committed state here, or the file was deleted. Restore the " +
         "checkpoint directory completely, or restart the query from a new checkpoint location.")
 
-  def unsupportedStoreCheckpointIds(): KStateException =
+  /**
+   * A checkpoint of one state checkpoint format restarted with the other (Spark 4.2 only: Spark
+   * 4.3 takes the format from the checkpoint's commit log). `written`: the format the store's
+   * files have; `asked`: the session's.
+   */
+  def checkpointFormatChanged(store: String, version: Long, written: Int, asked: Int): KStateException =
     err("KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT",
-      "kstate's state store provider supports state checkpoint format version 1 only. Set " +
-        "spark.sql.streaming.stateStore.checkpointFormatVersion=1 (the default).")
+      s"The state of $store was written with state checkpoint format $written " +
+        s"(spark.sql.streaming.stateStore.checkpointFormatVersion=$written), and the query now runs " +
+        s"with format $asked (state version $version). kstate does not switch an existing checkpoint " +
+        s"from one format to the other. Set spark.sql.streaming.stateStore.checkpointFormatVersion=$written " +
+        "for this checkpoint (Spark 4.3 does this itself), or start the query from a new checkpoint location.")
+
+  /**
+   * Checkpoint format v2: the store is asked for `version` without the checkpoint id of the commit
+   * that made it (the query's commit log entry holds none for it), while the store's files of that
+   * version are named by ids.
+   */
+  def checkpointIdMissing(store: String, version: Long, idsFound: Seq[String]): KStateException =
+    err("KSTATE_CHECKPOINT_ID_MISSING",
+      s"State version $version of $store was asked for without a checkpoint id, and the checkpoint " +
+        s"is of state checkpoint format 2, whose state files are named by the id of the commit that wrote " +
+        s"them (found for version $version: ${if (idsFound.isEmpty) "none" else idsFound.sorted.mkString(", ")}). " +
+        s"The commit log entry of micro-batch ${version - 1} (commits/${version - 1}) holds no stateUniqueIds for " +
+        "this store: it was replaced or edited. kstate does not guess which attempt's state was committed. " +
+        "Restore the checkpoint's commits directory from a backup, or start the query from a new checkpoint location.")
+
+  /**
+   * Checkpoint format v2: no state file of `version` holds checkpoint id `id` (the id the query's
+   * commit log names), so the committed state of that version is not in the checkpoint.
+   */
+  def checkpointIdUnknown(store: String, version: Long, id: String, idsFound: Seq[String]): KStateException =
+    err("KSTATE_CHECKPOINT_ID_UNKNOWN",
+      s"State version $version of $store with checkpoint id $id (named by the query's commit log) has " +
+        s"no state file: the ids found for version $version are " +
+        s"${if (idsFound.isEmpty) "none" else idsFound.sorted.mkString(", ")}. Files of other ids are other " +
+        "attempts of the micro-batch that were not committed, and kstate never restores them in place of the " +
+        "committed one. The state directory and the commit log are not of the same moment (one was restored " +
+        "from a backup, or files were deleted). Restore both from the same backup, or start the query from a " +
+        "new checkpoint location.")
+
+  def stateFileOfAnotherCheckpointId(file: String, version: Long, expected: Option[String], found: Option[String])
+      : KStateException = {
+    def id(i: Option[String]) = i.fold("no checkpoint id (checkpoint format 1)")(x => s"checkpoint id $x")
+    err("KSTATE_STATE_FILE_CORRUPT",
+      s"State file $file (state version $version, written by micro-batch ${version - 1}) holds " +
+        s"${id(found)}, where its name says ${id(expected)}. It is a valid file of another attempt of the " +
+        "micro-batch renamed or copied under this name; restoring it would give this store the state of an " +
+        "attempt that was not committed, so kstate refuses it. Put back the file this attempt wrote (restore " +
+        "the checkpoint's state directory from a backup), or restart the query from a new checkpoint location.")
+  }
 
   def loadEmptyUnsupported(version: Long): KStateException =
     err("KSTATE_LOAD_EMPTY_UNSUPPORTED",

@@ -135,6 +135,26 @@ class SparkOperatorsOnKStateStoreSuite extends KStateSparkSuite {
     }
   }
 
+  test("checkpoint format 2: a windowed count and a stream-stream join (four stores, four ids per partition) on kstate's provider agree with HDFS on format 1, across the restart") {
+    val format = "spark.sql.streaming.stateStore.checkpointFormatVersion"
+    val windowed = (dfs: Seq[DataFrame]) => dfs.head.withWatermark("ts", "10 seconds")
+      .groupBy(window(col("ts"), "30 seconds"), col("k")).agg(count("*").as("n"))
+    val joined = (dfs: Seq[DataFrame]) => {
+      val l = dfs(0).withWatermark("ts", "10 seconds").select(col("k").as("lk"), col("ts").as("lts"), col("v").as("lv"))
+      val r = dfs(1).withWatermark("ts", "10 seconds").select(col("k").as("rk"), col("ts").as("rts"), col("v").as("rv"))
+      l.join(r, expr("lk = rk AND lv = rv AND rts BETWEEN lts - interval 5 seconds AND lts + interval 5 seconds"))
+    }
+    for ((inputs, build) <- Seq(1 -> windowed, 2 -> joined)) {
+      val (expected, expectedRows, _) = run(Hdfs, "append", inputs)(build)
+      assert(expected.nonEmpty)
+      spark.conf.set(format, "2")
+      try {
+        val (actual, actualRows, _) = run(KState, "append", inputs)(build)
+        assert(actual === expected && actualRows === expectedRows, s"$inputs input(s)")
+      } finally spark.conf.unset(format)
+    }
+  }
+
   test("flatMapGroupsWithState with event-time timeouts") {
     agree("update") { dfs =>
       val session = spark; import session.implicits._

@@ -1,10 +1,7 @@
 package org.apache.spark.sql.kstate
 
-import io.kstate.KStateErrors
-
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.kstate.plans.KStateStatefulNode
 import org.apache.spark.sql.kstate.shim.RunningQuery
 
@@ -21,7 +18,6 @@ import org.apache.spark.sql.kstate.shim.RunningQuery
  * For a plan holding a kstate operator it checks:
  *  - `spark.kstate.stateStore.providerClass` is a provider class kstate can use
  *    ([[StateProviderCheck.check]]);
- *  - streaming plans: `spark.sql.streaming.stateStore.checkpointFormatVersion` is 1;
  *  - a running query's micro-batch: its output mode ([[OutputModeCheck]]). At `start()` the
  *    output mode is checked earlier, by [[shim.StreamStartCheck]], before Spark's own check.
  * What a provider must have for a particular exec is checked when the exec is planned
@@ -32,10 +28,7 @@ case class KStateCheckRule(session: SparkSession) extends (LogicalPlan => Unit) 
     if (plan.exists(_.isInstanceOf[KStateStatefulNode])) {
       val conf = session.sessionState.conf
       StateProviderCheck.check(conf)
-      if (plan.isStreaming) {
-        val format = conf.getConf(SQLConf.STATE_STORE_CHECKPOINT_FORMAT_VERSION)
-        if (format >= 2) throw KStateErrors.unsupportedCheckpointFormat(format)
-        RunningQuery.current(session).foreach(q => OutputModeCheck.check(plan, q.outputMode))
-      }
+      // Both state checkpoint formats run (docs/state-store.md, "Checkpoint format v2").
+      if (plan.isStreaming) RunningQuery.current(session).foreach(q => OutputModeCheck.check(plan, q.outputMode))
     }
 }

@@ -308,6 +308,15 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
   }
 
   private def executeStreaming(info: StatefulOperatorStateInfo): RDD[InternalRow] = {
+    // Spark's state checkpoint format v2: each task reports the checkpoint id its commit made
+    // (Spark records them in the commit log and hands them back as `info`'s ids next batch)
+    val reportIds = StatefulOperatorStateInfo.enableStateStoreCheckpointIds(conf)
+    if (!reportIds && info.stateStoreCkptIds.isDefined) {
+      // Spark 4.2 only (4.3 takes the format from the commit log): a format-v2 checkpoint
+      // restarted with format 1 would write format-v1 files after the v2 ones
+      throw KStateErrors.checkpointFormatChanged(s"kstate operator '$operatorName'", info.storeVersion,
+        written = 2, asked = 1)
+    }
     val order = resolvedOrder(streaming = true)
     val spillBytes = KStateConf.OrderSpillThreshold.get(conf)
     val watermark = if (followWatermark) {
@@ -337,6 +346,13 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
         val task = newTask(Some(store))
         run(task, rows, watermark, order, spillBytes, () => {
           longMetric("commitTimeMs") += timeTakenMs { store.commit() }
+          if (reportIds) {
+            // exactly one entry per state partition and task: the store's one id (kstate keeps
+            // one store per operator and partition), its new version and the id it was opened at
+            val i = store.getStateStoreCheckpointInfo()
+            checkpointInfoAccumulator.add(StatefulOpStateStoreCheckpointInfo(i.partitionId, i.batchVersion,
+              i.stateStoreCkptId.map(Array(_)), i.baseStateStoreCkptId.map(Array(_))))
+          }
           val storeMetrics = store.metrics
           longMetric("stateMemory") += storeMetrics.memoryUsedBytes
           storeMetrics.customMetrics.foreach { case (m, v) => metrics.get(m.name).foreach(_ += v) }

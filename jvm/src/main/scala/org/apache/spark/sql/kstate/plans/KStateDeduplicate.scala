@@ -5,9 +5,13 @@ import io.kstate.dedup.DedupMode
 
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression}
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
+import org.apache.spark.sql.kstate.shim.StatefulLogicalNode
 
-/** A kstate logical operator that keeps state; `operatorName` is the user's `name=`. */
-trait KStateStatefulNode extends LogicalPlan {
+/**
+ * A kstate logical operator that keeps state; `operatorName` is the user's `name=`. Spark 4.3
+ * sees it as stateful on a streaming plan ([[StatefulLogicalNode]]).
+ */
+trait KStateStatefulNode extends LogicalPlan with StatefulLogicalNode {
   def kind: String
   def operatorName: Option[String]
   /** The configuration recorded in the checkpoint; a change on restart is an error. */

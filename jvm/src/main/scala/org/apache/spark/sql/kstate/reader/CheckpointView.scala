@@ -46,6 +46,15 @@ final class CheckpointView(session: ClassicSession, location: String) {
 
   def isCommitted(batchId: Long): Boolean = commitLog.exists(_.get(batchId).isDefined)
 
+  /**
+   * The checkpoint ids micro-batch `batchId` committed (Spark's state checkpoint format v2: the
+   * commit log entry's `stateUniqueIds`, operator id -> partition -> one id per store name), or
+   * None for a checkpoint of format v1 (or an entry that is not there).
+   */
+  def checkpointIds(batchId: Long): Option[Map[Long, Array[Array[String]]]] =
+    commitLog.flatMap(_.get(batchId)).flatMap(_.stateUniqueIds)
+      .map(_.iterator.map { case (op, ids) => op.toString.toLong -> ids }.toMap)
+
   /** The SQL configuration the offset log recorded for `batchId` (empty if none). */
   def recordedConf(batchId: Long): Map[String, String] =
     if (!fm.exists(offsetsDir)) Map.empty

@@ -53,7 +53,7 @@ object PartitionStateIterator {
     val provider = providerOf(target, partition, hadoopConf)
     var store: ReadStateStore = null
     try {
-      store = provider.getReadStore(target.version)
+      store = provider.getReadStore(target.version, target.idOf(partition))
       new PartitionStateIterator(provider, store, store.iterator(StateStore.DEFAULT_COL_FAMILY_NAME),
         partition)
     } catch {

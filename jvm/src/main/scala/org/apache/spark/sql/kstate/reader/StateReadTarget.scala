@@ -19,7 +19,11 @@ import org.apache.spark.sql.types.StructType
  * @param version the state version read: the batch id + 1, the version a micro-batch commits
  * @param keySchema the default column family's key schema, as recorded in the state schema file
  * @param storeConf the store configuration: the session's, overlaid with the batch's recorded
- *   configuration, with the operator's provider class and kstate's store defaults
+ *   configuration, with the operator's provider class and kstate's store defaults, and the
+ *   checkpoint's state checkpoint format (2 when the batch's commit log entry holds ids)
+ * @param checkpointIds checkpoint format v2: the checkpoint id of each partition's store at
+ *   `version` (the batch's commit log entry's `stateUniqueIds`, as Spark's `statestore` reader
+ *   takes them); None for format v1
  */
 final case class StateReadTarget(
     stateRoot: String,
@@ -29,10 +33,14 @@ final case class StateReadTarget(
     numPartitions: Int,
     keySchema: StructType,
     valueSchema: StructType,
-    storeConf: StateStoreConf) {
+    storeConf: StateStoreConf,
+    checkpointIds: Option[Seq[String]] = None) {
   def version: Long = batchId + 1
 
   def storeId(partition: Int): StateStoreId = StateStoreId(stateRoot, operatorId, partition, storeName)
+
+  /** The checkpoint id to open `partition`'s store with (format v2), else None. */
+  def idOf(partition: Int): Option[String] = checkpointIds.map(_(partition))
 }
 
 object StateReadTarget {
@@ -83,8 +91,24 @@ object StateReadTarget {
     val recorded = view.recordedConf(batch)
     val numPartitions = recorded.get(SQLConf.SHUFFLE_PARTITIONS.key).flatMap(_.toIntOption)
       .getOrElse(view.partitionDirectories(op.id))
+    val ids = checkpointIdsOf(view, batch, op, numPartitions)
     StateReadTarget(view.stateRoot.toString, op.id, storeName, batch, numPartitions, keySchema,
-      valueSchema, storeConf(session.sessionState.conf, recorded, op.providerClass))
+      valueSchema, storeConf(session.sessionState.conf, recorded, op.providerClass, ids.isDefined), ids)
+  }
+
+  /**
+   * Checkpoint format v2: each partition's checkpoint id of `op` at batch `batch`'s version,
+   * from the batch's commit log entry (its first store's: kstate operators keep one store per
+   * partition). `KSTATE_CHECKPOINT_ID_MISSING` when the entry has ids, but none for this operator
+   * or a partition of it.
+   */
+  private def checkpointIdsOf(view: CheckpointView, batch: Long, op: RecordedOperator, numPartitions: Int)
+      : Option[Seq[String]] = view.checkpointIds(batch).map { all =>
+    val perPartition = all.getOrElse(op.id, Array.empty[Array[String]])
+    (0 until numPartitions).map { p =>
+      perPartition.lift(p).flatMap(_.headOption).getOrElse(throw KStateErrors.checkpointIdMissing(
+        s"kstate operator ${op.describe}, partition $p", batch + 1, Nil))
+    }
   }
 
   /** Key and value schema of the default column family, from the store's state schema file. */
@@ -109,11 +133,13 @@ object StateReadTarget {
    * provider class, and kstate's store defaults where the session does not set them (as
    * kstate's operators do, `KStateConf.StoreDefaults`).
    */
-  private def storeConf(session: SQLConf, recorded: Map[String, String], provider: String)
+  private def storeConf(session: SQLConf, recorded: Map[String, String], provider: String, withIds: Boolean)
     : StateStoreConf = {
     val conf = session.clone()
     recorded.foreach { case (k, v) => conf.setConfString(k, v) }
     conf.setConfString(SQLConf.STATE_STORE_PROVIDER_CLASS.key, provider)
+    // the checkpoint's format, whatever the session's (Spark records it in the commit log only)
+    conf.setConfString(SQLConf.STATE_STORE_CHECKPOINT_FORMAT_VERSION.key, if (withIds) "2" else "1")
     KStateConf.StoreDefaults.foreach { case (k, v) =>
       if (!session.contains(k)) conf.setConfString(k, v)
     }

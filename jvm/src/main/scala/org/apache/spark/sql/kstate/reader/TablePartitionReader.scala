@@ -84,7 +84,7 @@ object TablePartitionReader {
     var store: KStateStore = null
     try {
       provider match {
-        case k: KStateStoreProvider => store = k.getStore(target.state.version, None, true, false)
+        case k: KStateStoreProvider => store = k.getStore(target.state.version, target.state.idOf(partition), true, false)
         case other => throw KStateErrors.internal(
           s"a versioned table's state was opened with ${other.getClass.getName}, not kstate's provider")
       }

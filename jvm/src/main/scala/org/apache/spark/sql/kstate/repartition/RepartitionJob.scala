@@ -52,8 +52,13 @@ private[kstate] object RepartitionJob {
     override def getPartition(key: Any): Int = key.asInstanceOf[Routed].partition
   }
 
+  /**
+   * `newIds`: checkpoint format v2, the checkpoint id of each new partition's snapshot (it is
+   * then of state file format 3 and records its id).
+   */
   def run(sc: SparkContext, target: StateReadTarget, layout: OperatorLayout, numPartitions: Int,
-      newVersion: Long, staging: String, hadoopConf: Broadcast[SerializableConfiguration]): Seq[(Long, Long)] = {
+      newVersion: Long, staging: String, hadoopConf: Broadcast[SerializableConfiguration],
+      newIds: Option[Seq[String]] = None): Seq[(Long, Long)] = {
     val operatorId = target.operatorId
     val describe = layout.operator.describe
     val counting = layout.counting
@@ -62,7 +67,7 @@ private[kstate] object RepartitionJob {
       .repartitionAndSortWithinPartitions(new ByNewPartition(numPartitions))
     routed.mapPartitionsWithIndex { (p, entries) =>
       Iterator(writeSnapshot(entries, layout, describe, counting, operatorId, p, numPartitions, newVersion,
-        new Path(staging), hadoopConf.value.value))
+        new Path(staging), hadoopConf.value.value, newIds.map(_(p))))
     }.collect().toSeq
   }
 
@@ -71,12 +76,12 @@ private[kstate] object RepartitionJob {
 
   private def writeSnapshot(entries: Iterator[(Routed, Payload)], layout: OperatorLayout, describe: String,
       counting: Counting, operatorId: Long, p: Int, numPartitions: Int, newVersion: Long, staging: Path,
-      conf: org.apache.hadoop.conf.Configuration): (Long, Long) = {
+      conf: org.apache.hadoop.conf.Configuration, id: Option[String]): (Long, Long) = {
     val files = StateFiles(staging, conf)
     val out = files.create(stagedFile(staging, p))
     try {
       val w = new StateFile.Writer(out.stream, StateFile.Snapshot, newVersion,
-        StateFileIdentity(operatorId, StateStore.DEFAULT_COL_FAMILY_NAME, p))
+        StateFileIdentity(operatorId, StateStore.DEFAULT_COL_FAMILY_NAME, p), id.map(StateFile.Checkpoint(_)))
       val tally = new EntryTally(layout)
       var ids = Map(StateStore.DEFAULT_COL_FAMILY_NAME -> 0.toShort)
       w.family(0, StateStore.DEFAULT_COL_FAMILY_NAME)
@@ -134,7 +139,7 @@ private[kstate] object RepartitionJob {
     override def compute(split: Partition, context: TaskContext): Iterator[(Routed, Payload)] = {
       val q = split.index
       val provider = PartitionStateIterator.providerOf(target, q, hadoopConf.value.value)
-      val store = try provider.getStore(target.version) match {
+      val store = try provider.getStore(target.version, target.idOf(q)) match {
         case k: KStateStore => k
         case other => throw new IllegalStateException(s"${other.getClass.getName} is not kstate's store")
       } catch { case NonFatal(e) => provider.close(); throw e }

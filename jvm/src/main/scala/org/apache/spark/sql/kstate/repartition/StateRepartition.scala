@@ -13,6 +13,7 @@ import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.OperatorIdentity
 import org.apache.spark.sql.kstate.reader.{CheckpointView, OperatorSelector, StateReadTarget}
 import org.apache.spark.sql.kstate.shim.OffsetLogs
+import org.apache.spark.sql.kstate.state.provider.CheckpointFiles
 import org.apache.spark.sql.kstate.state.store.StateFile
 import org.apache.spark.util.SerializableConfiguration
 
@@ -38,6 +39,11 @@ import org.apache.spark.util.SerializableConfiguration
  *     query refuses to start until this call is repeated with M, as with Spark's own).
  *  4. Each staged snapshot moved to `state/<op>/<p>/<R+1>.kstate.snapshot`.
  *  5. The commit log entry R; the staging directories are removed.
+ * On a checkpoint of Spark's state checkpoint format v2 the old stores are read by the ids of
+ * the last committed batch's commit log entry, each new snapshot gets a fresh checkpoint id (it
+ * is `<R+1>_<id>.kstate.snapshot`, state file format 3) and the commit log entry R carries those
+ * ids as its `stateUniqueIds`, for every operator and new partition: the restarted query asks
+ * for exactly these snapshots.
  *
  * A failure in step 1 or 2 leaves the checkpoint as it was (the staging directory is removed;
  * one left by a crash is ignored by everything and replaced by the next attempt). A failure
@@ -54,6 +60,10 @@ object StateRepartition extends Logging {
       throw KStateErrors.invalidRepartition(s"the number of partitions must be positive, got $numPartitions")
     }
     val plan = Plan.of(session, checkpointLocation, numPartitions)
+    // checkpoint format v2: the new snapshots' ids, per operator and new partition
+    val newIds: Map[Long, Seq[String]] = plan.operators.collect {
+      case (t, _) if t.checkpointIds.isDefined => t.operatorId -> Seq.fill(numPartitions)(java.util.UUID.randomUUID().toString)
+    }.toMap
     val hadoopConf = SerializableConfiguration.broadcast(session.sparkContext, plan.view.hadoopConf)
     val fs = plan.view.stateRoot.getFileSystem(plan.view.hadoopConf)
     // 2. staged snapshots
@@ -64,7 +74,7 @@ object StateRepartition extends Logging {
         session.sparkContext.setJobDescription(
           s"kstate: repartition ${layout.operator.describe} to $numPartitions partitions")
         try RepartitionJob.run(session.sparkContext, target, layout, numPartitions, plan.newVersion,
-          staging.toString, hadoopConf)
+          staging.toString, hadoopConf, newIds.get(target.operatorId))
         catch { case e: SparkException => throw kstateCause(e).getOrElse(e) }
         finally session.sparkContext.setJobDescription(null)
       }
@@ -83,14 +93,19 @@ object StateRepartition extends Logging {
       (0 until numPartitions).foreach { p =>
         val staged = RepartitionJob.stagedFile(plan.staging(target.operatorId), p)
         val dir = target.storeId(p).storeCheckpointLocation()
-        val dest = new Path(dir, s"${plan.newVersion}.${StateFile.Snapshot.suffix}")
+        val dest = new Path(dir, CheckpointFiles.fileName(StateFile.Snapshot, plan.newVersion,
+          newIds.get(target.operatorId).map(_(p))))
         fs.mkdirs(dir)
         if (fs.exists(dest)) fs.delete(dest, false)
         if (!fs.rename(staged, dest)) throw new java.io.IOException(s"could not move $staged to $dest")
       }
     }
     // 5. the commit log entry
-    val committed = plan.commits.get(plan.lastCommitted).get
+    val last = plan.commits.get(plan.lastCommitted).get
+    // format v2: the new snapshots' ids for every operator and new partition (one store each)
+    val committed = if (newIds.isEmpty) last else last.withStateUniqueIds(Some(
+      last.stateUniqueIds.getOrElse(Map.empty[Long, Array[Array[String]]]) ++
+        newIds.map { case (op, ids) => op -> ids.map(Array(_)).toArray }))
     if (!plan.commits.add(plan.batchId, committed)) {
       throw KStateErrors.invalidRepartition(s"micro-batch ${plan.batchId} appeared in the commit log " +
         "while repartitioning: is the query running?")

@@ -46,6 +46,10 @@ final class KStateStore private[state] (
   private[state] var spilled: Boolean = false
   /** Spark's `forceSnapshotOnCommit` for this version: the commit also writes its snapshot. */
   private[state] var forceSnapshotOnCommit: Boolean = false
+  /** Checkpoint format v2: the id of the version this store was opened at (None: version 0). */
+  private[state] var baseId: Option[String] = None
+  /** Checkpoint format v2: the id its commit gave the new version. */
+  private[state] var committedId: Option[String] = None
   private[kstate] val counters = new StoreCounters
   private var heapLimitBytes: Long = provider.maxWriteSetBytes
   private var heapLimitEntries: Long = Long.MaxValue
@@ -405,8 +409,14 @@ final class KStateStore private[state] (
 
   override def metrics: StateStoreMetrics = provider.metricsOf(this)
 
+  /**
+   * What the commit made, for Spark's checkpoint format v2: (partition, the committed version,
+   * its new checkpoint id, the id of the version it was opened at). Format v1: no ids. Before a
+   * commit: the version opened at and its id, no new id.
+   */
   override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo =
-    StateStoreCheckpointInfo(id.partitionId, if (hasCommitted) version + 1 else version, None, None)
+    if (hasCommitted) StateStoreCheckpointInfo(id.partitionId, version + 1, committedId, baseId)
+    else StateStoreCheckpointInfo(id.partitionId, version, None, baseId)
 
   override def toString: String = s"KStateStore[$id, version $version, $state]"
 

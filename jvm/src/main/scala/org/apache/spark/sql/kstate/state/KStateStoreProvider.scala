@@ -1,6 +1,7 @@
 package org.apache.spark.sql.kstate.state
 
 import java.io.File
+import java.util.UUID
 import java.util.concurrent.ConcurrentHashMap
 
 import scala.util.control.NonFatal
@@ -17,6 +18,7 @@ import org.apache.spark.sql.kstate.state.provider._
 import org.apache.spark.sql.kstate.state.provider.ProviderState._
 import org.apache.spark.sql.kstate.state.replica.{KStateReplicas, ReplicaStore}
 import org.apache.spark.sql.kstate.state.store._
+import org.apache.spark.sql.kstate.state.store.StateFile.LineageEntry
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.Utils
 
@@ -26,6 +28,12 @@ import org.apache.spark.util.Utils
  * committed version and snapshots written by maintenance, in the store's checkpoint directory
  * ([[CheckpointFiles]]). Its life cycle is a [[ProviderState]] (CREATED, EMPTY, LOADED(v),
  * SPILLED(v, store), CLOSED) changed only by [[ProviderLifecycle.moveTo]].
+ *
+ * Both of Spark's state checkpoint formats: v1 names a version by its number; v2
+ * (`checkpointIds`) by its number and the checkpoint id of the commit that made it, files
+ * `<v>_<id>` with the changelog's lineage, restored by (version, id) from the files alone
+ * ([[provider.CheckpointLineage]]) and cleaned up along the committed chain
+ * ([[provider.RetentionRule.deleteWithIds]]); docs/state-store.md, "Checkpoint format v2".
  *
  * Set it query-wide with `spark.sql.streaming.stateStore.providerClass=io.kstate.KStateStoreProvider`
  * (it then serves Spark's own operators too); kstate operators use it through
@@ -71,6 +79,12 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
   private var hadoopConf: Configuration = _
   private var files: CheckpointFiles = _
   private[state] var countsRows: Boolean = true
+  /**
+   * Spark's state checkpoint format v2 (`spark.sql.streaming.stateStore.checkpointFormatVersion`
+   * 2): every version is a (version, checkpoint id) pair, files are named by both, and a commit
+   * reports its id ([[KStateStore.getStateStoreCheckpointInfo]]); docs/state-store.md.
+   */
+  private[state] var checkpointIds: Boolean = false
   private[state] var maxWriteSetBytes: Long = KStateConf.MaxWriteSetBytes.default
   private var tiering = new TieringPolicy(HeapStateBudget.defaultLimit)
   private val codecs = new ConcurrentHashMap[String, FamilyCodec]()
@@ -87,6 +101,23 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
   private var staleSnapshots: Set[Long] = Set.empty
   /** Restores so far: a snapshot taken before a restore is not published after it. */
   private var restores: Long = 0
+  // format v2 only:
+  /** The checkpoint id of the version the working copy holds (None: version 0, or format v1). */
+  private var loadedId: Option[String] = None
+  /**
+   * The (version, id) of the loaded version and the versions below it, back to where its restore
+   * started (or to the base retention kept, at most [[MaxChain]] entries): what the next commit's
+   * changelog records as its lineage, and where retention looks for its base snapshot.
+   */
+  private var chain: Vector[LineageEntry] = Vector.empty
+  /**
+   * The newest version Spark asked for by its id (`getStore(v, Some(id))`): Spark hands out only
+   * committed ids, so it and its chain are committed; the versions this provider committed after
+   * it may not be (another attempt may be the one Spark records).
+   */
+  private var committedTip: Option[LineageEntry] = None
+  /** Snapshots known to read whole (restored from or written here), by (version, id). */
+  private var usableIdSnapshots: Set[LineageEntry] = Set.empty
   private var snapshotting = false
   private var unreportedSnapshots = ProviderMetrics.NoSnapshots
   private var unreportedRestore: Option[RestoreInfo] = None
@@ -108,7 +139,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
       hadoopConf: Configuration,
       useMultipleValuesPerKey: Boolean,
       stateSchemaProvider: Option[StateSchemaProvider]): Unit = synchronized {
-    if (storeConfs.enableStateStoreCheckpointIds) throw KStateErrors.unsupportedStoreCheckpointIds()
+    this.checkpointIds = storeConfs.enableStateStoreCheckpointIds
     this.storeId = stateStoreId
     this.storeConf = storeConfs
     this.hadoopConf = hadoopConf
@@ -138,14 +169,23 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
    * in `forceSnapshotCount`); `loadEmpty` (an empty store at `version`, to rewrite its state from
    * scratch) is not supported: `KSTATE_LOAD_EMPTY_UNSUPPORTED`, rather than a store holding the
    * version's state where the caller expects none.
+   *
+   * `uniqueId`, checkpoint format v2: the checkpoint id of the commit that made `version` (Spark
+   * passes the one its commit log recorded; None for version 0). Exactly that attempt's state
+   * is loaded. An id with format v1 is the Spark 4.2 case of a format-v2 checkpoint restarted
+   * with format 1: `KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT`.
    */
   override def getStore(version: Long, uniqueId: Option[String], forceSnapshotOnCommit: Boolean,
       loadEmpty: Boolean): KStateStore = synchronized {
-    if (uniqueId.isDefined) throw KStateErrors.unsupportedStoreCheckpointIds()
+    if (uniqueId.isDefined && !checkpointIds) {
+      throw KStateErrors.checkpointFormatChanged(s"the state store at ${files.dir}", version, written = 2, asked = 1)
+    }
     if (version < 0) throw new IllegalArgumentException(s"version cannot be negative: $version")
     if (loadEmpty) throw KStateErrors.loadEmptyUnsupported(version)
-    ensureLoaded(version)
+    ensureLoaded(version, uniqueId)
+    if (uniqueId.isDefined) committedTip = Some(LineageEntry(version, uniqueId.get))
     val store = new KStateStore(this, version, registry)
+    store.baseId = loadedId
     store.forceSnapshotOnCommit = forceSnapshotOnCommit
     store
   }
@@ -162,19 +202,21 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
 
   // ---- restore -----------------------------------------------------------------------------
 
-  private def ensureLoaded(version: Long): Unit = lifecycle.current match {
+  private def ensureLoaded(version: Long, id: Option[String]): Unit = lifecycle.current match {
     case Closed => throw new IllegalStateException(s"$this is closed")
     case Created => throw new IllegalStateException(s"$this is not initialised")
-    case Spilled(v, _, spill) if v != version || spill.taskAttempt.isEmpty || spill.taskAttempt != currentTask =>
+    case Spilled(v, _, spill) if v != version || loadedId != id || spill.taskAttempt.isEmpty ||
+        spill.taskAttempt != currentTask =>
       // A store of this partition spilled and was neither committed nor aborted, and this is
       // another task (its task died) or another version: its changes are in the working copy,
       // so it no longer holds any version.
       discard()
-      restoreTo(version)
-    case Loaded(v, _) if v != version =>
+      restoreTo(version, id)
+    case Loaded(v, _) if v != version || loadedId != id =>
+      // format v2: the same version of another attempt is another state
       discard()
-      restoreTo(version)
-    case Empty => restoreTo(version)
+      restoreTo(version, id)
+    case Empty => restoreTo(version, id)
     case _ => // LOADED(version), or SPILLED(version) by this task: reuse, no I/O
   }
 
@@ -183,18 +225,21 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
    * that can serve `version` (replaying only the versions it lacks), else restores from the
    * checkpoint. On failure the half-built copy is dropped and it stays EMPTY.
    */
-  private def restoreTo(version: Long): Unit = {
+  private def restoreTo(version: Long, id: Option[String]): Unit = {
     restores += 1
     val adopted = if (!KStateReplicas.enabled) None else replicaStore.flatMap { s =>
       replicaVersion = version
       KStateReplicas.activate(s, this, () => replicaVersion)
-      KStateReplicas.adopt(s, version, countsRows)
+      KStateReplicas.adopt(s, version, countsRows, if (checkpointIds) Some(id) else None)
     }
     val (copy, r) = adopted.getOrElse {
       val copy = new WorkingCopy(tiering.startsOnHeap, tiering.heapStateLimit, () => localRoot,
         writeLocally, toString)
-      val r = try Restore(files, version, copy, () => copy.fitsBudget() && tiering.admits(copy.heapBytes),
-        countsRows) catch {
+      val fits = () => copy.fitsBudget() && tiering.admits(copy.heapBytes)
+      val r = try {
+        if (checkpointIds) Restore.withId(files, version, id, copy, fits, countsRows)
+        else Restore(files, version, copy, fits, countsRows)
+      } catch {
         case NonFatal(e) => copy.close(); throw e
       }
       (copy, r)
@@ -202,7 +247,11 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
     registry = r.registry
     numKeys = r.numKeys
     lastSnapshotVersion = r.info.snapshotVersion.getOrElse(0L)
-    usableSnapshots ++= r.info.snapshotVersion
+    loadedId = id
+    chain = r.chain
+    if (checkpointIds) {
+      usableIdSnapshots ++= r.info.snapshotVersion.flatMap(v => r.chain.find(_.version == v))
+    } else usableSnapshots ++= r.info.snapshotVersion
     staleSnapshots = r.staleAbove
     lifecycle.moveTo(Loaded(version, copy))
     lastRestoreInfo = Some(r.info)
@@ -264,11 +313,11 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
    * Whether `store` can still read its version: the working copy holds its base version, and
    * its spills if it spilled (a store that did not spill reads the base view meanwhile).
    */
-  private[state] def holds(store: KStateStore): Boolean = lifecycle.current match {
+  private[state] def holds(store: KStateStore): Boolean = (lifecycle.current match {
     case Loaded(v, _) => v == store.version && !store.spilled
     case Spilled(v, _, spill) => v == store.version && (!store.spilled || (spill.store eq store))
     case _ => false
-  }
+  }) && loadedId == store.baseId
 
   /** Reads of `store` in the working copy: the base view while another store has spilled. */
   private[state] def dbGet(store: KStateStore, key: HashedKey): Array[Byte] = lifecycle.current match {
@@ -337,6 +386,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
     val counting = countsRows && numKeys >= 0
     dropStaleSnapshots(newVersion)
     val p = spilled.getOrElse(openPending(store, baseView = null))
+    val newId = p.checkpointId
     p.closeView()
     val families = unflushedFamilies(store)
     val sorted = copy.wantsSorted
@@ -373,6 +423,11 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
     }
     lifecycle.moveTo(Loaded(newVersion, copy))
     replicaVersion = newVersion
+    if (checkpointIds) {
+      loadedId = newId
+      chain = (chain :+ LineageEntry(newVersion, newId.get)).takeRight(MaxChain)
+      store.committedId = newId
+    }
     registry = store.registry
     store.counters.commitNanos += System.nanoTime() - started
     newVersion
@@ -457,9 +512,26 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
 
   private def writeLocally(db: LocalDb, batch: WriteBatch): Unit = applyLocally(batch, b => db.writeBatch(b))
 
+  /**
+   * Opens the changelog of `store.version + 1`. Format v2: under a fresh checkpoint id (every
+   * attempt writes files of its own), recording the lineage of the loaded version.
+   */
   private def openPending(store: KStateStore, baseView: DbView): PendingVersion = {
-    val (out, writer) = files.openChangelog(store.version + 1)
-    PendingVersion(store, currentTask, files.path(StateFile.Changelog, store.version + 1), out, writer, baseView)
+    val v = store.version + 1
+    val checkpoint = if (!checkpointIds) None else Some(StateFile.Checkpoint(UUID.randomUUID().toString, lineageToWrite))
+    val (out, writer) = files.openChangelog(v, checkpoint)
+    PendingVersion(store, currentTask, files.path(StateFile.Changelog, v, checkpoint.map(_.id)), out, writer,
+      baseView, checkpoint.map(_.id))
+  }
+
+  /**
+   * The lineage the next changelog records: the chain of the loaded version from the newest
+   * snapshot on it this provider knows of (a restore reads no further), at most [[MaxLineage]]
+   * entries (a restore then continues with the oldest entry's own changelog).
+   */
+  private def lineageToWrite: Vector[LineageEntry] = {
+    val fromSnapshot = chain.lastIndexWhere(usableIdSnapshots)
+    chain.drop(math.max(0, fromSnapshot)).takeRight(MaxLineage)
   }
 
   /** `store`'s family changes no spill has written yet; marks them written. */
@@ -520,14 +592,14 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
       else due.lift(lifecycle.current).flatMap { case (v, copy) =>
         copy.frozen().map { entries =>
           snapshotting = true
-          SnapshotJob(v, registry.ids, numKeys, entries, restores)
+          SnapshotJob(v, registry.ids, numKeys, entries, restores, loadedId)
         }
       }
     }
     job.foreach { j =>
       val started = System.nanoTime()
       try {
-        val out = try files.prepareSnapshot(j.version, j.families, j.numKeys, j.entries)
+        val out = try files.prepareSnapshot(j.version, j.families, j.numKeys, j.entries, j.id)
           finally j.entries.close()
         try snapshotPrepared(j.version) catch { case NonFatal(e) => out.cancel(); throw e }
         synchronized {
@@ -535,7 +607,10 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
           if (restores == j.restoresBefore) {
             out.commit()
             lastSnapshotVersion = math.max(lastSnapshotVersion, j.version)
-            usableSnapshots += j.version
+            j.id match {
+              case Some(i) => usableIdSnapshots += LineageEntry(j.version, i)
+              case None => usableSnapshots += j.version
+            }
             unreportedSnapshots += ProviderMetrics.SnapshotWork(1, System.nanoTime() - started, if (forced) 1 else 0)
           } else out.cancel()
         }
@@ -551,7 +626,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
    * usable happen outside the lock; the deletes under it, so that no restore of this provider
    * runs between choosing files and deleting them.
    */
-  private def deleteObsoleteFiles(): Unit = {
+  private def deleteObsoleteFiles(): Unit = if (checkpointIds) deleteObsoleteIdFiles() else {
     val on = files.versions()
     val known = synchronized(usableSnapshots)
     val doomed = RetentionRule.delete(on, storeConf.minVersionsToRetain, s => known(s) || {
@@ -563,6 +638,32 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
     synchronized {
       doomed.snapshots.foreach { v => files.delete(StateFile.Snapshot, v); usableSnapshots -= v }
       doomed.changelogs.foreach(v => files.delete(StateFile.Changelog, v))
+    }
+  }
+
+  /**
+   * Format v2: deletes what [[RetentionRule.deleteWithIds]] allows, by version whatever the ids,
+   * from the base snapshot on the committed chain (the chain of the newest version Spark asked
+   * for by its id). Nothing before Spark asked for a version by id.
+   */
+  private def deleteObsoleteIdFiles(): Unit = {
+    val (tip, committedChain, known) = synchronized {
+      (committedTip, committedTip.fold(Vector.empty[LineageEntry])(t => chain.filter(_.version <= t.version)),
+        usableIdSnapshots)
+    }
+    tip.filter(t => committedChain.lastOption.contains(t)).foreach { t =>
+      val on = files.checkpoints()
+      val doomed = RetentionRule.deleteWithIds(on, committedChain, t.version, storeConf.minVersionsToRetain, s => known(s) || {
+        val ok = files.verifies(StateFile.Snapshot, s.version, Some(s.id))
+        if (ok) synchronized { usableIdSnapshots += s }
+        else logWarning(s"$this: snapshot $s does not verify; the files before it are kept")
+        ok
+      })
+      synchronized {
+        doomed.snapshots.foreach { e => files.delete(StateFile.Snapshot, e.version, Some(e.id)); usableIdSnapshots -= e }
+        doomed.changelogs.foreach(e => files.delete(StateFile.Changelog, e.version, Some(e.id)))
+        doomed.base.foreach(b => chain = chain.dropWhile(_.version < b.version))
+      }
     }
   }
 
@@ -631,7 +732,13 @@ object KStateStoreProvider {
 
   /** A due snapshot: the frozen entries of `version`, taken after `restoresBefore` restores. */
   private final case class SnapshotJob(version: Long, families: Map[String, Short], numKeys: Long,
-      entries: FrozenEntries, restoresBefore: Long)
+      entries: FrozenEntries, restoresBefore: Long, id: Option[String])
+
+  /** Format v2: the most entries of the loaded version's chain a provider keeps. */
+  private val MaxChain = 4096
+
+  /** Format v2: the most lineage entries a changelog records (a restore hops to the oldest's changelog). */
+  private[state] val MaxLineage = 100
 
   /** Caps the write set's initial capacity (a version that spilled may have had many more). */
   private val MaxWriteSetSizeHint = 1L << 20

@@ -458,12 +458,6 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     assert(got1.getLong(0) == 1 && !(got1 eq got2))
   }
 
-  test("checkpoint format v2 (unique checkpoint ids) is a named error") {
-    val p = newProvider(tmp())
-    val e = intercept[KStateException](p.getStore(0, Some(UUID.randomUUID().toString)))
-    assert(e.errorClass == "KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT")
-  }
-
   // ---- heap working copy -------------------------------------------------------------------
 
   /**

@@ -15,9 +15,11 @@ import org.apache.spark.sql.kstate.state.store.{DbView, StateFile, StateFiles}
  * @param taskAttempt the task that opened it (a store of another task finds it abandoned)
  * @param baseView    the working copy as it was before the first spill, or null when the
  *                    version never spilled (a commit's changelog)
+ * @param checkpointId checkpoint format v2: the id the version gets if it commits (its file's)
  */
 private[state] final case class PendingVersion(store: KStateStore, taskAttempt: Option[Long],
-    file: Path, out: StateFiles.AtomicOutput, writer: StateFile.Writer, baseView: DbView) {
+    file: Path, out: StateFiles.AtomicOutput, writer: StateFile.Writer, baseView: DbView,
+    checkpointId: Option[String] = None) {
 
   private var viewClosed = baseView == null
 

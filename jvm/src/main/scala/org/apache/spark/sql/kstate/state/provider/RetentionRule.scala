@@ -1,6 +1,7 @@
 package org.apache.spark.sql.kstate.state.provider
 
-import org.apache.spark.sql.kstate.state.provider.CheckpointFiles.Versions
+import org.apache.spark.sql.kstate.state.provider.CheckpointFiles.{IdVersions, Versions}
+import org.apache.spark.sql.kstate.state.store.StateFile.LineageEntry
 
 /**
  * Which files maintenance may delete. The rule: a restore of version v reads the newest
@@ -30,4 +31,32 @@ private[state] object RetentionRule {
           case Some(base) => Versions(on.changelogs.filter(_ <= base), on.snapshots.filter(_ < base))
         }
     }
+
+  /** Format v2: the files to delete, and the base snapshot they were chosen by. */
+  final case class IdDeletes(changelogs: Set[LineageEntry], snapshots: Set[LineageEntry], base: Option[LineageEntry])
+
+  /**
+   * Checkpoint format v2: the same rule along the committed chain. `chain` is the (version, id)
+   * of the committed version `tip` and the versions below it (ascending, ending at `tip`); the
+   * retained versions are `tip - keep + 1 .. tip` of that chain. The base is the newest usable
+   * snapshot on the chain at or below the oldest retained version; every file of a version below
+   * it is deleted, whatever its id, and so are the base version's changelogs and its snapshots of
+   * other ids. Files of other ids at versions from the base on (other attempts: failed,
+   * speculative, or replaced by a re-run) stay until a later base passes them. Without a usable
+   * base on the chain, nothing is deleted.
+   *
+   * Example (keep 2; committed chain 1_a 2_b 3_c 4_d 5_e, snapshots 3_c and 3_x (another attempt
+   * of version 3), changelogs 1_a..5_e and 4_y): retained 4..5, base 3_c: deleted 1_a, 2_b, 3_c's
+   * changelog and snapshot 3_x; kept snapshot 3_c, changelogs 4_d, 4_y, 5_e.
+   */
+  def deleteWithIds(on: IdVersions, chain: Seq[LineageEntry], tip: Long, minVersionsToRetain: Int,
+      usable: LineageEntry => Boolean): IdDeletes = {
+    val oldestKept = tip - math.max(1, minVersionsToRetain) + 1
+    chain.filter(e => e.version <= oldestKept && on.snapshots(e)).sortBy(-_.version).find(usable) match {
+      case None => IdDeletes(Set.empty, Set.empty, None)
+      case Some(base) =>
+        IdDeletes(on.changelogs.filter(_.version <= base.version),
+          on.snapshots.filter(s => s.version < base.version || (s.version == base.version && s != base)), Some(base))
+    }
+  }
 }

@@ -79,8 +79,13 @@ private[state] object KStateReplicas extends Logging {
    * The standby copy of `store`, brought to `version`, for a provider restoring `version`; None
    * when there is none here or it cannot serve `version` (the provider then restores from the
    * checkpoint). A failure to bring it up to date is logged, never thrown.
+   *
+   * @param checkpointId checkpoint format v2: Some(the id of `version`) (None inside for version
+   *                     0); the copy is adopted only when it holds a version on that id's lineage.
+   *                     None: format v1.
    */
-  def adopt(store: ReplicaStore, version: Long, countRows: Boolean): Option[(WorkingCopy, Restore)] =
+  def adopt(store: ReplicaStore, version: Long, countRows: Boolean,
+      checkpointId: Option[Option[String]] = None): Option[(WorkingCopy, Restore)] =
     Option(copies.remove(store)) match {
       case None =>
         if (following && version > 0) logInfo(s"no standby of $store on this executor to adopt at version $version " +
@@ -89,9 +94,10 @@ private[state] object KStateReplicas extends Logging {
       case Some(c) =>
         val held = c.version
         try {
-          val r = c.take(version, countRows)
-          if (r.isEmpty) logInfo(s"the standby of $store (at version $held) cannot serve version $version " +
-            "(ahead of it, or of another lineage); restoring from the checkpoint")
+          val r = c.take(version, countRows, checkpointId.fold[StandbyCopy.Wanted](StandbyCopy.FormatV1)(StandbyCopy.WithId))
+          if (r.isEmpty) logInfo(s"the standby of $store (at version $held) cannot serve version $version" +
+            checkpointId.flatten.fold("")(i => s" with checkpoint id $i") +
+            " (ahead of it, or of another lineage); restoring from the checkpoint")
           r
         } catch {
           case NonFatal(e) =>
@@ -114,12 +120,16 @@ private[state] object KStateReplicas extends Logging {
     // one commit log lookup per query and version, not per store: every store of a query
     // shares the answer
     val newest = scala.collection.mutable.Map.empty[(String, Long), Long]
+    val ids = scala.collection.mutable.Map.empty[(String, Long), Option[CommitLogView.CheckpointIds]]
     wanted.foreach { a =>
       val c = copies.computeIfAbsent(a.store, s => newCopy(s, hadoopConf))
       try {
         val target = newest.getOrElseUpdate((a.store.stateRoot, a.committedVersion),
           CommitLogView.newest(a.store, a.committedVersion, hadoopConf))
-        val r = c.catchUp(target)
+        // checkpoint format v2: the id the commit log recorded for that version
+        val id = ids.getOrElseUpdate((a.store.stateRoot, target), CommitLogView.checkpointIds(a.store, target, hadoopConf))
+          .flatMap(_.of(a.store))
+        val r = c.catchUp(target, id)
         step = step.add(r.rebuilt, r.recordsReplayed, failed = false)
       } catch {
         case NonFatal(e) =>

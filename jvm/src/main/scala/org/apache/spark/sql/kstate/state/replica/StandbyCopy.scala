@@ -17,6 +17,12 @@ import org.apache.spark.sql.kstate.state.store.{StateFile, StateFiles}
  * (retention passed a lagging copy), the copy is rebuilt from the checkpoint: the newest
  * snapshot, then changelogs. A copy is never served from another lineage.
  *
+ * Checkpoint format v2 (a target with a checkpoint id): the copy holds a (version, id) and
+ * follows the committed id's lineage ([[Restore.onto]] with the id): it replays only when the
+ * version it holds is on the lineage of the committed (version, id), and is adopted only then;
+ * otherwise (it holds another attempt's state) it is rebuilt, or not adopted. Files are never
+ * rewritten under an id, so no stamp is needed.
+ *
  * Threading: the follower thread calls [[catchUp]]; a task thread calls [[take]]; both under
  * this copy's lock, so an adoption waits for a replay in progress, at most one catch-up.
  *
@@ -37,16 +43,44 @@ private[state] final class StandbyCopy(val store: ReplicaStore, files: Checkpoin
   /** The committed version this copy holds; -1 while it holds none. */
   def version: Long = heldVersion
 
-  /** Brings the copy to `committed`, rebuilding it when its lineage broke. */
-  def catchUp(committed: Long): CatchUp = synchronized {
+  /** The checkpoint id of the version this copy holds (format v2), else None. */
+  def checkpointId: Option[String] = synchronized(Option(base).flatMap(_.id))
+
+  /**
+   * Brings the copy to `committed`, rebuilding it when its lineage broke. `id`: the checkpoint id
+   * of `committed` in a checkpoint of format v2 (then the copy follows that id's lineage).
+   */
+  def catchUp(committed: Long, id: Option[String] = None): CatchUp = synchronized {
     if (closed) return CatchUp(rebuilt = false, 0L)
+    if (id.isDefined) return catchUpById(committed, id.get)
     if (copy != null && (base.version > committed || !sameLineage)) drop()
     if (copy == null) rebuild(committed)
     else if (base.version < committed) {
-      val r = Restore.onto(files, base, committed, copy, () => copy.fitsBudget(), countRows, standby = true)
+      val r = Restore.onto(files, base, committed, copy, () => copy.fitsBudget(), countRows, standby = true).get
       held(r, StateFile.Changelog, committed)
       CatchUp(rebuilt = false, r.info.recordsReplayed)
     } else CatchUp(rebuilt = false, 0L)
+  }
+
+  private def catchUpById(committed: Long, id: String): CatchUp = {
+    val onLineage = if (copy == null || base.version > committed) None
+      else Restore.onto(files, base, committed, copy, () => copy.fitsBudget(), countRows, standby = true, Some(id))
+    onLineage match {
+      case Some(r) =>
+        base = r.base
+        heldVersion = committed
+        CatchUp(rebuilt = false, r.info.recordsReplayed)
+      case None =>
+        drop()
+        val fresh = newCopy()
+        val r = try Restore.withId(files, committed, Some(id), fresh, () => fresh.fitsBudget(), countRows) catch {
+          case NonFatal(e) => fresh.close(); throw e
+        }
+        copy = fresh
+        base = r.base
+        heldVersion = committed
+        CatchUp(rebuilt = true, r.info.recordsReplayed)
+    }
   }
 
   /**
@@ -57,15 +91,23 @@ private[state] final class StandbyCopy(val store: ReplicaStore, files: Checkpoin
    * @param countRowsNow whether the adopting provider counts keys (it counts them if the files
    *                     did not)
    */
-  def take(version: Long, countRowsNow: Boolean): Option[(WorkingCopy, Restore)] = synchronized {
+  def take(version: Long, countRowsNow: Boolean, checkpoint: StandbyCopy.Wanted = StandbyCopy.FormatV1)
+      : Option[(WorkingCopy, Restore)] = synchronized {
     closed = true
     try {
-      if (copy == null || base.version > version || !sameLineage) None
+      val usable = copy != null && base.version <= version && (checkpoint match {
+        case StandbyCopy.FormatV1 => base.id.isEmpty && sameLineage
+        // format v2: only a copy on the lineage of (version, id); version 0 has nothing to adopt
+        case StandbyCopy.WithId(id) => id.isDefined
+      })
+      if (!usable) None
       else {
-        val r = Restore.onto(files, base, version, copy, () => copy.fitsBudget(), countRowsNow, standby = true)
-        val out = copy
-        copy = null
-        Some((out, r))
+        val id = checkpoint match { case StandbyCopy.WithId(i) => i; case _ => None }
+        Restore.onto(files, base, version, copy, () => copy.fitsBudget(), countRowsNow, standby = true, id).map { r =>
+          val out = copy
+          copy = null
+          (out, r)
+        }
       }
     } finally drop()
   }
@@ -102,6 +144,11 @@ private[state] final class StandbyCopy(val store: ReplicaStore, files: Checkpoin
 }
 
 private[state] object StandbyCopy {
+  /** Which state a provider adopting a copy wants: a version of a format-v1 checkpoint, or of format v2 with its id. */
+  sealed trait Wanted
+  case object FormatV1 extends Wanted
+  final case class WithId(id: Option[String]) extends Wanted
+
   /** One catch-up: whether the copy was rebuilt from the checkpoint, and the records replayed. */
   final case class CatchUp(rebuilt: Boolean, recordsReplayed: Long)
 }

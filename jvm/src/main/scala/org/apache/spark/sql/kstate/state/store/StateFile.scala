@@ -8,8 +8,9 @@ import io.kstate.KStateErrors
  * The on-disk format of kstate's state files: per-version changelogs and full snapshots.
  *
  * {{{
- *   header  := magic:int  formatVersion:int  kind:byte  storeVersion:long  identity
+ *   header  := magic:int  formatVersion:int  kind:byte  storeVersion:long  identity  [checkpoint]
  *   identity := operatorId:long  storeName:utf  partitionId:int      (format 2 on)
+ *   checkpoint := id:utf  entries:int  (version:long id:utf)*        (format 3: checkpoint format v2)
  *   record  := PUT klen:int key vlen:int value     (keys carry their column family prefix)
  *            | DELETE klen:int key
  *            | FAMILY cf:short name:utf           (a column family exists from here on)
@@ -30,12 +31,33 @@ import io.kstate.KStateErrors
  */
 private[kstate] object StateFile {
   val Magic: Int = 0x4b53544c // "KSTL"
-  /** The format written: 2, with the writer's identity in the header. */
+  /** The format written for checkpoint format v1: 2, with the writer's identity in the header. */
   val FormatVersion: Int = 2
+  /** The format written for checkpoint format v2: 3, the identity plus a [[Checkpoint]]. */
+  val FormatWithCheckpointId: Int = 3
   /** The previous release's format, without identity: still read, its owner unverifiable. */
   val FormatWithoutIdentity: Int = 1
   /** The formats read, oldest first. */
-  val FormatsRead: Seq[Int] = Seq(FormatWithoutIdentity, FormatVersion)
+  val FormatsRead: Seq[Int] = Seq(FormatWithoutIdentity, FormatVersion, FormatWithCheckpointId)
+  /** The newest format read. */
+  val NewestFormat: Int = FormatWithCheckpointId
+
+  /** One version of a checkpoint-format-v2 store: its version and the id of the commit that made it. */
+  final case class LineageEntry(version: Long, id: String) {
+    override def toString: String = s"${version}_$id"
+  }
+
+  /**
+   * A format-3 file's checkpoint fields: the id of the version it holds, and for a changelog of
+   * version v its lineage, the entries of versions `v - lineage.size .. v - 1` (empty for v = 1,
+   * and for a snapshot).
+   */
+  final case class Checkpoint(id: String, lineage: Seq[LineageEntry] = Nil)
+
+  /** A file's header, as [[readHeader]] returns it (not verified against the checksum). */
+  final case class Header(format: Int, identity: Option[StateFileIdentity], checkpoint: Option[Checkpoint])
+
+  private val MaxLineage = 1 << 20
 
   sealed abstract class Kind(val tag: Byte, val suffix: String)
   case object Changelog extends Kind(1, "kstate.changelog")
@@ -55,14 +77,25 @@ private[kstate] object StateFile {
     def dropFamily(cf: Short): Unit
   }
 
-  /** Writes one file of store `identity`; `close()` writes the trailer. Not thread-safe. */
-  final class Writer(raw: OutputStream, kind: Kind, storeVersion: Long, identity: StateFileIdentity) {
+  /**
+   * Writes one file of store `identity`; `close()` writes the trailer. Not thread-safe. With a
+   * `checkpoint` (a store of checkpoint format v2) the file is format 3, else format 2.
+   */
+  final class Writer(raw: OutputStream, kind: Kind, storeVersion: Long, identity: StateFileIdentity,
+      checkpoint: Option[Checkpoint] = None) {
     private val out = new ChecksummedOutput(raw)
     private var records = 0L
 
-    out.writeInt(Magic); out.writeInt(FormatVersion); out.writeByte(kind.tag)
+    out.writeInt(Magic)
+    out.writeInt(if (checkpoint.isDefined) FormatWithCheckpointId else FormatVersion)
+    out.writeByte(kind.tag)
     out.writeLong(storeVersion)
     identity.writeTo(out)
+    checkpoint.foreach { c =>
+      out.writeUTF(c.id)
+      out.writeInt(c.lineage.size)
+      c.lineage.foreach { e => out.writeLong(e.version); out.writeUTF(e.id) }
+    }
 
     def put(key: Array[Byte], value: Array[Byte]): Unit = {
       out.writeByte(Put)
@@ -102,9 +135,10 @@ private[kstate] object StateFile {
 
   /**
    * What a fully read and verified file said; `identity` is None for a file of format 1, whose
-   * owner cannot be verified.
+   * owner cannot be verified; `checkpoint` is the checkpoint fields of a file of format 3.
    */
-  final case class Summary(records: Long, numKeys: Long, identity: Option[StateFileIdentity])
+  final case class Summary(records: Long, numKeys: Long, identity: Option[StateFileIdentity],
+      checkpoint: Option[Checkpoint] = None)
 
   /** Receives records and drops them: the rest of a file of another store is only verified. */
   private object Discard extends Visitor {
@@ -121,26 +155,22 @@ private[kstate] object StateFile {
    * whose header names another store feeds the visitor nothing: it is read to its end and
    * verified, then refused naming both identities (a damaged one is reported as corrupt, so a
    * flipped bit in the identity is a checksum mismatch, not another store).
+   *
+   * `expectedId`: the checkpoint id the file must hold (a store of checkpoint format v2), None
+   * for a store of format v1. A file holding another id, or an id where none is expected (or
+   * none where one is), is refused the same way, after it was verified: it is a valid file of
+   * another attempt of the version under this file's name.
    */
   def read(in: InputStream, kind: Kind, storeVersion: Long, expected: StateFileIdentity,
-      describe: => String, visitor: Visitor): Summary = {
+      describe: => String, visitor: Visitor, expectedId: Option[String] = None): Summary = {
     val data = new ChecksummedInput(in)
     def corrupt(why: String) = KStateErrors.stateFileCorrupt(describe, storeVersion, why)
     try {
-      if (data.readInt() != Magic) throw corrupt("not a kstate state file (bad magic number)")
-      val fv = data.readInt()
-      // A newer kstate's file: refused by its version alone (its layout after it is unknown).
-      if (fv > FormatVersion) {
-        throw KStateErrors.checkpointFromNewerKstate("State file", describe, fv.toString, FormatsRead)
-      }
-      if (fv != FormatVersion && fv != FormatWithoutIdentity) throw corrupt(s"unknown format version $fv")
-      val k = data.readByte()
-      if (k != kind.tag) throw corrupt(s"file kind $k, expected ${kind.tag}")
-      val v = data.readLong()
-      if (v != storeVersion) throw corrupt(s"file says version $v")
-      val found = if (fv == FormatWithoutIdentity) None else Some(StateFileIdentity.readFrom(data))
+      val (fv, found, checkpoint) = readHeaderFields(data, kind, storeVersion, describe, corrupt)
       val foreign = found.filter(_ != expected)
-      val sink = if (foreign.isEmpty) visitor else Discard
+      val foundId = checkpoint.map(_.id)
+      val otherAttempt = foreign.isEmpty && foundId != expectedId
+      val sink = if (foreign.isEmpty && !otherAttempt) visitor else Discard
       var n = 0L
       var done = false
       while (!done) {
@@ -170,10 +200,60 @@ private[kstate] object StateFile {
       foreign.foreach { f =>
         throw KStateErrors.stateFileOfAnotherStore(describe, storeVersion, expected.toString, f.toString)
       }
-      Summary(records, numKeys, found)
+      if (otherAttempt) {
+        throw KStateErrors.stateFileOfAnotherCheckpointId(describe, storeVersion, expectedId, foundId)
+      }
+      Summary(records, numKeys, found, checkpoint)
     } catch {
       case _: EOFException => throw corrupt("file is truncated")
     }
+  }
+
+  /**
+   * The header of `in`, a file of `kind` and `storeVersion`, without reading the records or
+   * verifying the checksum (the full [[read]] of the same file does): to follow a lineage
+   * before replaying it. Refuses what [[read]] refuses by the header alone (bad magic, a newer
+   * or unknown format, another kind or version, a truncated header).
+   */
+  def readHeader(in: InputStream, kind: Kind, storeVersion: Long, describe: => String): Header = {
+    val data = new ChecksummedInput(in)
+    def corrupt(why: String) = KStateErrors.stateFileCorrupt(describe, storeVersion, why)
+    try {
+      val (fv, identity, checkpoint) = readHeaderFields(data, kind, storeVersion, describe, corrupt)
+      Header(fv, identity, checkpoint)
+    } catch {
+      case _: EOFException => throw corrupt("file is truncated")
+    }
+  }
+
+  private def readHeaderFields(data: ChecksummedInput, kind: Kind, storeVersion: Long, describe: => String,
+      corrupt: String => Throwable): (Int, Option[StateFileIdentity], Option[Checkpoint]) = {
+    if (data.readInt() != Magic) throw corrupt("not a kstate state file (bad magic number)")
+    val fv = data.readInt()
+    // A newer kstate's file: refused by its version alone (its layout after it is unknown).
+    if (fv > NewestFormat) {
+      throw KStateErrors.checkpointFromNewerKstate("State file", describe, fv.toString, FormatsRead)
+    }
+    if (!FormatsRead.contains(fv)) throw corrupt(s"unknown format version $fv")
+    val k = data.readByte()
+    if (k != kind.tag) throw corrupt(s"file kind $k, expected ${kind.tag}")
+    val v = data.readLong()
+    if (v != storeVersion) throw corrupt(s"file says version $v")
+    val found = if (fv == FormatWithoutIdentity) None else Some(StateFileIdentity.readFrom(data))
+    val checkpoint = if (fv < FormatWithCheckpointId) None else {
+      val id = data.readUTF()
+      val n = data.readInt()
+      if (n < 0 || n > MaxLineage) throw corrupt(s"invalid lineage length $n")
+      val lineage = Vector.fill(n)(LineageEntry(data.readLong(), data.readUTF()))
+      // a snapshot and version 1 have none; any other changelog leads, without a gap, to v - 1
+      val contiguous =
+        if (kind == Snapshot || v <= 1) lineage.isEmpty
+        else lineage.nonEmpty && lineage.head.version >= 1 && lineage.last.version == v - 1 &&
+          lineage.indices.forall(i => lineage(i).version == lineage.head.version + i)
+      if (!contiguous) throw corrupt(s"its lineage ${lineage.mkString(", ")} does not lead to version ${v - 1}")
+      Some(Checkpoint(id, lineage))
+    }
+    (fv, found, checkpoint)
   }
 
   private def readBytes(in: ChecksummedInput, corrupt: String => Throwable): Array[Byte] = {

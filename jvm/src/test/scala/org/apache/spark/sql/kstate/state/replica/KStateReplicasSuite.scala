@@ -211,4 +211,109 @@ class KStateReplicasSuite extends AnyFunSuite with BeforeAndAfterEach {
     KStateReplicas.stop()
     assert(cp.restoreHere(3).standbyVersion.isEmpty)
   }
+
+  // ---- checkpoint format v2 -----------------------------------------------------------------
+
+  /**
+   * A checkpoint of format v2: versions are committed under ids, and the commit log entries
+   * (`commits/<b>`, written as Spark writes them) name the ids Spark recorded, which a follower
+   * reads to know which attempt of a version is committed.
+   */
+  private final class V2Checkpoint(snapshotEvery: Int = 1000) {
+    val checkpoint: String = ProviderFixture.tmp()
+    val root: String = s"$checkpoint/state"
+    val store: ReplicaStore = ReplicaStore.of("q2", StateStoreId(root, 0, 0))
+    private val v2 = Map("spark.sql.streaming.stateStore.checkpointFormatVersion" -> "2")
+    private val conf = ProviderFixture.conf(snapshotEvery, 1000, extra = v2)
+    private val queryConf = ProviderFixture.conf(snapshotEvery, 1000, extra = v2,
+      extraOptions = Map(KStateStoreProvider.QueryIdKey -> "q2"))
+    var models = Vector(Map.empty[Long, Long])
+    var ids = Vector[Option[String]](None)
+
+    /** Commits versions up to `v` on the current lineage, as an active provider elsewhere does. */
+    def commitTo(v: Int, rnd: Random): Unit = {
+      val p = ProviderFixture.open(root, keySchema, valueSchema, conf)
+      try while (models.size <= v) {
+        val s = p.getStore(models.size - 1L, ids.last)
+        models :+= randomChanges(s, models.last, rnd, 1 + rnd.nextInt(40), 80)
+        s.commit()
+        ids :+= s.getStateStoreCheckpointInfo().stateStoreCkptId
+      } finally p.close()
+    }
+
+    /** Commit log entries of micro-batches 0..`batch` (version b + 1 committed with ids(b + 1)). */
+    def commitBatches(batch: Int): Unit = {
+      val dir = new File(s"$checkpoint/commits")
+      dir.mkdirs()
+      dir.listFiles().foreach(_.delete())
+      for (b <- 0 to batch) {
+        java.nio.file.Files.writeString(new File(dir, b.toString).toPath,
+          "v2\n{\"nextBatchWatermarkMs\":0,\"stateUniqueIds\":{\"0\":[[\"" + ids(b + 1).get + "\"]]}}")
+      }
+    }
+
+    /** Version `v` re-run with other changes: the lineage from v on is another attempt's. */
+    def rerun(v: Int, rnd: Random): Unit = {
+      models = models.take(v)
+      ids = ids.take(v)
+      commitTo(v, rnd)
+    }
+
+    /** A provider here restoring `v` by its id: what it restored from, and whether its store is right. */
+    def restoreHere(v: Int): KStateStoreProvider.RestoreInfo = {
+      val p = ProviderFixture.open(root, keySchema, valueSchema, queryConf)
+      try {
+        val s = p.getStore(v.toLong, ids(v))
+        assert(contents(s) == models(v), s"contents of version $v")
+        s.abort()
+        p.lastRestore.get
+      } finally p.close()
+    }
+  }
+
+  test("format v2: a standby follows the ids the commit log names, and a provider adopts it replaying only what it lacks") {
+    val cp = new V2Checkpoint()
+    val rnd = new Random(11)
+    cp.commitTo(9, rnd)
+    cp.commitBatches(3) // batches 0..3 committed: versions 1..4
+    val first = KStateReplicas.follow(Seq(Standby(cp.store, 4)), hadoop)
+    assert(first.rebuilt == 1 && first.failed == 0 && KStateReplicas.holdings == Map(cp.store -> 4L))
+    cp.commitBatches(5) // batch 4 and 5 committed: the follower moves on to version 6 by its id
+    assert(KStateReplicas.follow(Seq(Standby(cp.store, 5)), hadoop).rebuilt == 0)
+    assert(KStateReplicas.holdings == Map(cp.store -> 6L))
+    val info = cp.restoreHere(9)
+    assert(info.standbyVersion == Some(6L) && info.snapshotVersion.isEmpty, info)
+    val cold = { cp.commitBatches(8); cp.restoreHere(9) }
+    assert(cold.standbyVersion.isEmpty && info.recordsReplayed < cold.recordsReplayed, s"$info vs $cold")
+  }
+
+  test("format v2: a copy of another attempt of a version is never adopted, and a follower rebuilds it on the committed lineage") {
+    for (seed <- 1 to 3) {
+      val rnd = new Random(seed)
+      val cp = new V2Checkpoint()
+      cp.commitTo(5, rnd)
+      cp.commitBatches(4)
+      KStateReplicas.follow(Seq(Standby(cp.store, 5)), hadoop)
+      assert(KStateReplicas.holdings == Map(cp.store -> 5L))
+      // the query is taken back to batch 3 and re-runs batch 4 (version 5) with other input:
+      // the committed version 5 is now another attempt's, under another id
+      val held = cp.ids(5)
+      cp.rerun(5, rnd)
+      cp.commitTo(7, rnd)
+      assert(cp.ids(5) != held)
+      val info = cp.restoreHere(7) // contents checked against the new lineage
+      assert(info.standbyVersion.isEmpty, s"seed $seed: adopted a copy of another attempt")
+      // a follower catching up rebuilds instead of replaying onto the other attempt's version 5
+      val cp2 = new V2Checkpoint()
+      cp2.commitTo(5, rnd)
+      cp2.commitBatches(4)
+      KStateReplicas.follow(Seq(Standby(cp2.store, 5)), hadoop)
+      cp2.rerun(5, rnd)
+      cp2.commitTo(6, rnd)
+      cp2.commitBatches(5)
+      assert(KStateReplicas.follow(Seq(Standby(cp2.store, 5)), hadoop).rebuilt == 1, s"seed $seed")
+      assert(KStateReplicas.holdings == Map(cp2.store -> 6L))
+      assert(cp2.restoreHere(6).standbyVersion == Some(6L))
+    }
+  }
 }
