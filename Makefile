@@ -25,7 +25,7 @@ PY42 := $(VENV42)/bin/python
 # Spark's Python workers (UDFs) must run the venv's interpreter, not the system python3.
 export PYSPARK_PYTHON ?= $(abspath $(PY))
 
-.PHONY: all venv venv-spark42 jar jar-spark42 kafka-classpath checkpoint-stores-classpath proto-python test test-spark42 demo demo-kafka bench clean
+.PHONY: all venv venv-spark42 jar jar-spark42 kafka-classpath checkpoint-stores-classpath proto-python docs-errors test test-spark42 demo demo-kafka bench clean
 
 all: test
 
@@ -82,6 +82,11 @@ $(CKPT_CP): build.sbt | venv
 PROTOC_PATH := jvm/target/protoc-path
 $(PROTOC_PATH): build.sbt | venv
 	$(SBT) protocPath
+# The error conditions table of docs/errors.md, from python/kstate/error_conditions.json (the one
+# file of kstate's error conditions; test_docs.py checks the table is current).
+docs-errors: venv
+	$(PY) python/tests/error_docs.py
+
 proto-python: $(PROTOC_PATH)
 	$$(cat $(PROTOC_PATH)) -Ijvm/src/main/protobuf --python_out=python jvm/src/main/protobuf/kstate/proto/connect.proto
 

@@ -185,6 +185,15 @@ def kstateSettings(minor: String): Seq[Def.Setting[_]] = Seq(
       out
     },
 
+    // kstate's error conditions (condition, SQLSTATE, message template; docs/errors.md): one file,
+    // python/kstate/error_conditions.json, read by the Python package and, as this resource, by
+    // io.kstate.KStateException through Spark's ErrorClassesJsonReader.
+    Compile / resourceGenerators += Def.task {
+      val out = (Compile / resourceManaged).value / "io" / "kstate" / "error-conditions.json"
+      IO.copyFile(rootDir.value / "python" / "kstate" / "error_conditions.json", out)
+      Seq(out)
+    }.taskValue,
+
     // io.kstate.BuildInfo: version and Spark minor, checked by the Python package at first use.
     Compile / sourceGenerators += Def.task {
       val f = (Compile / sourceManaged).value / "io" / "kstate" / "BuildInfo.scala"

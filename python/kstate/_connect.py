@@ -172,7 +172,7 @@ class _Translator:
 
     @staticmethod
     def bad(why: str) -> KStateError:
-        return KStateError("KSTATE_CONNECT_INVALID_CALL", f"The kstate Spark Connect client cannot send this call: {why}.")
+        return KStateError("KSTATE_CONNECT_INVALID_CALL", {"side": "client", "reason": why})
 
     # -- the call as a whole ---------------------------------------------------------------
 
@@ -407,8 +407,4 @@ def plugin_missing(e: BaseException) -> Optional[KStateError]:
     """The named error for a Connect server that has no kstate plugin, if ``e`` is that."""
     if "No handler found for extension" not in str(e):
         return None
-    return KStateError(
-        "KSTATE_CONNECT_PLUGIN_MISSING",
-        f"the Spark Connect server has no kstate plugin. Start it with the kstate jar "
-        f"(--jars <kstate.jar_path()>) and --conf {PLUGIN_SETTING}={PLUGIN_CLASS} "
-        "--conf spark.sql.extensions=io.kstate.KStateExtensions (docs/connect.md).")
+    return KStateError("KSTATE_CONNECT_PLUGIN_MISSING", {"pluginSetting": PLUGIN_SETTING, "pluginClass": PLUGIN_CLASS})

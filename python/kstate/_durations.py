@@ -31,11 +31,7 @@ _ISO = re.compile(r"^p(?:([0-9]+)d)?(?:t(?=[0-9])(?:([0-9]+)h)?(?:([0-9]+)m)?(?:
 
 
 def _bad(what: str, value: object, why: str) -> KStateError:
-    return KStateError(
-        "KSTATE_INVALID_DURATION",
-        f"{what} '{value}' is not a valid duration: {why}. Use a non-negative duration such as "
-        "'10 seconds', '500ms', 'PT1M', a datetime.timedelta, or a number of milliseconds.",
-    )
+    return KStateError("KSTATE_INVALID_DURATION", {"what": what, "value": value, "reason": why})
 
 
 _MAX_MS = 2**63 - 1

@@ -14,6 +14,7 @@ from typing import Any, Callable, TypeVar
 import pyspark
 
 from . import _connect
+from ._jvm_errors import kstate_error_of
 from .errors import KStateError
 
 __version__ = "0.1.0"
@@ -46,21 +47,15 @@ def jar_path() -> str:
     ``SUPPORTED_SPARK_MINORS``), ``KSTATE_JAR_MISSING`` when its jar is not in the package.
     """
     if SPARK_MINOR not in SUPPORTED_SPARK_MINORS:
-        raise KStateError(
-            "KSTATE_SPARK_VERSION_MISMATCH",
-            f"kstate {__version__} is built for Spark {' and '.join(SUPPORTED_SPARK_MINORS)}, but "
-            f"the installed pyspark is {pyspark.__version__}. Install pyspark "
-            f"{' or '.join(m + '.x' for m in reversed(SUPPORTED_SPARK_MINORS))}.",
-        )
+        raise KStateError("KSTATE_SPARK_VERSION_MISMATCH.INSTALLED_PYSPARK", {
+            "kstateVersion": __version__, "supported": " and ".join(SUPPORTED_SPARK_MINORS),
+            "pysparkVersion": pyspark.__version__,
+            "install": " or ".join(m + ".x" for m in reversed(SUPPORTED_SPARK_MINORS))})
     here = _JARS_DIR
     jars = sorted(glob.glob(os.path.join(here, jar_name())))
     if not jars:
-        raise KStateError(
-            "KSTATE_JAR_MISSING",
-            f"the kstate jar for version {__version__} and Spark {SPARK_MINOR} ({jar_name()}) is "
-            f"not in {here}. Reinstall the kstate package, or run 'make jar' (Spark 4.3) or "
-            "'make jar-spark42' (Spark 4.2) in a source checkout.",
-        )
+        raise KStateError("KSTATE_JAR_MISSING", {
+            "kstateVersion": __version__, "sparkMinor": SPARK_MINOR, "jar": jar_name(), "directory": here})
     return jars[0]
 
 
@@ -74,7 +69,7 @@ def translate_errors(fn: F) -> F:
         except KStateError:
             raise
         except Exception as e:  # py4j / pyspark wrap JVM exceptions in several types
-            k = KStateError.from_jvm(e) or _connect.plugin_missing(e)
+            k = kstate_error_of(e) or _connect.plugin_missing(e)
             if k is None:
                 raise
             raise k from None
@@ -90,31 +85,20 @@ def check_jvm(spark: Any) -> Any:
     """
     if _connect.is_connect(spark):
         return _connect.RemoteJvm(spark)
+    if getattr(spark, "sparkContext", None) is None:  # not a session (None, a DataFrame, a path...)
+        raise KStateError("KSTATE_INVALID_SESSION", {"type": type(spark).__name__})
     jvm = spark.sparkContext._jvm
     try:
         info = jvm.io.kstate.BuildInfo
         jar_version, jar_spark = str(info.version()), str(info.sparkMinor())
     except Exception as e:  # class not found: the jar is not on the classpath
-        raise KStateError(
-            "KSTATE_JAR_NOT_LOADED",
-            "the kstate jar is not on this SparkSession's classpath. Build the session with "
-            "kstate.configure(SparkSession.builder) (or spark-submit --jars <kstate jar> "
-            f"--conf spark.sql.extensions={EXTENSION}).",
-        ) from e
+        raise KStateError("KSTATE_JAR_NOT_LOADED", {"extension": EXTENSION}) from e
     if jar_version != __version__:
-        raise KStateError(
-            "KSTATE_VERSION_MISMATCH",
-            f"the kstate jar on the classpath is version {jar_version} but the Python package is "
-            f"{__version__}. Use the jar bundled with this package: kstate.jar_path().",
-        )
+        raise KStateError("KSTATE_VERSION_MISMATCH", {"jarVersion": jar_version, "kstateVersion": __version__})
     spark_minor = ".".join(spark.version.split(".")[:2])
     if jar_spark != spark_minor:
-        raise KStateError(
-            "KSTATE_SPARK_VERSION_MISMATCH",
-            f"the kstate jar on the classpath is built for Spark {jar_spark} but the session runs "
-            f"Spark {spark.version}. Use the jar built for the session's Spark: "
-            f"{jar_name(spark_minor)} (kstate.jar_path() picks it for the installed pyspark).",
-        )
+        raise KStateError("KSTATE_SPARK_VERSION_MISMATCH.SESSION", {
+            "jarSpark": jar_spark, "sessionSpark": spark.version, "jar": jar_name(spark_minor)})
     return jvm
 
 

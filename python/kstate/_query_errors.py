@@ -16,52 +16,50 @@ built.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 from pyspark.errors.exceptions.captured import StreamingQueryException as _CapturedQueryException
 
 from ._jvm import translate_errors
+from ._jvm_errors import install_connect as _install_connect_errors
+from ._jvm_errors import kstate_cause, kstate_error_of
 from .errors import KStateError
 
 __all__ = ["KStateStreamingQueryError", "install"]
 
-_JVM_CLASS = "io.kstate.KStateException"
-_IN_TEXT = _JVM_CLASS + ": "  # how a Java stack trace names it
-_MAX_CAUSES = 64  # a cause chain is short; the bound only guards against cycles
-
 
 class KStateStreamingQueryError(_CapturedQueryException, KStateError):
-    """A streaming query stopped by a kstate error: catch it as ``kstate.KStateError``
-    (``error_class``, ``message``: the kstate error's own) or as pyspark's
-    ``StreamingQueryException`` (its text and JVM stack trace are the query's)."""
+    """A streaming query stopped by a kstate error: catch it as ``kstate.KStateError`` or as
+    pyspark's ``StreamingQueryException``.
+
+    ``getCondition()``, ``getSqlState()``, ``getMessageParameters()``, ``error_class`` and
+    ``message`` are the kstate error's (the error that stopped the query, e.g.
+    ``KSTATE_BUFFER_FULL``, not Spark's ``STREAM_FAILED`` around it); ``str()`` and the JVM stack
+    trace are the query's.
+    """
 
     @classmethod
     def of(cls, query_error: _CapturedQueryException, cause: KStateError) -> "KStateStreamingQueryError":
-        """``query_error`` re-typed, carrying ``cause``'s error class and message."""
+        """``query_error`` re-typed, carrying ``cause``'s condition, parameters and message."""
         err = cls.__new__(cls)
         err.__dict__.update(query_error.__dict__)
         err.args = query_error.args
         err.error_class = cause.error_class
         err.message = cause.message
+        err._kstate_cause = cause
         return err
 
+    def getCondition(self) -> Optional[str]:
+        return self._kstate_cause.getCondition()
 
-def kstate_cause(java_throwable: Any) -> Optional[KStateError]:
-    """The first ``io.kstate.KStateException`` in a Java throwable's cause chain, or None.
+    def getErrorClass(self) -> Optional[str]:
+        return self._kstate_cause.getCondition()
 
-    A query whose sink is a Python ``foreachBatch`` function breaks the chain: the JVM sees a
-    ``Py4JException`` whose message is the Python traceback, with the kstate exception only in
-    its text (``io.kstate.KStateException: [KSTATE_...] ...``); that text is read then.
-    """
-    t, depth, in_text = java_throwable, 0, None
-    while t is not None and depth < _MAX_CAUSES:
-        if str(t.getClass().getName()) == _JVM_CLASS:
-            return KStateError.from_jvm(str(t.getMessage()))
-        message = t.getMessage()
-        if in_text is None and message is not None and _IN_TEXT in str(message):
-            in_text = KStateError.from_jvm(str(message).split(_IN_TEXT, 1)[1])
-        t, depth = t.getCause(), depth + 1
-    return in_text
+    def getSqlState(self) -> Optional[str]:
+        return self._kstate_cause.getSqlState()
+
+    def getMessageParameters(self) -> Optional[Dict[str, str]]:
+        return self._kstate_cause.getMessageParameters()
 
 
 def as_kstate_error(query_error: _CapturedQueryException, java_throwable: Any) -> _CapturedQueryException:
@@ -130,17 +128,29 @@ def _connect_error_class() -> type:
 
 def as_kstate_connect_error(query_error: Any) -> Any:
     """A Connect query's error as a :class:`KStateStreamingQueryError` when a kstate error caused
-    it: the server sends the error's text, which names the kstate error (``[KSTATE_...] ...``)."""
+    it: the server sends the error chain's conditions and parameters (Connect's error details)."""
     if query_error is None or isinstance(query_error, KStateError):
         return query_error
-    cause = KStateError.from_jvm(str(query_error))
+    cause = kstate_error_of(query_error)
     return query_error if cause is None else _connect_error_class().of(query_error, cause)
 
 
 def _returning_connect_kstate_errors(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``StreamingQuery.exception()`` on Connect: the server's answer holds the query error's text
+    only, so the error is fetched again the way ``awaitTermination`` raises it, with its chain's
+    details (a terminated query raises its error at once)."""
     @functools.wraps(method)
     def wrapper(self: Any) -> Any:
-        return as_kstate_connect_error(method(self))
+        error = method(self)
+        if error is None or isinstance(error, KStateError):
+            return error
+        try:
+            self.awaitTermination(0.001)
+        except KStateError as raised:  # awaitTermination is wrapped too: the kstate error, typed
+            return raised
+        except Exception:  # noqa: BLE001 - not a kstate error: pyspark's answer stands
+            return error
+        return error
 
     wrapper._kstate_wrapped = True  # type: ignore[attr-defined]
     return wrapper
@@ -160,6 +170,7 @@ def _install_connect() -> None:
         return
     from pyspark.errors.exceptions.connect import StreamingQueryException as _ConnectQueryException
 
+    _install_connect_errors()
     raising = _raising(_ConnectQueryException, as_kstate_connect_error)
     _wrap([(StreamingQuery, "awaitTermination", raising),
            (StreamingQuery, "processAllAvailable", raising),

@@ -28,24 +28,19 @@ def _col(value: Union[ColumnOrName, Sequence[ColumnOrName]], role: str, df: Data
         return F.col(value)
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, (str, Column)) for v in value):
         return F.struct(*[F.col(v) if isinstance(v, str) else v for v in value])
-    raise KStateError(
-        "KSTATE_MISSING_COLUMN",
-        f"The {role} column cannot be resolved: expected a column name, a Column or a list of "
-        f"them, got {type(value).__name__}.",
-    )
+    raise KStateError("KSTATE_MISSING_COLUMN", {
+        "role": role, "reason": f"expected a column name, a Column or a list of them, got {type(value).__name__}"})
 
 
 def _name(name: Optional[str]) -> Optional[str]:
     if name is not None and not isinstance(name, str):
-        raise KStateError("KSTATE_INVALID_OPERATOR_NAME", f"name must be a string, got {name!r}.")
+        raise KStateError("KSTATE_INVALID_OPERATOR_NAME", {"name": repr(name), "reason": "name= must be a string"})
     return name
 
 
 def _order(order: object) -> str:
     if not isinstance(order, str):
-        raise KStateError(
-            "KSTATE_INVALID_PROCESSING_ORDER",
-            f"order must be 'auto', 'task' or 'event_time', got {order!r}.")
+        raise KStateError("KSTATE_INVALID_PROCESSING_ORDER", {"what": "order=", "value": repr(order)})
     return order
 
 
@@ -340,8 +335,7 @@ class KStateDataFrame:
         if not isinstance(table, KTable):
             raise TypeError(f"join takes a KTable (df.kstate.to_table(...)), got {type(table).__name__}")
         if not isinstance(how, str):
-            raise KStateError("KSTATE_INVALID_JOIN_TYPE",
-                              f"how must be 'inner' or 'left', got {how!r}.")
+            raise KStateError("KSTATE_INVALID_JOIN_TYPE.STREAM_TABLE", {"how": str(how)})
         jgrace = None if grace is None else str(to_millis(grace, "grace"))
         return self._wrap(self._jkstate(order).join(
             table._jtable, self._jcol(key, "key"), self._jcol(timestamp, "timestamp"), how, jgrace, _name(name)))
@@ -372,10 +366,8 @@ class KStateDataFrame:
         ...     TimeWindows.of_size("1 hour"), key="user", timestamp="ts").distinct()
         """
         if not isinstance(windows, (TimeWindows, SessionWindows, SlidingWindows)):
-            raise KStateError(
-                "KSTATE_INVALID_WINDOW",
-                "Invalid window specification: expected TimeWindows, SessionWindows or SlidingWindows, "
-                f"got {type(windows).__name__}.")
+            raise KStateError("KSTATE_INVALID_WINDOW", {
+                "reason": f"expected TimeWindows, SessionWindows or SlidingWindows, got {type(windows).__name__}"})
         jvm = check_jvm(self._df.sparkSession)
         jstream = checked(self._jkstate(order).windowedBy(
             windows._to_jvm(jvm), self._jcol(key, "key"), self._jcol(timestamp, "timestamp")))
@@ -460,10 +452,9 @@ class KStateWindowedStream:
         ...                                    key="user", timestamp="ts").count()
         """
         if not columns or not all(isinstance(c, Column) for c in columns):
-            raise KStateError(
-                "KSTATE_UNSUPPORTED_AGGREGATE",
-                "Cannot aggregate: agg(...) takes one or more Columns of aggregate functions, e.g. "
-                "F.sum(\"amount\"); got " + ", ".join(type(c).__name__ for c in columns) + ".")
+            raise KStateError("KSTATE_UNSUPPORTED_AGGREGATE", {
+                "expression": ", ".join(type(c).__name__ for c in columns) or "nothing",
+                "reason": "agg(...) takes one or more Columns of aggregate functions"})
         jcols = jseq(check_jvm(self._df.sparkSession), [jcol(c) for c in columns])
         return to_df(self._jstream.aggregate(jcols, _name(name)), self._df.sparkSession)
 

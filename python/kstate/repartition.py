@@ -60,21 +60,15 @@ def repartition_state(spark: SparkSession, checkpoint_location: str, num_partiti
     >>> events.kstate.deduplicate_by_key(...).writeStream.option("checkpointLocation", "/chk/dedup").start()
     """
     if not isinstance(checkpoint_location, str):
-        raise KStateError(
-            "KSTATE_INVALID_REPARTITION",
-            f"Cannot repartition the checkpoint's state: checkpoint_location must be a string, got "
-            f"{type(checkpoint_location).__name__}. Nothing was written; the checkpoint is unchanged.")
+        raise KStateError("KSTATE_INVALID_REPARTITION", {
+            "reason": f"checkpoint_location must be a string, got {type(checkpoint_location).__name__}"})
     if not isinstance(num_partitions, int) or isinstance(num_partitions, bool) or not 0 < num_partitions < 2**31:
-        raise KStateError(
-            "KSTATE_INVALID_REPARTITION",
-            f"Cannot repartition the checkpoint's state: num_partitions must be a positive int, got "
-            f"{num_partitions!r}. Nothing was written; the checkpoint is unchanged.")
+        raise KStateError("KSTATE_INVALID_REPARTITION", {
+            "reason": f"num_partitions must be a positive int, got {num_partitions!r}"})
     if _connect.is_connect(spark):
-        raise KStateError(
-            "KSTATE_INVALID_REPARTITION",
-            "Cannot repartition the checkpoint's state from a Spark Connect session: it runs offline "
-            "jobs on the session's own cluster. Use a classic session (kstate.configure). Nothing was "
-            "written; the checkpoint is unchanged.")
+        raise KStateError("KSTATE_INVALID_REPARTITION", {
+            "reason": "it cannot be done from a Spark Connect session: it runs offline jobs on the session's own "
+                      "cluster. Use a classic session (kstate.configure)"})
     jvm: Any = check_jvm(spark)
     return int(jvm.io.kstate.KStateRepartition.repartitionState(jsession(spark), checkpoint_location, num_partitions))
 

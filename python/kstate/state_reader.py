@@ -18,6 +18,14 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+_LONG_MIN, _LONG_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
+def _out_of_long(value: Any) -> bool:
+    """An int the JVM cannot take as a ``long`` (py4j would fail with a raw ``Py4JError``)."""
+    return _is_int(value) and not _LONG_MIN <= value <= _LONG_MAX
+
+
 def _scala_option_long(jvm: Any, value: Optional[int]) -> Any:
     """A Scala ``Option[Long]`` built in the JVM (py4j would hand a plain int over as an Integer,
     which a Scala ``Option[Long]`` cannot unbox). On Spark Connect the number itself: the server
@@ -82,25 +90,21 @@ def read_state(
     >>> before = kstate.read_state(spark, "/chk/dedup", 1942335271, batch_id=3)
     """
     if not isinstance(checkpoint_location, str):
-        raise KStateError(
-            "KSTATE_INVALID_STATE_READ",
-            f"Cannot read kstate state: checkpoint_location must be a string, got "
-            f"{type(checkpoint_location).__name__}.")
+        raise KStateError("KSTATE_INVALID_STATE_READ", {
+            "reason": f"checkpoint_location must be a string, got {type(checkpoint_location).__name__}"})
     if not isinstance(operator, str) and not _is_int(operator):
-        raise KStateError(
-            "KSTATE_INVALID_STATE_READ",
-            f"Cannot read kstate state: operator must be an operator name (str) or an operator "
-            f"id (int), got {type(operator).__name__}.")
+        raise KStateError("KSTATE_INVALID_STATE_READ", {
+            "reason": f"operator must be an operator name (str) or an operator id (int), got {type(operator).__name__}"})
     if batch_id is not None and not _is_int(batch_id):
-        raise KStateError(
-            "KSTATE_INVALID_STATE_READ",
-            f"Cannot read kstate state: batch_id must be an int or None, got "
-            f"{type(batch_id).__name__}.")
+        raise KStateError("KSTATE_INVALID_STATE_READ", {
+            "reason": f"batch_id must be an int or None, got {type(batch_id).__name__}"})
     if not isinstance(store_name, str):
-        raise KStateError(
-            "KSTATE_INVALID_STATE_READ",
-            f"Cannot read kstate state: store_name must be a string, got "
-            f"{type(store_name).__name__}.")
+        raise KStateError("KSTATE_INVALID_STATE_READ", {
+            "reason": f"store_name must be a string, got {type(store_name).__name__}"})
+    for what, value in (("operator", operator), ("batch_id", batch_id)):
+        if _out_of_long(value):
+            raise KStateError("KSTATE_INVALID_STATE_READ", {
+                "reason": f"{what} must be within a 64-bit long (-2**63 to 2**63 - 1), got {value}"})
     jvm = check_jvm(spark)
     jbatch = _scala_option_long(jvm, batch_id)
     reader = jvm.io.kstate.KStateStateReader

@@ -20,10 +20,9 @@ def _limit(what: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{what} must be an int, got {type(value).__name__}")
     if value <= 0 or value > _UNBOUNDED:
-        raise KStateError(
-            "KSTATE_INVALID_BUFFER_CONFIG",
-            f"Invalid buffer config: {what} must be between 1 and 2**63 - 1 ({_UNBOUNDED}), got {value}. "
-            "For no limit use BufferConfig.unbounded() or with_no_bound().")
+        raise KStateError("KSTATE_INVALID_BUFFER_CONFIG", {
+            "reason": f"{what} must be between 1 and 2**63 - 1 ({_UNBOUNDED}), got {value}. "
+                      "For no limit use BufferConfig.unbounded() or with_no_bound()"})
     return value
 
 

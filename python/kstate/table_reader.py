@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ._jvm import check_jvm, jsession, to_df, translate_errors
 from .errors import KStateError
-from .state_reader import _is_int, _scala_option_long
+from .state_reader import _is_int, _out_of_long, _scala_option_long
 
 __all__ = ["read_table"]
 
@@ -18,7 +18,7 @@ AsOf = Union[None, int, str, _dt.datetime]
 
 
 def _invalid(why: str) -> KStateError:
-    return KStateError("KSTATE_INVALID_STATE_READ", f"Cannot read kstate state: {why}.")
+    return KStateError("KSTATE_INVALID_STATE_READ", {"reason": why})
 
 
 @translate_errors
@@ -79,6 +79,9 @@ def read_table(spark: SparkSession, checkpoint_location: str, name: str,
         raise _invalid(f"checkpoint_location must be a string, got {type(checkpoint_location).__name__}")
     if not isinstance(name, str):
         raise _invalid(f"name must be a string, got {type(name).__name__}")
+    if _out_of_long(as_of):
+        raise _invalid(f"as_of must be an event time in epoch milliseconds within a 64-bit long "
+                       f"(-2**63 to 2**63 - 1), got {as_of}")
     jvm = check_jvm(spark)
     reader = jvm.io.kstate.KStateTableReader
     js = jsession(spark)

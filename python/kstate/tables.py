@@ -42,11 +42,9 @@ class VersionedTable:
         self.history_retention_ms = to_millis(history_retention, "history_retention")
         self.grace_ms = self.history_retention_ms if grace is None else to_millis(grace, "grace")
         if self.grace_ms > self.history_retention_ms:
-            raise KStateError(
-                "KSTATE_INVALID_VERSIONED_STORE",
-                f"Versioned table: grace period {self.grace_ms}ms exceeds the history retention "
-                f"{self.history_retention_ms}ms (a record accepted within the grace period must "
-                "stay queryable). Lower the grace period or raise the history retention.")
+            raise KStateError("KSTATE_INVALID_VERSIONED_STORE", {
+                "store": "Versioned table", "historyRetentionMs": self.history_retention_ms,
+                "graceMs": self.grace_ms, "reason": "the grace period exceeds the history retention"})
 
     def _to_jvm(self, jvm: Any) -> Any:
         return jvm.io.kstate.tables.VersionedTable.ofMillis(self.history_retention_ms).withGraceMillis(self.grace_ms)

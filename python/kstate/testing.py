@@ -85,7 +85,7 @@ def session_conf(spark: SparkSession, settings: Mapping[str, Any]) -> Iterator[N
 def _hub_error(spark: SparkSession, method: str, *args: str) -> KStateError:
     """The named error built by the JVM's error hub (``io.kstate.KStateErrors.<method>``)."""
     exc = getattr(spark.sparkContext._jvm.io.kstate.KStateErrors, method)(*args)
-    err = KStateError.from_jvm(str(exc.getMessage()))
+    err = KStateError.from_java(exc)
     assert err is not None, f"KStateErrors.{method} did not build a kstate error"
     return err
 
@@ -269,11 +269,7 @@ class PipelineTestDriver:
                  partitions: int = 1, order: str = "task",
                  conf: Optional[Mapping[str, Any]] = None) -> None:
         if is_connect(spark):
-            raise KStateError(
-                "KSTATE_TEST_DRIVER_NEEDS_CLASSIC_SESSION",
-                "the pipeline test driver runs micro-batches in this Python process and needs a "
-                "classic SparkSession (kstate.configure(SparkSession.builder.master('local[1]'))), "
-                "not a Spark Connect one: test the pipeline on a classic session.")
+            raise KStateError("KSTATE_TEST_DRIVER_NEEDS_CLASSIC_SESSION")
         check_jvm(spark)
         self._spark = spark
         self._single = not isinstance(inputs, Mapping)

@@ -33,16 +33,15 @@ class TimeWindows:
         """Tumbling windows of ``size`` with no grace."""
         ms = to_millis(size, "size")
         if ms <= 0:
-            raise KStateError("KSTATE_INVALID_WINDOW", f"Invalid window specification: size must be > 0, got {ms} ms.")
+            raise KStateError("KSTATE_INVALID_WINDOW", {"reason": f"size must be > 0, got {ms} ms"})
         return TimeWindows(ms, ms, 0)
 
     def advance_by(self, advance: DurationLike) -> "TimeWindows":
         """Hopping windows advancing by ``advance`` (0 < advance <= size)."""
         ms = to_millis(advance, "advance")
         if ms <= 0 or ms > self.size_ms:
-            raise KStateError(
-                "KSTATE_INVALID_WINDOW",
-                f"Invalid window specification: advance must be > 0 and <= size ({self.size_ms} ms), got {ms} ms.")
+            raise KStateError("KSTATE_INVALID_WINDOW", {
+                "reason": f"advance must be > 0 and <= size ({self.size_ms} ms), got {ms} ms"})
         return replace(self, advance_ms=ms)
 
     def grace(self, grace: DurationLike) -> "TimeWindows":
@@ -75,7 +74,7 @@ class SessionWindows:
         """Sessions split by ``gap`` of inactivity, with no grace."""
         ms = to_millis(gap, "gap")
         if ms <= 0:
-            raise KStateError("KSTATE_INVALID_WINDOW", f"Invalid window specification: inactivity gap must be > 0, got {ms} ms.")
+            raise KStateError("KSTATE_INVALID_WINDOW", {"reason": f"inactivity gap must be > 0, got {ms} ms"})
         return SessionWindows(ms, 0)
 
     def grace(self, grace: DurationLike) -> "SessionWindows":

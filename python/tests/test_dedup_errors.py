@@ -8,6 +8,7 @@ import types
 from typing import Any, Callable
 
 import pytest
+from pyspark.errors import PySparkException
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -115,9 +116,17 @@ def test_bad_input_raises_at_construction(df, case: str) -> None:
     op = make()
     with pytest.raises(KStateError) as ei:
         op(df)
-    assert ei.value.error_class == error_class, str(ei.value)
-    assert str(ei.value).startswith(f"[{error_class}] ")
-    assert isinstance(ei.value, ValueError)
+    err = ei.value
+    assert err.error_class == error_class, str(err)
+    # a PySpark error: condition (the error class, or it and a sub-condition), SQLSTATE, parameters
+    condition = err.getCondition()
+    assert condition == error_class or condition.startswith(error_class + "."), condition
+    assert str(err).startswith(f"[{condition}] ")
+    assert isinstance(err, ValueError) and isinstance(err, PySparkException)
+    assert err.getSqlState() is not None and len(err.getSqlState()) == 5
+    params = err.getMessageParameters()
+    assert params and all(isinstance(v, str) for v in params.values())
+    assert all(v in err.message for v in params.values() if len(v) > 3)
 
 
 GOOD = {
@@ -264,15 +273,6 @@ def test_a_connect_session_records_jvm_calls_for_the_servers_plugin() -> None:
     call = jvm.io.kstate.KStateDataFrame.apply("df").withProcessingOrder("task")
     assert (call._k_method, call._k_args) == ("withProcessingOrder", ["task"])
     assert (call._k_target._k_method, call._k_target._k_target) == ("io.kstate.KStateDataFrame.apply", None)
-
-
-def test_connect_wire_format() -> None:
-    # protobuf's varints: 7 bits a byte, low first; int64 -1 is ten bytes
-    assert kstate._connect._varint(300) == b"\xac\x02"
-    assert kstate._connect._varint(-1) == b"\xff" * 9 + b"\x01"
-    # Value.text (field 2, length-delimited) and Value.null (field 4, varint)
-    assert kstate._connect._value("ab", None) == b"\x12\x02ab"
-    assert kstate._connect._value(None, None) == b"\x20\x01"
 
 
 def test_a_connect_server_without_the_plugin_is_a_named_error() -> None:

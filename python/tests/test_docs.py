@@ -5,6 +5,7 @@ bench/results/. No Spark."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import unicodedata
 from pathlib import Path
@@ -164,3 +165,16 @@ def test_no_figures_outside_the_benchmarks_page() -> None:
     hits = [f"{p.relative_to(ROOT)}:{n}: {line.strip()[:100]}" for p in FILES if p.name != "benchmarks.md"
             for n, line in prose_lines(p.read_text(encoding="utf-8")) if fig.search(line)]
     assert hits == []
+
+
+def test_the_error_table_is_generated_from_the_conditions_file() -> None:
+    import error_docs
+
+    page = (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
+    assert error_docs.generated_section() in page, "docs/errors.md's error table is stale: run make docs-errors"
+    with open(error_docs.CONDITIONS, encoding="utf-8") as f:
+        conditions = json.load(f)
+    for name, info in conditions.items():  # every condition and sub-condition has its row
+        assert f"| `{name}` | {info['sqlState']} |" in page
+        for sub in info.get("subClass") or {}:
+            assert f"| `{name}.{sub}` |" in page

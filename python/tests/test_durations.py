@@ -7,6 +7,7 @@ import pytest
 
 import kstate
 from kstate import KStateError, to_millis
+from kstate._jvm_errors import kstate_error_of
 
 S, M, H, D, W = 1000, 60_000, 3_600_000, 86_400_000, 604_800_000
 LONG_MAX = 2**63 - 1
@@ -122,7 +123,7 @@ def test_python_and_jvm_parsers_agree(spark, text: str) -> None:
     try:
         jvm_ms = int(jvm.io.kstate.Durations.toMillis("interval", text))
     except Exception as e:  # py4j wraps the KStateException
-        k = KStateError.from_jvm(e)
+        k = kstate_error_of(e)
         assert k is not None, e
         jvm_ms = k.error_class
     try:

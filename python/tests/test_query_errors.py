@@ -28,12 +28,19 @@ def _config_changed_query(spark, root: str) -> FileStream:
     return fs2
 
 
-def _assert_kstate_query_error(e: BaseException, error_class: str) -> None:
+def _assert_kstate_query_error(e: BaseException, error_class: str, through_python: bool = False) -> None:
+    """``through_python``: the query's sink is a Python foreachBatch function, whose traceback
+    carries the kstate error through the JVM as text only: condition and message, no parameters."""
     assert isinstance(e, KStateError), type(e).__mro__
     assert isinstance(e, StreamingQueryException)
     assert e.error_class == error_class
     assert e.message and not e.message.startswith("["), e.message
-    assert f"[{error_class}]" in str(e)
+    # the kstate error's condition, SQLSTATE and parameters, read from the Java error object
+    condition = e.getCondition()
+    assert condition == error_class or condition.startswith(error_class + "."), condition
+    assert f"[{condition}]" in str(e)
+    assert e.getSqlState() is not None and len(e.getSqlState()) == 5
+    assert bool(e.getMessageParameters()) != through_python, e.getMessageParameters()
 
 
 def test_config_change_is_a_kstate_error_from_process_all_available(spark, tmp_path) -> None:
@@ -62,7 +69,7 @@ def test_buffer_full_is_a_kstate_error_from_await_termination(spark, tmp_path) -
             fs.add_file([dict(seq=0, k="a", ts=0, v=1), dict(seq=1, k="b", ts=0, v=1)])
             with pytest.raises(KStateError) as ei:
                 fs.query.awaitTermination(120)
-            _assert_kstate_query_error(ei.value, "KSTATE_BUFFER_FULL")
+            _assert_kstate_query_error(ei.value, "KSTATE_BUFFER_FULL", through_python=True)
             assert "max_records=1" in ei.value.message
         finally:
             fs.stop()

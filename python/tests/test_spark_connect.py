@@ -19,6 +19,7 @@ from pyspark.sql.connect import functions as CF
 
 import kstate
 from kstate import BufferConfig, KStateError, Suppressed, TimeWindows, VersionedTable
+from kstate._jvm_errors import kstate_error_of
 from _streaming import (SCHEMA, STREAM_ORDER, FileStream, dedup, file_name, run_batch_df, run_stream, session_conf,
                         write_json_lines)
 from connect_server import ConnectServer, remote_session
@@ -204,14 +205,23 @@ def test_a_running_querys_kstate_error_is_a_kstate_error(remote, session_tmp) ->
             q.processAllAvailable()
     finally:
         q.stop()
-    assert ei.value.error_class == "KSTATE_OPERATOR_CONFIG_CHANGED"
-    assert isinstance(ei.value, StreamingQueryException) and "JVM stacktrace" not in ei.value.message
-    assert isinstance(q.exception(), kstate.KStateError)
+    err = ei.value
+    assert err.error_class == "KSTATE_OPERATOR_CONFIG_CHANGED"
+    assert isinstance(err, StreamingQueryException) and "JVM stacktrace" not in err.message
+    # the kstate error's condition, SQLSTATE and parameters, as the server sent them (not parsed from text)
+    assert (err.getCondition(), err.getSqlState()) == ("KSTATE_OPERATOR_CONFIG_CHANGED", "42K03")
+    params = err.getMessageParameters()
+    assert params["operator"] == "dedup" and "10000" in params["stored"] and "20000" in params["current"], params
+    later = q.exception()
+    assert isinstance(later, kstate.KStateError) and isinstance(later, StreamingQueryException)
+    assert (later.getCondition(), later.getMessageParameters()) == ("KSTATE_OPERATOR_CONFIG_CHANGED", params)
     # an error when the query starts: kstate's operators have no complete mode
     with pytest.raises(KStateError) as ei:
         (remote.readStream.schema(SCHEMA).json(src).kstate.deduplicate("id", "10s", timestamp="ts")
          .writeStream.format("noop").outputMode("complete").start())
     assert ei.value.error_class == "KSTATE_UNSUPPORTED_OUTPUT_MODE"
+    assert ei.value.getCondition() == "KSTATE_UNSUPPORTED_OUTPUT_MODE.RETRACTION"
+    assert ei.value.getMessageParameters()["mode"] == "complete", ei.value.getMessageParameters()
 
 
 def test_read_table_as_on_a_classic_session(spark, remote, session_tmp) -> None:
@@ -290,7 +300,7 @@ def test_a_client_of_another_kstate_version_works_where_the_schema_allows(remote
     unknown = pb.KStateRelation(client_version="9.9.9").SerializeToString() + bytes([0x92, 0x03, 0x00])  # field 50, empty
     with pytest.raises(Exception) as ei:
         _raw_extension_df(remote, unknown).schema
-    err = KStateError.from_jvm(ei.value)
+    err = kstate_error_of(ei.value)
     assert err is not None and err.error_class == "KSTATE_CONNECT_UNKNOWN_OPERATION", str(ei.value)[:1500]
     assert "field 50" in err.message and "KStateRelation" in err.message
 
@@ -413,7 +423,7 @@ def test_a_crafted_message_is_refused_by_name_and_the_server_stays_healthy(remot
         assert len(value) == 13
     with pytest.raises(Exception) as ei:
         _raw_extension_df(remote, value).schema
-    err = KStateError.from_jvm(ei.value)
+    err = kstate_error_of(ei.value)
     expected = "KSTATE_CONNECT_INVALID_CALL" if name == "wrapping_length" else "KSTATE_CONNECT_MALFORMED_MESSAGE"
     assert err is not None and err.error_class == expected, str(ei.value)[:2000]
     assert "same kstate version" not in err.message

@@ -168,7 +168,7 @@ def test_read_state_errors_are_raised_at_call_time(spark, hdfs_dedup, tmp):
     e = error(hdfs_dedup, 1234)
     assert e.error_class == "KSTATE_STATE_NOT_FOUND" and "deduplicate_by_key-0" in e.message
     e = error(hdfs_dedup, "deduplicate_by_key-0", batch_id=2)
-    assert e.error_class == "KSTATE_STATE_NOT_FOUND" and "Micro-batch 2" in e.message
+    assert e.error_class == "KSTATE_STATE_NOT_FOUND" and "micro-batch 2" in e.message
     assert error(tmp, "deduplicate_by_key-0").error_class == "KSTATE_STATE_NOT_FOUND"
     assert error(hdfs_dedup, "deduplicate_by_key-0", batch_id=-1).error_class == \
         "KSTATE_INVALID_STATE_READ"

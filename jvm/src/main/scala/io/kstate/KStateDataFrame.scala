@@ -295,6 +295,7 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
       case a: ArrayType => bad(a.elementType)
       case _ => false
     }
+    if (dt == NullType) throw KStateErrors.nullTypeKey(role)
     if (bad(dt)) throw KStateErrors.unsupportedKeyType(role, dt.sql)
   }
 

@@ -9,8 +9,10 @@ import io.kstate.{Durations, KStateErrors}
  * timestamp for `historyRetentionMs`, so a stream–table join looks a key up as of the stream
  * record's time. `graceMs` is how far behind the table's stream time an update may be and still
  * be stored (older ones are dropped); Kafka ties it to the history retention, kstate keeps the two
- * apart and defaults the grace to the retention. The grace may not exceed the retention (an
- * accepted update must stay queryable): `KSTATE_INVALID_VERSIONED_STORE` otherwise.
+ * apart and defaults the grace to the retention. Both are non-negative and the grace may not exceed
+ * the retention (an accepted update must stay queryable): `KSTATE_INVALID_VERSIONED_STORE`
+ * otherwise, however the value is made (`of`, `withGrace`, the case class's `apply` and `copy`).
+ * A history retention of 0 is Kafka's too: the latest value per key, out-of-order updates dropped.
  *
  * {{{
  *   df.kstate.toTable(col("user"), col("ts"), VersionedTable.of("1 day"))
@@ -18,8 +20,8 @@ import io.kstate.{Durations, KStateErrors}
  * }}}
  */
 final case class VersionedTable private (historyRetentionMs: Long, graceMs: Long) {
-  if (graceMs > historyRetentionMs) {
-    throw KStateErrors.invalidVersionedStoreConfig("versioned table", historyRetentionMs, graceMs)
+  if (historyRetentionMs < 0 || graceMs < 0 || graceMs > historyRetentionMs) {
+    throw KStateErrors.invalidVersionedStoreConfig("Versioned table", historyRetentionMs, graceMs)
   }
 
   def withGrace(grace: String): VersionedTable = copy(graceMs = Durations.toMillis("grace", grace))

@@ -100,7 +100,7 @@ final class VersionedKeyValueStore(
       VersionedKeyValueStore.defaultSegmentInterval(historyRetentionMs))
 
   if (historyRetentionMs < 0 || gracePeriodMs < 0 || gracePeriodMs > historyRetentionMs) {
-    throw KStateErrors.invalidVersionedStoreConfig(name, historyRetentionMs, gracePeriodMs)
+    throw KStateErrors.invalidVersionedStoreConfig(s"Versioned store '$name'", historyRetentionMs, gracePeriodMs)
   }
   require(segmentIntervalMs > 0, s"segment interval must be positive, got $segmentIntervalMs ms")
 
