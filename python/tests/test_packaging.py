@@ -29,6 +29,7 @@ def test_pip_install_bundles_the_jar_and_spark_submit_runs_kstate(tmp_path: Path
     # the jar for the installed pyspark's Spark minor (kstate-spark<minor>_2.13-<version>.jar)
     jar = target / "kstate" / "jars" / kstate._jvm.jar_name()
     assert jar.is_file(), "pip install must bundle the kstate jar for the installed pyspark"
+    assert (target / "kstate" / "error_conditions.json").is_file(), "the error conditions are package data"
 
     script = tmp_path / "job.py"
     script.write_text(textwrap.dedent("""
@@ -38,6 +39,10 @@ def test_pip_install_bundles_the_jar_and_spark_submit_runs_kstate(tmp_path: Path
         df = spark.createDataFrame([("k", 1000), ("k", 2000), ("k", 30000)], "k string, ts long")
         out = df.coalesce(1).kstate.deduplicate_by_key("10s", key="k", timestamp="ts")
         print("RESULT", sorted(r.ts for r in out.collect()))
+        try:  # an error of the jar's (its conditions resource) arriving as the package's KStateError
+            df.kstate.deduplicate_by_key("10s", key="nope", timestamp="ts")
+        except kstate.KStateError as e:
+            print("ERROR", e.getCondition(), e.getSqlState(), e.getMessageParameters()["role"])
     """))
     bin_dir = Path(sys.executable).parent
     env = {**os.environ, "PYTHONPATH": str(target), "PYSPARK_PYTHON": sys.executable,
@@ -48,6 +53,7 @@ def test_pip_install_bundles_the_jar_and_spark_submit_runs_kstate(tmp_path: Path
         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "RESULT [1000, 30000]" in done.stdout
+    assert "ERROR KSTATE_MISSING_COLUMN 42703 key" in done.stdout, done.stdout
 
 
 def test_configure_adds_jar_and_extension_once() -> None:
