@@ -411,7 +411,7 @@ def environment(spark, a: argparse.Namespace, jar: str,
 def kstate_provider_default(spark) -> Optional[str]:
     """The jar's default for spark.kstate.stateStore.providerClass (KStateConf), or None."""
     try:
-        return str(spark.sparkContext._jvm.io.kstate.KStateConf.StateStoreProvider().default())
+        return str(spark.sparkContext._jvm.org.apache.spark.sql.kstate.config.KStateConf.StateStoreProvider().default())
     except Exception:
         return None
 

@@ -83,8 +83,8 @@ def session_conf(spark: SparkSession, settings: Mapping[str, Any]) -> Iterator[N
 
 
 def _hub_error(spark: SparkSession, method: str, *args: str) -> KStateError:
-    """The named error built by the JVM's error hub (``io.kstate.KStateErrors.<method>``)."""
-    exc = getattr(spark.sparkContext._jvm.io.kstate.KStateErrors, method)(*args)
+    """The named error built by the JVM's error hub (``org.apache.spark.sql.kstate.errors.KStateErrors.<method>``)."""
+    exc = getattr(spark.sparkContext._jvm.org.apache.spark.sql.kstate.errors.KStateErrors, method)(*args)
     err = KStateError.from_java(exc)
     assert err is not None, f"KStateErrors.{method} did not build a kstate error"
     return err

@@ -231,7 +231,7 @@ class LocalCluster:
         ``executor_ids`` (an executor registers with the scheduler before its plugin's follower
         first polls; until then it gets no copies). Internal API, via py4j."""
         jvm = self.spark.sparkContext._jvm
-        rc = jvm.org.apache.spark.sql.kstate.state.replica.ReplicaCoordinator.current().get()
+        rc = jvm.org.apache.spark.sql.kstate.replica.ReplicaCoordinator.current().get()
         deadline = time.monotonic() + timeout_s
         while not set(executor_ids) <= set(rc.followingExecutors()):
             if time.monotonic() > deadline:

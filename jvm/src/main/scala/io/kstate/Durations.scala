@@ -1,5 +1,6 @@
 package io.kstate
 
+
 import java.time.{Duration => JDuration}
 import java.util.Locale
 
@@ -30,49 +31,49 @@ object Durations {
   private val part = """(\d+)\s*([a-z]+)""".r
 
   private def subMillisecond(what: String, value: String) =
-    KStateErrors.invalidInterval(what, value, "it has a sub-millisecond part; kstate durations are " +
+    ArgumentErrors.invalidInterval(what, value, "it has a sub-millisecond part; kstate durations are " +
       "whole milliseconds (event times are epoch milliseconds, as in Kafka Streams)")
 
   def toMillis(what: String, ms: Long): Long = {
-    if (ms < 0) throw KStateErrors.invalidInterval(what, ms.toString, "it is negative")
+    if (ms < 0) throw ArgumentErrors.invalidInterval(what, ms.toString, "it is negative")
     ms
   }
 
   def toMillis(what: String, d: JDuration): Long = {
-    if (d == null) throw KStateErrors.invalidInterval(what, "null", "it is null")
-    if (d.isNegative) throw KStateErrors.invalidInterval(what, d.toString, "it is negative")
+    if (d == null) throw ArgumentErrors.invalidInterval(what, "null", "it is null")
+    if (d.isNegative) throw ArgumentErrors.invalidInterval(what, d.toString, "it is negative")
     if (d.getNano % NanosPerMilli != 0) throw subMillisecond(what, d.toString)
-    Try(d.toMillis).getOrElse(throw KStateErrors.invalidInterval(what, d.toString, "too large"))
+    Try(d.toMillis).getOrElse(throw ArgumentErrors.invalidInterval(what, d.toString, "too large"))
   }
 
   def toMillis(what: String, text: String): Long = {
-    if (text == null) throw KStateErrors.invalidInterval(what, "null", "it is null")
+    if (text == null) throw ArgumentErrors.invalidInterval(what, "null", "it is null")
     val s = text.trim.toLowerCase(Locale.ROOT)
-    if (s.isEmpty) throw KStateErrors.invalidInterval(what, text, "it is empty")
-    if (s.startsWith("-")) throw KStateErrors.invalidInterval(what, text, "it is negative")
+    if (s.isEmpty) throw ArgumentErrors.invalidInterval(what, text, "it is empty")
+    if (s.startsWith("-")) throw ArgumentErrors.invalidInterval(what, text, "it is negative")
     if (s.startsWith("p")) {
       return toMillis(what, Try(JDuration.parse(s.toUpperCase(Locale.ROOT))).getOrElse(
-        throw KStateErrors.invalidInterval(what, text, "it is not an ISO-8601 duration")))
+        throw ArgumentErrors.invalidInterval(what, text, "it is not an ISO-8601 duration")))
     }
     if (s.forall(_.isDigit)) {
       return toMillis(what, s.toLongOption.getOrElse(
-        throw KStateErrors.invalidInterval(what, text, "too large")))
+        throw ArgumentErrors.invalidInterval(what, text, "too large")))
     }
     val compact = s.stripPrefix("interval").trim
     val parts = part.findAllMatchIn(compact).toList
     val rebuilt = parts.map(m => m.group(1) + m.group(2)).mkString
     if (parts.isEmpty || rebuilt != compact.replaceAll("\\s+", "")) {
-      throw KStateErrors.invalidInterval(what, text,
+      throw ArgumentErrors.invalidInterval(what, text,
         "expected <number> <unit> pairs with units ms, s, m, h, d or w")
     }
     val nanos = parts.foldLeft(BigInt(0)) { (acc, m) =>
       val unitNs = unitMs.get(m.group(2)).map(_ * NanosPerMilli).orElse(subMillisUnitNs.get(m.group(2)))
-        .getOrElse(throw KStateErrors.invalidInterval(what, text, s"unknown unit '${m.group(2)}'"))
+        .getOrElse(throw ArgumentErrors.invalidInterval(what, text, s"unknown unit '${m.group(2)}'"))
       acc + BigInt(m.group(1)) * unitNs
     }
     if (nanos % NanosPerMilli != 0) throw subMillisecond(what, text)
     val ms = nanos / NanosPerMilli
-    if (!ms.isValidLong) throw KStateErrors.invalidInterval(what, text, "too large")
+    if (!ms.isValidLong) throw ArgumentErrors.invalidInterval(what, text, "too large")
     ms.toLong
   }
 }

@@ -1,8 +1,10 @@
 package io.kstate
 
+import org.apache.spark.sql.kstate.errors.KStateErrors
+
 import java.time.{Duration => JDuration}
 
-import io.kstate.dedup.DedupMode
+import org.apache.spark.sql.kstate.plans.DedupMode
 import io.kstate.suppress.{Suppressed, UntilTimeLimit, UntilWindowCloses}
 import io.kstate.tables.{KTable, VersionedTable}
 import io.kstate.windows.{SessionWindows, SlidingWindows, TimeWindows, Windows}
@@ -10,7 +12,7 @@ import io.kstate.windows.{SessionWindows, SlidingWindows, TimeWindows, Windows}
 import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Expression, NamedExpression}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, EventTimeWatermark, LogicalPlan}
-import org.apache.spark.sql.kstate.{ExpressionLineage, OperatorIdentity}
+import org.apache.spark.sql.kstate.planning.{ExpressionLineage, OperatorIdentity}
 import org.apache.spark.sql.kstate.plans.{AggregateSpec, KStateDeduplicate, KStateStatefulNode, KStateStreamTableJoin, KStateSuppress, KStateTableSource, KStateWindowedAggregate, KStateWindowedDistinct, TableChangeColumns}
 import org.apache.spark.sql.kstate.shim.{RunningQuery, SparkShim}
 import org.apache.spark.sql.types._
@@ -439,7 +441,7 @@ object KStateDataFrame {
    * A DataFrame of `node` over `df`. Checked first, as they are known now: `node`'s `name=` is
    * not already used by a kstate operator in `df` (`KSTATE_DUPLICATE_OPERATOR_NAME`); then, as
    * the new DataFrame is analysed, kstate's check rule checks the session's settings
-   * (`org.apache.spark.sql.kstate.KStateCheckRule`).
+   * (`org.apache.spark.sql.kstate.planning.KStateCheckRule`).
    */
   private[kstate] def withNode(df: DataFrame, node: KStateStatefulNode): DataFrame = {
     OperatorIdentity.checkExplicitNames(node)

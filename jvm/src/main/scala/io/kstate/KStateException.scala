@@ -19,10 +19,16 @@ import org.apache.spark.{ErrorClassesJsonReader, SparkThrowable}
  * message is Spark's format: `[CONDITION] text SQLSTATE: xxxxx`. Python's `kstate.KStateError`
  * carries the same condition, SQLSTATE and parameters.
  *
- * Errors are made by [[KStateErrors]], nowhere else. It extends `IllegalArgumentException`
- * (as Spark's `SparkIllegalArgumentException` does), so existing `catch` clauses keep working.
+ * Errors are made by the error hubs, nowhere else: `ArgumentErrors` for the public value types'
+ * arguments, `org.apache.spark.sql.kstate.errors.KStateErrors` for everything else. It extends
+ * `IllegalArgumentException` (as Spark's `SparkIllegalArgumentException` does), so existing
+ * `catch` clauses keep working.
+ *
+ * @param condition a condition of the conditions file, or condition.sub-condition
+ * @param parameters the values of the condition's message template, every one of them
+ * @param cause the error that caused this one, or null
  */
-final class KStateException private[kstate] (
+final class KStateException(
     condition: String,
     parameters: Map[String, String],
     cause: Throwable)

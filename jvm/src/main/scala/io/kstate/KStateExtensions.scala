@@ -1,7 +1,7 @@
 package io.kstate
 
 import org.apache.spark.sql.SparkSessionExtensions
-import org.apache.spark.sql.kstate.{KStateCheckRule, KStateStrategy}
+import org.apache.spark.sql.kstate.planning.{KStateCheckRule, KStateStrategy}
 import org.apache.spark.sql.kstate.shim.{ConfRegistration, StreamStartCheck}
 
 /**

@@ -1,7 +1,7 @@
 package io.kstate
 
 import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, SparkPlugin}
-import org.apache.spark.sql.kstate.state.replica.{ReplicaDriverPlugin, ReplicaExecutorPlugin}
+import org.apache.spark.sql.kstate.replica.{ReplicaDriverPlugin, ReplicaExecutorPlugin}
 
 /**
  * kstate's Spark plugin, for standby replicas (docs/replicas.md): on the driver, the replica

@@ -33,7 +33,7 @@ import org.apache.spark.sql.kstate.reader.{OperatorSelector, StateReader}
  */
 object KStateStateReader {
   /** The store every kstate operator keeps its state in. */
-  val DefaultStoreName: String = "default"
+  val DefaultStoreName: String = org.apache.spark.sql.kstate.reader.StateReadTarget.DefaultStoreName
 
   /**
    * Reads the state of the kstate operator named `operatorName`: its `name=`, or `<kind>-<n>`

@@ -1,5 +1,6 @@
 package io.kstate
 
+
 /**
  * The order in which a kstate operator processes the records one state partition receives in
  * one micro-batch (or, for a static DataFrame, in the whole input). Kafka Streams has a single
@@ -35,6 +36,6 @@ object ProcessingOrder {
   /** Parses a policy name (`auto`, `task`, `event_time`; case and `-`/`_` do not matter). */
   def parse(what: String, s: String): ProcessingOrder = {
     val norm = Option(s).map(_.trim.toLowerCase(java.util.Locale.ROOT).replace('-', '_')).orNull
-    values.find(_.name == norm).getOrElse(throw KStateErrors.invalidProcessingOrder(what, String.valueOf(s)))
+    values.find(_.name == norm).getOrElse(throw ArgumentErrors.invalidProcessingOrder(what, String.valueOf(s)))
   }
 }

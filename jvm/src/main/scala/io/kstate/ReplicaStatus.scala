@@ -1,6 +1,8 @@
 package io.kstate
 
-import org.apache.spark.sql.kstate.state.replica.ReplicaCoordinator
+import org.apache.spark.sql.kstate.errors.KStateErrors
+
+import org.apache.spark.sql.kstate.replica.ReplicaCoordinator
 
 /**
  * The driver's table of standby replicas for one query (Python: `kstate.replica_status`):

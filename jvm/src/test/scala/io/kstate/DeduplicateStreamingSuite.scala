@@ -1,5 +1,7 @@
 package io.kstate
 
+import org.apache.spark.sql.kstate.config.KStateConf
+
 import scala.jdk.CollectionConverters._
 
 import io.kstate.implicits._
@@ -144,7 +146,7 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
   /** The state directory of the query's only kstate operator. */
   private def operatorDir(ckpt: String): java.io.File =
     new java.io.File(ckpt, "state").listFiles().filter(_.getName.toLongOption
-      .exists(org.apache.spark.sql.kstate.OperatorIdentity.isKStateOperatorId)).toSeq match {
+      .exists(org.apache.spark.sql.kstate.planning.OperatorIdentity.isKStateOperatorId)).toSeq match {
       case Seq(d) => d
       case other => fail(s"expected one kstate operator directory, found $other")
     }
@@ -406,7 +408,7 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
     val q2 = start(frame(in2).kstate.deduplicateByKey("10 seconds", col("k"), col("ts"), "clicks"), ckpt)
     in2.addData(("k", 1L, 1)); q2.processAllAvailable(); q2.stop()
     val stateDirs = new java.io.File(ckpt, "state").list().toSet
-    assert(stateDirs === Set(org.apache.spark.sql.kstate.OperatorIdentity.operatorId("clicks").toString))
+    assert(stateDirs === Set(org.apache.spark.sql.kstate.planning.OperatorIdentity.operatorId("clicks").toString))
     val recorded = scala.io.Source.fromFile(
       new java.io.File(ckpt, s"state/${stateDirs.head}/_kstate/operator.properties")).mkString
     assert(recorded.contains("name=clicks") && recorded.contains("intervalMs=10000"))

@@ -1,5 +1,7 @@
 package io.kstate
 
+import org.apache.spark.sql.kstate.config.KStateConf
+
 import java.io.File
 import java.util.concurrent.ConcurrentLinkedQueue
 
@@ -58,7 +60,7 @@ class KStateStateReaderSuite extends KStateSparkSuite {
     assert(latest.collect().map(_.getInt(2)).forall(p => p >= 0 && p < 3))
     val old = KStateStateReader.readState(spark, ckpt, "deduplicate_by_key-0", Some(0L))
     assert(entries(old) === Set(("a", 1000L), ("b", 2000L)))
-    val id = org.apache.spark.sql.kstate.OperatorIdentity.operatorId("deduplicate_by_key-0")
+    val id = org.apache.spark.sql.kstate.planning.OperatorIdentity.operatorId("deduplicate_by_key-0")
     assert(entries(KStateStateReader.readStateById(spark, ckpt, id, Some(1L))) === entries(latest))
     assert(files(new File(ckpt)) === before)
   }
@@ -78,7 +80,7 @@ class KStateStateReaderSuite extends KStateSparkSuite {
 
   test("a state file of another partition copied in place fails the read with KSTATE_STATE_FILE_CORRUPT") {
     val ckpt = dedupCheckpoint(batches, KStateConf.StateStoreProvider.default)
-    val id = org.apache.spark.sql.kstate.OperatorIdentity.operatorId("deduplicate_by_key-0")
+    val id = org.apache.spark.sql.kstate.planning.OperatorIdentity.operatorId("deduplicate_by_key-0")
     val op = new File(ckpt, s"state/$id")
     java.nio.file.Files.copy(new File(op, "1/2.kstate.changelog").toPath,
       new File(op, "0/2.kstate.changelog").toPath, java.nio.file.StandardCopyOption.REPLACE_EXISTING)

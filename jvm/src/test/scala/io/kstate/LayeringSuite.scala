@@ -13,6 +13,9 @@ import org.scalatest.funsuite.AnyFunSuite
  *  - the public API (`io.kstate` and its subpackages) depends on no kstate internals
  *    (`org.apache.spark.sql.kstate`), except the entry points that must build plans or name the
  *    internal implementation ([[LayeringSuite.EntryPoints]]);
+ *  - the internals depend on no entry point: of the public API they use only its value types
+ *    (durations, windows, buffer configs, versioned tables, processing orders) and its error
+ *    type, which depend on nothing of kstate's internals;
  *  - no internal class extends or implements a public type;
  *  - operator processors (`org.apache.spark.sql.kstate.processor`) use no Spark types: they
  *    depend on nothing under `org.apache.spark` outside their own package.
@@ -30,7 +33,7 @@ class LayeringSuite extends AnyFunSuite {
     DescribedPredicate.describe[JavaClass](description, (c: JavaClass) => files(sourceFile(c)))
 
   test("the classes were found") {
-    assert(classes.contain(classOf[KStateDataFrame]) && classes.contain(classOf[org.apache.spark.sql.kstate.KStateStrategy]))
+    assert(classes.contain(classOf[KStateDataFrame]) && classes.contain(classOf[org.apache.spark.sql.kstate.planning.KStateStrategy]))
   }
 
   test("public classes depend on no kstate internals, except the entry points") {
@@ -38,6 +41,13 @@ class LayeringSuite extends AnyFunSuite {
         .and(DescribedPredicate.not(fromFiles("are entry points", LayeringSuite.EntryPoints))))
       .should().dependOnClassesThat(resideInAPackage("org.apache.spark.sql.kstate.."))
       .because("the public API must not expose or need kstate's internals (docs/contributing.md)")
+      .check(classes)
+  }
+
+  test("internal classes depend on no entry point of the public API") {
+    noClasses().that(resideInAPackage("org.apache.spark.sql.kstate.."))
+      .should().dependOnClassesThat(resideInAPackage("io.kstate..").and(fromFiles("are entry points", LayeringSuite.EntryPoints)))
+      .because("the internals are used by the entry points, never the other way round (docs/contributing.md)")
       .check(classes)
   }
 
@@ -52,7 +62,8 @@ class LayeringSuite extends AnyFunSuite {
   test("processors use no Spark types") {
     noClasses().that(resideInAPackage("org.apache.spark.sql.kstate.processor.."))
       .should().dependOnClassesThat(resideInAPackage("org.apache.spark..")
-        .and(DescribedPredicate.not(resideInAPackage("org.apache.spark.sql.kstate.processor.."))))
+        .and(DescribedPredicate.not(resideInAPackage("org.apache.spark.sql.kstate.processor..")))
+        .and(DescribedPredicate.not(resideInAPackage("org.apache.spark.sql.kstate.errors.."))))
       .because("an operator's rules are Spark-free and unit-tested without Spark (docs/contributing.md)")
       .check(classes)
   }
@@ -64,12 +75,13 @@ object LayeringSuite {
    * its rules (`KStateExtensions`), read its state (`KStateStateReader`), give the internal
    * provider its public class name (`KStateStoreProvider`), plug the replica coordinator and
    * followers into Spark (`KStatePlugin`), read the coordinator's table (`ReplicaStatus`),
-   * give the internal Spark Connect plugin its public class name (`KStateConnectPlugin`), or
-   * rescale a checkpoint's state (`KStateRepartition`).
+   * serve kstate's Spark Connect messages (`KStateConnectPlugin`, `connect/KStateRelationPlugin`,
+   * which parses them, and `connect/KStateConnectPlanner`, which maps each to its public API call),
+   * or rescale a checkpoint's state (`KStateRepartition`).
    */
   val EntryPoints: Set[String] =
     Set("KStateDataFrame.scala", "KStateExtensions.scala", "KStateStateReader.scala", "KStateTableReader.scala", "KStateStoreProvider.scala",
       "KTable.scala", "KGroupedTable.scala", "KStatePlugin.scala", "ReplicaStatus.scala",
-      "KStateConnectPlugin.scala", "KStateRepartition.scala")
+      "KStateConnectPlugin.scala", "KStateRelationPlugin.scala", "KStateConnectPlanner.scala", "KStateRepartition.scala")
 
 }

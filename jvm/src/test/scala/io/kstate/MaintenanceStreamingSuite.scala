@@ -9,7 +9,7 @@ import org.apache.spark.sql.SQLContext
 import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.functions.col
-import org.apache.spark.sql.kstate.OperatorIdentity
+import org.apache.spark.sql.kstate.planning.OperatorIdentity
 
 /**
  * Spark's own maintenance thread, on a running query, snapshots kstate's stores and deletes the

@@ -1,5 +1,7 @@
 package io.kstate
 
+import org.apache.spark.sql.kstate.config.KStateConf
+
 import java.sql.Timestamp
 
 import io.kstate.testing.KStateSparkSuite

@@ -26,7 +26,7 @@ sealed abstract class BufferConfig[BC <: BufferConfig[BC]] extends Serializable 
   def describe: String = s"maxRecords=$maxRecords,maxBytes=$maxBytes,whenFull=$whenFull"
 
   protected def checked(what: String, v: Long): Long = {
-    if (v <= 0) throw io.kstate.KStateErrors.invalidBufferConfig(s"$what must be > 0, got $v")
+    if (v <= 0) throw io.kstate.ArgumentErrors.invalidBufferConfig(s"$what must be > 0, got $v")
     v
   }
 }

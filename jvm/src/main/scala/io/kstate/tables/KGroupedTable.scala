@@ -1,12 +1,13 @@
 package io.kstate.tables
 
-import io.kstate.{KStateDataFrame, KStateErrors}
+import io.kstate.KStateDataFrame
+import org.apache.spark.sql.kstate.errors.KStateErrors
 
 import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeReference, Expression, NamedExpression}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LocalRelation, Project}
 import org.apache.spark.sql.functions.col
-import org.apache.spark.sql.kstate.OperatorIdentity
+import org.apache.spark.sql.kstate.planning.OperatorIdentity
 import org.apache.spark.sql.kstate.plans.{DeclarativeTableAggregates, KStateTableAggregate, KStateTableRegroup, TableAggregateSpec, TableChangeColumns, TableTransforms}
 import org.apache.spark.sql.kstate.shim.SparkShim
 import org.apache.spark.sql.types.DataType

@@ -1,11 +1,12 @@
 package io.kstate.tables
 
-import io.kstate.{KStateDataFrame, KStateErrors, ProcessingOrder}
+import io.kstate.{KStateDataFrame, ProcessingOrder}
+import org.apache.spark.sql.kstate.errors.KStateErrors
 import io.kstate.suppress.Suppressed
 
 import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
 import org.apache.spark.sql.catalyst.expressions.NamedExpression
-import org.apache.spark.sql.kstate.OperatorIdentity
+import org.apache.spark.sql.kstate.planning.OperatorIdentity
 import org.apache.spark.sql.kstate.plans.{KStateFkJoin, KStateTableJoin, TableTransforms}
 import org.apache.spark.sql.kstate.shim.SparkShim
 

@@ -2,7 +2,7 @@ package io.kstate.tables
 
 import java.time.{Duration => JDuration}
 
-import io.kstate.{Durations, KStateErrors}
+import io.kstate.{ArgumentErrors, Durations}
 
 /**
  * How a table is materialized as a versioned table (KIP-889/914): every key keeps its values by
@@ -21,7 +21,7 @@ import io.kstate.{Durations, KStateErrors}
  */
 final case class VersionedTable private (historyRetentionMs: Long, graceMs: Long) {
   if (historyRetentionMs < 0 || graceMs < 0 || graceMs > historyRetentionMs) {
-    throw KStateErrors.invalidVersionedStoreConfig("Versioned table", historyRetentionMs, graceMs)
+    throw ArgumentErrors.invalidVersionedStoreConfig("Versioned table", historyRetentionMs, graceMs)
   }
 
   def withGrace(grace: String): VersionedTable = copy(graceMs = Durations.toMillis("grace", grace))

@@ -2,7 +2,7 @@ package io.kstate.windows
 
 import java.time.{Duration => JDuration}
 
-import io.kstate.{Durations, KStateErrors}
+import io.kstate.{ArgumentErrors, Durations}
 
 /**
  * Window specifications, as in Kafka Streams. Grace is per window spec: a record is dropped as
@@ -23,7 +23,7 @@ final case class TimeWindows private (sizeMs: Long, advanceMs: Long, graceMs: Lo
   def advanceBy(advance: JDuration): TimeWindows = advanceBy(Durations.toMillis("advance", advance))
   def advanceBy(advanceMs: Long): TimeWindows = {
     if (advanceMs <= 0 || advanceMs > sizeMs) {
-      throw KStateErrors.invalidWindow(s"advance must be > 0 and <= size ($sizeMs ms), got $advanceMs ms")
+      throw ArgumentErrors.invalidWindow(s"advance must be > 0 and <= size ($sizeMs ms), got $advanceMs ms")
     }
     copy(advanceMs = advanceMs)
   }
@@ -39,7 +39,7 @@ object TimeWindows {
   def ofSize(size: String): TimeWindows = ofSize(Durations.toMillis("size", size))
   def ofSize(size: JDuration): TimeWindows = ofSize(Durations.toMillis("size", size))
   def ofSize(sizeMs: Long): TimeWindows = {
-    if (sizeMs <= 0) throw KStateErrors.invalidWindow(s"size must be > 0, got $sizeMs ms")
+    if (sizeMs <= 0) throw ArgumentErrors.invalidWindow(s"size must be > 0, got $sizeMs ms")
     TimeWindows(sizeMs, sizeMs, 0L)
   }
 }
@@ -60,7 +60,7 @@ object SessionWindows {
   def withInactivityGap(gap: String): SessionWindows = withInactivityGap(Durations.toMillis("gap", gap))
   def withInactivityGap(gap: JDuration): SessionWindows = withInactivityGap(Durations.toMillis("gap", gap))
   def withInactivityGap(gapMs: Long): SessionWindows = {
-    if (gapMs <= 0) throw KStateErrors.invalidWindow(s"inactivity gap must be > 0, got $gapMs ms")
+    if (gapMs <= 0) throw ArgumentErrors.invalidWindow(s"inactivity gap must be > 0, got $gapMs ms")
     SessionWindows(gapMs, 0L)
   }
 }
@@ -86,7 +86,7 @@ object SlidingWindows {
   def ofTimeDifference(timeDifference: JDuration): SlidingWindows =
     ofTimeDifference(Durations.toMillis("time difference", timeDifference))
   def ofTimeDifference(timeDifferenceMs: Long): SlidingWindows = {
-    if (timeDifferenceMs < 0) throw KStateErrors.invalidWindow(s"time difference must be >= 0, got $timeDifferenceMs ms")
+    if (timeDifferenceMs < 0) throw ArgumentErrors.invalidWindow(s"time difference must be >= 0, got $timeDifferenceMs ms")
     SlidingWindows(timeDifferenceMs, 0L)
   }
 }

@@ -1,5 +1,7 @@
 package org.apache.spark.sql.kstate
 
+import org.apache.spark.sql.kstate.planning.OperatorIdentity
+
 import java.io.{File, FileInputStream}
 import java.nio.charset.StandardCharsets
 import java.nio.file.Files
@@ -19,7 +21,7 @@ import org.apache.spark.sql.{DataFrame, Row, SQLContext}
 import org.apache.spark.sql.execution.streaming.checkpointing.CommitLog
 import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
 import org.apache.spark.sql.functions.{col, udf}
-import org.apache.spark.sql.kstate.state.store.StateFile
+import org.apache.spark.sql.kstate.engine.StateFile
 import org.apache.spark.sql.streaming.{StreamingQuery, StreamingQueryException}
 
 /**

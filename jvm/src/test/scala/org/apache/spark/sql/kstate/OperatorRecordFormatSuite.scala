@@ -1,5 +1,7 @@
 package org.apache.spark.sql.kstate
 
+import org.apache.spark.sql.kstate.planning.OperatorIdentity
+
 import java.io.File
 import java.nio.charset.StandardCharsets
 import java.nio.file.{Files, Path => JPath}

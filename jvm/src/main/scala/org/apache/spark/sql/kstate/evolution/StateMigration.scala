@@ -1,13 +1,14 @@
 package org.apache.spark.sql.kstate.evolution
 
-import io.kstate.KStateErrors
+import org.apache.spark.sql.kstate.errors.KStateErrors
 
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.execution.streaming.state.StateStore
-import org.apache.spark.sql.kstate.state.{KStateStore, SessionAggState, StateMeta, StoreForeignKeySubscriptionState, StoreStreamTableJoinBuffer, StoreTableState}
-import org.apache.spark.sql.kstate.state.buffer.TimeOrderedBuffer
-import org.apache.spark.sql.kstate.state.versioned.VersionedKeyValueStore
+import org.apache.spark.sql.kstate.provider.KStateStore
+import org.apache.spark.sql.kstate.operatorstate.{SessionAggState, StateMeta, StoreForeignKeySubscriptionState, StoreStreamTableJoinBuffer, StoreTableState}
+import org.apache.spark.sql.kstate.operatorstate.TimeOrderedBuffer
+import org.apache.spark.sql.kstate.operatorstate.VersionedKeyValueStore
 import org.apache.spark.sql.types.{LongType, StructField, StructType}
 
 /**

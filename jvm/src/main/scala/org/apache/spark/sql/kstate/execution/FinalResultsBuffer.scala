@@ -4,7 +4,7 @@ import io.kstate.suppress.UntilWindowCloses
 
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.processor.suppress.BufferLimits
-import org.apache.spark.sql.kstate.state.KStateStore
+import org.apache.spark.sql.kstate.provider.KStateStore
 
 /**
  * The buffer limits of `suppress(untilWindowCloses)` fused into a windowed aggregation, whose

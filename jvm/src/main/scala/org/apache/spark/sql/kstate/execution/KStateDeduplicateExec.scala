@@ -1,6 +1,6 @@
 package org.apache.spark.sql.kstate.execution
 
-import io.kstate.dedup.DedupMode
+import org.apache.spark.sql.kstate.plans.DedupMode
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, UnsafeProjection, UnsafeRow}
@@ -8,7 +8,7 @@ import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.processor.MetricSet
 import org.apache.spark.sql.kstate.processor.dedup.{DedupMetrics, DedupProcessor, DedupState, InMemoryDedupState}
-import org.apache.spark.sql.kstate.state.StateStoreDedupState
+import org.apache.spark.sql.kstate.operatorstate.StoreDedupState
 import org.apache.spark.sql.types.{StructField, StructType}
 
 /** Physical KIP-655 deduplication: [[DedupProcessor]] per state partition. */
@@ -28,12 +28,12 @@ case class KStateDeduplicateExec(
   override protected def stateKeySchema: StructType = StructType(identity.zipWithIndex.map {
     case (e, i) => StructField(s"identity_$i", e.dataType, nullable = true)
   })
-  override protected def stateValueSchema: StructType = StateStoreDedupState.ValueSchema
+  override protected def stateValueSchema: StructType = StoreDedupState.ValueSchema
   override protected def metricSet: MetricSet = DedupMetrics
 
   override protected def newTask(store: Option[StateStore]): KStateTask = {
     val state = store match {
-      case Some(s) => new StateStoreDedupState(s, stateKeySchema, sweepStepMs = intervalMs)
+      case Some(s) => new StoreDedupState(s, stateKeySchema, sweepStepMs = intervalMs)
       case None => new InMemoryDedupState[UnsafeRow](_.copy())
     }
     new DedupTask(state)

@@ -7,7 +7,7 @@ import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.processor.MetricSet
 import org.apache.spark.sql.kstate.processor.join.{ForeignKeyJoinMetrics, ForeignKeyResponse, ForeignKeyResponseProcessor}
 import org.apache.spark.sql.kstate.processor.table.{InMemoryTableState, TableChange, TableSource, TableState}
-import org.apache.spark.sql.kstate.state.StoreTableState
+import org.apache.spark.sql.kstate.operatorstate.StoreTableState
 import org.apache.spark.sql.types.StructType
 
 /**

@@ -8,7 +8,7 @@ import org.apache.spark.sql.kstate.plans.TableJoinSide
 import org.apache.spark.sql.kstate.processor.MetricSet
 import org.apache.spark.sql.kstate.processor.join.{ForeignKeyInstruction, ForeignKeyJoinMetrics, ForeignKeyResponse, ForeignKeySubscription, ForeignKeySubscriptionProcessor, ForeignKeySubscriptionState, InMemoryForeignKeySubscriptionState}
 import org.apache.spark.sql.kstate.processor.table.{InMemoryTableState, TableSource, TableState}
-import org.apache.spark.sql.kstate.state.{StoreForeignKeySubscriptionState, StoreTableState}
+import org.apache.spark.sql.kstate.operatorstate.{StoreForeignKeySubscriptionState, StoreTableState}
 import org.apache.spark.sql.types.StructType
 
 /**

@@ -14,16 +14,19 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.execution.streaming.operators.stateful._
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.internal.SQLConf
-import io.kstate.{KStateConf, KStateErrors, ProcessingOrder}
+import io.kstate.ProcessingOrder
+import org.apache.spark.sql.kstate.config.KStateConf
+import org.apache.spark.sql.kstate.errors.KStateErrors
 
-import org.apache.spark.sql.kstate.OperatorIdentity
+import org.apache.spark.sql.kstate.planning.OperatorIdentity
 import org.apache.spark.sql.kstate.evolution.{StateEvolution, StateMigration}
 import org.apache.spark.sql.kstate.processor.{Counters, Metric, MetricKind, MetricSet}
 import org.apache.spark.sql.kstate.shim.{OrderedLog, RunningQuery, StateOperatorProgressSnapshotMetrics}
 import org.apache.spark.sql.streaming.StateOperatorProgress
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
-import org.apache.spark.sql.kstate.state.{KStateStoreProvider, KStateStoreRDD}
-import org.apache.spark.sql.kstate.state.replica.ReplicaCoordinator
+import org.apache.spark.sql.kstate.provider.KStateStoreProvider
+import org.apache.spark.sql.kstate.execution.KStateStoreRDD
+import org.apache.spark.sql.kstate.replica.ReplicaCoordinator
 import org.apache.spark.sql.types.{DataType, StructType}
 import org.apache.spark.util.SerializableConfiguration
 
@@ -491,7 +494,7 @@ object KStateStatefulExec {
       case IntegerType => _.getInt(0).toLong
       case ShortType => _.getShort(0).toLong
       case ByteType => _.getByte(0).toLong
-      case other => throw io.kstate.KStateErrors.wrongTimestampType("timestamp", other.sql)
+      case other => throw org.apache.spark.sql.kstate.errors.KStateErrors.wrongTimestampType("timestamp", other.sql)
     }
   }
 
@@ -504,7 +507,7 @@ object KStateStatefulExec {
       case IntegerType => ms => ms.toInt
       case ShortType => ms => ms.toShort
       case ByteType => ms => ms.toByte
-      case other => throw io.kstate.KStateErrors.wrongTimestampType("timestamp", other.sql)
+      case other => throw org.apache.spark.sql.kstate.errors.KStateErrors.wrongTimestampType("timestamp", other.sql)
     }
   }
 }

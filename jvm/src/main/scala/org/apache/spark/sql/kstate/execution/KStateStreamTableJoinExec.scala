@@ -2,7 +2,8 @@ package org.apache.spark.sql.kstate.execution
 
 import scala.collection.mutable.ArrayBuffer
 
-import io.kstate.{KStateErrors, ProcessingOrder}
+import io.kstate.ProcessingOrder
+import org.apache.spark.sql.kstate.errors.KStateErrors
 import io.kstate.tables.VersionedTable
 
 import org.apache.spark.sql.catalyst.InternalRow
@@ -14,7 +15,8 @@ import org.apache.spark.sql.kstate.plans.{JoinedTableSource, KStateStreamTableJo
 import org.apache.spark.sql.kstate.processor.MetricSet
 import org.apache.spark.sql.kstate.processor.join.{InMemoryStreamTableJoinBuffer, StreamTableJoinBuffer, StreamTableJoinEmitter, StreamTableJoinMetrics, StreamTableJoinProcessor, StreamTableJoinSpec}
 import org.apache.spark.sql.kstate.processor.table.TableState
-import org.apache.spark.sql.kstate.state.{KStateStore, StoreStreamTableJoinBuffer, StoreTableState, StoreVersionedTableState}
+import org.apache.spark.sql.kstate.provider.KStateStore
+import org.apache.spark.sql.kstate.operatorstate.{StoreStreamTableJoinBuffer, StoreTableState, StoreVersionedTableState}
 import org.apache.spark.sql.types.{StructField, StructType}
 
 /**

@@ -2,7 +2,7 @@ package org.apache.spark.sql.kstate.execution
 
 import scala.collection.mutable.ArrayBuffer
 
-import io.kstate.KStateErrors
+import org.apache.spark.sql.kstate.errors.KStateErrors
 import io.kstate.suppress.Suppressed
 
 import org.apache.spark.sql.catalyst.InternalRow
@@ -11,9 +11,10 @@ import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.processor.MetricSet
 import org.apache.spark.sql.kstate.processor.suppress.{SuppressMetrics, SuppressProcessor}
-import org.apache.spark.sql.kstate.state.{KStateStore, StateMeta}
+import org.apache.spark.sql.kstate.provider.KStateStore
+import org.apache.spark.sql.kstate.operatorstate.StateMeta
 import org.apache.spark.sql.kstate.processor.suppress.BufferLimits
-import org.apache.spark.sql.kstate.state.buffer.{BufferedRecord, TimeOrderedBuffer}
+import org.apache.spark.sql.kstate.operatorstate.{BufferedRecord, TimeOrderedBuffer}
 import org.apache.spark.sql.types.{BinaryType, StructField, StructType}
 
 /**

@@ -8,7 +8,7 @@ import org.apache.spark.sql.kstate.plans.TableAggregateSpec
 import org.apache.spark.sql.kstate.processor.MetricSet
 import org.apache.spark.sql.kstate.processor.table.{InMemoryTableState, TableChange, TableState}
 import org.apache.spark.sql.kstate.processor.tableagg.{GroupChange, TableAggregateMetrics, TableAggregateProcessor}
-import org.apache.spark.sql.kstate.state.StoreTableState
+import org.apache.spark.sql.kstate.operatorstate.StoreTableState
 import org.apache.spark.sql.types.{BooleanType, StructType}
 
 /**

@@ -8,7 +8,7 @@ import org.apache.spark.sql.kstate.plans.TableJoinSide
 import org.apache.spark.sql.kstate.processor.MetricSet
 import org.apache.spark.sql.kstate.processor.join.{TableTableJoinKind, TableTableJoinMetrics, TableTableJoinProcessor}
 import org.apache.spark.sql.kstate.processor.table.{InMemoryTableState, TableChange, TableSource, TableState}
-import org.apache.spark.sql.kstate.state.StoreTableState
+import org.apache.spark.sql.kstate.operatorstate.StoreTableState
 import org.apache.spark.sql.types._
 
 /**

@@ -1,6 +1,6 @@
 package org.apache.spark.sql.kstate.execution
 
-import io.kstate.KStateErrors
+import org.apache.spark.sql.kstate.errors.KStateErrors
 import io.kstate.windows.{SessionWindows, TimeWindows, Windows}
 
 import org.apache.spark.sql.catalyst.InternalRow
@@ -11,7 +11,7 @@ import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.processor.{Counters, MetricSet}
 import org.apache.spark.sql.kstate.processor.dedup.{DedupState, InMemoryDedupState}
 import org.apache.spark.sql.kstate.processor.distinct._
-import org.apache.spark.sql.kstate.state.{StateStoreDedupState, StateStoreSessionState}
+import org.apache.spark.sql.kstate.operatorstate.{StoreDedupState, StoreSessionState}
 import org.apache.spark.sql.types._
 
 /**
@@ -39,8 +39,8 @@ case class KStateWindowedDistinctExec(
     case other => throw KStateErrors.unsupportedWindowsForDistinct(other.describe) // rejected when built
   }
   override protected def stateValueSchema: StructType = windows match {
-    case _: TimeWindows => StateStoreDedupState.ValueSchema
-    case _: SessionWindows => StateStoreSessionState.ValueSchema
+    case _: TimeWindows => StoreDedupState.ValueSchema
+    case _: SessionWindows => StoreSessionState.ValueSchema
     case other => throw KStateErrors.unsupportedWindowsForDistinct(other.describe)
   }
   override protected def metricSet: MetricSet = DistinctMetrics
@@ -48,13 +48,13 @@ case class KStateWindowedDistinctExec(
   override protected def newTask(store: Option[StateStore]): KStateTask = windows match {
     case w: TimeWindows =>
       val state = store match {
-        case Some(s) => new StateStoreDedupState(s, stateKeySchema, sweepStepMs = w.sizeMs)
+        case Some(s) => new StoreDedupState(s, stateKeySchema, sweepStepMs = w.sizeMs)
         case None => new InMemoryDedupState[UnsafeRow](_.copy())
       }
       new TumblingTask(w, state)
     case w: SessionWindows =>
       val state = store match {
-        case Some(s) => new StateStoreSessionState(s, stateKeySchema)
+        case Some(s) => new StoreSessionState(s, stateKeySchema)
         case None => new InMemorySessionState[UnsafeRow](_.copy())
       }
       new SessionTask(w, state)

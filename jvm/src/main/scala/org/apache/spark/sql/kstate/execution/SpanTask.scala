@@ -6,7 +6,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.processor.window.{SessionAggregateProcessor, SessionStore, SlidingAggregateProcessor, SpanAggregateProcessor}
-import org.apache.spark.sql.kstate.state.{RunningTotal, SessionAggState, StateMeta, StoreSessionAggState}
+import org.apache.spark.sql.kstate.operatorstate.{RunningTotal, SessionAggState, StateMeta, StoreSessionAggState}
 import org.apache.spark.sql.types.{StructField, StructType}
 
 /**

@@ -9,7 +9,7 @@ import org.apache.spark.sql.kstate.processor.suppress.BufferLimits
  * (`spark.kstate.stateStore.providerClass`). Each exec declares its set
  * ([[KStateStatefulExec.storeCapabilities]]); the set is checked once when a micro-batch is
  * planned against what the configured provider class has
- * ([[org.apache.spark.sql.kstate.StateProviderCheck.requireCapabilities]]), so a provider that
+ * ([[org.apache.spark.sql.kstate.planning.StateProviderCheck.requireCapabilities]]), so a provider that
  * lacks one fails there with `KSTATE_UNSUPPORTED_STATE_PROVIDER`, before any task runs.
  */
 sealed abstract class StoreCapability(val description: String)

@@ -1,12 +1,13 @@
 package org.apache.spark.sql.kstate.execution
 
-import io.kstate.KStateErrors
+import org.apache.spark.sql.kstate.errors.KStateErrors
 import io.kstate.tables.VersionedTable
 
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.processor.table.{InMemoryTableState, TableState}
-import org.apache.spark.sql.kstate.state.{KStateStore, StoreTableState, StoreVersionedTableState}
+import org.apache.spark.sql.kstate.provider.KStateStore
+import org.apache.spark.sql.kstate.operatorstate.{StoreTableState, StoreVersionedTableState}
 import org.apache.spark.sql.types.StructType
 
 /**

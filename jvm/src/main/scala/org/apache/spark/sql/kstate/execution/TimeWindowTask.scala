@@ -9,7 +9,7 @@ import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.processor.suppress.BufferLimits
 import org.apache.spark.sql.kstate.processor.window.{InMemoryTimeWindowState, TimeWindowAggregateMetrics, TimeWindowAggregateProcessor, TimeWindowSpec, TimeWindowState, WindowResults}
-import org.apache.spark.sql.kstate.state.{RunningTotal, StateMeta, StoreWindowAggState}
+import org.apache.spark.sql.kstate.operatorstate.{RunningTotal, StateMeta, StoreWindowAggState}
 import org.apache.spark.sql.types.{LongType, StructField, StructType}
 
 /**

@@ -2,7 +2,7 @@ package org.apache.spark.sql.kstate.plans
 
 import scala.collection.mutable.ArrayBuffer
 
-import io.kstate.KStateErrors
+import org.apache.spark.sql.kstate.errors.KStateErrors
 
 import org.apache.spark.sql.catalyst.expressions.{Add, Alias, Coalesce, Attribute, AttributeReference, Cast, EqualTo, Expression, If, IsNull, Literal, NamedExpression, Or, Subtract}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Average, Count, Sum}

@@ -1,7 +1,7 @@
 package org.apache.spark.sql.kstate.plans
 
 import io.kstate.ProcessingOrder
-import io.kstate.dedup.DedupMode
+import org.apache.spark.sql.kstate.plans.DedupMode
 
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression}
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}

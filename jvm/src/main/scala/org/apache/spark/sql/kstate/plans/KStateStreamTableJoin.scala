@@ -1,6 +1,7 @@
 package org.apache.spark.sql.kstate.plans
 
-import io.kstate.{KStateErrors, ProcessingOrder}
+import io.kstate.ProcessingOrder
+import org.apache.spark.sql.kstate.errors.KStateErrors
 import io.kstate.tables.VersionedTable
 
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeReference, AttributeSet, Expression}

@@ -1,6 +1,6 @@
 package org.apache.spark.sql.kstate.plans
 
-import io.kstate.KStateErrors
+import org.apache.spark.sql.kstate.errors.KStateErrors
 
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, CreateStruct, Expression, Literal}
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, Project, Union}

@@ -5,7 +5,7 @@ import org.apache.hadoop.fs.Path
 
 import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
 import org.apache.spark.sql.execution.streaming.checkpointing.{CheckpointFileManager, CommitLog, OffsetSeqLog}
-import org.apache.spark.sql.kstate.OperatorIdentity
+import org.apache.spark.sql.kstate.planning.OperatorIdentity
 
 /**
  * A read-only view of a streaming query's checkpoint directory: which micro-batches committed,

@@ -1,8 +1,8 @@
 package org.apache.spark.sql.kstate.reader
 
-import io.kstate.KStateConf
+import org.apache.spark.sql.kstate.config.KStateConf
 
-import org.apache.spark.sql.kstate.OperatorIdentity
+import org.apache.spark.sql.kstate.planning.OperatorIdentity
 
 /**
  * A kstate operator as a checkpoint records it: its Spark operator id (the name of its state

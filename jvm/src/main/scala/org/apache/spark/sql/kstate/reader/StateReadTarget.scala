@@ -2,7 +2,8 @@ package org.apache.spark.sql.kstate.reader
 
 import java.util.UUID
 
-import io.kstate.{KStateConf, KStateErrors}
+import org.apache.spark.sql.kstate.config.KStateConf
+import org.apache.spark.sql.kstate.errors.KStateErrors
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
@@ -44,6 +45,9 @@ final case class StateReadTarget(
 }
 
 object StateReadTarget {
+  /** The state store kstate operators keep their state in. */
+  val DefaultStoreName: String = "default"
+
   /**
    * Resolves a read request against the checkpoint at `checkpointLocation`.
    *

@@ -4,14 +4,14 @@ import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
 
-import io.kstate.KStateErrors
+import org.apache.spark.sql.kstate.errors.KStateErrors
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider
 import org.apache.spark.sql.kstate.execution.KStateStatefulExec
-import org.apache.spark.sql.kstate.state.{KStateStore, KStateStoreProvider}
-import org.apache.spark.sql.kstate.state.versioned.VersionedKeyValueStore
+import org.apache.spark.sql.kstate.provider.{KStateStore, KStateStoreProvider}
+import org.apache.spark.sql.kstate.operatorstate.VersionedKeyValueStore
 
 /**
  * One state partition of a versioned table as of a time: for each key of the partition's

@@ -1,6 +1,6 @@
 package org.apache.spark.sql.kstate.reader
 
-import io.kstate.KStateErrors
+import org.apache.spark.sql.kstate.errors.KStateErrors
 
 import org.apache.spark.sql.kstate.execution.KStateStreamTableJoinExec
 import org.apache.spark.sql.kstate.plans.JoinedTableSource
@@ -74,7 +74,7 @@ object TableReadTarget {
     val table = found.op
 
     val state = StateReadTarget.resolve(session, checkpointLocation, OperatorSelector.ById(table.id), None,
-      io.kstate.KStateStateReader.DefaultStoreName)
+      StateReadTarget.DefaultStoreName)
     def recorded(key: String): String = table.config.getOrElse(key,
       throw KStateErrors.internal(s"table '$name' has no '$key' in its recorded configuration: ${table.config}"))
     val p = found.prefix

@@ -1,6 +1,6 @@
 package org.apache.spark.sql.kstate.reader
 
-import io.kstate.KStateErrors
+import org.apache.spark.sql.kstate.errors.KStateErrors
 
 import org.apache.spark.{Partition, SparkContext, TaskContext}
 import org.apache.spark.broadcast.Broadcast

@@ -4,12 +4,12 @@ import java.nio.ByteBuffer
 
 import scala.collection.mutable
 
-import io.kstate.KStateErrors
+import org.apache.spark.sql.kstate.errors.KStateErrors
 
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
-import org.apache.spark.sql.kstate.state.StateMeta
-import org.apache.spark.sql.kstate.state.buffer.TimeOrderedBuffer
+import org.apache.spark.sql.kstate.operatorstate.StateMeta
+import org.apache.spark.sql.kstate.operatorstate.TimeOrderedBuffer
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -48,7 +48,7 @@ final class EntryTally(layout: OperatorLayout) {
         bytes += b
       case _ =>
     }
-    case org.apache.spark.sql.kstate.state.StoreForeignKeySubscriptionState.Cf =>
+    case org.apache.spark.sql.kstate.operatorstate.StoreForeignKeySubscriptionState.Cf =>
       if (counting == Counting.Subscriptions) entries += 1
     case OperatorLayout.Structure("buf", name, "time") =>
       val (r, b) = buffers(name)

@@ -2,7 +2,7 @@ package org.apache.spark.sql.kstate.repartition
 
 import java.nio.ByteBuffer
 
-import io.kstate.KStateErrors
+import org.apache.spark.sql.kstate.errors.KStateErrors
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
@@ -10,8 +10,8 @@ import org.apache.spark.sql.catalyst.parser.CatalystSqlParser
 import org.apache.spark.sql.execution.streaming.state.{PrefixKeyScanStateEncoderSpec, RangeKeyScanStateEncoderSpec, StateStore}
 import org.apache.spark.sql.kstate.execution.{KStateFkJoinExec, KStateFkJoinSubscriptionsExec, KStateTableJoinExec}
 import org.apache.spark.sql.kstate.reader.RecordedOperator
-import org.apache.spark.sql.kstate.state.{ExpiryIndex, StateMeta, StoreForeignKeySubscriptionState, StoreTableState}
-import org.apache.spark.sql.kstate.state.store.FamilyCodec
+import org.apache.spark.sql.kstate.operatorstate.{ExpiryIndex, StateMeta, StoreForeignKeySubscriptionState, StoreTableState}
+import org.apache.spark.sql.kstate.engine.FamilyCodec
 import org.apache.spark.sql.types.{DataType, LongType, StructField, StructType}
 
 /**

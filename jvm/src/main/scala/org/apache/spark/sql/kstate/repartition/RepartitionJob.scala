@@ -11,8 +11,8 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, Murmur3Hash}
 import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreProvider}
 import org.apache.spark.sql.kstate.reader.{PartitionStateIterator, StateReadTarget}
-import org.apache.spark.sql.kstate.state.KStateStore
-import org.apache.spark.sql.kstate.state.store.{Bytes, FamilyCodec, StateFile, StateFileIdentity, StateFiles}
+import org.apache.spark.sql.kstate.provider.KStateStore
+import org.apache.spark.sql.kstate.engine.{Bytes, FamilyCodec, StateFile, StateFileIdentity, StateFiles}
 import org.apache.spark.util.SerializableConfiguration
 
 /**

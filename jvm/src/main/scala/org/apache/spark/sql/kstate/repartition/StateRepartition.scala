@@ -2,7 +2,9 @@ package org.apache.spark.sql.kstate.repartition
 
 import scala.util.control.NonFatal
 
-import io.kstate.{KStateConf, KStateErrors, KStateException}
+import io.kstate.KStateException
+import org.apache.spark.sql.kstate.config.KStateConf
+import org.apache.spark.sql.kstate.errors.KStateErrors
 import org.apache.hadoop.fs.{FileSystem, Path}
 
 import org.apache.spark.SparkException
@@ -10,11 +12,11 @@ import org.apache.spark.internal.Logging
 import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
 import org.apache.spark.sql.execution.streaming.checkpointing.{CommitLog, OffsetSeqLog}
 import org.apache.spark.sql.execution.streaming.state.StateStore
-import org.apache.spark.sql.kstate.OperatorIdentity
+import org.apache.spark.sql.kstate.planning.OperatorIdentity
 import org.apache.spark.sql.kstate.reader.{CheckpointView, OperatorSelector, StateReadTarget}
 import org.apache.spark.sql.kstate.shim.OffsetLogs
-import org.apache.spark.sql.kstate.state.provider.CheckpointFiles
-import org.apache.spark.sql.kstate.state.store.StateFile
+import org.apache.spark.sql.kstate.provider.CheckpointFiles
+import org.apache.spark.sql.kstate.engine.StateFile
 import org.apache.spark.util.SerializableConfiguration
 
 /**

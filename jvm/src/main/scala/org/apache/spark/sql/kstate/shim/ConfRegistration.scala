@@ -1,6 +1,7 @@
 package org.apache.spark.sql.kstate.shim
 
-import io.kstate.{BuildInfo, KStateConf}
+import io.kstate.BuildInfo
+import org.apache.spark.sql.kstate.config.KStateConf
 
 import org.apache.spark.sql.internal.SQLConf
 

@@ -7,7 +7,7 @@ import org.apache.spark.sql.connect.planner.SparkConnectPlanner
 
 /**
  * The Spark Connect server calls kstate's relation plugin makes
- * (`org.apache.spark.sql.kstate.connect`): a Connect `Relation` or `Expression`, sent as bytes
+ * (`io.kstate.connect`): a Connect `Relation` or `Expression`, sent as bytes
  * inside kstate's message, planned by the server's `SparkConnectPlanner` as Spark plans its own
  * messages. The planner's methods and the plugin's signature (`RelationPlugin.transform(bytes,
  * planner)` since Spark 4.0) are Spark Connect's server API, which changes between minors.

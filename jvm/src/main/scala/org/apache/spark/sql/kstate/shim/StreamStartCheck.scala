@@ -5,7 +5,7 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.streaming.WriteToStreamStatement
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.kstate.OutputModeCheck
+import org.apache.spark.sql.kstate.planning.OutputModeCheck
 import org.apache.spark.sql.kstate.plans.KStateStatefulNode
 import org.apache.spark.sql.kstate.repartition.UnfinishedRepartition
 
@@ -19,7 +19,7 @@ import org.apache.spark.sql.kstate.repartition.UnfinishedRepartition
  * hint-resolution rule, the analyzer batch that runs before resolution, which is the only
  * extension point that sees the statement before Spark's check does. It changes no plan.
  *
- * Why not in kstate's check rule ([[org.apache.spark.sql.kstate.KStateCheckRule]]): a check
+ * Why not in kstate's check rule ([[org.apache.spark.sql.kstate.planning.KStateCheckRule]]): a check
  * rule runs after resolution, so at `start()` it sees the resolved `WriteToStream` only after
  * Spark's check has run; for a `complete`-mode query of kstate operators alone Spark has by then
  * failed with its own "Complete output mode not supported when there are no streaming

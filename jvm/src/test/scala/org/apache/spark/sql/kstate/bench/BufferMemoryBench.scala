@@ -10,9 +10,9 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.network.util.JavaUtils
 import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, StateStoreConf, StateStoreId}
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.kstate.state.{KStateStore, KStateStoreProvider}
+import org.apache.spark.sql.kstate.provider.{KStateStore, KStateStoreProvider}
 import org.apache.spark.sql.kstate.processor.suppress.BufferLimits
-import org.apache.spark.sql.kstate.state.buffer.TimeOrderedBuffer
+import org.apache.spark.sql.kstate.operatorstate.TimeOrderedBuffer
 import org.apache.spark.sql.types.{LongType, StructField, StructType}
 
 /**

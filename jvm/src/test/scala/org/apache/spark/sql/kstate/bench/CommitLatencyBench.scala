@@ -11,7 +11,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.network.util.JavaUtils
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.kstate.state.KStateStoreProvider
+import org.apache.spark.sql.kstate.provider.KStateStoreProvider
 
 /**
  * Commit latency of kstate's provider, per micro-batch (issue 14: snapshots off the critical

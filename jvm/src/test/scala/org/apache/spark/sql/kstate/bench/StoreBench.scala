@@ -9,8 +9,8 @@ import org.rocksdb.{Options, RocksDB, WriteOptions}
 
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.kstate.state.versioned.VersionedKeyValueStore
-import org.apache.spark.sql.kstate.state.{KStateStore, KStateStoreProvider}
+import org.apache.spark.sql.kstate.operatorstate.VersionedKeyValueStore
+import org.apache.spark.sql.kstate.provider.{KStateStore, KStateStoreProvider}
 import org.apache.spark.sql.types._
 import org.apache.spark.network.util.JavaUtils
 
@@ -113,7 +113,7 @@ object StoreBench {
         // As kstate's operators open their stores: no row counting (they count entries themselves).
         conf("spark.sql.streaming.stateStore.minDeltasForSnapshot" -> "1000",
           KStateStoreProvider.TrackRowsKey -> "false",
-          io.kstate.KStateConf.HeapStateBytes.key -> heapState), new Configuration,
+          org.apache.spark.sql.kstate.config.KStateConf.HeapStateBytes.key -> heapState), new Configuration,
         useMultipleValuesPerKey = false, None)
       val v = new Array[Byte](48)
       var version = 0L
@@ -225,7 +225,7 @@ object StoreBench {
     // kstate's provider twice: working copy on the heap (default) and in RocksDB (budget 0)
     val kstateDb = "kstate, RocksDB working copy"
     def run(variant: String) =
-      if (variant == kstateDb) restoreRun(kstate, keys, 10, Map(io.kstate.KStateConf.HeapStateBytes.key -> "0"))
+      if (variant == kstateDb) restoreRun(kstate, keys, 10, Map(org.apache.spark.sql.kstate.config.KStateConf.HeapStateBytes.key -> "0"))
       else restoreRun(variant, keys, 10)
     val runs = (0 until reps).map { r =>
       val order = if (r % 2 == 0) Seq(kstate, kstateDb, rocks) else Seq(rocks, kstateDb, kstate)
@@ -251,7 +251,7 @@ object StoreBench {
     val (rPut, rGet) = (median(pairs.map(_._2._1)), median(pairs.map(_._2._2)))
     val (dPut, dGet) = versionedRun(vk, vr, batchPerRound = true, heapState = "0")
     val (oPut, oGet) = versionedRun(vk, vr, batchPerRound = false,
-      heapState = org.apache.spark.sql.kstate.state.store.HeapStateBudget.defaultLimit.toString)
+      heapState = org.apache.spark.sql.kstate.engine.HeapStateBudget.defaultLimit.toString)
     println(f"  batch per round, heap copy    : ${vPut / 1000}%8.1fk puts/s  ${vGet / 1000}%8.1fk as-of gets/s")
     println(f"  batch per round, RocksDB copy : ${dPut / 1000}%8.1fk puts/s  ${dGet / 1000}%8.1fk as-of gets/s")
     println(f"  all in one batch (spills)     : ${oPut / 1000}%8.1fk puts/s  ${oGet / 1000}%8.1fk as-of gets/s")

@@ -12,8 +12,8 @@ import org.apache.spark.sql.catalyst.expressions.{BoundReference, GenericInterna
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 import org.apache.spark.sql.execution.streaming.state.{PrefixKeyScanStateEncoderSpec, RangeKeyScanStateEncoderSpec}
 import org.apache.spark.sql.kstate.reader.RecordedOperator
-import org.apache.spark.sql.kstate.state.StateMeta
-import org.apache.spark.sql.kstate.state.store.FamilyCodec
+import org.apache.spark.sql.kstate.operatorstate.StateMeta
+import org.apache.spark.sql.kstate.engine.FamilyCodec
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 

@@ -1,6 +1,6 @@
 package org.apache.spark.sql.kstate.processor.join
 
-import io.kstate.KStateErrors
+import org.apache.spark.sql.kstate.errors.KStateErrors
 
 /**
  * A stream–table join's configuration, checked when it is built (plan time), so that a bad one

@@ -1,6 +1,6 @@
 package org.apache.spark.sql.kstate.processor.suppress
 
-import io.kstate.KStateErrors
+import org.apache.spark.sql.kstate.errors.KStateErrors
 import io.kstate.suppress.{BufferConfig, WhenFull}
 
 /**

@@ -4,8 +4,8 @@ import org.scalacheck.Gen
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
 
-import org.apache.spark.sql.kstate.state.{KStateStore, KStateStoreProvider, ProviderFixture}
-import org.apache.spark.sql.kstate.state.versioned.{VersionedKeyValueStore, VersionedRecord}
+import org.apache.spark.sql.kstate.provider.{KStateStore, KStateStoreProvider, ProviderFixture}
+import org.apache.spark.sql.kstate.operatorstate.{VersionedKeyValueStore, VersionedRecord}
 import org.apache.spark.sql.types.{BinaryType, StructField, StructType}
 
 /**

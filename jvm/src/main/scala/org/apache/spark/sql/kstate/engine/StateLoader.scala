@@ -1,0 +1,111 @@
+package org.apache.spark.sql.kstate.engine
+
+import org.rocksdb.WriteBatch
+
+/**
+ * Applies the records of state files to a store's working copy during a restore: to its
+ * [[FamilyHeaps]] while that stays within its budget, else to its [[LocalDb]] in bounded write
+ * batches. Column family records are collected, to be applied to the registry once the files
+ * are verified.
+ *
+ * State files list a version's keys in key order (snapshots, and changelogs of versions that
+ * did not spill), so records for the heap are gathered in runs of increasing keys and applied
+ * with [[FamilyHeaps.applySorted]], which keeps the families' sorted indexes without a sort; a file
+ * out of order (a spilled version's changelog) is applied record by record from there on.
+ *
+ * @param heap    the heap working copy to fill, or null to fill `db`
+ * @param db      the database working copy to fill when `heap` is null
+ * @param fits    whether the heap state still fits its budget (checked every [[CheckEvery]]
+ *                records and at `flush`)
+ * @param moveToDb moves the heap state into a new local database and returns that database
+ */
+private[kstate] final class StateLoader(heap: FamilyHeaps, db: LocalDb, fits: () => Boolean,
+    moveToDb: () => LocalDb) extends StateFile.Visitor with AutoCloseable {
+  import StateLoader._
+
+  private var onHeap: FamilyHeaps = heap
+  private var target: LocalDb = db
+  private var batch: WriteBatch = if (heap == null) new WriteBatch() else null
+  private var pending = 0
+  // The current run of increasing keys for the heap (entries 0 until runSize).
+  private val run = if (heap == null) null else new Array[WriteSet.Entry](CheckEvery)
+  private var runSize = 0
+  private var inOrder = true
+  private var families = Vector.empty[Either[Short, (String, Short)]]
+
+  override def put(key: Array[Byte], value: Array[Byte]): Unit = {
+    if (onHeap != null) toHeap(key, value) else batch.put(key, value)
+    bump()
+  }
+
+  override def delete(key: Array[Byte]): Unit = {
+    if (onHeap != null) toHeap(key, WriteSet.Deleted) else batch.delete(key)
+    bump()
+  }
+
+  /**
+   * Adds a record to the run if it keeps key order (a loader reads one file), else applies it
+   * alone (value [[WriteSet.Deleted]]: a delete).
+   */
+  private def toHeap(key: Array[Byte], value: Array[Byte]): Unit = {
+    if (inOrder && (runSize == 0 || Bytes.Order.compare(run(runSize - 1).key, key) < 0)) {
+      run(runSize) = new WriteSet.Entry(new HashedKey(key), value, WriteSet.Unknown)
+      runSize += 1
+    } else {
+      applyRun()
+      inOrder = false
+      if (value eq WriteSet.Deleted) onHeap.delete(key) else onHeap.put(key, value)
+    }
+  }
+
+  private def applyRun(): Unit = if (runSize > 0) {
+    onHeap.applySorted(run, runSize)
+    java.util.Arrays.fill(run.asInstanceOf[Array[AnyRef]], 0, runSize, null)
+    runSize = 0
+  }
+
+  override def family(cf: Short, name: String): Unit = families :+= Right(name -> cf)
+
+  override def dropFamily(cf: Short): Unit = {
+    val p = FamilyCodec.prefixOf(cf)
+    if (onHeap != null) { applyRun(); onHeap.deleteRange(p, Bytes.prefixEnd(p)) }
+    else batch.deleteRange(p, FamilyCodec.rangeEnd(p))
+    families :+= Left(cf)
+    bump()
+  }
+
+  private def bump(): Unit = {
+    pending += 1
+    if (pending >= CheckEvery) flush()
+  }
+
+  /** Writes what is batched (database), or checks the heap state's budget (heap). */
+  def flush(): Unit = {
+    pending = 0
+    if (onHeap != null) {
+      applyRun()
+      if (!fits()) {
+        target = moveToDb()
+        onHeap = null
+        batch = new WriteBatch()
+      }
+    } else {
+      val b = batch
+      batch = new WriteBatch()
+      try target.writeBatch(b) finally b.close()
+    }
+  }
+
+  /** Releases the native batch; what was not flushed is not written. Call once done. */
+  def close(): Unit = if (batch != null) { batch.close(); batch = null }
+
+  def applyFamilies(registry: FamilyRegistry): FamilyRegistry = families.foldLeft(registry) {
+    case (r, Left(id)) => r.dropId(id)
+    case (r, Right((name, id))) => r.restored(name, id)
+  }
+}
+
+private[kstate] object StateLoader {
+  /** Records per database write batch, and between heap budget checks. */
+  val CheckEvery = 8192
+}

@@ -1,0 +1,211 @@
+package org.apache.spark.sql.kstate.provider
+
+import java.io.File
+
+import org.rocksdb.WriteBatch
+
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.kstate.engine._
+
+/**
+ * The working copy of one store: the latest committed version (plus a spilling store's
+ * uncommitted changes), rebuilt from the checkpoint whenever needed; never the durable copy.
+ *
+ * Tiering: it starts on the heap ([[FamilyHeaps]]: a [[HeapState]] per column family) or in a local RocksDB ([[LocalDb]]); a heap
+ * copy reserves its size from the executor's [[HeapStateBudget]] (`limit`) and moves to RocksDB
+ * ([[moveToDb]]) when it no longer fits, or before a store spills into it. It never moves
+ * back: a restore builds a new working copy.
+ *
+ * Threading: only the task thread changes it, under the provider's lock (restore, commit,
+ * spill); the task thread reads it without the lock (a store's gets and scans). Any other thread
+ * (maintenance writing a snapshot) reads only [[frozen]], taken under the lock. [[close]] may
+ * come from any thread holding the lock: a frozen RocksDB scan defers the database's close.
+ *
+ * @param writeLocally writes a batch into the database (the provider's seam for fault tests)
+ */
+private[kstate] final class WorkingCopy(onHeapAtStart: Boolean, limit: Long, localRoot: () => File,
+    writeLocally: (LocalDb, WriteBatch) => Unit, owner: String) extends Logging {
+  private var heap: FamilyHeaps = if (onHeapAtStart) new FamilyHeaps else null
+  private var db: LocalDb = if (onHeapAtStart) null else new LocalDb(localRoot())
+  /** Bytes of [[HeapStateBudget]] reserved for `heap`. */
+  private var reserved = 0L
+
+  def onHeap: Boolean = heap != null
+  /** Heap held by a heap copy (0 in RocksDB). */
+  def heapBytes: Long = if (heap != null) heap.heapBytes else 0L
+  def reservedBytes: Long = reserved
+  /** Data in the local database (its files and memtables), the disk tier. */
+  def dbBytes: Long = if (db != null) db.dataBytes else 0L
+  /** The heap copy's size, or RocksDB's memtables and table readers. */
+  def memoryBytes: Long = if (heap != null) heap.heapBytes else if (db != null) db.memoryBytes else 0L
+  def localDir: Option[File] = Option(db).map(_.directory)
+
+  /**
+   * Whether a version's changes must arrive in key order: RocksDB's do; a heap copy takes any
+   * order and sorts those of the families it keeps an index for ([[FamilyHeaps.applyChanges]]).
+   */
+  def wantsSorted: Boolean = heap == null
+
+  def get(key: HashedKey): Array[Byte] = if (heap != null) heap.get(key) else db.get(key.bytes)
+
+  def scan(from: Array[Byte], until: Option[Array[Byte]]): StateScan =
+    if (heap != null) heap.scan(from, until) else db.scan(from, until)
+
+  /** The entries under `prefix` except `skip`, unordered, frozen now: heap copies only. */
+  def unordered(prefix: Array[Byte], skip: HashedKey => Boolean): Option[Iterator[(Array[Byte], Array[Byte])]] =
+    if (heap == null) None else Some(heap.entriesWithPrefix(prefix, skip))
+
+  /** A frozen view of the database as it is now (RocksDB copies only: move it first). */
+  def view(): DbView = db.view()
+
+  /** Number of keys in [from, until) (for the database, a scan). */
+  def count(from: Array[Byte], until: Option[Array[Byte]]): Long =
+    if (heap != null) heap.count(from, until)
+    else {
+      val scan = db.scan(from, until)
+      var n = 0L
+      try while (scan.valid) { n += 1; scan.next() } finally scan.close()
+      n
+    }
+
+  def countAll(): Long = count(Array.emptyByteArray, None)
+
+  /** Whether the heap copy fits the executor's budget; adjusts the reservation if it does. */
+  def fitsBudget(): Boolean = {
+    val want = heap.heapBytes
+    if (want <= reserved) {
+      HeapStateBudget.release(reserved - want)
+      reserved = want
+      true
+    } else if (HeapStateBudget.tryReserve(want - reserved, limit)) {
+      reserved = want
+      true
+    } else false
+  }
+
+  /**
+   * Moves the heap copy into a new local database (it outgrew its budget or bound, or a store
+   * is about to spill into it); no-op in RocksDB. On failure the caller discards the copy.
+   */
+  def moveToDb(): Unit = if (heap != null) {
+    val from = heap
+    db = new LocalDb(localRoot())
+    var batch = new WriteBatch()
+    try {
+      var n = 0
+      from.foreach { (k, v) =>
+        batch.put(k, v)
+        n += 1
+        if (n % StateLoader.CheckEvery == 0) {
+          writeLocally(db, batch); batch.close(); batch = new WriteBatch()
+        }
+      }
+      writeLocally(db, batch)
+    } finally batch.close()
+    heap = null
+    val entries = from.size
+    from.clear()
+    releaseReservation()
+    logInfo(s"$owner: state moved from the heap to local RocksDB ($entries entries)")
+  }
+
+  /**
+   * Applies family drops (their prefixes) and `changes` (in key order if `sorted`) to the copy:
+   * heap, or one database batch. For the heap, returns the change in the number of keys (the
+   * database does not tell: 0).
+   */
+  def apply(dropped: Seq[Array[Byte]], changes: Array[WriteSet.Entry], sorted: Boolean): Long =
+    if (heap != null) {
+      val gone = dropped.map(p => heap.deleteRange(p, Bytes.prefixEnd(p))).sum
+      (if (sorted) heap.applySorted(changes, changes.length) else heap.applyChanges(changes)) - gone
+    } else {
+      val batch = new WriteBatch()
+      try {
+        dropped.foreach(p => batch.deleteRange(p, FamilyCodec.rangeEnd(p)))
+        changes.foreach(e => if (e.isDelete) batch.delete(e.key) else batch.put(e.key, e.value))
+        writeLocally(db, batch)
+      } finally batch.close()
+      0L
+    }
+
+  /** Notes, for each change not yet known, whether its key exists (batched multi-gets in RocksDB). */
+  def resolveExistence(changes: Array[WriteSet.Entry]): Unit =
+    if (heap != null) {
+      changes.foreach { e =>
+        if (e.existed == WriteSet.Unknown) e.existed = if (heap.contains(new HashedKey(e.key))) WriteSet.Present else WriteSet.Absent
+      }
+    } else {
+      val keys = new java.util.ArrayList[Array[Byte]](WorkingCopy.ExistenceBatch)
+      val entries = new java.util.ArrayList[WriteSet.Entry](WorkingCopy.ExistenceBatch)
+      def flush(): Unit = if (!keys.isEmpty) {
+        val found = db.multiGet(keys)
+        var i = 0
+        while (i < keys.size) {
+          entries.get(i).existed = if (found.get(i) != null) WriteSet.Present else WriteSet.Absent
+          i += 1
+        }
+        keys.clear(); entries.clear()
+      }
+      changes.foreach { e =>
+        if (e.existed == WriteSet.Unknown) {
+          keys.add(e.key); entries.add(e)
+          if (keys.size >= WorkingCopy.ExistenceBatch) flush()
+        }
+      }
+      flush()
+    }
+
+  /**
+   * A loader for restoring state files into this copy: into the heap while `fits` holds (checked
+   * as it goes), else into the database (the heap part moved there first).
+   */
+  def loader(fits: () => Boolean): StateLoader =
+    new StateLoader(heap, db, fits, () => { moveToDb(); db })
+
+  /**
+   * Every committed entry as it is now, for another thread to read (a snapshot): a heap copy's
+   * frozen iteration, or a scan on a RocksDB snapshot that defers the database's close until it
+   * is closed. None if the database is already closing. Take it under the provider's lock.
+   */
+  def frozen(): Option[FrozenEntries] =
+    if (heap != null) {
+      val it = heap.frozenEntries()
+      Some(new FrozenEntries {
+        override def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit = it.foreach { case (k, v) => f(k, v) }
+        override def close(): Unit = ()
+      })
+    } else db.leasedScan().map { scan =>
+      new FrozenEntries {
+        override def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit =
+          while (scan.valid) { f(scan.key, scan.value); scan.next() }
+        override def close(): Unit = scan.close()
+      }
+    }
+
+  private def releaseReservation(): Unit = {
+    HeapStateBudget.release(reserved)
+    reserved = 0L
+  }
+
+  /** Drops the copy, wherever it is, and releases its heap reservation. */
+  def close(): Unit = {
+    if (heap != null) {
+      heap.clear()
+      heap = null
+      releaseReservation()
+    }
+    if (db != null) {
+      try db.close() finally db = null
+    }
+  }
+}
+
+private[kstate] object WorkingCopy {
+  /** Keys per native multi-get when resolving which changed keys existed. */
+  val ExistenceBatch = 4096
+}
+
+/** A committed version's entries, frozen, for another thread to read once; close it after. */
+private[kstate] trait FrozenEntries extends AutoCloseable {
+  def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit
+}

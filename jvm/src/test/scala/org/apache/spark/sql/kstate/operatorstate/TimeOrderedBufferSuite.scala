@@ -1,0 +1,220 @@
+package org.apache.spark.sql.kstate.operatorstate
+
+import scala.collection.mutable
+
+import io.kstate.KStateException
+import io.kstate.suppress.WhenFull
+import org.scalacheck.Gen
+import org.scalatest.funsuite.AnyFunSuite
+import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
+
+import org.apache.spark.sql.kstate.processor.suppress.BufferLimits
+import org.apache.spark.sql.kstate.provider.{KStateStore, KStateStoreProvider, ProviderFixture}
+import org.apache.spark.sql.types.{LongType, StructField, StructType}
+
+class TimeOrderedBufferSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
+  private def b(s: String): Array[Byte] = s.getBytes("UTF-8")
+  private def s(a: Array[Byte]): String = new String(a, "UTF-8")
+  private val overhead = TimeOrderedBuffer.RecordOverheadBytes
+  private val schema = StructType(Seq(StructField("x", LongType)))
+
+  private def provider(root: String = ProviderFixture.tmp()): KStateStoreProvider =
+    ProviderFixture.open(root, schema, schema)
+
+  /** A buffer on a fresh store at version 0. */
+  private def fresh(limits: BufferLimits = BufferLimits()): (KStateStore, TimeOrderedBuffer) = {
+    val store = provider().getStore(0)
+    (store, new TimeOrderedBuffer(store, "b", limits))
+  }
+
+  private def drain(buf: TimeOrderedBuffer, upTo: Long): Seq[(String, String, Long, Long)] = {
+    val out = mutable.ArrayBuffer.empty[(String, String, Long, Long)]
+    buf.evictUpTo(upTo)(r => out += ((s(r.key), s(r.value), r.bufferTime, r.recordTime)))
+    out.toSeq
+  }
+
+  test("an update replaces the value but keeps the key's original buffer time") {
+    val (_, buf) = fresh()
+    buf.put(b("k"), b("v1"), recordTime = 10, bufferTime = 10)
+    buf.put(b("j"), b("w"), recordTime = 15, bufferTime = 15)
+    buf.put(b("k"), b("v2"), recordTime = 20, bufferTime = 20)
+    assert(buf.minBufferTime === 10L)
+    assert(buf.get(b("k")).map(r => (s(r.value), r.bufferTime, r.recordTime)) === Some(("v2", 10L, 20L)))
+    // Evicting up to 12 emits k (buffered at 10) with its latest value and that value's time.
+    assert(drain(buf, 12) === Seq(("k", "v2", 10L, 20L)))
+    assert(drain(buf, 100) === Seq(("j", "w", 15L, 15L)))
+    assert(buf.isEmpty && buf.minBufferTime === Long.MaxValue)
+  }
+
+  test("eviction is oldest first; ties by key bytes (unsigned), not by put order") {
+    val (_, buf) = fresh()
+    buf.put(Array[Byte](-1), b("hi"), 5, 5) // 0xFF sorts after 0x01 unsigned
+    buf.put(Array[Byte](1), b("lo"), 5, 5)
+    buf.put(b("z"), b("old"), 1, 1)
+    buf.put(b("neg"), b("oldest"), -7, -7) // negative times sort before positive ones
+    val order = mutable.ArrayBuffer.empty[String]
+    buf.evictWhile(true)(r => order += s(r.value))
+    assert(order === Seq("oldest", "old", "lo", "hi"))
+  }
+
+  test("byte and record accounting is exact through puts, updates, removes and evictions") {
+    val (_, buf) = fresh()
+    buf.put(b("ab"), b("xyz"), 1, 1)
+    assert(buf.numRecords === 1 && buf.numBytes === 2 + 3 + overhead)
+    buf.put(b("ab"), b("x"), 2, 2) // value shrinks by 2
+    assert(buf.numRecords === 1 && buf.numBytes === 2 + 1 + overhead)
+    buf.put(b("c"), b(""), 3, 3)
+    assert(buf.numRecords === 2 && buf.numBytes === (2 + 1 + overhead) + (1 + 0 + overhead))
+    assert(buf.remove(b("ab")).map(r => s(r.value)) === Some("x"))
+    assert(buf.remove(b("ab")) === None)
+    assert(buf.numRecords === 1 && buf.numBytes === 1 + overhead)
+    buf.evictWhile(true)(_ => ())
+    assert(buf.numRecords === 0 && buf.numBytes === 0)
+  }
+
+  test("contents and counters are checkpointed with the store and restored after a restart") {
+    val root = ProviderFixture.tmp()
+    val p = provider(root)
+    val s0 = p.getStore(0)
+    val buf0 = new TimeOrderedBuffer(s0, "b", BufferLimits())
+    buf0.put(b("a"), b("1"), 5, 5)
+    buf0.put(b("b"), b("22"), 3, 3)
+    s0.commit()
+    p.close()
+    val q = provider(root)
+    val buf1 = new TimeOrderedBuffer(q.getStore(1), "b", BufferLimits())
+    assert(buf1.numRecords === 2 && buf1.numBytes === 1 + 1 + 1 + 2 + 2 * overhead)
+    assert(buf1.minBufferTime === 3L)
+    assert(drain(buf1, 10) === Seq(("b", "22", 3L, 3L), ("a", "1", 5L, 5L)))
+  }
+
+  test("evictWhile re-checks its condition before each record (emit early when full)") {
+    val (_, buf) = fresh()
+    (1 to 5).foreach(i => buf.put(b(s"k$i"), b("v"), i, i))
+    val perRecord = TimeOrderedBuffer.recordBytes(2, 1)
+    val evicted = mutable.ArrayBuffer.empty[Long]
+    buf.evictWhile(buf.numBytes > 2 * perRecord)(r => evicted += r.bufferTime)
+    assert(evicted === Seq(1L, 2L, 3L))
+    assert(buf.numRecords === 2)
+  }
+
+  test("emit early when full: the oldest records leave until the buffer is within its limits") {
+    val (_, buf) = fresh(BufferLimits(maxRecords = 3, whenFull = WhenFull.EmitEarly))
+    val early = mutable.ArrayBuffer.empty[String]
+    Seq("e" -> 50L, "a" -> 10L, "c" -> 30L, "b" -> 20L, "d" -> 40L).foreach { case (k, t) =>
+      buf.put(b(k), b(k), t, t)
+      buf.enforceLimits(r => early += s(r.key))
+    }
+    assert(early === Seq("a", "b"))
+    assert(buf.numRecords === 3)
+    assert(!buf.limits.isStrict)
+  }
+
+  test("shut down when full fails with KSTATE_BUFFER_FULL; nothing is lost, a larger buffer redoes the batch") {
+    val root = ProviderFixture.tmp()
+    val p = provider(root)
+    val limits = BufferLimits(maxBytes = 3 * TimeOrderedBuffer.recordBytes(2, 2), whenFull = WhenFull.ShutDown)
+    val s0 = p.getStore(0)
+    val buf0 = new TimeOrderedBuffer(s0, "b", limits)
+    (1 to 3).foreach { i => buf0.put(b(s"k$i"), b("vv"), i, i); buf0.enforceLimits(_ => fail("emitted")) }
+    s0.commit()
+    val s1 = p.getStore(1)
+    val buf1 = new TimeOrderedBuffer(s1, "b", limits)
+    buf1.put(b("k9"), b("vv"), 9, 9)
+    val e = intercept[KStateException](buf1.enforceLimits(_ => fail("emitted")))
+    assert(e.errorClass === "KSTATE_BUFFER_FULL")
+    assert(e.getMessage.contains("'b'") && e.getMessage.contains("4 records") &&
+      e.getMessage.contains(s"max_bytes=${limits.maxBytes}"))
+    s1.abort()
+    // Restart with a larger buffer: version 1 is intact and the batch can be redone.
+    val bigger = limits.copy(maxBytes = 10 * limits.maxBytes)
+    val s1b = p.getStore(1)
+    val buf1b = new TimeOrderedBuffer(s1b, "b", bigger)
+    assert(buf1b.numRecords === 3 && buf1b.get(b("k9")).isEmpty)
+    buf1b.put(b("k9"), b("vv"), 9, 9)
+    buf1b.enforceLimits(_ => fail("emitted"))
+    assert(s1b.commit() === 2)
+    assert(drain(new TimeOrderedBuffer(p.getStore(2), "b", bigger), 100).map(_._1) ===
+      Seq("k1", "k2", "k3", "k9"))
+  }
+
+  test("spill to disk when full keeps every record and spills the store's changes past the limit") {
+    val limits = BufferLimits(maxBytes = 64L << 10, whenFull = WhenFull.SpillToDisk)
+    val root = ProviderFixture.tmp()
+    val p = provider(root)
+    val store = p.getStore(0)
+    val buf = new TimeOrderedBuffer(store, "b", limits)
+    val n = 16000 // over 10x what 64 KB holds
+    (0 until n).foreach { i =>
+      buf.put(b(f"key$i%06d"), b(s"value-$i"), i, i)
+      buf.enforceLimits(_ => fail("a strict buffer emitted early"))
+    }
+    assert(buf.numRecords === n)
+    assert(buf.numBytes > 10 * limits.maxBytes)
+    assert(store.changes.heapBytes <= limits.maxBytes)
+    assert(store.counters.spills > 0)
+    assert(buf.limits.isStrict)
+    store.commit()
+    p.close()
+    val reopened = provider(root)
+    val all = drain(new TimeOrderedBuffer(reopened.getStore(1), "b", limits), Long.MaxValue)
+    assert(all.map(_._1) === (0 until n).map(i => f"key$i%06d"))
+    assert(all.map(_._2) === (0 until n).map(i => s"value-$i"))
+  }
+
+  test("property: matches a naive model across puts, removes, evictions, spills, commits, aborts and restarts") {
+    val op: Gen[(String, Int, String, Long)] = Gen.frequency(
+      6 -> (for (k <- Gen.choose(0, 30); v <- Gen.alphaStr.map(_.take(6)); t <- Gen.choose(-5L, 60L))
+        yield ("put", k, v, t)),
+      1 -> Gen.choose(0, 30).map(k => ("remove", k, "", 0L)),
+      2 -> Gen.choose(-5L, 60L).map(t => ("evict", 0, "", t)),
+      1 -> Gen.const(("commit", 0, "", 0L)),
+      1 -> Gen.const(("abort", 0, "", 0L)),
+      1 -> Gen.const(("restart", 0, "", 0L)))
+    val heapLimits = Gen.oneOf(BufferLimits(),
+      BufferLimits(maxBytes = 600, whenFull = WhenFull.SpillToDisk),
+      BufferLimits(maxRecords = 2, whenFull = WhenFull.SpillToDisk))
+    var spills = 0L
+    forAll(Gen.listOf(op), heapLimits, minSuccessful(40)) { (ops, limits) =>
+      val root = ProviderFixture.tmp()
+      var p = provider(root)
+      var version = 0L
+      type Model = Map[Int, (String, Long, Long)] // key -> (value, bufferTime, recordTime)
+      var committed: Model = Map.empty
+      var model: Model = Map.empty
+      var store = p.getStore(version)
+      var buf = new TimeOrderedBuffer(store, "b", limits)
+      def reopen(): Unit = {
+        spills += store.counters.spills
+        store = p.getStore(version)
+        buf = new TimeOrderedBuffer(store, "b", limits)
+      }
+      ops.foreach {
+        case ("put", k, v, t) =>
+          val bt = model.get(k).map(_._2).getOrElse(t)
+          model += k -> ((v, bt, t))
+          buf.put(Array(k.toByte), b(v), t, t)
+        case ("remove", k, _, _) =>
+          assert(buf.remove(Array(k.toByte)).map(r => s(r.value)) === model.get(k).map(_._1))
+          model -= k
+        case ("evict", _, _, t) =>
+          val expected = model.toSeq.filter(_._2._2 <= t).sortBy { case (k, (_, bt, _)) => (bt, k) }
+          val got = mutable.ArrayBuffer.empty[(Int, String, Long, Long)]
+          buf.evictUpTo(t)(r => got += ((r.key(0).toInt, s(r.value), r.bufferTime, r.recordTime)))
+          assert(got === expected.map { case (k, (v, bt, rt)) => (k, v, bt, rt) })
+          model --= expected.map(_._1)
+        case ("commit", _, _, _) =>
+          version = store.commit(); committed = model; reopen()
+        case ("abort", _, _, _) =>
+          store.abort(); model = committed; reopen()
+        case _ =>
+          store.abort(); p.close(); p = provider(root); model = committed; reopen()
+      }
+      assert(buf.numRecords === model.size)
+      assert(buf.numBytes === model.values.map { case (v, _, _) => 1 + b(v).length + overhead }.sum)
+      assert(buf.minBufferTime === (if (model.isEmpty) Long.MaxValue else model.values.map(_._2).min))
+      p.close()
+    }
+    assert(spills > 0, "the generated runs never spilled")
+  }
+}

@@ -1,0 +1,299 @@
+package org.apache.spark.sql.kstate.replica
+
+import org.scalatest.funsuite.AnyFunSuite
+
+import org.apache.spark.sql.kstate.replica.ReplicaProtocol._
+
+/** The driver's table: what followers are told, and where a store's next task should run. */
+class ReplicaCoordinatorSuite extends AnyFunSuite {
+  private var now = 0L
+  private def coordinator() = new ReplicaCoordinator(liveAfterMillis = 10000L, () => now)
+  private def store(p: Int) = ReplicaStore("q", "/cp/state", 3L, p, "default")
+  private def loc(e: String) = s"executor_host-$e.local_$e"
+  private def poll(c: ReplicaCoordinator, e: String, holds: Map[ReplicaStore, Long] = Map.empty) =
+    c.poll(Poll(e, s"host-$e.local", holds)).standbys.toSet
+
+  /** Two partitions, active on executors 1 and 2 (unless `actives` says otherwise). */
+  private def plan(c: ReplicaCoordinator, committed: Long, standbys: Int = 1,
+      actives: Map[Int, String] = Map(0 -> "1", 1 -> "2"), maxWarmups: Int = 2, lag: Long = 1): Unit =
+    c.plan("q", "/cp/state", 3L, "default", actives.keys.maxOption.fold(2)(p => math.max(2, p + 1)),
+      ReplicaCoordinator.Wanted(standbys, maxWarmups, lag), committed, p => actives.get(p).map(loc))
+
+  test("followers are told the standbys placed on them, at the committed version") {
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    plan(c, committed = 5)
+    // partition 0 (active on 1) to the least loaded 3; partition 1 (active on 2) to 1 or 3,
+    // both now with one store: 1 by id order
+    assert(poll(c, "3") == Set(Standby(store(0), 5)))
+    assert(poll(c, "1") == Set(Standby(store(1), 5)))
+    assert(poll(c, "2").isEmpty)
+    plan(c, committed = 6)
+    assert(poll(c, "3") == Set(Standby(store(0), 6)))
+  }
+
+  test("an executor that has not polled lately holds no standby") {
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    now = 60000L
+    Seq("1", "2").foreach(poll(c, _))
+    plan(c, committed = 1)
+    assert(poll(c, "3").isEmpty)
+    assert(poll(c, "1") == Set(Standby(store(1), 1)) && poll(c, "2") == Set(Standby(store(0), 1)))
+  }
+
+  test("the next task runs on the active executor while it lives, then on the warmest standby") {
+    val c = coordinator()
+    Seq("1", "2", "3", "4").foreach(poll(c, _))
+    plan(c, committed = 4, standbys = 2)
+    val standbys = (Seq("1", "2", "3", "4").filter(e => poll(c, e).exists(_.store == store(0))))
+    assert(standbys.toSet == Set("3", "4"))
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("1")))
+    poll(c, "3", Map(store(0) -> 3L))
+    poll(c, "4", Map(store(0) -> 4L))
+    c.executorRemoved("1")
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("4")))
+    c.executorRemoved("4")
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("3")))
+    c.executorRemoved("3")
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == None, "no copy left: anywhere, at once")
+  }
+
+  test("an executor the scheduler no longer lists is lost, before the listener bus says so") {
+    var listed = Set("1", "2", "3")
+    val c = new ReplicaCoordinator(10000L, () => now, () => Some(listed))
+    Seq("1", "2", "3").foreach(poll(c, _))
+    plan(c, committed = 4)
+    poll(c, "3", Map(store(0) -> 4L))
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("1")))
+    listed = Set("2", "3") // executor 1 died; no executorRemoved yet
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("3")))
+  }
+
+  test("after the standby took over, another executor gets the standby") {
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    plan(c, committed = 2)
+    assert(poll(c, "3").map(_.store) == Set(store(0)))
+    c.executorRemoved("1")
+    // Spark still records the lost executor 1 for partition 0: its standby stays; partition
+    // 1's standby was on 1: replaced by 3
+    plan(c, committed = 3)
+    assert(poll(c, "3").map(_.store) == Set(store(0), store(1)))
+    plan(c, committed = 4, actives = Map(0 -> "3", 1 -> "2")) // partition 0 now runs on 3
+    assert(poll(c, "3") == Set(Standby(store(1), 4)))
+    assert(poll(c, "2") == Set(Standby(store(0), 4)))
+  }
+
+  test("no standbys wanted, or the query ended: followers are told to hold nothing") {
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    plan(c, committed = 2)
+    assert(poll(c, "3").nonEmpty)
+    plan(c, committed = 3, standbys = 0)
+    assert(poll(c, "3").isEmpty)
+    plan(c, committed = 4)
+    assert(poll(c, "3").nonEmpty)
+    c.queryTerminated("q")
+    assert(poll(c, "3").isEmpty)
+    assert(c.status("q").isEmpty)
+  }
+
+  test("a removed executor is never assigned again, even if it still polls") {
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    c.executorRemoved("3")
+    assert(poll(c, "3").isEmpty)
+    plan(c, committed = 1)
+    assert(poll(c, "3").isEmpty)
+    assert(poll(c, "1") == Set(Standby(store(1), 1)))
+  }
+
+  test("status lists each store's active, committed version and standbys with what they hold") {
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    plan(c, committed = 7)
+    poll(c, "3", Map(store(0) -> 6L))
+    val s = c.status("q")
+    assert(s.map(_.store) == Seq(store(0), store(1)))
+    assert(s.head == ReplicaCoordinator.StoreStatus(store(0), Some("1"), 7, Seq("3" -> Some(6L)), None, None))
+    // as JSON: a standby that holds nothing yet has version null (not a missing field)
+    val json = c.statusJson("q")
+    assert(json.contains(""""partition":0,"store":"default","active":"1","committed_version":7,"standbys":[{"executor":"3","version":6}],"warmup":null,"moving_to":null"""), json)
+    assert(json.contains(""""standbys":[{"executor":"1","version":null}]"""), json)
+  }
+
+  /** Four partitions all active on executor 1. */
+  private val piled = Map(0 -> "1", 1 -> "1", 2 -> "1", 3 -> "1")
+
+  private def moving(c: ReplicaCoordinator): Map[Int, String] =
+    c.status("q").flatMap(s => s.movingTo.map(s.store.partition -> _)).toMap
+
+  private def warming(c: ReplicaCoordinator): Map[Int, String] =
+    c.status("q").flatMap(s => s.warmup.map(s.store.partition -> _._1)).toMap
+
+  test("an added executor: a store moves to it only once its warm-up there is within the acceptable lag") {
+    val c = coordinator()
+    Seq("1", "2").foreach(poll(c, _))
+    val balanced = Map(0 -> "1", 1 -> "1", 2 -> "2", 3 -> "2")
+    plan(c, committed = 5, standbys = 0, actives = balanced)
+    assert(moving(c).isEmpty && warming(c).isEmpty)
+    poll(c, "3") // added
+    plan(c, committed = 6, standbys = 0, actives = balanced)
+    // 2/2/0: one store from the fullest (1, by id) to 3, with a warm-up there
+    assert(moving(c) == Map(0 -> "3") && warming(c) == Map(0 -> "3"))
+    assert(poll(c, "3") == Set(Standby(store(0), 6)), "the warm-up is assigned to its follower")
+    val spark = Some(loc("1"))
+    assert(c.preferredLocation(store(0), spark) == spark, "no copy yet: the store stays")
+    poll(c, "3", Map(store(0) -> 4L))
+    assert(c.preferredLocation(store(0), spark) == spark, "2 versions behind, lag 1: stays")
+    plan(c, committed = 6, standbys = 0, actives = balanced)
+    assert(moving(c) == Map(0 -> "3"), "a planned move keeps its warm-up")
+    poll(c, "3", Map(store(0) -> 5L))
+    assert(c.preferredLocation(store(0), spark) == spark, "1 behind, but a move waits for a planning")
+    plan(c, committed = 6, standbys = 0, actives = balanced)
+    assert(c.preferredLocation(store(0), spark) == Some(loc("3")), "1 behind at planning: moves")
+
+    assert(c.summary("q", "/cp/state", 3L).warmups == 1)
+    // the task ran on 3; Spark records it there
+    val after = balanced + (0 -> "3")
+    plan(c, committed = 7, standbys = 0, actives = after)
+    assert(c.summary("q", "/cp/state", 3L) == ReplicaCoordinator.Summary(0, 0L, 0, 1))
+    assert(moving(c).isEmpty && warming(c).isEmpty, "balanced: the warm-up became the active")
+    assert(poll(c, "3").isEmpty)
+    assert(c.preferredLocation(store(0), Some(loc("3"))) == Some(loc("3")))
+    plan(c, committed = 8, standbys = 0, actives = after)
+    assert(c.summary("q", "/cp/state", 3L).ownershipMoves == 0)
+  }
+
+  test("a move to an executor holding the store's standby needs no warm-up") {
+    val c = coordinator()
+    Seq("1", "2").foreach(poll(c, _))
+    plan(c, committed = 5, actives = piled)
+    // every standby is on 2 (the only other executor): two stores move there
+    assert(moving(c) == Map(0 -> "2", 1 -> "2") && warming(c).isEmpty)
+    poll(c, "2", Map(store(0) -> 5L, store(1) -> 3L))
+    plan(c, committed = 5, actives = piled)
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("2")))
+    assert(c.preferredLocation(store(1), Some(loc("1"))) == Some(loc("1")))
+  }
+
+  test("a store moving onto its standby's executor gets a new standby elsewhere at once; the destination keeps its copy") {
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    val piled = Map(0 -> "1", 1 -> "1", 2 -> "1", 3 -> "2", 4 -> "2", 5 -> "3")
+    plan(c, committed = 5, actives = piled)
+    val standbyOf = c.status("q").map(r => r.store.partition -> r.standbys.map(_._1)).toMap
+    // a store of 1 whose standby is on 3 (the emptiest): it moves there without a warm-up
+    val p = (0 to 2).find(standbyOf(_) == Seq("3")).getOrElse(fail(s"no standby of 1's stores on 3: $standbyOf"))
+    poll(c, "3", Map(store(p) -> 5L))
+    plan(c, committed = 5, actives = piled)
+    assert(moving(c).get(p).contains("3") && c.preferredLocation(store(p), Some(loc("1"))) == Some(loc("3")))
+    // from this batch on its active is 3: its standby is no longer there, but on another executor,
+    // which starts catching up now; 3 keeps the copy the task adopts
+    val row = c.status("q").find(_.store.partition == p).get
+    assert(row.standbys.size == 1 && row.standbys.head._1 != "3", row)
+    assert(row.warmup.map(_._1).contains("3"), row)
+    val next = row.standbys.head._1
+    assert(poll(c, "3").exists(_.store == store(p)) && poll(c, next).exists(_.store == store(p)))
+    // the destination lost before the next planning: the store has its new standby to go to
+    // once it caught up
+    poll(c, next, Map(store(p) -> 6L))
+    c.executorRemoved("3")
+    assert(c.preferredLocation(store(p), Some(loc("3"))) == Some(loc(next)))
+  }
+
+  test("a store moves onto a provider loaded on the destination only at exactly the committed version") {
+    val c = coordinator()
+    Seq("1", "2").foreach(poll(c, _))
+    val balanced = Map(0 -> "1", 1 -> "1", 2 -> "2", 3 -> "2")
+    poll(c, "3")
+    plan(c, committed = 6, standbys = 0, actives = balanced)
+    assert(moving(c) == Map(0 -> "3"))
+    val spark = Some(loc("1"))
+    c.poll(Poll("3", "host-3.local", Map.empty, loaded = Map(store(0) -> 5L)))
+    plan(c, committed = 6, standbys = 0, actives = balanced)
+    assert(c.preferredLocation(store(0), spark) == spark, "a provider one version behind would restore")
+    c.poll(Poll("3", "host-3.local", Map.empty, loaded = Map(store(0) -> 6L)))
+    plan(c, committed = 6, standbys = 0, actives = balanced)
+    assert(c.preferredLocation(store(0), spark) == Some(loc("3")))
+  }
+
+  test("at most maxWarmupReplicas warm-ups for the query; a lag of 0 wants the committed version") {
+    val c = coordinator()
+    Seq("1", "2", "3", "4", "5").foreach(poll(c, _))
+    val all = (0 until 8).map(_ -> "1").toMap
+    plan(c, committed = 3, standbys = 0, actives = all, maxWarmups = 1, lag = 0)
+    assert(warming(c).size == 1 && moving(c) == warming(c))
+    val (p, e) = warming(c).head
+    poll(c, e, Map(store(p) -> 2L))
+    plan(c, committed = 3, standbys = 0, actives = all, maxWarmups = 1, lag = 0)
+    assert(c.preferredLocation(store(p), Some(loc("1"))) == Some(loc("1")))
+    poll(c, e, Map(store(p) -> 3L))
+    plan(c, committed = 3, standbys = 0, actives = all, maxWarmups = 1, lag = 0)
+    assert(warming(c) == Map(p -> e), "the same warm-up is kept")
+    assert(c.preferredLocation(store(p), Some(loc("1"))) == Some(loc(e)))
+    // another operator of the query shares the budget
+    c.plan("q", "/cp/state", 4L, "default", 2, ReplicaCoordinator.Wanted(0, 1, 0), 3, _ => Some(loc("1")))
+    assert(c.summary("q", "/cp/state", 4L).warmups == 0)
+    plan(c, committed = 3, standbys = 0, actives = all, maxWarmups = 0)
+    assert(warming(c).isEmpty && moving(c).isEmpty, "no budget, no standbys: nothing moves")
+  }
+
+  test("the warm-up's executor is lost during warm-up: the store stays, and warms elsewhere") {
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    val three = Map(0 -> "1", 1 -> "1", 2 -> "1", 3 -> "2")
+    plan(c, committed = 2, standbys = 0, actives = three)
+    assert(warming(c) == Map(0 -> "3"))
+    poll(c, "3", Map(store(0) -> 2L))
+    plan(c, committed = 2, standbys = 0, actives = three)
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("3")), "ready")
+    c.executorRemoved("3")
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("1")))
+    assert(c.summary("q", "/cp/state", 3L).warmups == 0)
+    poll(c, "4") // its replacement
+    plan(c, committed = 3, standbys = 0, actives = three)
+    assert(warming(c) == Map(0 -> "4"))
+  }
+
+  test("neither standbys nor warm-ups wanted: the operator is forgotten (placement is Spark's)") {
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    plan(c, committed = 2, standbys = 0, actives = piled, maxWarmups = 0)
+    assert(c.status("q").isEmpty && poll(c, "3").isEmpty)
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("1")))
+  }
+
+  test("executor ids are read from Spark's task locations, host names with underscores included") {
+    assert(ReplicaCoordinator.executorOf("executor_my_host_12") == "12")
+    assert(ReplicaCoordinator.location("my_host", "12") == "executor_my_host_12")
+  }
+
+  test("messages travel as JSON strings and read back whole") {
+    val odd = ReplicaStore("q-\"1\"", "file:/cp dir/état/state", Long.MaxValue, 7, "default")
+    val p = Poll("12", "my_host", Map(odd -> 5L, store(1) -> 0L), Map(store(2) -> 7L))
+    assert(ReplicaProtocol.decodePoll(ReplicaProtocol.encode(p)) == p)
+    val a = Assignments(Seq(Standby(odd, 9L), Standby(store(0), 1L)))
+    assert(ReplicaProtocol.decodeAssignments(ReplicaProtocol.encode(a)) == a)
+    assert(ReplicaProtocol.decodeAssignments(ReplicaProtocol.encode(Assignments(Nil))) == Assignments(Nil))
+  }
+
+  test("kstateStandbyLagVersions: the versions the warmest standby lags behind, as replica_status shows it") {
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    plan(c, committed = 27)
+    def lag = c.summary("q", "/cp/state", 3L).maxLagVersions
+    assert(lag == 27, "no standby holds a version yet: it lags by all of them")
+    poll(c, "3", Map(store(0) -> 26L))
+    c.poll(Poll("1", "host-1.local", Map.empty, loaded = Map(store(1) -> 27L)))
+    plan(c, committed = 27)
+    // partition 0's standby holds 26 (one behind); partition 1's standby executor holds a loaded
+    // provider at 27: replica_status shows both, and so does the metric (it was 27, the batch id)
+    val shown = c.status("q").map(s => s.store.partition -> s.standbys.flatMap(_._2).maxOption).toMap
+    assert(shown == Map(0 -> Some(26L), 1 -> Some(27L)))
+    assert(lag == 1)
+    poll(c, "3", Map(store(0) -> 27L))
+    assert(lag == 0)
+  }
+}
