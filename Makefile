@@ -25,7 +25,7 @@ PY42 := $(VENV42)/bin/python
 # Spark's Python workers (UDFs) must run the venv's interpreter, not the system python3.
 export PYSPARK_PYTHON ?= $(abspath $(PY))
 
-.PHONY: all venv venv-spark42 jar jar-spark42 kafka-classpath checkpoint-stores-classpath proto-python docs-errors test test-spark42 demo demo-kafka bench clean
+.PHONY: all venv venv-spark42 jar jar-spark42 kafka-classpath checkpoint-stores-classpath proto-python docs-errors test test-fast test-spark42 demo demo-kafka bench clean
 
 all: test
 
@@ -92,11 +92,19 @@ proto-python: $(PROTOC_PATH)
 
 # pytest: two workers (pytest-xdist, one SparkSession each; a module stays on one worker), then
 # the tests marked serial (a local-cluster; python/tests/conftest.py) alone.
-PYTEST := PYTHONPATH=python $(PY) -m pytest python/tests -q --durations=25
+PYTEST_RUN := PYTHONPATH=python $(PY) -m pytest -q --durations=25
+PYTEST := $(PYTEST_RUN) python/tests
 test: venv jar $(KAFKA_CP) $(CKPT_CP) $(PROTOC_PATH)
 	$(SBT) test
 	$(PYTEST) -n 2 --dist loadfile -m "not serial"
 	$(PYTEST) -m serial
+
+# The fast tier for the edit-test loop (docs/contributing.md, "Test tiers"): the Scala unit and
+# property suites (build.sbt, testFast) and the Python tests that run no streaming query.
+FAST_PY_TESTS := test_docs.py test_errors.py test_durations.py test_connect_protocol.py
+test-fast: venv jar $(PROTOC_PATH)
+	$(SBT) testFast
+	$(PYTEST_RUN) -n 2 --dist loadfile $(addprefix python/tests/,$(FAST_PY_TESTS))
 
 # Spark 4.2 (docs/contributing.md, "Spark minors and the shim rule"): the whole Scala suite (plus Spark's own
 # StateStoreSuiteBase against kstate's provider, SparkStateStoreSuiteBaseSuite) and the Python

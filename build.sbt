@@ -130,6 +130,7 @@ val kafkaTestClasspath = taskKey[File](
 
 // The repository's root: both projects read their sources from it and run their tests in it.
 val rootDir = settingKey[File]("the kstate repository root")
+val testFast = taskKey[Unit]("the unit and property suites: no streaming query (make test-fast)")
 ThisBuild / rootDir := (ThisBuild / baseDirectory).value
 
 // What both minors' projects share; `minor` picks the per-minor source directories.
@@ -230,6 +231,16 @@ def kstateSettings(minor: String): Seq[Def.Setting[_]] = Seq(
       Seq(Tests.Group("streaming", streaming, Tests.SubProcess(fork)),
         Tests.Group("unit", unit, Tests.SubProcess(fork)))
     },
+    // `make test-fast` (docs/contributing.md, "Test tiers"): the unit and property suites, without
+    // the suites that run streaming queries or a Spark session's planner, nor the differential
+    // suites that drive Kafka Streams' TopologyTestDriver.
+    testFast := Def.taskDyn {
+      val slow = Seq("Streaming", "Differential", "KafkaSuite", "SparkOperatorsOnKStateStore", "RealTimeMode",
+        "RocksDBConformance", "RocksDBChangelogConformance", "HDFSConformance", // Spark's providers, not kstate's
+        "KStateStateReader", "KStateCheckRule", "WindowedDistinct")
+      val fast = (Test / definedTestNames).value.filterNot(n => slow.exists(n.contains)).sorted
+      (Test / testOnly).toTask(fast.mkString(" ", " ", ""))
+    }.value,
     Global / concurrentRestrictions += Tags.limit(Tags.ForkedTestGroup, 2),
     Test / javaOptions ++= Seq("-Xmx4g", "-Xss4m") ++ sparkJavaModuleOptions ++ Seq(
       "-Dspark.testing=1",
