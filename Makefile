@@ -25,7 +25,7 @@ PY42 := $(VENV42)/bin/python
 # Spark's Python workers (UDFs) must run the venv's interpreter, not the system python3.
 export PYSPARK_PYTHON ?= $(abspath $(PY))
 
-.PHONY: all venv venv-spark42 jar jar-spark42 kafka-classpath checkpoint-stores-classpath proto-python docs-errors test test-fast test-spark42 demo demo-kafka bench clean
+.PHONY: all venv venv-spark42 jar jar-spark42 kafka-classpath checkpoint-stores-classpath proto-python docs-errors format lint test test-fast test-spark42 demo demo-kafka bench clean
 
 all: test
 
@@ -98,6 +98,19 @@ test: venv jar $(KAFKA_CP) $(CKPT_CP) $(PROTOC_PATH)
 	$(SBT) test
 	$(PYTEST) -n 2 --dist loadfile -m "not serial"
 	$(PYTEST) -m serial
+
+# Formatting (docs/contributing.md, "Formatting"): scalafmt (sbt-scalafmt, project/scalafmt.conf)
+# and ruff (python/pyproject.toml); `make format` applies both, `make lint` checks (CI runs it).
+RUFF := $(VENV)/bin/ruff
+RUFF_CONF := --config python/pyproject.toml
+format: venv
+	$(SBT) scalafmtAll scalafmtSbt
+	$(RUFF) check $(RUFF_CONF) --fix python bench
+	$(RUFF) format $(RUFF_CONF) python bench
+lint: venv
+	$(SBT) scalafmtCheckAll
+	$(RUFF) check $(RUFF_CONF) python bench
+	$(RUFF) format $(RUFF_CONF) --check python bench
 
 # The fast tier for the edit-test loop (docs/contributing.md, "Test tiers"): the Scala unit and
 # property suites (build.sbt, testFast) and the Python tests that run no streaming query.

@@ -129,6 +129,8 @@ val kafkaTestClasspath = taskKey[File](
   "Writes jvm/target/kafka-test-classpath.json: the Kafka broker's classpath and the Spark Kafka connector's jars")
 
 // The repository's root: both projects read their sources from it and run their tests in it.
+ThisBuild / scalafmtConfig := file("project/scalafmt.conf")
+
 val rootDir = settingKey[File]("the kstate repository root")
 val testFast = taskKey[Unit]("the unit and property suites: no streaming query (make test-fast)")
 ThisBuild / rootDir := (ThisBuild / baseDirectory).value
