@@ -107,7 +107,7 @@ def generate(out_dir: str, files: int, rows_per_file: int, a: argparse.Namespace
              seed: int) -> Dict[str, Any]:
     """Writes `files` parquet files of `rows_per_file` rows in arrival order; returns stats.
 
-    Originals: uniform keys, timestamps at `event_rate` per second. A fraction `late_rate` of
+    Originals: uniform keys (zipf(a.key_skew) when it is set), timestamps at `event_rate` per second. A fraction `late_rate` of
     the rows are originals that arrive 1.5x-6x the interval after their timestamp; the others
     arrive up to `max_disorder` s late. A fraction `dup_rate` are re-sends of an on-time
     original: same key and event_id, timestamp a few seconds later, same disorder.
@@ -122,7 +122,12 @@ def generate(out_dir: str, files: int, rows_per_file: int, a: argparse.Namespace
     disorder_ms = int(a.max_disorder * 1000)
 
     ts = t0 + ((np.arange(n_orig) + rng.random(n_orig)) * (1000.0 / a.event_rate)).astype(np.int64)
-    key = rng.integers(0, a.keys, n_orig)
+    skew = getattr(a, "key_skew", 0.0)
+    if skew > 0:  # zipf(skew) over the key space: rank r has weight 1 / r**skew, ranks shuffled over keys
+        weights = 1.0 / np.arange(1, a.keys + 1) ** skew
+        key = rng.permutation(a.keys)[rng.choice(a.keys, n_orig, p=weights / weights.sum())]
+    else:
+        key = rng.integers(0, a.keys, n_orig)
     kind = np.full(n_orig, KIND_ORIGINAL, dtype=np.int32)
     late = rng.choice(n_orig, n_late, replace=False)
     kind[late] = KIND_LATE

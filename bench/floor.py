@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""Each kstate operator against its floor and against Spark's nearest built-in.
+
+The floor of a keyed stateful operator is the same streaming query with the operator replaced by
+a shuffle on its key (two shuffles for a regrouping aggregation, both inputs shuffled for a
+table-table join) and the same no-op sink: what reading, shuffling and sinking the input costs,
+so whatever kstate spends beyond it is its own. For every workload below, on the same generated
+input with uniform and with skewed (zipf 1.3) keys, in one Spark session: the floor, kstate and
+(where Spark has one) the built-in run as AvailableNow queries over the same parquet files, one
+file per micro-batch, each variant from a fresh checkpoint; one untimed run of each warms the JIT,
+then ``--reps`` rounds run every variant once, in an order rotated each round; medians.
+
+Workloads (interval = grace = ``--interval`` s; Spark's built-ins on its RocksDB provider with
+changelog checkpointing, kstate on its own provider):
+
+* ``dedup_key``, ``dedup_key_value``, ``dedup_id``: kstate's three deduplication modes vs
+  ``withWatermark(ts, interval).dropDuplicatesWithinWatermark`` on the same columns;
+* ``time_windows``: 10 s tumbling windows' count with ``until_window_closes`` vs Spark's
+  append-mode windowed count;
+* ``session_windows``: sessions with a 10 s inactivity gap, count, ``until_window_closes``, vs
+  Spark's ``session_window`` count in append mode;
+* ``sliding_windows``: Kafka's sliding windows (10 s time difference), count,
+  ``until_window_closes`` (no Spark built-in: Kafka's record-driven windows have none);
+* ``until_time_limit``: ``suppress(until_time_limit(interval))`` by key (no built-in);
+* ``table_aggregation``: the input as a table by key, regrouped by a 1,000-value prefix of the
+  key, ``count()`` (floor: a shuffle by key, then one by the prefix);
+* ``table_join``: two tables of the same files by key (the second reads them again), inner join
+  (floor: both inputs shuffled by key).
+
+The stream-table join's floor (the stream-static join plus the table's updates read and
+shuffled) is ``bench/enrichment.py``'s ``floor`` variant; its ratio is reported there.
+
+Prints rows/s per variant, kstate / floor and kstate / built-in; writes ``results/floor.json``
+and ``results/floor.png`` (``--quick``: ``floor-quick.*``).
+
+    PYTHONPATH=python .venv/bin/python bench/floor.py --quick
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+from common import (RESULTS, ROCKSDB, TMP, CpuMeter, add_input_args, add_spark_args, environment, finish_args,
+                    generate, save_results, start_spark, unload_state_stores, wait_for_jar, SCHEMA)
+
+GOAL_FLOOR = 0.85
+GOAL_BUILTIN = 1.5
+DISTRIBUTIONS = {"uniform": 0.0, "zipf1.3": 1.3}
+WORKLOADS = ["dedup_key", "dedup_key_value", "dedup_id", "time_windows", "session_windows", "sliding_windows",
+             "until_time_limit", "table_aggregation", "table_join"]
+NO_BUILTIN = {"sliding_windows", "until_time_limit", "table_aggregation", "table_join"}
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="small input, 1 round")
+    p.add_argument("--reps", type=int, default=None, help="timed rounds (default 3; --quick 1)")
+    p.add_argument("--workloads", default=",".join(WORKLOADS))
+    p.add_argument("--distributions", default=",".join(DISTRIBUTIONS))
+    p.add_argument("--out", default=None)
+    p.add_argument("--no-save", action="store_true")
+    add_input_args(p)
+    add_spark_args(p)
+    a = p.parse_args(argv)
+    finish_args(p, a)
+    a.reps = a.reps or (1 if a.quick else 3)
+    a.workload_list = [w for w in a.workloads.split(",") if w]
+    a.variant_list = a.workload_list
+    a.distribution_list = [d for d in a.distributions.split(",") if d]
+    a.out = a.out or os.path.join(RESULTS, "floor-quick" if a.quick else "floor")
+    return a
+
+
+def sources(spark, data_dir: str, n: int = 1) -> List[Any]:
+    return [spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(data_dir) for _ in range(n)]
+
+
+def build(spark, workload: str, variant: str, data_dir: str, a: argparse.Namespace):
+    """The query of one variant (floor, kstate or builtin) of a workload, before its sink."""
+    from pyspark.sql import functions as F
+
+    import kstate  # noqa: F401 - the DataFrame methods
+    from kstate import BufferConfig, SessionWindows, SlidingWindows, Suppressed, TimeWindows
+
+    interval = f"{a.interval} seconds"
+    final = Suppressed.until_window_closes(BufferConfig.unbounded())
+    src = sources(spark, data_dir)[0]
+    prefix = F.substring("key", 1, 8)  # "user-000" .. "user-099" x the last three digits: 1,000 groups at most
+    if workload.startswith("dedup_"):
+        cols = {"dedup_key": ["key"], "dedup_key_value": ["key", "event_id"], "dedup_id": ["event_id"]}[workload]
+        if variant == "floor":
+            return src.repartition(cols[0])
+        if variant == "builtin":
+            return src.withWatermark("ts", interval).dropDuplicatesWithinWatermark(cols)
+        if workload == "dedup_key":
+            return src.kstate.deduplicate_by_key(interval, key="key", timestamp="ts")
+        if workload == "dedup_key_value":
+            return src.kstate.deduplicate_by_key_value("event_id", interval, key="key", timestamp="ts")
+        return src.kstate.deduplicate("event_id", interval, timestamp="ts")
+    if workload in ("time_windows", "session_windows", "sliding_windows"):
+        if variant == "floor":
+            return src.repartition("key")
+        if variant == "builtin":
+            w = F.window("ts", "10 seconds") if workload == "time_windows" else F.session_window("ts", "10 seconds")
+            return src.withWatermark("ts", interval).groupBy(w.alias("w"), "key").count()
+        windows = {"time_windows": TimeWindows.of_size("10 seconds").grace(interval),
+                   "session_windows": SessionWindows.with_inactivity_gap("10 seconds").grace(interval),
+                   "sliding_windows": SlidingWindows.of_time_difference("10 seconds").grace(interval)}[workload]
+        return src.kstate.windowed_by(windows, key="key", timestamp="ts").count().kstate.suppress(final)
+    if workload == "until_time_limit":
+        if variant == "floor":
+            return src.repartition("key")
+        return src.kstate.suppress(Suppressed.until_time_limit(interval, BufferConfig.unbounded()),
+                                   key="key", timestamp="ts")
+    if workload == "table_aggregation":
+        if variant == "floor":
+            return src.repartition("key").withColumn("g", prefix).repartition("g")
+        table = src.select("key", "ts", "value").kstate.to_table(key="key", timestamp="ts")
+        return table.group_by(prefix.alias("g")).count().to_stream()
+    if workload == "table_join":
+        left, right = sources(spark, data_dir, 2)
+        right = right.select("key", "ts", F.col("value").alias("right_value"))
+        if variant == "floor":
+            return left.repartition("key").unionByName(right.repartition("key"), allowMissingColumns=True)
+        lt = left.select("key", "ts", "value").kstate.to_table(key="key", timestamp="ts")
+        rt = right.kstate.to_table(key="key", timestamp="ts")
+        return lt.join(rt).to_stream()
+    raise ValueError(workload)
+
+
+def run(spark, workload: str, variant: str, data_dir: str, ckpt: str, a, meter: CpuMeter) -> Dict[str, Any]:
+    """One AvailableNow query to the no-op sink: wall time, CPU, micro-batches."""
+    shutil.rmtree(ckpt, ignore_errors=True)
+    unload_state_stores(spark)
+    spark.sparkContext._jvm.System.gc()
+    mode = "append"
+    cpu0 = meter.snapshot()
+    t0 = time.perf_counter()
+    q = (build(spark, workload, variant, data_dir, a).writeStream.format("noop").outputMode(mode)
+         .option("checkpointLocation", ckpt).trigger(availableNow=True).start())
+    q.awaitTermination()
+    wall = time.perf_counter() - t0
+    cpu = CpuMeter.delta(cpu0, meter.snapshot())
+    batches = sum(1 for p in q.recentProgress if p.numInputRows > 0)
+    unload_state_stores(spark)
+    return {"wall_s": round(wall, 3), "cpu": cpu, "batches": batches}
+
+
+def variants_of(workload: str) -> List[str]:
+    return ["floor", "kstate"] + ([] if workload in NO_BUILTIN else ["builtin"])
+
+
+def measure(spark, workload: str, data_dir: str, rows: int, a, meter: CpuMeter) -> Dict[str, Any]:
+    names = variants_of(workload)
+    ckpt = os.path.join(TMP, "floor", "ckpt")
+    runs: Dict[str, List[Dict[str, Any]]] = {v: [] for v in names}
+    for v in names:  # warm-up, untimed
+        run(spark, workload, v, data_dir, ckpt, a, meter)
+    for r in range(a.reps):
+        order = names[r % len(names):] + names[:r % len(names)]
+        for v in order:
+            runs[v].append(run(spark, workload, v, data_dir, ckpt, a, meter))
+    out: Dict[str, Any] = {"runs": runs}
+    for v in names:
+        wall = statistics.median(x["wall_s"] for x in runs[v])
+        out[v] = {"median_wall_s": wall, "rows_per_s": round(rows / wall)}
+    out["kstate_over_floor"] = round(out["kstate"]["rows_per_s"] / out["floor"]["rows_per_s"], 3)
+    if "builtin" in out:
+        out["kstate_over_builtin"] = round(out["kstate"]["rows_per_s"] / out["builtin"]["rows_per_s"], 3)
+    return out
+
+
+def write_chart(path: str, result: Dict[str, Any]) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    dists = list(result["distributions"])
+    fig, axes = plt.subplots(1, len(dists), figsize=(6 * len(dists), 4.5), squeeze=False)
+    for ax, d in zip(axes[0], dists):
+        ws = list(result["distributions"][d])
+        ks = [result["distributions"][d][w]["kstate_over_floor"] for w in ws]
+        bs = [result["distributions"][d][w].get("builtin", {}).get("rows_per_s", 0)
+              / result["distributions"][d][w]["floor"]["rows_per_s"] for w in ws]
+        xs = range(len(ws))
+        ax.bar([x - 0.2 for x in xs], ks, 0.4, label="kstate / floor")
+        ax.bar([x + 0.2 for x in xs], bs, 0.4, label="Spark built-in / floor")
+        ax.axhline(GOAL_FLOOR, color="gray", linestyle="--", linewidth=1, label=f"goal {GOAL_FLOOR}x")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels(ws, rotation=35, ha="right", fontsize=8)
+        ax.set_title(f"{d} keys")
+        ax.set_ylim(0, 1.2)
+        ax.legend(fontsize=8)
+    fig.suptitle("throughput relative to the floor (a shuffle on the key, no-op sink)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    a = parse_args(argv)
+    jar = wait_for_jar()
+    spark = start_spark(a, "kstate-bench-floor", conf={
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"})
+    meter = CpuMeter(int(spark.sparkContext._jvm.ProcessHandle.current().pid()))
+    result: Dict[str, Any] = {"benchmark": "floor", "reps": a.reps, "goal_kstate_over_floor": GOAL_FLOOR,
+                              "goal_kstate_over_builtin": GOAL_BUILTIN, "distributions": {}, "inputs": {}}
+    load_before = open("/proc/loadavg").read().split()[:3]
+    for dist in a.distribution_list:
+        a.key_skew = DISTRIBUTIONS[dist]
+        data_dir = os.path.join(TMP, "floor", dist)
+        shutil.rmtree(data_dir, ignore_errors=True)
+        t0 = time.perf_counter()
+        inp = generate(data_dir, a.files, a.rows_per_file, a, seed=31)
+        print(f"\n== {dist} keys: {inp['rows']:,} rows, {inp['distinct_keys']:,} distinct keys "
+              f"(generated in {time.perf_counter() - t0:.0f} s)", flush=True)
+        result["inputs"][dist] = inp
+        result["distributions"][dist] = {}
+        for w in a.workload_list:
+            m = measure(spark, w, data_dir, inp["rows"], a, meter)
+            result["distributions"][dist][w] = m
+            line = (f"{w:18s} floor {m['floor']['rows_per_s']:>10,} rows/s  kstate {m['kstate']['rows_per_s']:>10,} "
+                    f"({m['kstate_over_floor']:.2f}x floor, goal {GOAL_FLOOR})")
+            if "builtin" in m:
+                line += (f"  built-in {m['builtin']['rows_per_s']:>10,} (kstate {m['kstate_over_builtin']:.2f}x, "
+                         f"goal {GOAL_BUILTIN})")
+            print(line, flush=True)
+    result["load_before"] = load_before
+    result["load_after"] = open("/proc/loadavg").read().split()[:3]
+    result["environment"] = environment(spark, a, jar)
+    spark.stop()
+    save_results(a, result, write_chart, "floor", WORKLOADS)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
