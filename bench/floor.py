@@ -62,6 +62,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--reps", type=int, default=None, help="timed rounds (default 3; --quick 1)")
     p.add_argument("--workloads", default=",".join(WORKLOADS))
     p.add_argument("--distributions", default=",".join(DISTRIBUTIONS))
+    p.add_argument("--variants", default="floor,kstate,builtin",
+                   help="which of floor, kstate, builtin to run (profiling: one of them with --jfr)")
+    p.add_argument("--jfr", default=None, help="record the driver JVM with Java Flight Recorder into this file")
     p.add_argument("--out", default=None)
     p.add_argument("--no-save", action="store_true")
     add_input_args(p)
@@ -151,12 +154,13 @@ def run(spark, workload: str, variant: str, data_dir: str, ckpt: str, a, meter: 
     return {"wall_s": round(wall, 3), "cpu": cpu, "batches": batches}
 
 
-def variants_of(workload: str) -> List[str]:
-    return ["floor", "kstate"] + ([] if workload in NO_BUILTIN else ["builtin"])
+def variants_of(workload: str, a: argparse.Namespace) -> List[str]:
+    names = ["floor", "kstate"] + ([] if workload in NO_BUILTIN else ["builtin"])
+    return [v for v in names if v in a.variants.split(",")]
 
 
 def measure(spark, workload: str, data_dir: str, rows: int, a, meter: CpuMeter) -> Dict[str, Any]:
-    names = variants_of(workload)
+    names = variants_of(workload, a)
     ckpt = os.path.join(TMP, "floor", "ckpt")
     runs: Dict[str, List[Dict[str, Any]]] = {v: [] for v in names}
     for v in names:  # warm-up, untimed
@@ -169,8 +173,9 @@ def measure(spark, workload: str, data_dir: str, rows: int, a, meter: CpuMeter) 
     for v in names:
         wall = statistics.median(x["wall_s"] for x in runs[v])
         out[v] = {"median_wall_s": wall, "rows_per_s": round(rows / wall)}
-    out["kstate_over_floor"] = round(out["kstate"]["rows_per_s"] / out["floor"]["rows_per_s"], 3)
-    if "builtin" in out:
+    if "kstate" in out and "floor" in out:
+        out["kstate_over_floor"] = round(out["kstate"]["rows_per_s"] / out["floor"]["rows_per_s"], 3)
+    if "builtin" in out and "kstate" in out:
         out["kstate_over_builtin"] = round(out["kstate"]["rows_per_s"] / out["builtin"]["rows_per_s"], 3)
     return out
 
@@ -225,11 +230,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         for w in a.workload_list:
             m = measure(spark, w, data_dir, inp["rows"], a, meter)
             result["distributions"][dist][w] = m
-            line = (f"{w:18s} floor {m['floor']['rows_per_s']:>10,} rows/s  kstate {m['kstate']['rows_per_s']:>10,} "
-                    f"({m['kstate_over_floor']:.2f}x floor, goal {GOAL_FLOOR})")
-            if "builtin" in m:
-                line += (f"  built-in {m['builtin']['rows_per_s']:>10,} (kstate {m['kstate_over_builtin']:.2f}x, "
-                         f"goal {GOAL_BUILTIN})")
+            line = f"{w:18s}" + "".join(f"  {v} {m[v]['rows_per_s']:>10,} rows/s" for v in ("floor", "kstate", "builtin")
+                                        if v in m)
+            if "kstate_over_floor" in m:
+                line += f"  kstate {m['kstate_over_floor']:.2f}x floor (goal {GOAL_FLOOR})"
+            if "kstate_over_builtin" in m:
+                line += f", {m['kstate_over_builtin']:.2f}x built-in (goal {GOAL_BUILTIN})"
             print(line, flush=True)
     result["load_before"] = load_before
     result["load_after"] = open("/proc/loadavg").read().split()[:3]
