@@ -49,7 +49,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python", "tests"))  # checkpoint_stores.py
 
 from common import (KSTATE_PROVIDER_KEY, RESULTS, ROCKSDB, ROOT, SCHEMA, TMP, add_input_args,  # noqa: E402
-                    finish_args, generate, start_spark, unload_state_stores, wait_for_jar)
+                    finish_args, generate, other_processes, start_spark, unload_state_stores, wait_for_jar)
 
 KSTATE = "io.kstate.KStateStoreProvider"
 PROVIDERS = {"kstate": KSTATE, "rocksdb": ROCKSDB}
@@ -426,7 +426,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                            "shuffle_partitions": a.shuffle_partitions, "stores": a.store_list,
                            "providers": a.provider_list, "workloads": a.workload_list,
                            "restore_keys": a.restore_key_list, "master": a.master,
-                           "loadavg_before": load_before, "stream": [], "restore": []}
+                           "loadavg_before": load_before, "others_before": other_processes(),
+                           "stream": [], "restore": []}
     try:
         with Stores(a.store_list, tmp) as stores:
             conf = {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
@@ -465,11 +466,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     res["loadavg_after"] = loadavg()
+    res["others_after"] = other_processes()
     res["elapsed_s"] = round(time.perf_counter() - t_start, 1)
     res["date_utc"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     res["summary"] = summarize(res)
     print("\n" + report(res))
-    print(f"load average before {load_before}, after {res['loadavg_after']}")
+    print(f"load average before {load_before}, after {res['loadavg_after']}; other processes before "
+          f"{res['others_before']}, after {res['others_after']}")
     if not a.no_save:
         os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
         res["files_written"] = {"json": a.out + ".json", "png": a.out + ".png"}

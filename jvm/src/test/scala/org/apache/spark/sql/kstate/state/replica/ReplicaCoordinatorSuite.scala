@@ -59,6 +59,26 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     assert(c.preferredLocation(store(0), Some(loc("1"))) == None, "no copy left: anywhere, at once")
   }
 
+  test("a task also prefers its warm standbys' hosts, at host level, while it prefers Spark's live location") {
+    // Spark fixes a task's preferences when it submits the stage: a task of a partition whose
+    // executor dies while the micro-batch runs still prefers the dead executor, then runs on any
+    // free core after spark.locality.wait; the standby's host keeps it on the standby there.
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    plan(c, committed = 4)
+    val standby = Seq("2", "3").find(e => poll(c, e).exists(_.store == store(0))).get
+    assert(c.preferredLocations(store(0), Some(loc("1"))) == Seq(loc("1")), "a standby holding nothing yet: no host")
+    poll(c, standby, Map(store(0) -> 3L))
+    assert(c.preferredLocations(store(0), Some(loc("1"))) == Seq(loc("1"), s"host-$standby.local"))
+    c.executorRemoved("1") // once the loss is known: the standby's executor itself, nothing else
+    assert(c.preferredLocations(store(0), Some(loc("1"))) == Seq(loc(standby)))
+    val one = coordinator() // every executor on one host: the host adds nothing
+    Seq("1", "2", "3").foreach(e => one.poll(Poll(e, "h", Map.empty)))
+    one.plan("q", "/cp/state", 3L, "default", 2, ReplicaCoordinator.Wanted(1, 2, 1), 4, p => Some(s"executor_h_${p + 1}"))
+    Seq("2", "3").foreach(e => one.poll(Poll(e, "h", Map(store(0) -> 4L))))
+    assert(one.preferredLocations(store(0), Some("executor_h_1")) == Seq("executor_h_1"))
+  }
+
   test("an executor the scheduler no longer lists is lost, before the listener bus says so") {
     var listed = Set("1", "2", "3")
     val c = new ReplicaCoordinator(10000L, () => now, () => Some(listed))
