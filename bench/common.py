@@ -255,6 +255,16 @@ def other_processes(min_cpu: float = 5.0) -> list:
             if pid not in mine and (cpu >= min_cpu or "java" in args.split(" ", 1)[0])]
 
 
+def write_json_and_chart(stem: str, res: Dict[str, Any], write_chart, key: str = "files") -> None:
+    """Writes `stem`.json (with both paths under `key`) and the chart `stem`.png; prints them."""
+    os.makedirs(os.path.dirname(os.path.abspath(stem)), exist_ok=True)
+    res[key] = {"json": stem + ".json", "png": stem + ".png"}
+    write_chart(res[key]["png"], res)
+    with open(res[key]["json"], "w") as f:
+        json.dump(res, f, indent=1)
+    print(f"wrote {os.path.relpath(res[key]['json'], ROOT)} and {os.path.relpath(res[key]['png'], ROOT)}")
+
+
 def unload_state_stores(spark) -> bool:
     """Closes the state store providers that finished queries left loaded in this JVM.
 

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import shutil
 import statistics
@@ -51,7 +50,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python", "tests"))  # cluster.py
 
-from common import RESULTS, ROCKSDB, ROOT, TMP, KSTATE_PROVIDER_KEY, other_processes, wait_for_jar  # noqa: E402
+from common import RESULTS, ROCKSDB, TMP, KSTATE_PROVIDER_KEY, other_processes, wait_for_jar, write_json_and_chart  # noqa: E402
 
 KSTATE = "io.kstate.KStateStoreProvider"
 PROVIDERS = {"kstate": KSTATE, "rocksdb": ROCKSDB, "kstate-standby": KSTATE}
@@ -422,12 +421,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("FAILED: a recovery batch restored nothing cold, or adopted no standby (see 'restored' per "
               "kill in the JSON): not the measurement it claims")
     if not a.no_save:
-        os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-        res["files"] = {"json": a.out + ".json", "png": a.out + ".png"}
-        write_chart(res["files"]["png"], res)
-        with open(res["files"]["json"], "w") as f:
-            json.dump(res, f, indent=1)
-        print(f"wrote {os.path.relpath(res['files']['json'], ROOT)} and {os.path.relpath(res['files']['png'], ROOT)}")
+        write_json_and_chart(a.out, res, write_chart)
     return 0 if cold else 1
 
 

@@ -44,14 +44,15 @@ import shutil
 import statistics
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python", "tests"))  # checkpoint_stores.py
 
-from common import (KSTATE_PROVIDER_KEY, RESULTS, ROCKSDB, ROOT, SCHEMA, TMP, add_input_args,  # noqa: E402
-                    finish_args, generate, other_processes, start_spark, unload_state_stores, wait_for_jar)
+from common import (KSTATE_PROVIDER_KEY, RESULTS, ROCKSDB, SCHEMA, TMP, add_input_args,  # noqa: E402
+                    finish_args, generate, other_processes, start_spark, unload_state_stores, wait_for_jar,
+                    write_json_and_chart)
 
 KSTATE = "io.kstate.KStateStoreProvider"
 PROVIDERS = {"kstate": KSTATE, "rocksdb": ROCKSDB}
@@ -487,12 +488,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"load average before {load_before}, after {res['loadavg_after']}; other processes before "
           f"{res['others_before']}, after {res['others_after']}")
     if not a.no_save:
-        os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-        res["files_written"] = {"json": a.out + ".json", "png": a.out + ".png"}
-        write_chart(res["files_written"]["png"], res)
-        with open(res["files_written"]["json"], "w") as f:
-            json.dump(res, f, indent=1)
-        print(f"wrote {os.path.relpath(a.out + '.json', ROOT)} and {os.path.relpath(a.out + '.png', ROOT)}")
+        write_json_and_chart(a.out, res, write_chart, key="files_written")
     return 0
 
 
