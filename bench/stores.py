@@ -252,7 +252,7 @@ def write_keys(directory: str, index: int, start: int, n: int, ts_ms: int) -> No
 RESTORE_METRICS = {
     "kstate": ("kstateStoreRestoreMs", "kstateStoreRestoreRecordsReplayed", "kstateStoreRestoredFromSnapshot"),
     "rocksdb": ("rocksdbLoadLatencyMs", "rocksdbLoadFromSnapshotLatencyMs", "rocksdbReplayChangeLogLatencyMs",
-                "rocksdbNumReplayChangelogFiles"),
+                "rocksdbNumReplayChangelogFiles", "rocksdbFilesCopied", "rocksdbBytesCopied", "rocksdbFilesReused"),
 }
 # the snapshot of version v: kstate's `<v>.kstate.snapshot`, RocksDB's `<v>.zip`
 SNAPSHOT = {"kstate": lambda p, v: p.rsplit("/", 1)[-1] == f"{v}.kstate.snapshot",
