@@ -141,7 +141,7 @@ demo-kafka: venv jar $(KAFKA_CP)
 # Extra flags for all: make bench BENCH_ARGS=--quick. At the end bench/report.py renders every
 # result under bench/results/ into docs/benchmarks.md, the one page with the figures.
 BENCH_ARGS ?=
-bench: venv jar
+bench: venv jar checkpoint-stores-classpath
 	PYTHONPATH=python $(PY) bench/run.py $(BENCH_ARGS); s1=$$?; \
 	PYTHONPATH=python $(PY) bench/providers.py $(BENCH_ARGS); s2=$$?; \
 	$(SBT) "Test/runMain org.apache.spark.sql.kstate.bench.StoreBench $(BENCH_ARGS)"; s3=$$?; \
@@ -152,8 +152,10 @@ bench: venv jar
 	PYTHONPATH=python $(PY) bench/order.py $(BENCH_ARGS); s7=$$?; \
 	PYTHONPATH=python $(PY) bench/enrichment.py $(BENCH_ARGS); s9=$$?; \
 	PYTHONPATH=python $(PY) bench/recovery.py $(BENCH_ARGS); s10=$$?; \
+	PYTHONPATH=python $(PY) bench/recovery.py --store hdfs $(BENCH_ARGS); s12=$$?; \
+	PYTHONPATH=python:python/tests $(PY) bench/stores.py $(BENCH_ARGS); s13=$$?; \
 	$(PY) bench/report.py; s11=$$?; \
-	test $$s1 -eq 0 -a $$s2 -eq 0 -a $$s3 -eq 0 -a $$s4 -eq 0 -a $$s5 -eq 0 -a $$s6 -eq 0 -a $$s7 -eq 0 -a $$s8 -eq 0 -a $$s9 -eq 0 -a $$s10 -eq 0 -a $$s11 -eq 0
+	test $$s1 -eq 0 -a $$s2 -eq 0 -a $$s3 -eq 0 -a $$s4 -eq 0 -a $$s5 -eq 0 -a $$s6 -eq 0 -a $$s7 -eq 0 -a $$s8 -eq 0 -a $$s9 -eq 0 -a $$s10 -eq 0 -a $$s11 -eq 0 -a $$s12 -eq 0 -a $$s13 -eq 0
 
 clean:
 	rm -rf jvm/target target project/target project/project

@@ -235,6 +235,41 @@ def start_spark(a: argparse.Namespace, app_name: str = "kstate-bench",
     return spark
 
 
+def other_processes(min_cpu: float = 5.0) -> list:
+    """Processes outside this one's tree using at least `min_cpu` % CPU (ps's lifetime average),
+    or any JVM outside it: what else ran on the machine, for a benchmark's record."""
+    mine = {os.getpid()}
+    try:
+        rows = subprocess.run(["ps", "-eo", "pid=,ppid=,pcpu=,etime=,args="], capture_output=True, text=True,
+                              timeout=10).stdout.splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return []
+    procs = []
+    for r in rows:
+        parts = r.split(None, 4)
+        if len(parts) == 5:
+            procs.append((int(parts[0]), int(parts[1]), float(parts[2]), parts[3], parts[4]))
+    changed = True
+    while changed:
+        changed = False
+        for pid, ppid, *_ in procs:
+            if ppid in mine and pid not in mine:
+                mine.add(pid)
+                changed = True
+    return [{"pid": pid, "cpu_pct": cpu, "elapsed": et, "cmd": args[:160]} for pid, _, cpu, et, args in procs
+            if pid not in mine and (cpu >= min_cpu or "java" in args.split(" ", 1)[0])]
+
+
+def write_json_and_chart(stem: str, res: Dict[str, Any], write_chart, key: str = "files") -> None:
+    """Writes `stem`.json (with both paths under `key`) and the chart `stem`.png; prints them."""
+    os.makedirs(os.path.dirname(os.path.abspath(stem)), exist_ok=True)
+    res[key] = {"json": stem + ".json", "png": stem + ".png"}
+    write_chart(res[key]["png"], res)
+    with open(res[key]["json"], "w") as f:
+        json.dump(res, f, indent=1)
+    print(f"wrote {os.path.relpath(res[key]['json'], ROOT)} and {os.path.relpath(res[key]['png'], ROOT)}")
+
+
 def unload_state_stores(spark) -> bool:
     """Closes the state store providers that finished queries left loaded in this JVM.
 

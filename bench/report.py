@@ -406,7 +406,23 @@ def r_recovery(d: Dict[str, Any], path: str) -> List[str]:
     rat = d["ratios"]
     standby = rat.get("kstate cold / kstate standby", {}).get("batch_s")
     goal = 10.0  # bench/recovery.py: a standby should make the recovery batch 10x faster
+    store = d.get("store", "local")
+    where = {"local": "the local disk", "hdfs": "HDFS (Hadoop's in-process cluster: a NameNode and two DataNodes "
+             "on loopback)", "s3": "S3 (s3proxy on loopback, through S3A)"}.get(store, store)
+    g = d.get("standby_goal") or {}
+    goal_lines = []
+    if g:
+        goal_lines = ["", f"Standby goal (the recovery micro-batch with a warm standby at most {g.get('max', 1.3)}x the steady "
+                      f"micro-batch before it): {ratio(g.get('recovery_over_steady_median'))} (per kill: "
+                      f"{', '.join(f'{x:.2f}x' for x in g.get('recovery_over_steady', []))}; records replayed: "
+                      f"{', '.join(str(x) for x in g.get('restored_records', []))}): {verdict(g.get('met'))}. "
+                      + (f"What the standby saves, a cold restore: {ratio(g.get('cold_over_steady_median'))} the steady "
+                         f"micro-batch, {secs(g.get('cold_extra_s'))} more." if "cold_extra_s" in g else ""),
+                      "", f"Load average before and after the run: {d.get('loadavg_before', 'n/a')} / "
+                      f"{d.get('loadavg_after', 'n/a')}; other processes: {others(d)}."]
     return [
+        f"Checkpoint on {where}.",
+        "",
         "What it measures: recovery from the loss of an executor (kill -9) on a local cluster of "
         "three executor JVMs, with kstate's `deduplicate_by_key` holding a large state: the time from "
         "the kill to the end of the next micro-batch and that micro-batch's duration, for a cold "
@@ -425,7 +441,72 @@ def r_recovery(d: Dict[str, Any], path: str) -> List[str]:
         f"{ratio(rat.get('rocksdb / kstate', {}).get('batch_s'))}. kstate cold / kstate with a standby: "
         f"{ratio(standby)}. Goal (the recovery micro-batch {goal:g}x faster with a standby than a cold "
         f"restore): {verdict(None if standby is None else standby >= goal)}.",
+        *goal_lines,
     ]
+
+
+def others(d: Dict[str, Any]) -> str:
+    """What else ran (bench/common.other_processes, at the start and end of the run)."""
+    seen = {}
+    for p in (d.get("others_before") or []) + (d.get("others_after") or []):
+        seen[p["pid"]] = p["cmd"].split(" ")[0].rsplit("/", 1)[-1] + (" (sbt)" if "sbt" in p["cmd"] else "")
+    return ", ".join(sorted(set(seen.values()))) if seen else "none recorded"
+
+
+def r_stores(d: Dict[str, Any], path: str) -> List[str]:
+    out = [
+        "What it measures: the same kstate queries with their state in kstate's provider and in Spark's "
+        "RocksDB provider with changelog checkpointing, the checkpoint on the local disk, on HDFS (Hadoop's "
+        "in-process cluster, a NameNode and two DataNodes on loopback) and on S3 (s3proxy on loopback through "
+        "S3A), in one Spark session (`" + str(d.get("master")) + "`). Commit latency: the stateful operator's "
+        "`commitTimeMs` per micro-batch (time in `store.commit()`, summed over the micro-batch's "
+        f"{d['shuffle_partitions']} state partitions; the same measure for both providers), p50 and p99. "
+        "Throughput: input rows / the micro-batches' time. Files per commit: files under the checkpoint's "
+        "`state/` directory after the run / micro-batches (changelogs, snapshots, RocksDB's SST files and "
+        "metadata; on S3 one PUT each). Restore: a 1-partition dedup holding the keys restarts after its "
+        "providers were unloaded; its first micro-batch's time minus the next one's.",
+        "",
+        f"When and how: {when(d, path, d.get('date_utc'))}; Spark {d.get('spark_version')}. {d['files']} "
+        f"micro-batches of {d['rows_per_file']:,} rows, medians of {d['reps']} runs per variant (alternating), "
+        f"{d['restore_reps']} restores per size. Load average before / after: {d.get('loadavg_before')} / "
+        f"{d.get('loadavg_after')}; other processes: {others(d)}.", ""]
+    rows = []
+    for store, sm in d["summary"].items():
+        for w in d["workloads"]:
+            k, r = sm[w].get("kstate"), sm[w].get("rocksdb")
+            if not k or not r:
+                continue
+            rows.append([store, w, f"{k['commit_p50_ms']:.0f} / {r['commit_p50_ms']:.0f}",
+                         f"{k['commit_p99_ms']:.0f} / {r['commit_p99_ms']:.0f}",
+                         ratio(r["commit_p99_ms"] / k["commit_p99_ms"] if k["commit_p99_ms"] else None),
+                         f"{rate(k['rows_per_s'], '')} / {rate(r['rows_per_s'], '')}",
+                         ratio(k["rows_per_s"] / r["rows_per_s"] if r["rows_per_s"] else None),
+                         f"{k['files_per_commit']:.1f} / {r['files_per_commit']:.1f}",
+                         f"{mib(k['bytes_per_commit'])} / {mib(r['bytes_per_commit'])}"])
+    out += table(["store", "query", "commit p50, ms (kstate / RocksDB)", "commit p99, ms", "RocksDB p99 / kstate p99",
+                  "rows/s (kstate / RocksDB)", "kstate / RocksDB", "files per commit", "bytes per commit"], rows)
+    rrows = []
+    for store, sm in d["summary"].items():
+        for keys in d["restore_keys"]:
+            per = sm.get(f"restore_{keys}", {})
+            k, r = per.get("kstate"), per.get("rocksdb")
+            rrows.append([store, f"{keys:,}", secs(k and k["restore_s"]), secs(r and r["restore_s"]),
+                          ratio(r["restore_s"] / k["restore_s"] if k and r and k["restore_s"] > 0 else None),
+                          f"{k['provider_restore_ms']:,.0f} / {r['provider_restore_ms']:,.0f} ms" if k and r else "n/a"])
+    out += ["", *table(["store", "keys in the partition", "kstate: first micro-batch after the restart",
+                        "RocksDB: first micro-batch", "RocksDB / kstate",
+                        "providers' own restore figure (kstate / RocksDB)"], rrows)]
+    met = [v["met"] for sm in d["summary"].values() for v in sm["goals"].values()]
+    missed = [f"{st} {g}" for st, sm in d["summary"].items() for g, v in sm["goals"].items() if not v["met"]]
+    out += ["", f"Goal (kstate ahead of RocksDB on every store: lower p99 commit latency, faster restore, higher "
+            f"throughput): {verdict(bool(met) and all(met))}; {sum(met)} of {len(met)} comparisons met"
+            + (f"; not met: {', '.join(missed)}." if missed else ".")]
+    if d.get("failures"):
+        out += ["", "Not measured: " + "; ".join(f"{f['store']} {f['provider']} {f['keys']:,} keys ({f['error'][:160]})"
+                                               for f in d["failures"]) + "."]
+    if d.get("notes"):
+        out += ["", *d["notes"]]
+    return out
 
 
 # (result file stem, section title, renderer, chart stem or None)
@@ -440,6 +521,13 @@ SECTIONS: List[tuple] = [
     ("order", "Processing order on catch-up micro-batches (`bench/order.py`)", r_order, None),
     ("enrichment", "Stream–table join (`bench/enrichment.py`)", r_enrichment, "enrichment"),
     ("recovery", "Executor loss with and without a standby (`bench/recovery.py`)", r_recovery, "recovery"),
+    ("stores", "kstate vs RocksDB by checkpoint store (`bench/stores.py`)", r_stores, "stores"),
+    ("recovery-hdfs", "Executor loss, checkpoint on HDFS (`bench/recovery.py --store hdfs`)", r_recovery, "recovery-hdfs"),
+    ("recovery-hdfs-20m", "Executor loss, checkpoint on HDFS, 20M keys (`bench/recovery.py --store hdfs --keys 20000000`)",
+     r_recovery, "recovery-hdfs-20m"),
+    ("recovery-hdfs-10m", "Executor loss, checkpoint on HDFS, 10M keys (`bench/recovery.py --store hdfs --keys 10000000`)",
+     r_recovery, "recovery-hdfs-10m"),
+    ("recovery-s3", "Executor loss, checkpoint on S3 (`bench/recovery.py --store s3`)", r_recovery, "recovery-s3"),
 ]
 SKIPPED = {"commit-latency-before": "embedded in `commit-latency.json` as `before`"}
 
@@ -527,9 +615,17 @@ def goal_of(stem: str, d: Dict[str, Any]) -> str:
             return (f">= {d['goals']['kstate_vs_static']}x stream–static: {verdict(m.get('vs_static'))} "
                     f"({ratio(ra.get('kstate_vs_static'))}); >= {d['goals']['kstate_vs_spark']}x "
                     f"stream–stream: {verdict(m.get('vs_spark'))} ({ratio(ra.get('kstate_vs_spark_stream_stream'))})")
+        if stem.startswith("recovery") and d.get("standby_goal"):
+            g = d["standby_goal"]
+            return (f"recovery micro-batch with a standby <= 1.3x the steady one: {verdict(g.get('met'))} "
+                    f"({ratio(g.get('recovery_over_steady_median'))})")
         if stem == "recovery":
             x = d["ratios"].get("kstate cold / kstate standby", {}).get("batch_s")
             return f"recovery 10x faster with a standby: {verdict(None if x is None else x >= 10)} ({ratio(x)})"
+        if stem == "stores":
+            met = [v["met"] for sm in d["summary"].values() for v in sm["goals"].values()]
+            return (f"kstate ahead of RocksDB on every store (p99 commit, restore, throughput): "
+                    f"{verdict(bool(met) and all(met))} ({sum(met)} of {len(met)} met)")
     except (KeyError, TypeError, ValueError):
         return "n/a (the file lacks a figure this script expects)"
     return "n/a"

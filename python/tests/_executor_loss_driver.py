@@ -108,9 +108,8 @@ def kill(cluster: Any, q: Any, targets: List[str], cfg: Dict[str, Any], out: Dic
     """Kills the executors named by ``targets`` (see the module doc); returns what it did."""
     import kstate
 
-    status: List[Dict[str, Any]] = []
-    if cfg.get("wait_warm"):
-        status = wait_warm(cluster, q, cfg)
+    # without wait_warm, what the coordinator knew at the kill (standbys may lag)
+    status: List[Dict[str, Any]] = wait_warm(cluster, q, cfg) if cfg.get("wait_warm") else kstate.replica_status(q)
     pids = cluster.executors()
     victims = []
     for t in targets:

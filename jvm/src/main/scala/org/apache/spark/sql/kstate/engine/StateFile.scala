@@ -85,6 +85,7 @@ private[kstate] object StateFile {
       checkpoint: Option[Checkpoint] = None) {
     private val out = new ChecksummedOutput(raw)
     private var records = 0L
+    private var written: Option[Int] = None
 
     out.writeInt(Magic)
     out.writeInt(if (checkpoint.isDefined) FormatWithCheckpointId else FormatVersion)
@@ -124,13 +125,18 @@ private[kstate] object StateFile {
     def finish(numKeys: Long): Long = {
       out.writeByte(End); out.writeLong(records); out.writeLong(numKeys)
       out.flush()
-      out.writeInt(out.checksum)
+      val crc = out.checksum
+      out.writeInt(crc)
+      written = Some(crc)
       out.flush()
       raw.flush()
       out.size
     }
 
     def recordCount: Long = records
+
+    /** The checksum in the trailer, once [[finish]] wrote it: tells this write of the file from another. */
+    def checksum: Option[Int] = written
   }
 
   /**
@@ -138,7 +144,7 @@ private[kstate] object StateFile {
    * owner cannot be verified; `checkpoint` is the checkpoint fields of a file of format 3.
    */
   final case class Summary(records: Long, numKeys: Long, identity: Option[StateFileIdentity],
-      checkpoint: Option[Checkpoint] = None)
+      checkpoint: Option[Checkpoint] = None, checksum: Option[Int] = None)
 
   /** Receives records and drops them: the rest of a file of another store is only verified. */
   private object Discard extends Visitor {
@@ -203,7 +209,7 @@ private[kstate] object StateFile {
       if (otherAttempt) {
         throw KStateErrors.stateFileOfAnotherCheckpointId(describe, storeVersion, expectedId, foundId)
       }
-      Summary(records, numKeys, found, checkpoint)
+      Summary(records, numKeys, found, checkpoint, Some(stored))
     } catch {
       case _: EOFException => throw corrupt("file is truncated")
     }

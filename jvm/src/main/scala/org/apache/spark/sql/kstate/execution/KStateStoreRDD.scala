@@ -64,9 +64,9 @@ final class KStateStoreRDD[U: ClassTag](
     val replicas = for (s <- standbys if s.wanted.any; rc <- ReplicaCoordinator.current) yield {
       val store = ReplicaStore(s.queryId, stateInfo.checkpointLocation, stateInfo.operatorId, split.index,
         StateStoreId.DEFAULT_STORE_NAME)
-      rc.preferredLocation(store, spark)
+      rc.preferredLocations(store, spark)
     }
-    replicas.getOrElse(spark).toSeq
+    replicas.getOrElse(spark.toSeq)
   }
 
   override def compute(split: Partition, context: TaskContext): Iterator[U] = {

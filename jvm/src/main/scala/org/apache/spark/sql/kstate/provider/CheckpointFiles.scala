@@ -78,6 +78,13 @@ private[kstate] final class CheckpointFiles(val dir: Path, hadoopConf: Configura
   def verifies(kind: StateFile.Kind, version: Long, id: Option[String] = None): Boolean =
     try { read(kind, version, version, Discard, id); true } catch { case NonFatal(_) => false }
 
+  /**
+   * The checksum of `kind` of `version` (id `id`) when it reads whole as this store's file, else
+   * None: which write of the file is on disk (a re-run of a micro-batch rewrites it).
+   */
+  def checksum(kind: StateFile.Kind, version: Long, id: Option[String] = None): Option[Int] =
+    try read(kind, version, version, Discard, id).checksum catch { case NonFatal(_) => None }
+
   def missing(kind: StateFile.Kind, version: Long, target: Long, id: Option[String] = None): Throwable =
     KStateErrors.stateFileMissing(path(kind, version, id).toString, version, target)
 

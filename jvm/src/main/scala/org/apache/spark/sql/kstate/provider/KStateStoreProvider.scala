@@ -129,6 +129,12 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
   private var replicaStore: Option[ReplicaStore] = None
   /** The version this provider holds or is restoring, for [[KStateReplicas]] (-1: none yet). */
   @volatile private var replicaVersion: Long = -1L
+  /**
+   * Format v1: the checksum of the changelog of the loaded version when this provider committed
+   * it (None after a restore): tells whether that changelog on disk is still this write, i.e.
+   * whether the checkpoint's later versions continue this working copy ([[catchUp]]).
+   */
+  private var committedChangelog: Option[Int] = None
 
   override def init(
       stateStoreId: StateStoreId,
@@ -213,10 +219,13 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
       // so it no longer holds any version.
       discard()
       restoreTo(version, id)
-    case Loaded(v, _) if v != version || loadedId != id =>
-      // format v2: the same version of another attempt is another state
-      discard()
-      restoreTo(version, id)
+    case Loaded(v, copy) if v != version || loadedId != id =>
+      // an earlier version of the checkpoint's lineage: replay only the changelogs after it;
+      // else (a later version, format v2's same version of another attempt) another state
+      if (!catchUp(v, copy, version, id)) {
+        discard()
+        restoreTo(version, id)
+      }
     case Empty => restoreTo(version, id)
     case _ => // LOADED(version), or SPILLED(version) by this task: reuse, no I/O
   }
@@ -228,6 +237,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
    */
   private def restoreTo(version: Long, id: Option[String]): Unit = {
     restores += 1
+    committedChangelog = None
     val adopted = if (!KStateReplicas.enabled) None else replicaStore.flatMap { s =>
       replicaVersion = version
       KStateReplicas.activate(s, this, () => replicaVersion)
@@ -260,9 +270,55 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
     logDebug(s"$this restored ${r.info}")
   }
 
+  /**
+   * LOADED(v) -> LOADED(version), v < version, when the checkpoint's versions after v continue
+   * this working copy: replays only the changelogs v + 1 .. version into it, as a standby copy
+   * catches up, instead of a restore from the checkpoint. This provider held its store at v and
+   * the store ran on another executor since (a failover, a move, or a task Spark's scheduler
+   * placed elsewhere) and came back. Continues v's lineage: format v1, the changelog of v on disk
+   * is the one this provider committed (same checksum; a re-run of that micro-batch rewrote it
+   * otherwise); format v2, (v, its id) is on the lineage of (version, id). False when it cannot
+   * (the caller restores): another lineage, a later version, a standby copy of the store on this
+   * executor (adopted instead: it is kept current), or a failed replay (the copy is dropped).
+   */
+  private def catchUp(v: Long, copy: WorkingCopy, version: Long, id: Option[String]): Boolean = {
+    val standbyHere = KStateReplicas.enabled && replicaStore.exists(KStateReplicas.holds)
+    val onLineage = v < version && !standbyHere && (
+      if (checkpointIds) id.isDefined && (v == 0 || loadedId.isDefined)
+      else v == 0 || committedChangelog.exists(c => files.checksum(StateFile.Changelog, v).contains(c)))
+    if (!onLineage) return false
+    val started = System.nanoTime()
+    replicaVersion = version
+    val fits = () => copy.fitsBudget() && tiering.admits(copy.heapBytes)
+    val base = Restore.Base(v, registry, numKeys, loadedId)
+    val caught = try Restore.onto(files, base, version, copy, fits, countsRows, standby = false,
+      if (checkpointIds) id else None) catch {
+      case NonFatal(e) =>
+        logWarning(s"$this could not catch up from version $v to $version; restoring from the checkpoint", e)
+        discard()
+        return false
+    }
+    caught.exists { r =>
+      restores += 1
+      registry = r.registry
+      numKeys = r.numKeys
+      loadedId = id
+      committedChangelog = None
+      if (checkpointIds) chain = (chain.filter(_.version <= v) ++ r.chain.filter(_.version > v)).takeRight(MaxChain)
+      else staleSnapshots = r.staleAbove
+      lifecycle.moveTo(Loaded(version, copy))
+      val info = r.info.copy(caughtUpFrom = Some(v), millis = (System.nanoTime() - started) / 1000000)
+      lastRestoreInfo = Some(info)
+      unreportedRestore = Some(info)
+      logInfo(s"$this caught up from version $v to $version: ${r.info.recordsReplayed} records replayed")
+      true
+    }
+  }
+
   /** LOADED | SPILLED -> EMPTY: drops the working copy (and a pending changelog). */
   private def discard(): Unit = lifecycle.current match {
     case Loaded(_, copy) =>
+      committedChangelog = None
       copy.close()
       lifecycle.moveTo(Empty)
     case Spilled(_, copy, spill) =>
@@ -406,6 +462,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
       store.counters.changelogRecords += p.writer.recordCount
       makeDurable(p.out)
       numKeys = newNumKeys
+      committedChangelog = if (checkpointIds) None else p.writer.checksum
     } catch {
       case NonFatal(e) =>
         try p.out.cancel() catch { case NonFatal(c) => e.addSuppressed(c) }

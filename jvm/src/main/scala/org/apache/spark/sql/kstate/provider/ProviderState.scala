@@ -10,6 +10,7 @@ package org.apache.spark.sql.kstate.provider
  *   CREATED --init--> EMPTY
  *   EMPTY --restore of v--> LOADED(v)
  *   LOADED(v) --commit--> LOADED(v + 1)
+ *   LOADED(v) --catch-up to w > v--> LOADED(w)        getStore(w): the changelogs v + 1 .. w replayed
  *   LOADED(v) --first spill of a store opened at v--> SPILLED(v, s)
  *   SPILLED(v, s) --commit of s--> LOADED(v + 1)
  *   LOADED(v) | SPILLED(v, s) --discard--> EMPTY     another version wanted, abort of a spilled
@@ -54,7 +55,7 @@ private[kstate] object ProviderState {
   def allows(from: ProviderState, to: ProviderState): Boolean = (from, to) match {
     case (Created, Empty) => true
     case (Empty, Loaded(_, _)) => true
-    case (Loaded(v, _), Loaded(w, _)) => w == v + 1
+    case (Loaded(v, _), Loaded(w, _)) => w > v
     case (Loaded(v, _), Spilled(w, _, _)) => w == v
     case (Spilled(v, _, _), Loaded(w, _)) => w == v + 1
     case (Loaded(_, _) | Spilled(_, _, _), Empty) => true

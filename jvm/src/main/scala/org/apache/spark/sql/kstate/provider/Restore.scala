@@ -9,10 +9,12 @@ import org.apache.spark.sql.kstate.engine.StateFile.LineageEntry
 /**
  * One restore: which version, from which snapshot, how many changelog records, how long.
  * `standbyVersion`: the version a standby copy held when this provider adopted it (then only
- * the changelogs after it were replayed, and `snapshotVersion` is None).
+ * the changelogs after it were replayed, and `snapshotVersion` is None). `caughtUpFrom`: the
+ * version this provider's own working copy held when it was brought to `version` by replaying
+ * only the changelogs after it (its store ran on another executor meanwhile).
  */
 final case class RestoreInfo(version: Long, snapshotVersion: Option[Long],
-    recordsReplayed: Long, millis: Long, standbyVersion: Option[Long] = None)
+    recordsReplayed: Long, millis: Long, standbyVersion: Option[Long] = None, caughtUpFrom: Option[Long] = None)
 
 /**
  * Rebuilding version v of a store into a working copy: the newest snapshot at or below v, then

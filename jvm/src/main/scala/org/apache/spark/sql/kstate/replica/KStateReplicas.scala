@@ -48,6 +48,9 @@ private[kstate] object KStateReplicas extends Logging {
     copies.keySet().asScala.toList.foreach(drop)
   }
 
+  /** Whether this executor keeps a standby copy of `store` (holding a version or not yet). */
+  def holds(store: ReplicaStore): Boolean = copies.containsKey(store)
+
   /** The committed version each copy holds (copies that hold none yet are left out). */
   def holdings: Map[ReplicaStore, Long] =
     copies.values().asScala.map(c => c.store -> c.version).filter(_._2 >= 0).toMap

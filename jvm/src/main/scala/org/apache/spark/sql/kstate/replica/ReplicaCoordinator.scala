@@ -154,6 +154,29 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
     }
   }
 
+  /**
+   * What a task of `store` prefers, for Spark: [[preferredLocation]], and while that is Spark's
+   * own live location, the hosts of the store's live standbys holding a version besides
+   * (host-level hints: Spark tries the executor first, then, after `spark.locality.wait` or once
+   * that executor is gone, any executor of those hosts). Spark fixes a task's preferences when
+   * it submits the micro-batch's stage: when the active executor dies while that stage runs (or
+   * before Spark learned of it at submission), its partitions' tasks still prefer the dead
+   * executor, and without these hosts they run on the first free core after the wait, often the
+   * replacement executor, and restore cold; with them, where a standby's host has an executor
+   * (one executor per host: the standby's), they run there and adopt it. On one host (a
+   * `local-cluster`) they add nothing.
+   */
+  def preferredLocations(store: ReplicaStore, spark: Option[String]): Seq[String] = {
+    val primary = preferredLocation(store, spark)
+    val hosts = synchronized {
+      val live = liveFollowers()
+      if (primary.isEmpty || primary != spark) Nil
+      else standbys.getOrElse(store, Nil).flatMap(e => live.get(e).filter(_.holdings.contains(store)).map(_.host))
+    }
+    val primaryHost = primary.map(l => l.stripPrefix("executor_").substring(0, l.stripPrefix("executor_").lastIndexOf('_')))
+    primary.toSeq ++ hosts.distinct.filterNot(h => primaryHost.contains(h))
+  }
+
   /** A follower's poll: records what it holds, answers what it should hold. */
   def poll(p: Poll): Assignments = synchronized {
     if (removed(p.executorId)) Assignments(Nil)

@@ -48,7 +48,9 @@ class StateFileSuite extends AnyFunSuite {
 
   test("a file records its writer's identity; read as that store it yields every record") {
     val r = new Recorder
-    assert(read(write(mine), mine, visitor = r) == StateFile.Summary(3, 1, Some(mine)))
+    val summary = read(write(mine), mine, visitor = r)
+    assert(summary.copy(checksum = None) == StateFile.Summary(3, 1, Some(mine)))
+    assert(summary.checksum.isDefined, "the trailer's checksum")
     assert(r.seen == Seq("family 1 kstate_meta", "put 0,0,1=9", "delete 0,0,2"))
   }
 
@@ -137,7 +139,7 @@ class StateFileSuite extends AnyFunSuite {
     assert(ByteBuffer.wrap(bytes).getInt(4) == StateFile.FormatWithCheckpointId)
     val r = new Recorder
     val summary = StateFile.read(new ByteArrayInputStream(bytes), Changelog, 5, mine, "the-file", r, Some("id-5"))
-    assert(summary == StateFile.Summary(1, 1, Some(mine), Some(StateFile.Checkpoint("id-5", lineage))))
+    assert(summary.copy(checksum = None) == StateFile.Summary(1, 1, Some(mine), Some(StateFile.Checkpoint("id-5", lineage))))
     assert(r.seen == Seq("put 0,0,1=9"))
     // the header alone: the records and the trailer (a put of 13 bytes, then 21) are not read
     val h = StateFile.readHeader(new ByteArrayInputStream(bytes.dropRight(13 + 21)), Changelog, 5, "the-file")

@@ -19,6 +19,7 @@ class ProviderLifecycleSuite extends AnyFunSuite {
     Created -> Empty,
     Empty -> Loaded(1, null), Empty -> Loaded(2, null), Empty -> Loaded(3, null),
     Loaded(1, null) -> Loaded(2, null), Loaded(2, null) -> Loaded(3, null),
+    Loaded(1, null) -> Loaded(3, null), // a catch-up: the changelogs of 2 and 3 replayed
     Loaded(1, null) -> Spilled(1, null, spill1), Loaded(2, null) -> Spilled(2, null, spill1),
     Spilled(1, null, spill1) -> Loaded(2, null), Spilled(2, null, spill1) -> Loaded(3, null),
     Loaded(1, null) -> Empty, Loaded(2, null) -> Empty, Loaded(3, null) -> Empty,

@@ -212,6 +212,80 @@ class KStateReplicasSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(cp.restoreHere(3).standbyVersion.isEmpty)
   }
 
+  // ---- a provider left loaded at an earlier version (its store ran elsewhere, then came back) ----
+
+  /** `p` commits the versions after its loaded one up to `v` with random changes, as an active provider here does. */
+  private def commitHere(p: KStateStoreProvider, models: Vector[Map[Long, Long]], v: Int, rnd: Random,
+      ids: Vector[Option[String]] = Vector.empty): (Vector[Map[Long, Long]], Vector[Option[String]]) = {
+    var (m, i) = (models, ids)
+    while (m.size <= v) {
+      val s = p.getStore(m.size - 1L, i.lift(m.size - 1).flatten)
+      m :+= randomChanges(s, m.last, rnd, 1 + rnd.nextInt(40), 80)
+      s.commit()
+      if (i.nonEmpty) i :+= s.getStateStoreCheckpointInfo().stateStoreCkptId
+    }
+    (m, i)
+  }
+
+  test("a provider left loaded at an earlier version catches up by replaying only the changelogs after it") {
+    // Found on a cluster: a lost executor's partition ran where it had run before, its provider
+    // still loaded there at an older version, and restored it from the checkpoint (every
+    // changelog since the last snapshot) instead of replaying the few versions it lacked.
+    for (seed <- 1 to 5) {
+      val rnd = new Random(seed)
+      val cp = new Checkpoint()
+      val here = cp.openHere()
+      try {
+        cp.models = commitHere(here, cp.models, 3, rnd)._1 // active here up to version 3
+        cp.commitTo(7, rnd) // then on another executor: versions 4..7
+        val s = here.getStore(7)
+        assert(contents(s) == cp.models(7), s"seed $seed: contents of version 7")
+        s.abort()
+        val info = here.lastRestore.get
+        assert(info.caughtUpFrom == Some(3L) && info.snapshotVersion.isEmpty && info.standbyVersion.isEmpty, info)
+        val expected = cp.restoreHere(7).recordsReplayed - cp.restoreHere(3).recordsReplayed
+        assert(info.recordsReplayed == expected, s"seed $seed: only the changelogs of versions 4..7")
+        // and it commits on from there
+        cp.models = commitHere(here, cp.models, 8, rnd)._1
+        assert(cp.restoreHere(8).caughtUpFrom.isEmpty)
+      } finally here.close()
+    }
+  }
+
+  test("a provider loaded at a version a re-run rewrote restores from the checkpoint, never replays onto it") {
+    for (seed <- 1 to 5) {
+      val rnd = new Random(seed)
+      val cp = new Checkpoint()
+      val here = cp.openHere()
+      try {
+        cp.models = commitHere(here, cp.models, 3, rnd)._1
+        cp.rewrite(3, rnd) // micro-batch 2 re-ran on another executor: version 3 is another write
+        cp.commitTo(5, rnd)
+        val s = here.getStore(5)
+        assert(contents(s) == cp.models(5), s"seed $seed: contents of the rewritten lineage")
+        s.abort()
+        assert(here.lastRestore.get.caughtUpFrom.isEmpty, s"seed $seed: caught up onto another lineage")
+      } finally here.close()
+    }
+  }
+
+  test("a provider loaded at an earlier version adopts this executor's standby copy rather than catching up") {
+    val rnd = new Random(8)
+    val cp = new Checkpoint()
+    val here = cp.openHere()
+    try {
+      cp.models = commitHere(here, cp.models, 2, rnd)._1
+      cp.commitTo(6, rnd)
+      follow(cp, 6) // the provider here holds 2 < 6: this executor keeps a copy of the store
+      assert(KStateReplicas.holdings == Map(cp.store -> 6L))
+      val s = here.getStore(6)
+      assert(contents(s) == cp.models(6))
+      s.abort()
+      val info = here.lastRestore.get
+      assert(info.standbyVersion == Some(6L) && info.caughtUpFrom.isEmpty && info.recordsReplayed == 0, info)
+    } finally here.close()
+  }
+
   // ---- checkpoint format v2 -----------------------------------------------------------------
 
   /**
@@ -258,6 +332,9 @@ class KStateReplicasSuite extends AnyFunSuite with BeforeAndAfterEach {
       ids = ids.take(v)
       commitTo(v, rnd)
     }
+
+    /** A provider of a query's task on this executor. */
+    def openHere(): KStateStoreProvider = ProviderFixture.open(root, keySchema, valueSchema, queryConf)
 
     /** A provider here restoring `v` by its id: what it restored from, and whether its store is right. */
     def restoreHere(v: Int): KStateStoreProvider.RestoreInfo = {
@@ -314,6 +391,38 @@ class KStateReplicasSuite extends AnyFunSuite with BeforeAndAfterEach {
       assert(KStateReplicas.follow(Seq(Standby(cp2.store, 5)), hadoop).rebuilt == 1, s"seed $seed")
       assert(KStateReplicas.holdings == Map(cp2.store -> 6L))
       assert(cp2.restoreHere(6).standbyVersion == Some(6L))
+    }
+  }
+
+  test("format v2: a provider left loaded at an earlier version catches up along the committed lineage only") {
+    for (seed <- 1 to 3) {
+      val rnd = new Random(seed)
+      val cp = new V2Checkpoint()
+      val here = cp.openHere()
+      try {
+        val (m, i) = commitHere(here, cp.models, 3, rnd, cp.ids)
+        cp.models = m; cp.ids = i
+        cp.commitTo(6, rnd)
+        val s = here.getStore(6, cp.ids(6))
+        assert(contents(s) == cp.models(6), s"seed $seed")
+        s.abort()
+        val info = here.lastRestore.get
+        assert(info.caughtUpFrom == Some(3L) && info.snapshotVersion.isEmpty, info)
+        assert(info.recordsReplayed == cp.restoreHere(6).recordsReplayed - cp.restoreHere(3).recordsReplayed)
+      } finally here.close()
+      // version 3 re-run under another id: the provider that committed the first attempt restores
+      val cp2 = new V2Checkpoint()
+      val here2 = cp2.openHere()
+      try {
+        val (m, i) = commitHere(here2, cp2.models, 3, rnd, cp2.ids)
+        cp2.models = m; cp2.ids = i
+        cp2.rerun(3, rnd)
+        cp2.commitTo(5, rnd)
+        val s = here2.getStore(5, cp2.ids(5))
+        assert(contents(s) == cp2.models(5), s"seed $seed: contents of the re-run's lineage")
+        s.abort()
+        assert(here2.lastRestore.get.caughtUpFrom.isEmpty, s"seed $seed: caught up onto another attempt")
+      } finally here2.close()
     }
   }
 }

@@ -59,6 +59,26 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     assert(c.preferredLocation(store(0), Some(loc("1"))) == None, "no copy left: anywhere, at once")
   }
 
+  test("a task also prefers its warm standbys' hosts, at host level, while it prefers Spark's live location") {
+    // Spark fixes a task's preferences when it submits the stage: a task of a partition whose
+    // executor dies while the micro-batch runs still prefers the dead executor, then runs on any
+    // free core after spark.locality.wait; the standby's host keeps it on the standby there.
+    val c = coordinator()
+    Seq("1", "2", "3").foreach(poll(c, _))
+    plan(c, committed = 4)
+    val standby = Seq("2", "3").find(e => poll(c, e).exists(_.store == store(0))).get
+    assert(c.preferredLocations(store(0), Some(loc("1"))) == Seq(loc("1")), "a standby holding nothing yet: no host")
+    poll(c, standby, Map(store(0) -> 3L))
+    assert(c.preferredLocations(store(0), Some(loc("1"))) == Seq(loc("1"), s"host-$standby.local"))
+    c.executorRemoved("1") // once the loss is known: the standby's executor itself, nothing else
+    assert(c.preferredLocations(store(0), Some(loc("1"))) == Seq(loc(standby)))
+    val one = coordinator() // every executor on one host: the host adds nothing
+    Seq("1", "2", "3").foreach(e => one.poll(Poll(e, "h", Map.empty)))
+    one.plan("q", "/cp/state", 3L, "default", 2, ReplicaCoordinator.Wanted(1, 2, 1), 4, p => Some(s"executor_h_${p + 1}"))
+    Seq("2", "3").foreach(e => one.poll(Poll(e, "h", Map(store(0) -> 4L))))
+    assert(one.preferredLocations(store(0), Some("executor_h_1")) == Seq("executor_h_1"))
+  }
+
   test("an executor the scheduler no longer lists is lost, before the listener bus says so") {
     var listed = Set("1", "2", "3")
     val c = new ReplicaCoordinator(10000L, () => now, () => Some(listed))
@@ -296,4 +316,58 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     poll(c, "3", Map(store(0) -> 27L))
     assert(lag == 0)
   }
+
+  /**
+   * Micro-batches `from`..`to` of 6 partitions: each is planned, each partition's task runs where
+   * the coordinator prefers (Spark's recorded executor otherwise), and every follower then holds
+   * the copies assigned to it at the newest version (warm at once). Returns per batch the
+   * standbys re-placed onto an executor that held no copy of the store (each one a rebuild from
+   * the checkpoint), and the summary's lag.
+   */
+  private def simulate(c: ReplicaCoordinator, execs: () => Seq[String], actives: scala.collection.mutable.Map[Int, String],
+      from: Int, to: Int): Seq[(Int, Int, Long)] = {
+    val held = scala.collection.mutable.Map.empty[String, Map[ReplicaStore, Long]].withDefaultValue(Map.empty)
+    (from to to).map { b =>
+      c.plan("q", "/cp/state", 3L, "default", 6, ReplicaCoordinator.Wanted(1, 2, 1), b, p => actives.get(p).map(loc))
+      val lag = c.summary("q", "/cp/state", 3L).maxLagVersions
+      val rebuilt = c.status("q").count(st => st.standbys.exists { case (e, v) => v.isEmpty && execs().contains(e) })
+      (0 until 6).foreach { p =>
+        c.preferredLocation(store(p), actives.get(p).map(loc)).map(ReplicaCoordinator.executorOf).foreach(actives(p) = _)
+      }
+      execs().foreach { e =>
+        val mine = poll(c, e, held(e)).map(_.store)
+        held(e) = mine.map(_ -> (b + 1L)).toMap
+        poll(c, e, held(e))
+      }
+      (b, rebuilt, lag)
+    }
+  }
+
+  test("steady micro-batches, balanced: standbys stay where they are, and the lag is what they lack") {
+    val c = coordinator()
+    val execs = Seq("1", "2", "3")
+    execs.foreach(poll(c, _))
+    val actives = scala.collection.mutable.Map((0 until 6).map(p => p -> execs(p % 3)): _*)
+    val steps = simulate(c, () => execs, actives, 1, 12)
+    assert(steps.drop(2).forall(_._2 == 0), s"standbys rebuilt in steady batches: $steps")
+    assert(steps.drop(2).forall(_._3 <= 1), s"lag: $steps")
+  }
+
+  test("after an executor is lost and replaced, placement settles: no standby rebuilt batch after batch") {
+    val c = coordinator()
+    var execs = Seq("1", "2", "3")
+    execs.foreach(poll(c, _))
+    val actives = scala.collection.mutable.Map((0 until 6).map(p => p -> execs(p % 3)): _*)
+    simulate(c, () => execs, actives, 1, 5)
+    c.executorRemoved("1")
+    execs = Seq("2", "3")
+    simulate(c, () => execs, actives, 6, 6)
+    execs = Seq("2", "3", "4") // the replacement
+    poll(c, "4")
+    val after = simulate(c, () => execs, actives, 7, 30)
+    val late = after.drop(10)
+    assert(late.forall(_._2 == 0), s"standbys still rebuilt 10 batches after the replacement joined: $after")
+    assert(late.forall(_._3 <= 1), s"lag: $after")
+  }
 }
+
