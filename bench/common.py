@@ -4,6 +4,7 @@ Input generation, the Spark session, CPU accounting, progress summaries, environ
 and saving results. Both scripts put ``bench/`` first on ``sys.path`` (they run as scripts), so
 ``import common`` finds this module.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,46 +36,68 @@ KSTATE_PROVIDER_KEY = "spark.kstate.stateStore.providerClass"
 
 # kind column of the generated events (ground truth, not used by the operators)
 KIND_ORIGINAL, KIND_DUPLICATE, KIND_LATE = 0, 1, 2
-KIND_NAMES = {KIND_ORIGINAL: "original (on time)", KIND_DUPLICATE: "duplicate (re-send)",
-              KIND_LATE: "late original"}
+KIND_NAMES = {KIND_ORIGINAL: "original (on time)", KIND_DUPLICATE: "duplicate (re-send)", KIND_LATE: "late original"}
 SCHEMA = "key STRING, ts TIMESTAMP, event_id BIGINT, kind INT, value DOUBLE"
-
 
 
 # ---------------------------------------------------------------------------------------------
 # arguments
 
 # size defaults: name -> (--quick, full)
-SIZE_DEFAULTS = dict(files=(4, 20), rows_per_file=(30_000, 200_000), reps=(1, 3),
-                     warmup_files=(2, 3), warmup_rows=(5_000, 30_000))
+SIZE_DEFAULTS = dict(
+    files=(4, 20), rows_per_file=(30_000, 200_000), reps=(1, 3), warmup_files=(2, 3), warmup_rows=(5_000, 30_000)
+)
 
 
 def add_input_args(p: argparse.ArgumentParser) -> None:
     """The generated input's knobs (see :func:`generate`)."""
-    p.add_argument("--files", type=int, default=None,
-                   help="parquet files = micro-batches (default 20; --quick 4)")
-    p.add_argument("--rows-per-file", type=int, default=None,
-                   help="rows per file (default 200000; --quick 30000)")
+    p.add_argument("--files", type=int, default=None, help="parquet files = micro-batches (default 20; --quick 4)")
+    p.add_argument("--rows-per-file", type=int, default=None, help="rows per file (default 200000; --quick 30000)")
     p.add_argument("--keys", type=int, default=100_000, help="key space")
-    p.add_argument("--dup-rate", type=float, default=0.20,
-                   help="fraction of rows that are re-sends of an earlier event of the same key")
-    p.add_argument("--resend-delay", type=float, nargs=2, default=(1.0, 5.0), metavar=("MIN", "MAX"),
-                   help="a re-send's timestamp is the original's + U(MIN, MAX) seconds")
-    p.add_argument("--max-disorder", type=float, default=5.0,
-                   help="bounded disorder: rows arrive up to this many seconds after their timestamp")
-    p.add_argument("--late-rate", type=float, default=0.01,
-                   help="fraction of rows that arrive 1.5x-6x the interval after their timestamp")
-    p.add_argument("--event-rate", type=float, default=1000.0,
-                   help="original events per second of event time (keys recur every keys/rate s "
-                        "on average)")
-    p.add_argument("--interval", type=int, default=10,
-                   help="dedup interval = watermark delay, seconds")
+    p.add_argument(
+        "--dup-rate",
+        type=float,
+        default=0.20,
+        help="fraction of rows that are re-sends of an earlier event of the same key",
+    )
+    p.add_argument(
+        "--resend-delay",
+        type=float,
+        nargs=2,
+        default=(1.0, 5.0),
+        metavar=("MIN", "MAX"),
+        help="a re-send's timestamp is the original's + U(MIN, MAX) seconds",
+    )
+    p.add_argument(
+        "--max-disorder",
+        type=float,
+        default=5.0,
+        help="bounded disorder: rows arrive up to this many seconds after their timestamp",
+    )
+    p.add_argument(
+        "--late-rate",
+        type=float,
+        default=0.01,
+        help="fraction of rows that arrive 1.5x-6x the interval after their timestamp",
+    )
+    p.add_argument(
+        "--event-rate",
+        type=float,
+        default=1000.0,
+        help="original events per second of event time (keys recur every keys/rate s on average)",
+    )
+    p.add_argument("--interval", type=int, default=10, help="dedup interval = watermark delay, seconds")
 
 
 def add_spark_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shuffle-partitions", type=int, default=4)
-    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                   help="extra Spark setting for the session (repeatable), e.g. for experiments")
+    p.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Spark setting for the session (repeatable), e.g. for experiments",
+    )
     p.add_argument("--master", default="local[*]")
     p.add_argument("--driver-memory", default="6g")
 
@@ -91,20 +114,22 @@ def finish_args(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
 
 
 def describe_input(inp: Dict[str, Any], gen_s: float, interval_s: int) -> str:
-    return (f"input: {inp['rows']:,} rows in {inp['files']} parquet files "
-            f"({inp['bytes'] / 1e6:.1f} MB, generated in {gen_s:.1f} s): "
-            + ", ".join(f"{k} {v:,}" for k, v in inp["by_kind"].items())
-            + f"; {inp['distinct_keys']:,} distinct keys; event time {inp['event_time_span_s']:,.0f} s "
-              f"({inp['event_time_per_file_s']:.0f} s per file); "
-              f"{inp['rows_behind_max_ts_gt_0']:,} rows out of order, "
-              f"{inp['rows_behind_max_ts_gt_interval']:,} more than {interval_s} s behind")
+    return (
+        f"input: {inp['rows']:,} rows in {inp['files']} parquet files "
+        f"({inp['bytes'] / 1e6:.1f} MB, generated in {gen_s:.1f} s): "
+        + ", ".join(f"{k} {v:,}" for k, v in inp["by_kind"].items())
+        + f"; {inp['distinct_keys']:,} distinct keys; event time {inp['event_time_span_s']:,.0f} s "
+        f"({inp['event_time_per_file_s']:.0f} s per file); "
+        f"{inp['rows_behind_max_ts_gt_0']:,} rows out of order, "
+        f"{inp['rows_behind_max_ts_gt_interval']:,} more than {interval_s} s behind"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # input data
 
-def generate(out_dir: str, files: int, rows_per_file: int, a: argparse.Namespace,
-             seed: int) -> Dict[str, Any]:
+
+def generate(out_dir: str, files: int, rows_per_file: int, a: argparse.Namespace, seed: int) -> Dict[str, Any]:
     """Writes `files` parquet files of `rows_per_file` rows in arrival order; returns stats.
 
     Originals: uniform keys (zipf(a.key_skew) when it is set), timestamps at `event_rate` per second. A fraction `late_rate` of
@@ -155,13 +180,15 @@ def generate(out_dir: str, files: int, rows_per_file: int, a: argparse.Namespace
     for f in range(files):
         s = slice(f * rows_per_file, (f + 1) * rows_per_file)
         keys = pa.DictionaryArray.from_arrays(pa.array(all_key[s].astype(np.int32)), names)
-        table = pa.table({
-            "key": keys.dictionary_decode(),
-            "ts": pa.array(all_ts[s] * 1000, type=pa.timestamp("us", tz="UTC")),
-            "event_id": pa.array(all_id[s]),
-            "kind": pa.array(all_kind[s]),
-            "value": pa.array(value[s]),
-        })
+        table = pa.table(
+            {
+                "key": keys.dictionary_decode(),
+                "ts": pa.array(all_ts[s] * 1000, type=pa.timestamp("us", tz="UTC")),
+                "event_id": pa.array(all_id[s]),
+                "kind": pa.array(all_kind[s]),
+                "value": pa.array(value[s]),
+            }
+        )
         path = os.path.join(out_dir, f"part-{f:04d}.parquet")
         pq.write_table(table, path)
         # The file source orders files by modification time: make it the file order.
@@ -171,7 +198,9 @@ def generate(out_dir: str, files: int, rows_per_file: int, a: argparse.Namespace
     behind = np.maximum.accumulate(all_ts) - all_ts
     span_s = (all_ts.max() - all_ts.min()) / 1000.0
     return {
-        "files": files, "rows_per_file": rows_per_file, "rows": n,
+        "files": files,
+        "rows_per_file": rows_per_file,
+        "rows": n,
         "by_kind": {KIND_NAMES[k]: int((all_kind == k).sum()) for k in KIND_NAMES},
         "distinct_keys": int(len(np.unique(all_key))),
         "event_time_span_s": round(span_s, 1),
@@ -186,9 +215,11 @@ def generate(out_dir: str, files: int, rows_per_file: int, a: argparse.Namespace
 # ---------------------------------------------------------------------------------------------
 # Spark
 
+
 def wait_for_jar(timeout_s: int = 180) -> str:
     """The kstate jar; waits while `make jar` replaces it (rm + cp)."""
     import kstate
+
     deadline = time.monotonic() + timeout_s
     while True:
         try:
@@ -202,8 +233,12 @@ def wait_for_jar(timeout_s: int = 180) -> str:
         time.sleep(5)
 
 
-def start_spark(a: argparse.Namespace, app_name: str = "kstate-bench",
-                local_dir: Optional[str] = None, conf: Optional[Dict[str, str]] = None):
+def start_spark(
+    a: argparse.Namespace,
+    app_name: str = "kstate-bench",
+    local_dir: Optional[str] = None,
+    conf: Optional[Dict[str, str]] = None,
+):
     """A local SparkSession with the kstate jar and extension; `conf` is applied after --conf."""
     import kstate
     from pyspark.sql import SparkSession
@@ -212,24 +247,27 @@ def start_spark(a: argparse.Namespace, app_name: str = "kstate-bench",
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     local_dir = local_dir or os.path.join(TMP, "spark-local")
     os.makedirs(local_dir, exist_ok=True)
-    b = (kstate.configure(SparkSession.builder.master(a.master).appName(app_name))
-         .config("spark.driver.memory", a.driver_memory)
-         .config("spark.local.dir", local_dir)
-         .config("spark.ui.enabled", "false")
-         .config("spark.ui.showConsoleProgress", "false")
-         .config("spark.sql.shuffle.partitions", str(a.shuffle_partitions))
-         .config("spark.sql.session.timeZone", "UTC")
-         # keep every batch's progress (default 100)
-         .config("spark.sql.streaming.numRecentProgressUpdates", "10000"))
+    b = (
+        kstate.configure(SparkSession.builder.master(a.master).appName(app_name))
+        .config("spark.driver.memory", a.driver_memory)
+        .config("spark.local.dir", local_dir)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(a.shuffle_partitions))
+        .config("spark.sql.session.timeZone", "UTC")
+        # keep every batch's progress (default 100)
+        .config("spark.sql.streaming.numRecentProgressUpdates", "10000")
+    )
     for kv in a.conf:
         k, _, v = kv.partition("=")
         b = b.config(k.strip(), v.strip())
     for k, v in (conf or {}).items():
         b = b.config(k, v)
     if getattr(a, "jfr", None):
-        b = b.config("spark.driver.extraJavaOptions",
-                     f"-XX:StartFlightRecording=filename={os.path.abspath(a.jfr)},settings=profile,"
-                     "dumponexit=true")
+        b = b.config(
+            "spark.driver.extraJavaOptions",
+            f"-XX:StartFlightRecording=filename={os.path.abspath(a.jfr)},settings=profile,dumponexit=true",
+        )
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
@@ -240,8 +278,9 @@ def other_processes(min_cpu: float = 5.0) -> list:
     or any JVM outside it: what else ran on the machine, for a benchmark's record."""
     mine = {os.getpid()}
     try:
-        rows = subprocess.run(["ps", "-eo", "pid=,ppid=,pcpu=,etime=,args="], capture_output=True, text=True,
-                              timeout=10).stdout.splitlines()
+        rows = subprocess.run(
+            ["ps", "-eo", "pid=,ppid=,pcpu=,etime=,args="], capture_output=True, text=True, timeout=10
+        ).stdout.splitlines()
     except (OSError, subprocess.SubprocessError):
         return []
     procs = []
@@ -256,8 +295,11 @@ def other_processes(min_cpu: float = 5.0) -> list:
             if ppid in mine and pid not in mine:
                 mine.add(pid)
                 changed = True
-    return [{"pid": pid, "cpu_pct": cpu, "elapsed": et, "cmd": args[:160]} for pid, _, cpu, et, args in procs
-            if pid not in mine and (cpu >= min_cpu or "java" in args.split(" ", 1)[0])]
+    return [
+        {"pid": pid, "cpu_pct": cpu, "elapsed": et, "cmd": args[:160]}
+        for pid, _, cpu, et, args in procs
+        if pid not in mine and (cpu >= min_cpu or "java" in args.split(" ", 1)[0])
+    ]
 
 
 def write_json_and_chart(stem: str, res: Dict[str, Any], write_chart, key: str = "files") -> None:
@@ -325,8 +367,11 @@ class CpuMeter:
         if None in a or None in b:
             return {"machine_cpu_s": None, "own_cpu_s": None, "foreign_cpu_s": None}
         busy, own = b[0] - a[0], b[1] - a[1]
-        return {"machine_cpu_s": round(busy, 1), "own_cpu_s": round(own, 1),
-                "foreign_cpu_s": round(max(busy - own, 0.0), 1)}
+        return {
+            "machine_cpu_s": round(busy, 1),
+            "own_cpu_s": round(own, 1),
+            "foreign_cpu_s": round(max(busy - own, 0.0), 1),
+        }
 
     def idle_check(self, seconds: float = 2.0) -> float:
         """Fraction of all CPUs that other processes used over `seconds`."""
@@ -349,18 +394,24 @@ def summarize(run: Dict[str, Any], total_rows: int) -> Dict[str, Any]:
     ops = [p["stateOperators"][0] for p in prog if p.get("stateOperators")]
     op_sum: Dict[str, Any] = {}
     if ops:
-        for k in ("numRowsUpdated", "numRowsRemoved", "allUpdatesTimeMs", "allRemovalsTimeMs",
-                  "commitTimeMs", "numRowsDroppedByWatermark"):
+        for k in (
+            "numRowsUpdated",
+            "numRowsRemoved",
+            "allUpdatesTimeMs",
+            "allRemovalsTimeMs",
+            "commitTimeMs",
+            "numRowsDroppedByWatermark",
+        ):
             op_sum[k] = sum(int(o.get(k, 0) or 0) for o in ops)
         op_sum["operatorName"] = ops[-1].get("operatorName")
         op_sum["numRowsTotal_last"] = int(ops[-1].get("numRowsTotal", 0))
         op_sum["numRowsTotal_max"] = max(int(o.get("numRowsTotal", 0)) for o in ops)
         op_sum["memoryUsedBytes_max"] = max(int(o.get("memoryUsedBytes", 0) or 0) for o in ops)
         names = sorted({k for o in ops for k in (o.get("customMetrics") or {})})
-        op_sum["customMetrics_sum"] = {k: sum(int((o.get("customMetrics") or {}).get(k, 0)) for o in ops)
-                                       for k in names}
-        op_sum["customMetrics_last"] = {k: int((ops[-1].get("customMetrics") or {}).get(k, 0))
-                                        for k in names}
+        op_sum["customMetrics_sum"] = {
+            k: sum(int((o.get("customMetrics") or {}).get(k, 0)) for o in ops) for k in names
+        }
+        op_sum["customMetrics_last"] = {k: int((ops[-1].get("customMetrics") or {}).get(k, 0)) for k in names}
     sink_rows = [p.get("sink", {}).get("numOutputRows", -1) for p in prog]
     wall = run["wall_s"]
     return {
@@ -373,28 +424,31 @@ def summarize(run: Dict[str, Any], total_rows: int) -> Dict[str, Any]:
         "input_rows_in_progress": input_rows,
         "durationMs_sum": dict(dur),
         "processedRowsPerSecond": [round(p.get("processedRowsPerSecond", 0.0), 1) for p in data],
-        "processedRowsPerSecond_median": round(statistics.median(
-            [p.get("processedRowsPerSecond", 0.0) for p in data]), 1) if data else None,
+        "processedRowsPerSecond_median": round(
+            statistics.median([p.get("processedRowsPerSecond", 0.0) for p in data]), 1
+        )
+        if data
+        else None,
         "state_rows_per_batch": [int(o.get("numRowsTotal", 0)) for o in ops],
         "state_operator": op_sum,
-        "sink_output_rows": (sum(sink_rows) if sink_rows and all(x is not None and x >= 0
-                                                               for x in sink_rows) else None),
+        "sink_output_rows": (
+            sum(sink_rows) if sink_rows and all(x is not None and x >= 0 for x in sink_rows) else None
+        ),
     }
 
 
 # ---------------------------------------------------------------------------------------------
 # environment, output
 
-def environment(spark, a: argparse.Namespace, jar: str,
-                extra_conf_keys: Iterable[str] = ()) -> Dict[str, Any]:
+
+def environment(spark, a: argparse.Namespace, jar: str, extra_conf_keys: Iterable[str] = ()) -> Dict[str, Any]:
     jvm = spark.sparkContext._jvm
     with open(jar, "rb") as f:
         jar_sha = hashlib.sha256(f.read()).hexdigest()
 
     def git(*args: str) -> Optional[str]:
         try:
-            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
-                                  timeout=10).stdout.strip()
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
         except Exception:
             return None
 
@@ -404,26 +458,37 @@ def environment(spark, a: argparse.Namespace, jar: str,
             mem_gb = round(int(f.readline().split()[1]) / 1024 / 1024, 1)
     except OSError:
         pass
+
     def conf_get(k: str) -> Optional[str]:
         try:
             return spark.conf.get(k)  # Spark's default when unset
         except Exception:
             return None
 
-    conf = {k: conf_get(k) for k in (
-        "spark.sql.shuffle.partitions", "spark.sql.streaming.stateStore.maintenanceInterval",
-        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
-        "spark.sql.streaming.stateStore.stateSchemaCheck", "spark.sql.streaming.minBatchesToRetain",
-        "spark.sql.streaming.noDataMicroBatches.enabled", "spark.sql.streaming.stateStore.encodingFormat",
-        "spark.sql.streaming.stateStore.checkpointFormatVersion",
-        "spark.sql.streaming.statefulOperator.checkCorrectness.enabled",
-        "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows",
-        "spark.sql.streaming.stateStore.rocksdb.compression",
-        "spark.kstate.stateStore.providerClass", "spark.kstate.streamTime.followWatermark",
-        *extra_conf_keys)}
-    conf["spark.kstate.stateStore.providerClass (effective)"] = (
-        conf.get("spark.kstate.stateStore.providerClass") or kstate_provider_default(spark))
+    conf = {
+        k: conf_get(k)
+        for k in (
+            "spark.sql.shuffle.partitions",
+            "spark.sql.streaming.stateStore.maintenanceInterval",
+            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
+            "spark.sql.streaming.stateStore.stateSchemaCheck",
+            "spark.sql.streaming.minBatchesToRetain",
+            "spark.sql.streaming.noDataMicroBatches.enabled",
+            "spark.sql.streaming.stateStore.encodingFormat",
+            "spark.sql.streaming.stateStore.checkpointFormatVersion",
+            "spark.sql.streaming.statefulOperator.checkCorrectness.enabled",
+            "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows",
+            "spark.sql.streaming.stateStore.rocksdb.compression",
+            "spark.kstate.stateStore.providerClass",
+            "spark.kstate.streamTime.followWatermark",
+            *extra_conf_keys,
+        )
+    }
+    conf["spark.kstate.stateStore.providerClass (effective)"] = conf.get(
+        "spark.kstate.stateStore.providerClass"
+    ) or kstate_provider_default(spark)
     import kstate
+
     return {
         "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "cpu_count": os.cpu_count(),
@@ -439,8 +504,9 @@ def environment(spark, a: argparse.Namespace, jar: str,
         "kstate_version": kstate.__version__,
         "kstate_jar": os.path.relpath(jar, ROOT),
         "kstate_jar_sha256": jar_sha,
-        "kstate_jar_mtime_utc": dt.datetime.fromtimestamp(os.path.getmtime(jar), dt.timezone.utc)
-        .isoformat(timespec="seconds"),
+        "kstate_jar_mtime_utc": dt.datetime.fromtimestamp(os.path.getmtime(jar), dt.timezone.utc).isoformat(
+            timespec="seconds"
+        ),
         "git_commit": git("rev-parse", "HEAD"),
         "git_dirty_files": len((git("status", "--porcelain") or "").splitlines()),
         "spark_conf": conf,
@@ -479,10 +545,16 @@ def save_results(a, result: Dict[str, Any], write_chart, default_name: str, all_
     write_chart(result["files"]["png"], result)
     with open(result["files"]["json"], "w") as f:
         json.dump(result, f, indent=1)
-    print(f"\nwrote {os.path.relpath(result['files']['json'], ROOT)} and "
-          f"{os.path.relpath(result['files']['png'], ROOT)}")
-    default_full = (not a.quick and os.path.abspath(a.out) == os.path.join(RESULTS, default_name)
-                    and set(a.variant_list) == set(all_variants) and not a.conf)
+    print(
+        f"\nwrote {os.path.relpath(result['files']['json'], ROOT)} and {os.path.relpath(result['files']['png'], ROOT)}"
+    )
+    default_full = (
+        not a.quick
+        and os.path.abspath(a.out) == os.path.join(RESULTS, default_name)
+        and set(a.variant_list) == set(all_variants)
+        and not a.conf
+    )
     if default_full:
         import report
+
         report.main([])

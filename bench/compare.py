@@ -9,6 +9,7 @@ Inputs, parameters, environment and per-repetition lists are not figures. A figu
 by more than the threshold (percent) is flagged; the exit status is 1 if any was. Files new since
 the base are listed as new.
 """
+
 import argparse
 import json
 import pathlib
@@ -39,8 +40,9 @@ def figures(node, path=()):
 
 def load_at(commit, name):
     try:
-        text = subprocess.run(["git", "show", f"{commit}:bench/results/{name}"], check=True,
-                              capture_output=True, text=True).stdout
+        text = subprocess.run(
+            ["git", "show", f"{commit}:bench/results/{name}"], check=True, capture_output=True, text=True
+        ).stdout
     except subprocess.CalledProcessError:
         return None
     return json.loads(text)
@@ -52,8 +54,12 @@ def main():
     ap.add_argument("--threshold", type=float, default=5.0, help="percent worse that is flagged")
     ap.add_argument("--out", default=str(RESULTS / "compare.md"))
     args = ap.parse_args()
-    lines = [f"# Benchmark figures: {args.base} (old) vs working tree (new)", "",
-             "| file | figure | better | old | new | change | |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        f"# Benchmark figures: {args.base} (old) vs working tree (new)",
+        "",
+        "| file | figure | better | old | new | change | |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     worse = 0
     for path in sorted(RESULTS.glob("*.json")):
         new = json.loads(path.read_text())
@@ -69,8 +75,10 @@ def main():
             change = (v - o) / abs(o) * 100 if o else 0.0
             regressed = (change < -args.threshold) if better == "higher" else (change > args.threshold)
             worse += regressed
-            lines.append(f"| {path.name} | {p} | {better} | {o:.4g} | {v:.4g} | {change:+.1f}% | "
-                         f"{'**worse**' if regressed else ''} |")
+            lines.append(
+                f"| {path.name} | {p} | {better} | {o:.4g} | {v:.4g} | {change:+.1f}% | "
+                f"{'**worse**' if regressed else ''} |"
+            )
     lines += ["", f"{worse} figure(s) worse by more than {args.threshold:g}%."]
     text = "\n".join(lines) + "\n"
     pathlib.Path(args.out).write_text(text)

@@ -35,6 +35,7 @@ and ``results/floor.png`` (``--quick``: ``floor-quick.*``).
 
     PYTHONPATH=python .venv/bin/python bench/floor.py --quick
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,16 +44,39 @@ import shutil
 import statistics
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
-from common import (RESULTS, ROCKSDB, TMP, CpuMeter, add_input_args, add_spark_args, environment, finish_args,
-                    generate, save_results, start_spark, unload_state_stores, wait_for_jar, SCHEMA)
+from common import (
+    RESULTS,
+    ROCKSDB,
+    SCHEMA,
+    TMP,
+    CpuMeter,
+    add_input_args,
+    add_spark_args,
+    environment,
+    finish_args,
+    generate,
+    save_results,
+    start_spark,
+    unload_state_stores,
+    wait_for_jar,
+)
 
 GOAL_FLOOR = 0.85
 GOAL_BUILTIN = 1.5
 DISTRIBUTIONS = {"uniform": 0.0, "zipf1.3": 1.3}
-WORKLOADS = ["dedup_key", "dedup_key_value", "dedup_id", "time_windows", "session_windows", "sliding_windows",
-             "until_time_limit", "table_aggregation", "table_join"]
+WORKLOADS = [
+    "dedup_key",
+    "dedup_key_value",
+    "dedup_id",
+    "time_windows",
+    "session_windows",
+    "sliding_windows",
+    "until_time_limit",
+    "table_aggregation",
+    "table_join",
+]
 NO_BUILTIN = {"sliding_windows", "until_time_limit", "table_aggregation", "table_join"}
 
 
@@ -62,8 +86,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--reps", type=int, default=None, help="timed rounds (default 3; --quick 1)")
     p.add_argument("--workloads", default=",".join(WORKLOADS))
     p.add_argument("--distributions", default=",".join(DISTRIBUTIONS))
-    p.add_argument("--variants", default="floor,kstate,builtin",
-                   help="which of floor, kstate, builtin to run (profiling: one of them with --jfr)")
+    p.add_argument(
+        "--variants",
+        default="floor,kstate,builtin",
+        help="which of floor, kstate, builtin to run (profiling: one of them with --jfr)",
+    )
     p.add_argument("--jfr", default=None, help="record the driver JVM with Java Flight Recorder into this file")
     p.add_argument("--out", default=None)
     p.add_argument("--no-save", action="store_true")
@@ -85,10 +112,9 @@ def sources(spark, data_dir: str, n: int = 1) -> List[Any]:
 
 def build(spark, workload: str, variant: str, data_dir: str, a: argparse.Namespace):
     """The query of one variant (floor, kstate or builtin) of a workload, before its sink."""
-    from pyspark.sql import functions as F
-
     import kstate  # noqa: F401 - the DataFrame methods
     from kstate import BufferConfig, SessionWindows, SlidingWindows, Suppressed, TimeWindows
+    from pyspark.sql import functions as F
 
     interval = f"{a.interval} seconds"
     final = Suppressed.until_window_closes(BufferConfig.unbounded())
@@ -111,15 +137,18 @@ def build(spark, workload: str, variant: str, data_dir: str, a: argparse.Namespa
         if variant == "builtin":
             w = F.window("ts", "10 seconds") if workload == "time_windows" else F.session_window("ts", "10 seconds")
             return src.withWatermark("ts", interval).groupBy(w.alias("w"), "key").count()
-        windows = {"time_windows": TimeWindows.of_size("10 seconds").grace(interval),
-                   "session_windows": SessionWindows.with_inactivity_gap("10 seconds").grace(interval),
-                   "sliding_windows": SlidingWindows.of_time_difference("10 seconds").grace(interval)}[workload]
+        windows = {
+            "time_windows": TimeWindows.of_size("10 seconds").grace(interval),
+            "session_windows": SessionWindows.with_inactivity_gap("10 seconds").grace(interval),
+            "sliding_windows": SlidingWindows.of_time_difference("10 seconds").grace(interval),
+        }[workload]
         return src.kstate.windowed_by(windows, key="key", timestamp="ts").count().kstate.suppress(final)
     if workload == "until_time_limit":
         if variant == "floor":
             return src.repartition("key")
-        return src.kstate.suppress(Suppressed.until_time_limit(interval, BufferConfig.unbounded()),
-                                   key="key", timestamp="ts")
+        return src.kstate.suppress(
+            Suppressed.until_time_limit(interval, BufferConfig.unbounded()), key="key", timestamp="ts"
+        )
     if workload == "table_aggregation":
         if variant == "floor":
             return src.repartition("key").withColumn("g", prefix).repartition("g")
@@ -144,8 +173,14 @@ def run(spark, workload: str, variant: str, data_dir: str, ckpt: str, a, meter: 
     mode = "append"
     cpu0 = meter.snapshot()
     t0 = time.perf_counter()
-    q = (build(spark, workload, variant, data_dir, a).writeStream.format("noop").outputMode(mode)
-         .option("checkpointLocation", ckpt).trigger(availableNow=True).start())
+    q = (
+        build(spark, workload, variant, data_dir, a)
+        .writeStream.format("noop")
+        .outputMode(mode)
+        .option("checkpointLocation", ckpt)
+        .trigger(availableNow=True)
+        .start()
+    )
     q.awaitTermination()
     wall = time.perf_counter() - t0
     cpu = CpuMeter.delta(cpu0, meter.snapshot())
@@ -166,7 +201,7 @@ def measure(spark, workload: str, data_dir: str, rows: int, a, meter: CpuMeter) 
     for v in names:  # warm-up, untimed
         run(spark, workload, v, data_dir, ckpt, a, meter)
     for r in range(a.reps):
-        order = names[r % len(names):] + names[:r % len(names)]
+        order = names[r % len(names) :] + names[: r % len(names)]
         for v in order:
             runs[v].append(run(spark, workload, v, data_dir, ckpt, a, meter))
     out: Dict[str, Any] = {"runs": runs}
@@ -182,6 +217,7 @@ def measure(spark, workload: str, data_dir: str, rows: int, a, meter: CpuMeter) 
 
 def write_chart(path: str, result: Dict[str, Any]) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -190,8 +226,11 @@ def write_chart(path: str, result: Dict[str, Any]) -> None:
     for ax, d in zip(axes[0], dists):
         ws = list(result["distributions"][d])
         ks = [result["distributions"][d][w]["kstate_over_floor"] for w in ws]
-        bs = [result["distributions"][d][w].get("builtin", {}).get("rows_per_s", 0)
-              / result["distributions"][d][w]["floor"]["rows_per_s"] for w in ws]
+        bs = [
+            result["distributions"][d][w].get("builtin", {}).get("rows_per_s", 0)
+            / result["distributions"][d][w]["floor"]["rows_per_s"]
+            for w in ws
+        ]
         xs = range(len(ws))
         ax.bar([x - 0.2 for x in xs], ks, 0.4, label="kstate / floor")
         ax.bar([x + 0.2 for x in xs], bs, 0.4, label="Spark built-in / floor")
@@ -210,12 +249,23 @@ def write_chart(path: str, result: Dict[str, Any]) -> None:
 def main(argv: Optional[List[str]] = None) -> int:
     a = parse_args(argv)
     jar = wait_for_jar()
-    spark = start_spark(a, "kstate-bench-floor", conf={
-        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
-        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"})
+    spark = start_spark(
+        a,
+        "kstate-bench-floor",
+        conf={
+            "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        },
+    )
     meter = CpuMeter(int(spark.sparkContext._jvm.ProcessHandle.current().pid()))
-    result: Dict[str, Any] = {"benchmark": "floor", "reps": a.reps, "goal_kstate_over_floor": GOAL_FLOOR,
-                              "goal_kstate_over_builtin": GOAL_BUILTIN, "distributions": {}, "inputs": {}}
+    result: Dict[str, Any] = {
+        "benchmark": "floor",
+        "reps": a.reps,
+        "goal_kstate_over_floor": GOAL_FLOOR,
+        "goal_kstate_over_builtin": GOAL_BUILTIN,
+        "distributions": {},
+        "inputs": {},
+    }
     load_before = open("/proc/loadavg").read().split()[:3]
     for dist in a.distribution_list:
         a.key_skew = DISTRIBUTIONS[dist]
@@ -223,15 +273,19 @@ def main(argv: Optional[List[str]] = None) -> int:
         shutil.rmtree(data_dir, ignore_errors=True)
         t0 = time.perf_counter()
         inp = generate(data_dir, a.files, a.rows_per_file, a, seed=31)
-        print(f"\n== {dist} keys: {inp['rows']:,} rows, {inp['distinct_keys']:,} distinct keys "
-              f"(generated in {time.perf_counter() - t0:.0f} s)", flush=True)
+        print(
+            f"\n== {dist} keys: {inp['rows']:,} rows, {inp['distinct_keys']:,} distinct keys "
+            f"(generated in {time.perf_counter() - t0:.0f} s)",
+            flush=True,
+        )
         result["inputs"][dist] = inp
         result["distributions"][dist] = {}
         for w in a.workload_list:
             m = measure(spark, w, data_dir, inp["rows"], a, meter)
             result["distributions"][dist][w] = m
-            line = f"{w:18s}" + "".join(f"  {v} {m[v]['rows_per_s']:>10,} rows/s" for v in ("floor", "kstate", "builtin")
-                                        if v in m)
+            line = f"{w:18s}" + "".join(
+                f"  {v} {m[v]['rows_per_s']:>10,} rows/s" for v in ("floor", "kstate", "builtin") if v in m
+            )
             if "kstate_over_floor" in m:
                 line += f"  kstate {m['kstate_over_floor']:.2f}x floor (goal {GOAL_FLOOR})"
             if "kstate_over_builtin" in m:

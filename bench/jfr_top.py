@@ -11,6 +11,7 @@ e.g. RocksDB JNI calls) of Spark's task threads, and prints:
         --no-save --jfr bench/results/tmp/kstate.jfr --keep-tmp
     .venv/bin/python bench/jfr_top.py bench/results/tmp/kstate.jfr
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,14 +27,20 @@ from typing import Iterator, List, Tuple
 # component of a sample in the coarse split.
 COMPONENTS = [
     ("RocksDB native/JNI (get/put/iterator/write batch)", r"^org\.rocksdb\."),
-    ("Spark RocksDB state store (JVM side)", r"execution\.streaming\.state\.(RocksDB|StateStoreChangelog|RocksDBFileManager)"),
+    (
+        "Spark RocksDB state store (JVM side)",
+        r"execution\.streaming\.state\.(RocksDB|StateStoreChangelog|RocksDBFileManager)",
+    ),
     ("Spark HDFS state store", r"HDFSBackedStateStore"),
     ("kstate TaskOrder (buffer + order rows)", r"kstate\.execution\.TaskOrder"),
     ("kstate ExpiryIndex", r"kstate\.operatorstate\.ExpiryIndex"),
     ("kstate StoreDedupState / StateMeta", r"kstate\.operatorstate\.(StoreDedupState|StateMeta)"),
     ("kstate other", r"(io\.kstate\.|sql\.kstate\.)"),
     ("state encoders (UnsafeRow <-> bytes)", r"(StateEncoder|RocksDBStateEncoder|StateStoreRowChecker)"),
-    ("shuffle read/write, serialization", r"org\.apache\.spark\.(shuffle|storage|serializer|io)\.|UnsafeRowSerializer|ShuffleExchange"),
+    (
+        "shuffle read/write, serialization",
+        r"org\.apache\.spark\.(shuffle|storage|serializer|io)\.|UnsafeRowSerializer|ShuffleExchange",
+    ),
     ("parquet read", r"(parquet|Parquet|VectorizedColumnReader)"),
     ("codegen'd Spark operators", r"GeneratedClass|GeneratedIterator"),
     ("compression (lz4/zstd/snappy)", r"(lz4|zstd|snappy|Lz4|Zstd)"),
@@ -81,8 +88,15 @@ INTEREST = [
 def events(path: str, stack_depth: int) -> Iterator[Tuple[str, str, List[str]]]:
     """(event type, thread name, frames top first) for every sample in the recording."""
     jfr = shutil.which("jfr") or os.path.join(os.environ.get("JAVA_HOME", "/usr"), "bin", "jfr")
-    cmd = [jfr, "print", "--stack-depth", str(stack_depth), "--events",
-           "jdk.ExecutionSample,jdk.NativeMethodSample", path]
+    cmd = [
+        jfr,
+        "print",
+        "--stack-depth",
+        str(stack_depth),
+        "--events",
+        "jdk.ExecutionSample,jdk.NativeMethodSample",
+        path,
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, bufsize=1 << 20)
     kind, thread, frames, in_stack = None, "", [], False
     assert proc.stdout is not None
@@ -108,12 +122,17 @@ def events(path: str, stack_depth: int) -> Iterator[Tuple[str, str, List[str]]]:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("jfr_file")
-    p.add_argument("--threads", default="Executor task launch worker",
-                   help="only samples of threads whose name contains this")
+    p.add_argument(
+        "--threads", default="Executor task launch worker", help="only samples of threads whose name contains this"
+    )
     p.add_argument("--top", type=int, default=30)
     p.add_argument("--stack-depth", type=int, default=96)
-    p.add_argument("--callers", default=None, metavar="REGEX",
-                   help="instead: the most common call paths (6 frames) into frames matching REGEX")
+    p.add_argument(
+        "--callers",
+        default=None,
+        metavar="REGEX",
+        help="instead: the most common call paths (6 frames) into frames matching REGEX",
+    )
     a = p.parse_args()
     if a.callers:
         paths = Counter()
@@ -124,7 +143,7 @@ def main() -> int:
             for i, f in enumerate(frames):
                 if re.search(a.callers, f):
                     n += 1
-                    paths["\n      <- ".join(frames[i:i + 6])] += 1
+                    paths["\n      <- ".join(frames[i : i + 6])] += 1
                     break
         print(f"{n} samples with a frame matching {a.callers!r}")
         for path, v in paths.most_common(a.top):

@@ -20,6 +20,7 @@ on the heap at the end of the batch, see docs/windows.md.)
 
 Prints the figures and writes results/order.json (--quick: results/order-quick.json).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,13 +58,17 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 def session(driver_memory: str, partitions: int = 4):
     import kstate
     from pyspark.sql import SparkSession
+
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    s = (kstate.configure(SparkSession.builder.master("local[2]").appName("kstate-bench-order"))
-         .config("spark.driver.memory", driver_memory)
-         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-         .config("spark.sql.shuffle.partitions", str(partitions))
-         .config("spark.sql.streaming.numRecentProgressUpdates", "10000")
-         .getOrCreate())
+    s = (
+        kstate.configure(SparkSession.builder.master("local[2]").appName("kstate-bench-order"))
+        .config("spark.driver.memory", driver_memory)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(partitions))
+        .config("spark.sql.streaming.numRecentProgressUpdates", "10000")
+        .getOrCreate()
+    )
     s.sparkContext.setLogLevel("WARN")
     return s
 
@@ -71,17 +76,22 @@ def session(driver_memory: str, partitions: int = 4):
 def generate(spark, src: str, a: argparse.Namespace) -> None:
     """FILES parquet files in src, sizes varying 0.5x..1.5x, increasing modification times."""
     from pyspark.sql import functions as F
+
     os.makedirs(src, exist_ok=True)
     span = 2 * MINUTE  # a file spans 2 minutes of event time: well within one 30-minute window
     sizes = [int(a.events / a.files * (0.5 + ((i * 7919) % 101) / 100)) for i in range(a.files)]
     first = 0
     for i, n in enumerate(sizes):
         tmp = src + f"_tmp{i}"
-        (spark.range(first, first + n, numPartitions=1)
-         .select(F.col("id").alias("seq"),
-                 (F.abs(F.hash(F.col("id"), F.lit(1))) % a.keys).cast("string").alias("k"),
-                 (F.lit(i * span) + F.abs(F.hash(F.col("id"), F.lit(2))) % span).alias("ts"))
-         .write.parquet(tmp))
+        (
+            spark.range(first, first + n, numPartitions=1)
+            .select(
+                F.col("id").alias("seq"),
+                (F.abs(F.hash(F.col("id"), F.lit(1))) % a.keys).cast("string").alias("k"),
+                (F.lit(i * span) + F.abs(F.hash(F.col("id"), F.lit(2))) % span).alias("ts"),
+            )
+            .write.parquet(tmp)
+        )
         part = [f for f in os.listdir(tmp) if f.endswith(".parquet")][0]
         dst = os.path.join(src, f"part-{i:05d}.parquet")
         shutil.move(os.path.join(tmp, part), dst)
@@ -91,8 +101,9 @@ def generate(spark, src: str, a: argparse.Namespace) -> None:
 
 
 def run(spark, src: str, ckpt: str, kind: str, max_files: Optional[int], order: str = "auto") -> Dict[str, Any]:
-    from pyspark.sql import functions as F
     from kstate import BufferConfig, Suppressed, TimeWindows
+    from pyspark.sql import functions as F
+
     spark.conf.set("spark.kstate.processingOrder", order)
     reader = spark.readStream.schema("seq LONG, k STRING, ts LONG")
     if max_files:
@@ -101,14 +112,21 @@ def run(spark, src: str, ckpt: str, kind: str, max_files: Optional[int], order: 
     if kind == "dedup":
         out = df.kstate.deduplicate_by_key(GRACE_MS, key="k", timestamp="ts")
     elif kind == "kstate":
-        out = (df.kstate.windowed_by(TimeWindows.of_size(WINDOW_MS).grace(GRACE_MS), key="k", timestamp="ts")
-               .count().kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
+        out = (
+            df.kstate.windowed_by(TimeWindows.of_size(WINDOW_MS).grace(GRACE_MS), key="k", timestamp="ts")
+            .count()
+            .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+        )
     else:
         t = df.withColumn("t", F.timestamp_millis("ts")).withWatermark("t", f"{GRACE_MS // 1000} seconds")
         out = t.groupBy(F.window("t", f"{WINDOW_MS // 1000} seconds"), "k").count()
     counts: List[int] = []
-    q = (out.writeStream.outputMode("append").option("checkpointLocation", ckpt)
-         .foreachBatch(lambda b, _: counts.append(b.count())).start())
+    q = (
+        out.writeStream.outputMode("append")
+        .option("checkpointLocation", ckpt)
+        .foreachBatch(lambda b, _: counts.append(b.count()))
+        .start()
+    )
     start = time.monotonic()
     try:
         q.processAllAvailable()
@@ -123,10 +141,17 @@ def run(spark, src: str, ckpt: str, kind: str, max_files: Optional[int], order: 
         for op in p.get("stateOperators", []):
             for k2, v in (op.get("customMetrics") or {}).items():
                 custom[k2] = custom.get(k2, 0) + v
-    return dict(kind=kind, order=order, max_files=max_files, wall_s=round(wall, 2), input_rows=rows,
-                rows_per_s=round(rows / wall), output_rows=sum(counts),
-                late_dropped=custom.get("lateRecordsDropped", 0),
-                input_spilled_bytes=custom.get("inputSpilledBytes", 0))
+    return dict(
+        kind=kind,
+        order=order,
+        max_files=max_files,
+        wall_s=round(wall, 2),
+        input_rows=rows,
+        rows_per_s=round(rows / wall),
+        output_rows=sum(counts),
+        late_dropped=custom.get("lateRecordsDropped", 0),
+        input_spilled_bytes=custom.get("inputSpilledBytes", 0),
+    )
 
 
 def child(a: argparse.Namespace) -> None:
@@ -159,15 +184,29 @@ def main() -> int:
     generate(spark, src, a)
     print(f"input: {a.events:,} events, {a.files} files, {a.keys:,} keys ({time.monotonic() - t0:.0f} s)", flush=True)
     runs = {}
-    plan = [("kstate_auto_1", "kstate", 1, "auto"), ("kstate_auto_all", "kstate", None, "auto"),
-            ("kstate_task_all", "kstate", None, "task"), ("spark_all", "spark", None, "auto"),
-            ("dedup_auto_all", "dedup", None, "auto")]
+    plan = [
+        ("kstate_auto_1", "kstate", 1, "auto"),
+        ("kstate_auto_all", "kstate", None, "auto"),
+        ("kstate_task_all", "kstate", None, "task"),
+        ("spark_all", "spark", None, "auto"),
+        ("dedup_auto_all", "dedup", None, "auto"),
+    ]
     for name, kind, mf, order in plan:
         runs[name] = run(spark, src, os.path.join(work, "ckpt-" + name), kind, mf, order)
         print(name, runs[name], flush=True)
     spark.stop()
-    proc = subprocess.run([sys.executable, __file__, "--child", f"{src},{os.path.join(work, 'ckpt-small')}",
-                           "--small-heap", a.small_heap], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            f"{src},{os.path.join(work, 'ckpt-small')}",
+            "--small-heap",
+            a.small_heap,
+        ],
+        capture_output=True,
+        text=True,
+    )
     small = next((json.loads(l[7:]) for l in proc.stdout.splitlines() if l.startswith("RESULT ")), None)
     if small is None:
         small = {"error": (proc.stderr or proc.stdout)[-2000:]}
@@ -177,20 +216,36 @@ def main() -> int:
     ka, k1, kt, sp = runs["kstate_auto_all"], runs["kstate_auto_1"], runs["kstate_task_all"], runs["spark_all"]
     same = ka["output_rows"] == k1["output_rows"] and ka["late_dropped"] == 0 == k1["late_dropped"]
     ratio = ka["rows_per_s"] / sp["rows_per_s"] if sp["rows_per_s"] else None
-    print(f"\ncatch-up batch, default order: {ka['output_rows']:,} final windows, {ka['late_dropped']:,} late "
-          f"(1 file per trigger: {k1['output_rows']:,}, {k1['late_dropped']:,} late): "
-          f"{'identical' if same else 'DIFFERENT'}")
+    print(
+        f"\ncatch-up batch, default order: {ka['output_rows']:,} final windows, {ka['late_dropped']:,} late "
+        f"(1 file per trigger: {k1['output_rows']:,}, {k1['late_dropped']:,} late): "
+        f"{'identical' if same else 'DIFFERENT'}"
+    )
     print(f"catch-up batch, task order:    {kt['output_rows']:,} final windows, {kt['late_dropped']:,} late")
-    print(f"throughput, one catch-up batch: kstate {ka['rows_per_s']:,} rows/s, Spark {sp['rows_per_s']:,} rows/s"
-          f" -> kstate/Spark {ratio:.2f}x" if ratio else "")
+    print(
+        f"throughput, one catch-up batch: kstate {ka['rows_per_s']:,} rows/s, Spark {sp['rows_per_s']:,} rows/s"
+        f" -> kstate/Spark {ratio:.2f}x"
+        if ratio
+        else ""
+    )
     dd = runs["dedup_auto_all"]
     if "heap_peak_pools_mb" in small:
-        print(f"bounded heap (dedup): {small['input_rows']:,} rows in one micro-batch with a {small['heap_max_mb']} MB "
-              f"heap, peak <= {small['heap_peak_pools_mb']} MB, {small['input_spilled_bytes'] / 2**20:.0f} MB spilled "
-              f"while ordering, {small['rows_per_s']:,} rows/s, {small['output_rows']:,} rows forwarded "
-              f"(6 GB heap: {dd['output_rows']:,}, {dd['rows_per_s']:,} rows/s)")
-    result = dict(date_utc=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()), events=a.events, files=a.files, keys=a.keys, runs=runs, small_heap=small,
-                  identical_across_triggers=same, kstate_vs_spark=round(ratio, 3) if ratio else None)
+        print(
+            f"bounded heap (dedup): {small['input_rows']:,} rows in one micro-batch with a {small['heap_max_mb']} MB "
+            f"heap, peak <= {small['heap_peak_pools_mb']} MB, {small['input_spilled_bytes'] / 2**20:.0f} MB spilled "
+            f"while ordering, {small['rows_per_s']:,} rows/s, {small['output_rows']:,} rows forwarded "
+            f"(6 GB heap: {dd['output_rows']:,}, {dd['rows_per_s']:,} rows/s)"
+        )
+    result = dict(
+        date_utc=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
+        events=a.events,
+        files=a.files,
+        keys=a.keys,
+        runs=runs,
+        small_heap=small,
+        identical_across_triggers=same,
+        kstate_vs_spark=round(ratio, 3) if ratio else None,
+    )
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     out = os.path.join(HERE, "results", "order-quick.json" if a.quick else "order.json")
     with open(out, "w") as f:

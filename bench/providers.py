@@ -11,6 +11,7 @@ Run from the repository root::
 Every variant runs in its own Python process with its own Spark JVM, so the provider setting
 applies to a fresh session. See bench/README.md ("Provider benchmark").
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,10 +27,30 @@ import zipfile
 from collections import defaultdict
 from typing import Any, Dict, List, Optional
 
-from common import (save_results, HDFS, HERE, KSTATE_PROVIDER_KEY, PROVIDER_KEY, RESULTS, ROCKSDB, ROOT,
-                    SCHEMA, TMP, CpuMeter, add_input_args, add_spark_args, describe_input,
-                    environment, finish_args, fmt_int, generate, sha256_file, start_spark,
-                    summarize, unload_state_stores, wait_for_jar)
+from common import (
+    HDFS,
+    KSTATE_PROVIDER_KEY,
+    PROVIDER_KEY,
+    RESULTS,
+    ROCKSDB,
+    ROOT,
+    SCHEMA,
+    TMP,
+    CpuMeter,
+    add_input_args,
+    add_spark_args,
+    describe_input,
+    environment,
+    finish_args,
+    fmt_int,
+    generate,
+    save_results,
+    sha256_file,
+    start_spark,
+    summarize,
+    unload_state_stores,
+    wait_for_jar,
+)
 
 KSTATE_STORE = "io.kstate.KStateStoreProvider"
 
@@ -38,7 +59,7 @@ WORKLOADS = {
     "window": {
         "label": "windowed count, append",
         "query": 'withWatermark("ts", "{interval} seconds").groupBy(window("ts", "{window} seconds"), '
-                 '"key").count()',  # append mode
+        '"key").count()',  # append mode
         "must_match": ("rows", "sum_count", "digest"),
     },
     "dropdup": {
@@ -71,40 +92,57 @@ VARIANTS = {
 GOALS = {"rocksdb": 1.5, "hdfs": 1.0}
 
 
-
 # ---------------------------------------------------------------------------------------------
 # arguments
 
+
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: small input, 1 repetition; writes providers-quick.* and leaves "
-                        "docs/benchmarks.md alone")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: small input, 1 repetition; writes providers-quick.* and leaves docs/benchmarks.md alone",
+    )
     add_input_args(p)
     p.add_argument("--window", type=int, default=60, help="tumbling window of the count, seconds")
-    p.add_argument("--reps", type=int, default=None,
-                   help="timed repetitions per variant, each in a fresh process; the variant order "
-                        "alternates (default 3; --quick 1)")
+    p.add_argument(
+        "--reps",
+        type=int,
+        default=None,
+        help="timed repetitions per variant, each in a fresh process; the variant order "
+        "alternates (default 3; --quick 1)",
+    )
     p.add_argument("--warmup-files", type=int, default=None, help="default 3; --quick 2")
-    p.add_argument("--warmup-rows", type=int, default=None, help="rows per warm-up file "
-                   "(default 30000; --quick 5000)")
-    p.add_argument("--variants", default=",".join(VARIANTS),
-                   help="comma-separated subset of " + ", ".join(VARIANTS))
-    p.add_argument("--kstate-provider", default=KSTATE_STORE,
-                   help="class name of kstate's state store provider; its variants are skipped "
-                        "when the kstate jar does not contain it")
-    p.add_argument("--no-verify", action="store_true",
-                   help="skip the untimed pass that collects each variant's output (count and "
-                        "digest) for the cross-provider check; the timed runs' sink row counts "
-                        "are still compared")
+    p.add_argument("--warmup-rows", type=int, default=None, help="rows per warm-up file (default 30000; --quick 5000)")
+    p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of " + ", ".join(VARIANTS))
+    p.add_argument(
+        "--kstate-provider",
+        default=KSTATE_STORE,
+        help="class name of kstate's state store provider; its variants are skipped "
+        "when the kstate jar does not contain it",
+    )
+    p.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="skip the untimed pass that collects each variant's output (count and "
+        "digest) for the cross-provider check; the timed runs' sink row counts "
+        "are still compared",
+    )
     add_spark_args(p)
     p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--worker-timeout", type=int, default=3600,
-                   help="seconds before a variant's process is killed and recorded as failed")
-    p.add_argument("--out", default=None,
-                   help="results path without extension (default bench/results/providers, "
-                        "--quick bench/results/providers-quick)")
+    p.add_argument(
+        "--worker-timeout",
+        type=int,
+        default=3600,
+        help="seconds before a variant's process is killed and recorded as failed",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="results path without extension (default bench/results/providers, --quick bench/results/providers-quick)",
+    )
     p.add_argument("--no-save", action="store_true", help="print only: no JSON, PNG or docs/benchmarks.md")
     p.add_argument("--keep-tmp", action="store_true", help="keep bench/results/tmp")
     a = p.parse_args(argv)
@@ -146,16 +184,19 @@ def class_in_jar(jar: str, cls: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 # worker: one variant in a fresh process and Spark session (warm-up, timed run, check pass)
 
+
 def build_query(spark, workload: str, data_dir: str, interval_s: int, window_s: int):
     from pyspark.sql import functions as F
 
     src = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(data_dir)
     if workload == "window":
-        return (src.withWatermark("ts", f"{interval_s} seconds")
-                .groupBy(F.window("ts", f"{window_s} seconds"), "key").count())
+        return (
+            src.withWatermark("ts", f"{interval_s} seconds")
+            .groupBy(F.window("ts", f"{window_s} seconds"), "key")
+            .count()
+        )
     if workload == "dropdup":
-        return (src.withWatermark("ts", f"{interval_s} seconds")
-                .dropDuplicatesWithinWatermark(["key"]))
+        return src.withWatermark("ts", f"{interval_s} seconds").dropDuplicatesWithinWatermark(["key"])
     if workload == "kdedup":
         return src.kstate.deduplicate_by_key(f"{interval_s} seconds", key="key", timestamp="ts")
     raise ValueError(workload)
@@ -164,14 +205,21 @@ def build_query(spark, workload: str, data_dir: str, interval_s: int, window_s: 
 def output_check_columns(workload: str):
     """Output columns a row's digest covers."""
     from pyspark.sql import functions as F
+
     if workload == "window":
         return [F.col("window.start"), F.col("window.end"), F.col("key"), F.col("count")]
     return [F.col("key"), F.col("ts"), F.col("event_id")]
 
 
-def run_query(spark, workload: str, data_dir: str, ckpt: str, spec: Dict[str, Any],
-              check: Optional[List[Dict[str, Any]]] = None,
-              meter: Optional[CpuMeter] = None) -> Dict[str, Any]:
+def run_query(
+    spark,
+    workload: str,
+    data_dir: str,
+    ckpt: str,
+    spec: Dict[str, Any],
+    check: Optional[List[Dict[str, Any]]] = None,
+    meter: Optional[CpuMeter] = None,
+) -> Dict[str, Any]:
     """One AvailableNow query to termination; noop sink, or with `check` a foreachBatch sink that
     appends each batch's output count and digest to `check` (one Spark job per batch)."""
     from pyspark.sql import functions as F
@@ -184,23 +232,30 @@ def run_query(spark, workload: str, data_dir: str, ckpt: str, spec: Dict[str, An
     t0 = time.perf_counter()
     try:
         df = build_query(spark, workload, data_dir, spec["interval"], spec["window"])
-        w = (df.writeStream.outputMode("append").option("checkpointLocation", ckpt)
-             .trigger(availableNow=True))
+        w = df.writeStream.outputMode("append").option("checkpointLocation", ckpt).trigger(availableNow=True)
         if check is None:
             w = w.format("noop")
         else:
             cols = output_check_columns(workload)
-            aggs = [F.count(F.lit(1)).alias("rows"),
-                    # order-independent digest; decimal so that the sum cannot overflow
-                    F.sum(F.xxhash64(*cols).cast("decimal(38,0)")).alias("digest")]
+            aggs = [
+                F.count(F.lit(1)).alias("rows"),
+                # order-independent digest; decimal so that the sum cannot overflow
+                F.sum(F.xxhash64(*cols).cast("decimal(38,0)")).alias("digest"),
+            ]
             if workload == "window":
                 aggs.append(F.sum("count").alias("sum_count"))
 
             def check_batch(bdf, batch_id):
                 r = bdf.agg(*aggs).collect()[0].asDict()
-                check.append({"batch": int(batch_id), "rows": int(r["rows"]),
-                              "digest": int(r["digest"] or 0),
-                              **({"sum_count": int(r["sum_count"] or 0)} if "sum_count" in r else {})})
+                check.append(
+                    {
+                        "batch": int(batch_id),
+                        "rows": int(r["rows"]),
+                        "digest": int(r["digest"] or 0),
+                        **({"sum_count": int(r["sum_count"] or 0)} if "sum_count" in r else {}),
+                    }
+                )
+
             w = w.foreachBatch(check_batch)
         q = w.start()
         q.awaitTermination()
@@ -226,8 +281,9 @@ def worker(spec_path: str) -> int:
     out: Dict[str, Any] = {"variant": variant, "rep": spec["rep"], "settings": spec["settings"]}
     spark = None
     try:
-        spark = start_spark(a, app_name=f"kstate-bench-providers-{variant}",
-                            local_dir=spec["local_dir"], conf=spec["settings"])
+        spark = start_spark(
+            a, app_name=f"kstate-bench-providers-{variant}", local_dir=spec["local_dir"], conf=spec["settings"]
+        )
         if spec["want_env"]:
             out["environment"] = environment(spark, a, spec["jar"], extra_conf_keys=(PROVIDER_KEY,))
         try:
@@ -239,18 +295,15 @@ def worker(spec_path: str) -> int:
 
         r = run_query(spark, workload, spec["warm_dir"], os.path.join(ckpt, "warmup"), spec)
         out["warmup"] = {"wall_s": round(r["wall_s"], 2), "error": r["error"]}
-        print(f"{tag} warm-up {r['wall_s']:.1f} s" + (f"  ERROR {short(r['error'])}" if r["error"] else ""),
-              flush=True)
+        print(f"{tag} warm-up {r['wall_s']:.1f} s" + (f"  ERROR {short(r['error'])}" if r["error"] else ""), flush=True)
         if r["error"]:
             return 0
 
-        r = run_query(spark, workload, spec["data_dir"], os.path.join(ckpt, "timed"), spec,
-                      meter=meter)
+        r = run_query(spark, workload, spec["data_dir"], os.path.join(ckpt, "timed"), spec, meter=meter)
         s = summarize(r, spec["rows"])
         s["progress"] = r["progress"]
         out["timed"] = s
-        msg = (f"{tag} timed {s['wall_s']:.1f} s  {fmt_int(s['rows_per_s'])} rows/s  "
-               f"{s['batches_with_data']} batches")
+        msg = f"{tag} timed {s['wall_s']:.1f} s  {fmt_int(s['rows_per_s'])} rows/s  {s['batches_with_data']} batches"
         c = s["cpu"]
         if c.get("own_cpu_s") is not None:
             msg += f"  cpu {c['own_cpu_s']:.0f} s"
@@ -258,17 +311,27 @@ def worker(spec_path: str) -> int:
 
         if spec["verify"]:
             batches: List[Dict[str, Any]] = []
-            r = run_query(spark, workload, spec["data_dir"], os.path.join(ckpt, "verify"), spec,
-                          check=batches)
-            total = {} if r["error"] else {k: sum(b[k] for b in batches)
-                                            for k in ("rows", "digest", "sum_count")
-                                            if all(k in b for b in batches)}
-            out["verify"] = {"wall_s": round(r["wall_s"], 2), "error": r["error"],
-                             "total": {k: str(v) if k == "digest" else v for k, v in total.items()},
-                             "batches": [{k: str(v) if k == "digest" else v for k, v in b.items()}
-                                         for b in batches]}
-            print(f"{tag} check pass {r['wall_s']:.1f} s (untimed): {fmt_int(total.get('rows'))} output "
-                  "rows" + (f"  ERROR {short(r['error'])}" if r["error"] else ""), flush=True)
+            r = run_query(spark, workload, spec["data_dir"], os.path.join(ckpt, "verify"), spec, check=batches)
+            total = (
+                {}
+                if r["error"]
+                else {
+                    k: sum(b[k] for b in batches)
+                    for k in ("rows", "digest", "sum_count")
+                    if all(k in b for b in batches)
+                }
+            )
+            out["verify"] = {
+                "wall_s": round(r["wall_s"], 2),
+                "error": r["error"],
+                "total": {k: str(v) if k == "digest" else v for k, v in total.items()},
+                "batches": [{k: str(v) if k == "digest" else v for k, v in b.items()} for b in batches],
+            }
+            print(
+                f"{tag} check pass {r['wall_s']:.1f} s (untimed): {fmt_int(total.get('rows'))} output "
+                "rows" + (f"  ERROR {short(r['error'])}" if r["error"] else ""),
+                flush=True,
+            )
     except Exception as e:
         out["error"] = f"{type(e).__name__}: {e}"[:4000]
     finally:
@@ -285,6 +348,7 @@ def worker(spec_path: str) -> int:
 # ---------------------------------------------------------------------------------------------
 # parent: input, one process per (repetition, variant), checks, report
 
+
 def run_worker(spec: Dict[str, Any], run_tmp: str, timeout_s: int) -> Dict[str, Any]:
     name = f"{spec['variant']}-{spec['rep']}"
     spec_path = os.path.join(run_tmp, f"{name}.spec.json")
@@ -295,8 +359,12 @@ def run_worker(spec: Dict[str, Any], run_tmp: str, timeout_s: int) -> Dict[str, 
     t0 = time.perf_counter()
     problem = None
     with open(log_path, "w") as log:
-        proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", spec_path],
-                                stdout=None, stderr=log, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--worker", spec_path],
+            stdout=None,
+            stderr=log,
+            start_new_session=True,
+        )
         try:
             rc = proc.wait(timeout=timeout_s)
             if rc != 0:
@@ -318,8 +386,7 @@ def run_worker(spec: Dict[str, Any], run_tmp: str, timeout_s: int) -> Dict[str, 
         try:
             with open(log_path) as f:
                 tail = f.read().splitlines()[-25:]
-            print(f"--- last lines of {os.path.relpath(log_path, ROOT)} ---\n" + "\n".join(tail)
-                  + "\n---", flush=True)
+            print(f"--- last lines of {os.path.relpath(log_path, ROOT)} ---\n" + "\n".join(tail) + "\n---", flush=True)
         except OSError:
             pass
     # worker-local state is not needed any more (its JVM is gone)
@@ -345,8 +412,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         has_kstate = class_in_jar(jar, a.kstate_provider)
         skipped: Dict[str, str] = {}
         if not has_kstate:
-            reason = (f"{a.kstate_provider} is not in the kstate jar "
-                      f"({os.path.relpath(jar, ROOT)}) yet")
+            reason = f"{a.kstate_provider} is not in the kstate jar ({os.path.relpath(jar, ROOT)}) yet"
             for v in a.variant_list:
                 if VARIANTS[v][1] == "kstate":
                     skipped[v] = reason
@@ -354,8 +420,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                 print(f"SKIPPING {', '.join(skipped)}: {reason}", flush=True)
         busy = CpuMeter(None).idle_check()
         if busy > 0.1:
-            print(f"WARNING: other processes are using {100 * busy:.0f}% of the CPUs; "
-                  "the numbers will be noisy (see foreign_cpu_s per run in the JSON)", flush=True)
+            print(
+                f"WARNING: other processes are using {100 * busy:.0f}% of the CPUs; "
+                "the numbers will be noisy (see foreign_cpu_s per run in the JSON)",
+                flush=True,
+            )
 
         runnable = [v for v in a.variant_list if v not in skipped]
         runs: Dict[str, List[Dict[str, Any]]] = defaultdict(list)
@@ -366,15 +435,27 @@ def main(argv: Optional[List[str]] = None) -> int:
                 workload, slot, key = VARIANTS[v]
                 name = f"{v}-{rep}"
                 spec = {
-                    "variant": v, "workload": workload, "rep": rep, "order": i,
+                    "variant": v,
+                    "workload": workload,
+                    "rep": rep,
+                    "order": i,
                     "settings": {key: provider_class(slot, a)},
-                    "spark_args": {"master": a.master, "driver_memory": a.driver_memory,
-                                   "shuffle_partitions": a.shuffle_partitions, "conf": a.conf},
-                    "jar": jar, "data_dir": data_dir, "warm_dir": warm_dir, "rows": inp["rows"],
-                    "interval": a.interval, "window": a.window,
+                    "spark_args": {
+                        "master": a.master,
+                        "driver_memory": a.driver_memory,
+                        "shuffle_partitions": a.shuffle_partitions,
+                        "conf": a.conf,
+                    },
+                    "jar": jar,
+                    "data_dir": data_dir,
+                    "warm_dir": warm_dir,
+                    "rows": inp["rows"],
+                    "interval": a.interval,
+                    "window": a.window,
                     "ckpt_dir": os.path.join(run_tmp, "ckpt", name),
                     "local_dir": os.path.join(run_tmp, "spark-local", name),
-                    "verify": rep == 0 and not a.no_verify, "want_env": env is None,
+                    "verify": rep == 0 and not a.no_verify,
+                    "want_env": env is None,
                 }
                 res = run_worker(spec, run_tmp, a.worker_timeout)
                 if env is None and res.get("environment"):
@@ -384,17 +465,21 @@ def main(argv: Optional[List[str]] = None) -> int:
                 runs[v].append(res)
 
         env = env or {}
-        env["spark_conf_note"] = ("spark_conf is read from the first variant's session; each "
-                                  "variant's provider setting is variants.<name>.setting")
+        env["spark_conf_note"] = (
+            "spark_conf is read from the first variant's session; each "
+            "variant's provider setting is variants.<name>.setting"
+        )
         env["kstate_jar_sha256"] = env.get("kstate_jar_sha256") or jar_sha
         env["other_processes_cpu_fraction_at_start"] = round(busy, 3)
         env["loadavg_at_start"] = os.getloadavg() if hasattr(os, "getloadavg") else None
         sha_end = sha256_file(jar)
         if sha_end != jar_sha:
             env["kstate_jar_sha256_at_end"] = sha_end
-            print(f"WARNING: the kstate jar was replaced during the run (sha256 {str(jar_sha)[:12]} "
-                  f"at start, {str(sha_end)[:12]} now); later variants may have used the new one",
-                  flush=True)
+            print(
+                f"WARNING: the kstate jar was replaced during the run (sha256 {str(jar_sha)[:12]} "
+                f"at start, {str(sha_end)[:12]} now); later variants may have used the new one",
+                flush=True,
+            )
 
         result = assemble(a, inp, env, runs, skipped, has_kstate, jar)
         result["total_wall_s"] = round(time.perf_counter() - t_start, 1)
@@ -413,6 +498,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 # ---------------------------------------------------------------------------------------------
 # results
+
 
 def run_error(r: Dict[str, Any]) -> Optional[str]:
     for where in ("error", "warmup", "timed", "verify"):
@@ -437,8 +523,7 @@ def check_workload(workload: str, variants: Dict[str, Any]) -> Dict[str, Any]:
         sinks = [s for s in d["sink_output_rows_reps"] if s is not None]
         values[v]["sink_rows_timed"] = sinks
         if "rows" in tot and any(s != tot["rows"] for s in sinks):
-            problems.append(f"{v}: timed runs' sink numOutputRows {sinks} != check pass rows "
-                            f"{tot['rows']:,}")
+            problems.append(f"{v}: timed runs' sink numOutputRows {sinks} != check pass rows {tot['rows']:,}")
         if len(set(sinks)) > 1:
             problems.append(f"{v}: repetitions disagree on output rows {sinks}")
     checked = [v for v in vs if "rows" in values[v]]
@@ -449,21 +534,30 @@ def check_workload(workload: str, variants: Dict[str, Any]) -> Dict[str, Any]:
     if "digest" not in must:
         seen = {v: values[v].get("digest") for v in checked}
         if len(set(seen.values())) > 1:
-            notes.append("row digests differ (which row of a duplicate set is kept): "
-                         + ", ".join(f"{v}={x}" for v, x in seen.items()))
+            notes.append(
+                "row digests differ (which row of a duplicate set is kept): "
+                + ", ".join(f"{v}={x}" for v, x in seen.items())
+            )
     if not checked:  # --no-verify: fall back to the timed runs' sink counts
         seen = {v: (values[v]["sink_rows_timed"] or [None])[0] for v in vs}
         if len(set(x for x in seen.values() if x is not None)) > 1:
-            problems.append("output rows (noop sink numOutputRows) differ: "
-                            + ", ".join(f"{v}={x}" for v, x in seen.items()))
+            problems.append(
+                "output rows (noop sink numOutputRows) differ: " + ", ".join(f"{v}={x}" for v, x in seen.items())
+            )
     if len(checked) >= 2:
         first_diff = first_batch_difference({v: vs[v]["check_pass"]["batches"] for v in checked}, must)
         if first_diff and problems:
             notes.append(first_diff)
     compared = checked if checked else list(vs)
-    return {"ok": not problems, "compared": compared, "must_match": list(must),
-            "values": values, "problems": problems, "notes": notes,
-            "meaningful": len(compared) >= 2}
+    return {
+        "ok": not problems,
+        "compared": compared,
+        "must_match": list(must),
+        "values": values,
+        "problems": problems,
+        "notes": notes,
+        "meaningful": len(compared) >= 2,
+    }
 
 
 def first_batch_difference(batches: Dict[str, List[Dict[str, Any]]], must) -> Optional[str]:
@@ -483,7 +577,8 @@ def assemble(a, inp, env, runs, skipped, has_kstate, jar) -> Dict[str, Any]:
     for v in a.variant_list:
         workload, slot, key = VARIANTS[v]
         d: Dict[str, Any] = {
-            "workload": workload, "provider": PROVIDER_NAMES[slot],
+            "workload": workload,
+            "provider": PROVIDER_NAMES[slot],
             "label": f"{WORKLOADS[workload]['label']} ({PROVIDER_NAMES[slot]})",
             "setting": {key: provider_class(slot, a)},
         }
@@ -497,26 +592,29 @@ def assemble(a, inp, env, runs, skipped, has_kstate, jar) -> Dict[str, Any]:
         rates = [t.get("rows_per_s") for t in timed]
         ok = [x for x in rates if x]
         check = next((r["verify"] for r in rs if r.get("verify")), None)
-        d.update({
-            "status": "error" if errors else "ok",
-            "errors": errors,
-            "rows_per_s_reps": rates,
-            "rows_per_s_median": round(statistics.median(ok), 1) if ok and len(ok) == len(rates) else None,
-            "rows_per_s_best": max(ok) if ok else None,
-            "wall_s_reps": [t.get("wall_s") for t in timed],
-            "own_cpu_s_reps": [(t.get("cpu") or {}).get("own_cpu_s") for t in timed],
-            "foreign_cpu_s_reps": [(t.get("cpu") or {}).get("foreign_cpu_s") for t in timed],
-            "sink_output_rows_reps": [t.get("sink_output_rows") for t in timed],
-            "output_rows": (int(check["total"]["rows"]) if check and "rows" in check["total"]
-                            else next((s.get("sink_output_rows") for s in timed
-                                       if s.get("sink_output_rows") is not None), None)),
-            "check_pass": check,
-            "runs": rs,
-        })
+        d.update(
+            {
+                "status": "error" if errors else "ok",
+                "errors": errors,
+                "rows_per_s_reps": rates,
+                "rows_per_s_median": round(statistics.median(ok), 1) if ok and len(ok) == len(rates) else None,
+                "rows_per_s_best": max(ok) if ok else None,
+                "wall_s_reps": [t.get("wall_s") for t in timed],
+                "own_cpu_s_reps": [(t.get("cpu") or {}).get("own_cpu_s") for t in timed],
+                "foreign_cpu_s_reps": [(t.get("cpu") or {}).get("foreign_cpu_s") for t in timed],
+                "sink_output_rows_reps": [t.get("sink_output_rows") for t in timed],
+                "output_rows": (
+                    int(check["total"]["rows"])
+                    if check and "rows" in check["total"]
+                    else next((s.get("sink_output_rows") for s in timed if s.get("sink_output_rows") is not None), None)
+                ),
+                "check_pass": check,
+                "runs": rs,
+            }
+        )
         variants[v] = d
 
-    checks = {w: check_workload(w, variants) for w in WORKLOADS
-              if any(d["workload"] == w for d in variants.values())}
+    checks = {w: check_workload(w, variants) for w in WORKLOADS if any(d["workload"] == w for d in variants.values())}
 
     ratios: Dict[str, Dict[str, Any]] = {}
     for w in checks:
@@ -526,8 +624,9 @@ def assemble(a, inp, env, runs, skipped, has_kstate, jar) -> Dict[str, Any]:
         for base, goal in GOALS.items():
             b = by_slot.get(base)
             if b is None:
-                why = ("HDFS cannot back kstate operators" if w == "kdedup" and base == "hdfs"
-                       else "variant not selected")
+                why = (
+                    "HDFS cannot back kstate operators" if w == "kdedup" and base == "hdfs" else "variant not selected"
+                )
                 entry[base] = {"ratio": None, "goal": goal, "met": None, "why": why}
                 continue
             km, bm = (k or {}).get("rows_per_s_median"), b.get("rows_per_s_median")
@@ -538,10 +637,18 @@ def assemble(a, inp, env, runs, skipped, has_kstate, jar) -> Dict[str, Any]:
             else:
                 why = None
             r = round(km / bm, 3) if km and bm else None
-            rb = (round(k["rows_per_s_best"] / b["rows_per_s_best"], 3)
-                  if k and k.get("rows_per_s_best") and b.get("rows_per_s_best") else None)
-            entry[base] = {"ratio": r, "ratio_best_of_reps": rb, "goal": goal,
-                           "met": (r >= goal) if r is not None else None, "why": why}
+            rb = (
+                round(k["rows_per_s_best"] / b["rows_per_s_best"], 3)
+                if k and k.get("rows_per_s_best") and b.get("rows_per_s_best")
+                else None
+            )
+            entry[base] = {
+                "ratio": r,
+                "ratio_best_of_reps": rb,
+                "goal": goal,
+                "met": (r >= goal) if r is not None else None,
+                "why": why,
+            }
         ratios[w] = entry
 
     failures: List[str] = []
@@ -550,45 +657,60 @@ def assemble(a, inp, env, runs, skipped, has_kstate, jar) -> Dict[str, Any]:
     for w, c in checks.items():
         failures += [f"{w} results disagree across providers: {p}" for p in c["problems"]]
     # every goal that applies must be measured and met
-    applicable = [g for e in ratios.values() for g in e.values()
-                  if g["why"] != "HDFS cannot back kstate operators"]
+    applicable = [g for e in ratios.values() for g in e.values() if g["why"] != "HDFS cannot back kstate operators"]
     return {
         "benchmark": "state store providers: HDFS vs RocksDB vs kstate",
         "parameters": {
-            "quick": a.quick, "files": a.files, "rows_per_file": a.rows_per_file, "keys": a.keys,
-            "dup_rate": a.dup_rate, "late_rate": a.late_rate, "max_disorder_s": a.max_disorder,
-            "resend_delay_s": list(a.resend_delay), "event_rate_per_s": a.event_rate,
-            "watermark_delay_s": a.interval, "dedup_interval_s": a.interval, "window_s": a.window,
-            "shuffle_partitions": a.shuffle_partitions, "reps": a.reps,
-            "warmup_files": a.warmup_files, "warmup_rows": a.warmup_rows, "seed": a.seed,
-            "extra_conf": a.conf, "master": a.master, "driver_memory": a.driver_memory,
+            "quick": a.quick,
+            "files": a.files,
+            "rows_per_file": a.rows_per_file,
+            "keys": a.keys,
+            "dup_rate": a.dup_rate,
+            "late_rate": a.late_rate,
+            "max_disorder_s": a.max_disorder,
+            "resend_delay_s": list(a.resend_delay),
+            "event_rate_per_s": a.event_rate,
+            "watermark_delay_s": a.interval,
+            "dedup_interval_s": a.interval,
+            "window_s": a.window,
+            "shuffle_partitions": a.shuffle_partitions,
+            "reps": a.reps,
+            "warmup_files": a.warmup_files,
+            "warmup_rows": a.warmup_rows,
+            "seed": a.seed,
+            "extra_conf": a.conf,
+            "master": a.master,
+            "driver_memory": a.driver_memory,
             "source": "parquet files, maxFilesPerTrigger=1, Trigger.AvailableNow",
             "isolation": "one Python process + Spark JVM per (repetition, variant), with a warm-up "
-                         "query on separate input before the timed one",
+            "query on separate input before the timed one",
             "timed_sink": "noop, outputMode append",
             "check_sink": "foreachBatch: count, sum of xxhash64(output columns), sum(count); untimed, "
-                          "repetition 0 only",
+            "repetition 0 only",
             "rows_per_s": "input rows / wall time from start() to the end of awaitTermination()",
-            "queries": {w: WORKLOADS[w]["query"].format(interval=a.interval, window=a.window)
-                        for w in WORKLOADS},
+            "queries": {w: WORKLOADS[w]["query"].format(interval=a.interval, window=a.window) for w in WORKLOADS},
         },
-        "kstate_provider": {"class": a.kstate_provider, "in_jar": has_kstate,
-                            "jar": os.path.relpath(jar, ROOT)},
+        "kstate_provider": {"class": a.kstate_provider, "in_jar": has_kstate, "jar": os.path.relpath(jar, ROOT)},
         "input": inp,
         "environment": env,
         "variants": variants,
         "checks": checks,
         "ratios": ratios,
-        "goals": {"kstate_vs_rocksdb": GOALS["rocksdb"], "kstate_vs_hdfs": GOALS["hdfs"],
-                  "all_met": bool(applicable) and all(g["met"] is True for g in applicable)},
+        "goals": {
+            "kstate_vs_rocksdb": GOALS["rocksdb"],
+            "kstate_vs_hdfs": GOALS["hdfs"],
+            "all_met": bool(applicable) and all(g["met"] is True for g in applicable),
+        },
         "failures": failures,
     }
 
 
 def report(result: Dict[str, Any]) -> str:
     vs = result["variants"]
-    head = (f"{'variant':16s} {'workload':30s} {'provider':8s} {'rows/s':>9s} {'reps':>20s} "
-            f"{'best':>9s} {'CPU s':>9s} {'output rows':>11s}")
+    head = (
+        f"{'variant':16s} {'workload':30s} {'provider':8s} {'rows/s':>9s} {'reps':>20s} "
+        f"{'best':>9s} {'CPU s':>9s} {'output rows':>11s}"
+    )
     rows = [head, "-" * len(head)]
     for v, d in vs.items():
         wl = WORKLOADS[d["workload"]]["label"]
@@ -597,16 +719,22 @@ def report(result: Dict[str, Any]) -> str:
             continue
         reps = "/".join(fmt_int(r) for r in d["rows_per_s_reps"])
         cpu = "/".join(fmt_int(c) for c in d["own_cpu_s_reps"])
-        rows.append(f"{v:16s} {wl:30s} {d['provider']:8s} {fmt_int(d['rows_per_s_median']):>9s} "
-                    f"{reps:>20s} {fmt_int(d['rows_per_s_best']):>9s} {cpu:>9s} "
-                    f"{fmt_int(d['output_rows']):>11s}" + ("  ERROR" if d["status"] == "error" else ""))
-    rows.append("rows/s: median of the repetitions (best: fastest one); CPU s: CPU time of the "
-                "variant's processes per repetition; output rows: untimed check pass (with --no-verify: the "
-                "timed run's noop sink)")
+        rows.append(
+            f"{v:16s} {wl:30s} {d['provider']:8s} {fmt_int(d['rows_per_s_median']):>9s} "
+            f"{reps:>20s} {fmt_int(d['rows_per_s_best']):>9s} {cpu:>9s} "
+            f"{fmt_int(d['output_rows']):>11s}" + ("  ERROR" if d["status"] == "error" else "")
+        )
+    rows.append(
+        "rows/s: median of the repetitions (best: fastest one); CPU s: CPU time of the "
+        "variant's processes per repetition; output rows: untimed check pass (with --no-verify: the "
+        "timed run's noop sink)"
+    )
     rows.append("")
     g = result["goals"]
-    h2 = (f"{'workload':30s} {'kstate/RocksDB':>14s} {'goal >= %.1fx' % g['kstate_vs_rocksdb']:>14s} "
-          f"{'kstate/HDFS':>12s} {'goal >= %.1fx' % g['kstate_vs_hdfs']:>14s} {'results agree':>14s}")
+    h2 = (
+        f"{'workload':30s} {'kstate/RocksDB':>14s} {'goal >= %.1fx' % g['kstate_vs_rocksdb']:>14s} "
+        f"{'kstate/HDFS':>12s} {'goal >= %.1fx' % g['kstate_vs_hdfs']:>14s} {'results agree':>14s}"
+    )
     rows += [h2, "-" * len(h2)]
 
     def cell(e: Dict[str, Any]):
@@ -618,40 +746,48 @@ def report(result: Dict[str, Any]) -> str:
         r1, m1 = cell(e["rocksdb"])
         r2, m2 = cell(e["hdfs"])
         c = result["checks"][w]
-        agree = ("yes" if c["ok"] and c["meaningful"] else "NO" if not c["ok"]
-                 else "(1 provider)")
+        agree = "yes" if c["ok"] and c["meaningful"] else "NO" if not c["ok"] else "(1 provider)"
         rows.append(f"{WORKLOADS[w]['label']:30s} {r1:>14s} {m1:>14s} {r2:>12s} {m2:>14s} {agree:>14s}")
-    whys = sorted({x["why"] for e in result["ratios"].values() for x in e.values()
-                   if x["why"] and x["ratio"] is None})
+    whys = sorted({x["why"] for e in result["ratios"].values() for x in e.values() if x["why"] and x["ratio"] is None})
     for why in whys:
         rows.append(f"{'n/a' if why == 'HDFS cannot back kstate operators' else 'not measured'}: {why}")
-    rows.append("GOALS (every applicable ratio measured and met): "
-                + ("MET" if result["goals"]["all_met"] else "NOT MET"))
+    rows.append(
+        "GOALS (every applicable ratio measured and met): " + ("MET" if result["goals"]["all_met"] else "NOT MET")
+    )
     table = "\n".join(rows)
-    noisy = [f"{v} rep {i} ({f:.0f} CPU-s)" for v, d in vs.items()
-             for i, (f, w) in enumerate(zip(d.get("foreign_cpu_s_reps", []), d.get("wall_s_reps", [])))
-             if f is not None and w and f > 0.1 * w * (os.cpu_count() or 1)]
+    noisy = [
+        f"{v} rep {i} ({f:.0f} CPU-s)"
+        for v, d in vs.items()
+        for i, (f, w) in enumerate(zip(d.get("foreign_cpu_s_reps", []), d.get("wall_s_reps", [])))
+        if f is not None and w and f > 0.1 * w * (os.cpu_count() or 1)
+    ]
     if noisy:
-        table += ("\nWARNING: other processes used >10% of the CPUs during: " + ", ".join(noisy)
-                  + " -- rerun on an idle machine")
+        table += (
+            "\nWARNING: other processes used >10% of the CPUs during: "
+            + ", ".join(noisy)
+            + " -- rerun on an idle machine"
+        )
     print("\n" + table)
 
-    print("\nTime breakdown per variant, median rep (sums over batches; state operator times are "
-          "task-time sums):")
-    print(f"{'variant':16s} {'wall s':>7s} {'addBatch':>8s} {'planning':>8s} {'walCommit':>9s} "
-          f"{'commitOff':>9s} | {'op update':>9s} {'op remove':>9s} {'op commit':>9s} "
-          f"{'state rows':>10s} {'dropped late':>12s}")
+    print("\nTime breakdown per variant, median rep (sums over batches; state operator times are task-time sums):")
+    print(
+        f"{'variant':16s} {'wall s':>7s} {'addBatch':>8s} {'planning':>8s} {'walCommit':>9s} "
+        f"{'commitOff':>9s} | {'op update':>9s} {'op remove':>9s} {'op commit':>9s} "
+        f"{'state rows':>10s} {'dropped late':>12s}"
+    )
     for v, d in vs.items():
         ok = [r["timed"] for r in d.get("runs", []) if (r.get("timed") or {}).get("rows_per_s")]
         if not ok:
             continue
         s = sorted(ok, key=lambda s: s["wall_s"])[(len(ok) - 1) // 2]
         m, op = s["durationMs_sum"], s["state_operator"]
-        print(f"{v:16s} {s['wall_s']:7.1f} {m.get('addBatch', 0) / 1e3:8.1f} "
-              f"{m.get('queryPlanning', 0) / 1e3:8.1f} {m.get('walCommit', 0) / 1e3:9.1f} "
-              f"{m.get('commitOffsets', 0) / 1e3:9.1f} | {op.get('allUpdatesTimeMs', 0) / 1e3:9.1f} "
-              f"{op.get('allRemovalsTimeMs', 0) / 1e3:9.1f} {op.get('commitTimeMs', 0) / 1e3:9.1f} "
-              f"{op.get('numRowsTotal_max', 0):10,d} {op.get('numRowsDroppedByWatermark', 0):12,d}")
+        print(
+            f"{v:16s} {s['wall_s']:7.1f} {m.get('addBatch', 0) / 1e3:8.1f} "
+            f"{m.get('queryPlanning', 0) / 1e3:8.1f} {m.get('walCommit', 0) / 1e3:9.1f} "
+            f"{m.get('commitOffsets', 0) / 1e3:9.1f} | {op.get('allUpdatesTimeMs', 0) / 1e3:9.1f} "
+            f"{op.get('allRemovalsTimeMs', 0) / 1e3:9.1f} {op.get('commitTimeMs', 0) / 1e3:9.1f} "
+            f"{op.get('numRowsTotal_max', 0):10,d} {op.get('numRowsDroppedByWatermark', 0):12,d}"
+        )
 
     for w, c in result["checks"].items():
         if not c["ok"]:
@@ -668,13 +804,16 @@ def report(result: Dict[str, Any]) -> str:
         for f in result["failures"]:
             print(f"  - {f}")
     if any(d["status"] == "skipped" for d in vs.values()):
-        print(f"\nkstate provider variants were SKIPPED: {result['kstate_provider']['class']} is not "
-              f"in {result['kstate_provider']['jar']}; rebuild the jar (make jar) once it exists.")
+        print(
+            f"\nkstate provider variants were SKIPPED: {result['kstate_provider']['class']} is not "
+            f"in {result['kstate_provider']['jar']}; rebuild the jar (make jar) once it exists."
+        )
     return table
 
 
 def write_chart(path: str, result: Dict[str, Any]) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -690,18 +829,32 @@ def write_chart(path: str, result: Dict[str, Any]) -> None:
             v = next((v for v, d in vs.items() if d["workload"] == w and VARIANTS[v][1] == slot), None)
             if v is None:
                 if slot == "hdfs" and w == "kdedup":
-                    ax.annotate("HDFS cannot back\nkstate operators", (i - width, 0), ha="center",
-                                va="bottom", fontsize=8, xytext=(0, 3), textcoords="offset points",
-                                color="#666666")
+                    ax.annotate(
+                        "HDFS cannot back\nkstate operators",
+                        (i - width, 0),
+                        ha="center",
+                        va="bottom",
+                        fontsize=8,
+                        xytext=(0, 3),
+                        textcoords="offset points",
+                        color="#666666",
+                    )
                 continue
             d = vs[v]
             x = i + (j - 1) * width
             med = d.get("rows_per_s_median")
             if d["status"] == "skipped" or not med:
                 ax.bar(x, top * 0.02, width, color="white", edgecolor=colors[slot], hatch="//")
-                ax.annotate("skipped" if d["status"] == "skipped" else "failed", (x, top * 0.02),
-                            ha="center", va="bottom", fontsize=8, xytext=(0, 3),
-                            textcoords="offset points", rotation=90)
+                ax.annotate(
+                    "skipped" if d["status"] == "skipped" else "failed",
+                    (x, top * 0.02),
+                    ha="center",
+                    va="bottom",
+                    fontsize=8,
+                    xytext=(0, 3),
+                    textcoords="offset points",
+                    rotation=90,
+                )
                 continue
             ax.bar(x, med, width, color=colors[slot])
             reps = [r for r in d["rows_per_s_reps"] if r]
@@ -709,25 +862,41 @@ def write_chart(path: str, result: Dict[str, Any]) -> None:
             note = f"{med:,.0f}"
             if slot == "kstate":
                 e = result["ratios"][w]
-                parts = [f"{e[b]['ratio']:.2f}x {PROVIDER_NAMES[b]}" for b in ("rocksdb", "hdfs")
-                         if e[b]["ratio"] is not None]
+                parts = [
+                    f"{e[b]['ratio']:.2f}x {PROVIDER_NAMES[b]}"
+                    for b in ("rocksdb", "hdfs")
+                    if e[b]["ratio"] is not None
+                ]
                 if parts:
                     note += "\n" + "\n".join(parts)
-            ax.annotate(note, (x, max([med] + reps)), ha="center", va="bottom", fontsize=8,
-                        xytext=(0, 3), textcoords="offset points")
+            ax.annotate(
+                note,
+                (x, max([med] + reps)),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+                xytext=(0, 3),
+                textcoords="offset points",
+            )
     ax.set_xticks(range(len(workloads)), [WORKLOADS[w]["label"] for w in workloads])
     ax.set_ylabel("input rows / s (median of reps; dots = reps)")
     ax.set_ylim(0, top * 1.3)
     handles = [plt.Rectangle((0, 0), 1, 1, color=colors[s]) for s in slots]
     ax.legend(handles, [f"{PROVIDER_NAMES[s]} state store" for s in slots], loc="upper right", fontsize=9)
     g = result["goals"]
-    ax.set_title(f"Streaming throughput by state store provider (AvailableNow, noop sink); goals: kstate "
-                 f">= {g['kstate_vs_rocksdb']}x RocksDB, >= {g['kstate_vs_hdfs']}x HDFS", fontsize=10)
+    ax.set_title(
+        f"Streaming throughput by state store provider (AvailableNow, noop sink); goals: kstate "
+        f">= {g['kstate_vs_rocksdb']}x RocksDB, >= {g['kstate_vs_hdfs']}x HDFS",
+        fontsize=10,
+    )
     e = result["environment"]
-    fig.suptitle(f"{result['input']['rows']:,} rows in {result['input']['files']} micro-batches, "
-                 f"{result['parameters']['keys']:,} keys, watermark {result['parameters']['watermark_delay_s']} s, "
-                 f"window {result['parameters']['window_s']} s | Spark {e.get('spark_version', '?')}, "
-                 f"{e.get('cpu_count', '?')} CPUs, {str(e.get('date_utc', '?'))[:10]}", fontsize=10)
+    fig.suptitle(
+        f"{result['input']['rows']:,} rows in {result['input']['files']} micro-batches, "
+        f"{result['parameters']['keys']:,} keys, watermark {result['parameters']['watermark_delay_s']} s, "
+        f"window {result['parameters']['window_s']} s | Spark {e.get('spark_version', '?')}, "
+        f"{e.get('cpu_count', '?')} CPUs, {str(e.get('date_utc', '?'))[:10]}",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

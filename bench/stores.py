@@ -34,6 +34,7 @@ Measured, variants alternating, medians over ``--reps``:
 
     PYTHONPATH=python:python/tests .venv/bin/python bench/stores.py --quick
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,9 +51,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python", "tests"))  # checkpoint_stores.py
 
-from common import (KSTATE_PROVIDER_KEY, RESULTS, ROCKSDB, SCHEMA, TMP, add_input_args,  # noqa: E402
-                    finish_args, generate, other_processes, start_spark, unload_state_stores, wait_for_jar,
-                    write_json_and_chart)
+from common import (  # noqa: E402
+    KSTATE_PROVIDER_KEY,
+    RESULTS,
+    ROCKSDB,
+    SCHEMA,
+    TMP,
+    add_input_args,
+    finish_args,
+    generate,
+    other_processes,
+    start_spark,
+    unload_state_stores,
+    wait_for_jar,
+    write_json_and_chart,
+)
 
 KSTATE = "io.kstate.KStateStoreProvider"
 PROVIDERS = {"kstate": KSTATE, "rocksdb": ROCKSDB}
@@ -63,8 +76,9 @@ GOALS = {"commit_p99_ms": "lower", "restore_s": "lower", "rows_per_s": "higher"}
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--quick", action="store_true", help="small sizes, 1 rep (a few minutes)")
     add_input_args(p)
     p.add_argument("--reps", type=int, default=None, help="runs of each streaming variant (default 3; --quick 1)")
@@ -72,9 +86,12 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--stores", default=",".join(STORES))
     p.add_argument("--providers", default=",".join(PROVIDERS))
     p.add_argument("--workloads", default=",".join(WORKLOADS))
-    p.add_argument("--restore-keys", default=None,
-                   help="comma-separated state sizes of the restore measurement (default 1000000,10000000; "
-                        "--quick 100000); empty: none")
+    p.add_argument(
+        "--restore-keys",
+        default=None,
+        help="comma-separated state sizes of the restore measurement (default 1000000,10000000; "
+        "--quick 100000); empty: none",
+    )
     p.add_argument("--restore-reps", type=int, default=3)
     p.add_argument("--window", type=int, default=10, help="window size, seconds")
     p.add_argument("--shuffle-partitions", type=int, default=4)
@@ -99,8 +116,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     a.store_list = [s for s in a.stores.split(",") if s]
     a.provider_list = [s for s in a.providers.split(",") if s]
     a.workload_list = [s for s in a.workloads.split(",") if s]
-    for what, chosen, allowed in (("--stores", a.store_list, STORES), ("--providers", a.provider_list, PROVIDERS),
-                                  ("--workloads", a.workload_list, WORKLOADS)):
+    for what, chosen, allowed in (
+        ("--stores", a.store_list, STORES),
+        ("--providers", a.provider_list, PROVIDERS),
+        ("--workloads", a.workload_list, WORKLOADS),
+    ):
         if set(chosen) - set(allowed):
             p.error(f"{what} takes {','.join(allowed)}")
     a.out = a.out or os.path.join(RESULTS, "stores-quick" if a.quick else "stores")
@@ -108,6 +128,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 
 # --- checkpoint stores ---------------------------------------------------------------------
+
 
 class Stores:
     """The remote stores of this run, started once: store -> checkpoint root URL."""
@@ -118,7 +139,7 @@ class Stores:
         self.roots: Dict[str, str] = {}
 
     def __enter__(self) -> "Stores":
-        from checkpoint_stores import HdfsCluster, S3Server
+        from checkpoint_stores import HdfsCluster
 
         if "local" in self.wanted:
             self.roots["local"] = "file://" + os.path.join(self.tmp, "ckpt")
@@ -144,9 +165,11 @@ class Stores:
         # s3proxy's in-memory store answers S3A's bulk delete (DeleteObjects) with 501: one DELETE
         # per object instead (Spark's and kstate's cleanup, and this benchmark's)
         b = f"spark.hadoop.fs.s3a.bucket.{self.s3.bucket}."
-        return {"spark.jars": ",".join([kstate.jar_path()] + s3a_jars()),
-                **{"spark.hadoop." + k: v for k, v in self.s3.settings().items()},
-                b + "multiobjectdelete.enable": "false"}
+        return {
+            "spark.jars": ",".join([kstate.jar_path()] + s3a_jars()),
+            **{"spark.hadoop." + k: v for k, v in self.s3.settings().items()},
+            b + "multiobjectdelete.enable": "false",
+        }
 
 
 def BigS3Server():  # noqa: N802  (a class made on demand: checkpoint_stores is imported lazily)
@@ -183,6 +206,7 @@ def delete(spark, url: str) -> None:
 
 # --- queries -------------------------------------------------------------------------------
 
+
 def build(spark, workload: str, src: str, a: argparse.Namespace):
     import kstate  # noqa: F401  (adds df.kstate)
     from kstate import BufferConfig, Suppressed, TimeWindows
@@ -191,8 +215,11 @@ def build(spark, workload: str, src: str, a: argparse.Namespace):
     if workload == "dedup":
         return df.kstate.deduplicate_by_key(f"{a.interval} seconds", key="key", timestamp="ts")
     windows = TimeWindows.of_size(a.window * 1000).grace(a.interval * 1000)
-    return (df.kstate.windowed_by(windows, key="key", timestamp="ts").count()
-            .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
+    return (
+        df.kstate.windowed_by(windows, key="key", timestamp="ts")
+        .count()
+        .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+    )
 
 
 def state_op(p: Dict[str, Any]) -> Dict[str, Any]:
@@ -208,32 +235,50 @@ def pct(xs: List[float], q: float) -> float:
     return float(s[i])
 
 
-def stream_run(spark, store: str, root: str, workload: str, provider: str, rep: int, src: str,
-               a: argparse.Namespace) -> Dict[str, Any]:
+def stream_run(
+    spark, store: str, root: str, workload: str, provider: str, rep: int, src: str, a: argparse.Namespace
+) -> Dict[str, Any]:
     ckpt = f"{root}/{workload}-{provider}-{rep}"
     delete(spark, ckpt)
     spark.conf.set(KSTATE_PROVIDER_KEY, PROVIDERS[provider])
-    q = build(spark, workload, src, a).writeStream.format("noop").option("checkpointLocation", ckpt) \
-        .trigger(availableNow=True).start()
+    q = (
+        build(spark, workload, src, a)
+        .writeStream.format("noop")
+        .option("checkpointLocation", ckpt)
+        .trigger(availableNow=True)
+        .start()
+    )
     q.awaitTermination()
     progress = [json.loads(p.json) for p in q.recentProgress]
     batches = [p for p in progress if p["numInputRows"] > 0]
-    measured = batches[a.warmup_batches:]
+    measured = batches[a.warmup_batches :]
     commit = [float(state_op(p).get("commitTimeMs", 0)) for p in measured]
     secs = sum(p["durationMs"]["triggerExecution"] for p in measured) / 1000
     rows = sum(p["numInputRows"] for p in measured)
     files = list_files(spark, f"{ckpt}/state")
     unload_state_stores(spark)
     delete(spark, ckpt)
-    return {"store": store, "workload": workload, "provider": provider, "rep": rep, "batches": len(batches),
-            "commit_ms": commit, "commit_p50_ms": pct(commit, 50), "commit_p99_ms": pct(commit, 99),
-            "rows_per_s": rows / secs if secs else None, "measured_rows": rows, "measured_s": round(secs, 3),
-            "state_files": len(files), "state_bytes": sum(f["bytes"] for f in files),
-            "files_per_commit": len(files) / len(batches) if batches else None,
-            "bytes_per_commit": sum(f["bytes"] for f in files) / len(batches) if batches else None}
+    return {
+        "store": store,
+        "workload": workload,
+        "provider": provider,
+        "rep": rep,
+        "batches": len(batches),
+        "commit_ms": commit,
+        "commit_p50_ms": pct(commit, 50),
+        "commit_p99_ms": pct(commit, 99),
+        "rows_per_s": rows / secs if secs else None,
+        "measured_rows": rows,
+        "measured_s": round(secs, 3),
+        "state_files": len(files),
+        "state_bytes": sum(f["bytes"] for f in files),
+        "files_per_commit": len(files) / len(batches) if batches else None,
+        "bytes_per_commit": sum(f["bytes"] for f in files) / len(batches) if batches else None,
+    }
 
 
 # --- restore -------------------------------------------------------------------------------
+
 
 def write_keys(directory: str, index: int, start: int, n: int, ts_ms: int) -> None:
     import numpy as np
@@ -241,9 +286,15 @@ def write_keys(directory: str, index: int, start: int, n: int, ts_ms: int) -> No
     import pyarrow.parquet as pq
 
     keys = pa.array(np.char.add("k", np.arange(start, start + n).astype("U10")).tolist(), pa.string())
-    t = pa.table({"key": keys, "ts": pa.array(np.full(n, ts_ms * 1000), pa.timestamp("us", tz="UTC")),
-                  "event_id": pa.array(np.arange(start, start + n), pa.int64()),
-                  "kind": pa.array(np.zeros(n, np.int32)), "value": pa.array(np.zeros(n))})
+    t = pa.table(
+        {
+            "key": keys,
+            "ts": pa.array(np.full(n, ts_ms * 1000), pa.timestamp("us", tz="UTC")),
+            "event_id": pa.array(np.arange(start, start + n), pa.int64()),
+            "kind": pa.array(np.zeros(n, np.int32)),
+            "value": pa.array(np.zeros(n)),
+        }
+    )
     tmp = os.path.join(os.path.dirname(directory), f"_staging-{index:04d}.parquet")
     pq.write_table(t, tmp)
     os.rename(tmp, os.path.join(directory, f"part-{index:04d}.parquet"))
@@ -251,16 +302,26 @@ def write_keys(directory: str, index: int, start: int, n: int, ts_ms: int) -> No
 
 RESTORE_METRICS = {
     "kstate": ("kstateStoreRestoreMs", "kstateStoreRestoreRecordsReplayed", "kstateStoreRestoredFromSnapshot"),
-    "rocksdb": ("rocksdbLoadLatencyMs", "rocksdbLoadFromSnapshotLatencyMs", "rocksdbReplayChangeLogLatencyMs",
-                "rocksdbNumReplayChangelogFiles", "rocksdbFilesCopied", "rocksdbBytesCopied", "rocksdbFilesReused"),
+    "rocksdb": (
+        "rocksdbLoadLatencyMs",
+        "rocksdbLoadFromSnapshotLatencyMs",
+        "rocksdbReplayChangeLogLatencyMs",
+        "rocksdbNumReplayChangelogFiles",
+        "rocksdbFilesCopied",
+        "rocksdbBytesCopied",
+        "rocksdbFilesReused",
+    ),
 }
 # the snapshot of version v: kstate's `<v>.kstate.snapshot`, RocksDB's `<v>.zip`
-SNAPSHOT = {"kstate": lambda p, v: p.rsplit("/", 1)[-1] == f"{v}.kstate.snapshot",
-            "rocksdb": lambda p, v: p.rsplit("/", 1)[-1] == f"{v}.zip"}
+SNAPSHOT = {
+    "kstate": lambda p, v: p.rsplit("/", 1)[-1] == f"{v}.kstate.snapshot",
+    "rocksdb": lambda p, v: p.rsplit("/", 1)[-1] == f"{v}.zip",
+}
 
 
-def restore_run(spark, store: str, root: str, provider: str, keys: int, a: argparse.Namespace,
-                tmp: str) -> Dict[str, Any]:
+def restore_run(
+    spark, store: str, root: str, provider: str, keys: int, a: argparse.Namespace, tmp: str
+) -> Dict[str, Any]:
     """Builds one partition of `keys` keys, then restarts `--restore-reps` times (see the module doc)."""
     src = os.path.join(tmp, f"restore-src-{store}-{provider}-{keys}")
     shutil.rmtree(src, ignore_errors=True)
@@ -275,9 +336,15 @@ def restore_run(spark, store: str, root: str, provider: str, keys: int, a: argpa
 
     def run_once() -> List[Dict[str, Any]]:
         import kstate  # noqa: F401
+
         df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
-        q = (df.kstate.deduplicate_by_key("36500 days", key="key", timestamp="ts").writeStream.format("noop")
-             .option("checkpointLocation", ckpt).trigger(availableNow=True).start())
+        q = (
+            df.kstate.deduplicate_by_key("36500 days", key="key", timestamp="ts")
+            .writeStream.format("noop")
+            .option("checkpointLocation", ckpt)
+            .trigger(availableNow=True)
+            .start()
+        )
         q.awaitTermination()
         return [json.loads(p.json) for p in q.recentProgress if json.loads(p.json)["numInputRows"] > 0]
 
@@ -310,26 +377,47 @@ def restore_run(spark, store: str, root: str, provider: str, keys: int, a: argpa
             ps = run_once()
             first, steady = ps[0], ps[-1]
             custom = state_op(first).get("customMetrics", {})
-            restores.append({"batch_s": first["durationMs"]["triggerExecution"] / 1000,
-                             "steady_s": steady["durationMs"]["triggerExecution"] / 1000,
-                             "restore_s": (first["durationMs"]["triggerExecution"]
-                                           - steady["durationMs"]["triggerExecution"]) / 1000,
-                             "rows_total": state_op(first).get("numRowsTotal"),
-                             "metrics": {m: custom.get(m) for m in RESTORE_METRICS[provider]}})
+            restores.append(
+                {
+                    "batch_s": first["durationMs"]["triggerExecution"] / 1000,
+                    "steady_s": steady["durationMs"]["triggerExecution"] / 1000,
+                    "restore_s": (first["durationMs"]["triggerExecution"] - steady["durationMs"]["triggerExecution"])
+                    / 1000,
+                    "rows_total": state_op(first).get("numRowsTotal"),
+                    "metrics": {m: custom.get(m) for m in RESTORE_METRICS[provider]},
+                }
+            )
             unload_state_stores(spark)
-            print(f"  [{store} {provider} {keys:,}] restore {r + 1}: {restores[-1]['restore_s']:.2f} s "
-                  f"(batch {restores[-1]['batch_s']:.2f} s, steady {restores[-1]['steady_s']:.2f} s) "
-                  f"{restores[-1]['metrics']}", flush=True)
-        return {"store": store, "provider": provider, "keys": keys, "load_s": round(load_s, 1),
-                "load_batches": newest, "snapshot_of_newest": bool(snaps),
-                "state_files": len(state), "state_bytes": sum(f["bytes"] for f in state), "restores": restores,
-                "restore_s": statistics.median(x["batch_s"] for x in restores),
-                "restore_minus_steady_s": statistics.median(x["restore_s"] for x in restores),
-                "batch_s": statistics.median(x["batch_s"] for x in restores),
-                "steady_s": statistics.median(x["steady_s"] for x in restores),
-                "provider_restore_ms": statistics.median(
-                    (x["metrics"].get("kstateStoreRestoreMs") if provider == "kstate" else x["metrics"].get("rocksdbLoadLatencyMs")) or 0
-                    for x in restores)}
+            print(
+                f"  [{store} {provider} {keys:,}] restore {r + 1}: {restores[-1]['restore_s']:.2f} s "
+                f"(batch {restores[-1]['batch_s']:.2f} s, steady {restores[-1]['steady_s']:.2f} s) "
+                f"{restores[-1]['metrics']}",
+                flush=True,
+            )
+        return {
+            "store": store,
+            "provider": provider,
+            "keys": keys,
+            "load_s": round(load_s, 1),
+            "load_batches": newest,
+            "snapshot_of_newest": bool(snaps),
+            "state_files": len(state),
+            "state_bytes": sum(f["bytes"] for f in state),
+            "restores": restores,
+            "restore_s": statistics.median(x["batch_s"] for x in restores),
+            "restore_minus_steady_s": statistics.median(x["restore_s"] for x in restores),
+            "batch_s": statistics.median(x["batch_s"] for x in restores),
+            "steady_s": statistics.median(x["steady_s"] for x in restores),
+            "provider_restore_ms": statistics.median(
+                (
+                    x["metrics"].get("kstateStoreRestoreMs")
+                    if provider == "kstate"
+                    else x["metrics"].get("rocksdbLoadLatencyMs")
+                )
+                or 0
+                for x in restores
+            ),
+        }
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", str(a.shuffle_partitions))
         spark.conf.unset("spark.sql.streaming.stateStore.minDeltasForSnapshot")
@@ -340,6 +428,7 @@ def restore_run(spark, store: str, root: str, provider: str, keys: int, a: argpa
 
 # --- summary -------------------------------------------------------------------------------
 
+
 def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
     """Per store and workload: medians per provider, kstate / RocksDB ratios, the goals."""
     out: Dict[str, Any] = {}
@@ -348,16 +437,32 @@ def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
         for w in res["workloads"]:
             per = {}
             for prov in res["providers"]:
-                runs = [r for r in res["stream"] if r["store"] == store and r["workload"] == w and r["provider"] == prov]
+                runs = [
+                    r for r in res["stream"] if r["store"] == store and r["workload"] == w and r["provider"] == prov
+                ]
                 if runs:
-                    per[prov] = {m: statistics.median(r[m] for r in runs)
-                                 for m in ("commit_p50_ms", "commit_p99_ms", "rows_per_s", "files_per_commit",
-                                           "bytes_per_commit")}
+                    per[prov] = {
+                        m: statistics.median(r[m] for r in runs)
+                        for m in (
+                            "commit_p50_ms",
+                            "commit_p99_ms",
+                            "rows_per_s",
+                            "files_per_commit",
+                            "bytes_per_commit",
+                        )
+                    }
             s[w] = per
         for keys in res["restore_keys"]:
-            per = {r["provider"]: {"restore_s": r["restore_s"], "batch_s": r["batch_s"], "steady_s": r["steady_s"],
-                                   "provider_restore_ms": r["provider_restore_ms"]}
-                   for r in res["restore"] if r["store"] == store and r["keys"] == keys}
+            per = {
+                r["provider"]: {
+                    "restore_s": r["restore_s"],
+                    "batch_s": r["batch_s"],
+                    "steady_s": r["steady_s"],
+                    "provider_restore_ms": r["provider_restore_ms"],
+                }
+                for r in res["restore"]
+                if r["store"] == store and r["keys"] == keys
+            }
             s[f"restore_{keys}"] = per
         goals = {}
         for name, per in s.items():
@@ -367,44 +472,62 @@ def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
                     if k is None or r is None:
                         continue
                     met = k < r if better == "lower" else k > r
-                    goals[f"{name}.{m}"] = {"kstate": k, "rocksdb": r,
-                                            "rocksdb_over_kstate" if better == "lower" else "kstate_over_rocksdb":
-                                            (r / k if better == "lower" else k / r) if k else None, "met": met}
+                    goals[f"{name}.{m}"] = {
+                        "kstate": k,
+                        "rocksdb": r,
+                        "rocksdb_over_kstate" if better == "lower" else "kstate_over_rocksdb": (
+                            r / k if better == "lower" else k / r
+                        )
+                        if k
+                        else None,
+                        "met": met,
+                    }
         s["goals"] = goals
         out[store] = s
     return out
 
 
 def report(res: Dict[str, Any]) -> str:
-    lines = [f"checkpoint stores, kstate vs RocksDB ({'QUICK' if res['quick'] else 'full size'}; "
-             f"medians of {res['reps']} streaming runs, {res['restore_reps']} restores)"]
+    lines = [
+        f"checkpoint stores, kstate vs RocksDB ({'QUICK' if res['quick'] else 'full size'}; "
+        f"medians of {res['reps']} streaming runs, {res['restore_reps']} restores)"
+    ]
     for store, s in res["summary"].items():
         lines.append(f"\n== {store}")
         for w in res["workloads"]:
             for prov, m in s[w].items():
-                lines.append(f"  {w:7} {prov:8} commit p50 {m['commit_p50_ms']:8.1f} ms  p99 {m['commit_p99_ms']:8.1f} ms  "
-                             f"{m['rows_per_s']:>10,.0f} rows/s  {m['files_per_commit']:6.1f} files/commit  "
-                             f"{m['bytes_per_commit'] / 1e3:8.1f} kB/commit")
+                lines.append(
+                    f"  {w:7} {prov:8} commit p50 {m['commit_p50_ms']:8.1f} ms  p99 {m['commit_p99_ms']:8.1f} ms  "
+                    f"{m['rows_per_s']:>10,.0f} rows/s  {m['files_per_commit']:6.1f} files/commit  "
+                    f"{m['bytes_per_commit'] / 1e3:8.1f} kB/commit"
+                )
         for keys in res["restore_keys"]:
             for prov, m in s[f"restore_{keys}"].items():
-                lines.append(f"  restore {keys:>10,} keys {prov:8} first micro-batch {m['restore_s']:7.2f} s (the next "
-                             f"{m['steady_s']:.2f} s; the provider's own restore figure {m['provider_restore_ms']:,.0f} ms)")
+                lines.append(
+                    f"  restore {keys:>10,} keys {prov:8} first micro-batch {m['restore_s']:7.2f} s (the next "
+                    f"{m['steady_s']:.2f} s; the provider's own restore figure {m['provider_restore_ms']:,.0f} ms)"
+                )
         for g, v in s["goals"].items():
             r = v.get("rocksdb_over_kstate", v.get("kstate_over_rocksdb"))
-            lines.append(f"  goal {g}: kstate {v['kstate']:.3g}, RocksDB {v['rocksdb']:.3g}, "
-                         f"ratio {r:.2f}x -> {'met' if v['met'] else 'NOT met'}")
+            lines.append(
+                f"  goal {g}: kstate {v['kstate']:.3g}, RocksDB {v['rocksdb']:.3g}, "
+                f"ratio {r:.2f}x -> {'met' if v['met'] else 'NOT met'}"
+            )
     return "\n".join(lines)
 
 
 def write_chart(path: str, res: Dict[str, Any]) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     stores = list(res["summary"])
-    panels = [(f"{w}.commit_p99_ms", "commit p99, ms (lower is better)") for w in res["workloads"]] + \
-             [(f"{w}.rows_per_s", "rows/s (higher is better)") for w in res["workloads"]] + \
-             [(f"restore_{k}.restore_s", f"restore {k:,} keys, s (lower is better)") for k in res["restore_keys"]]
+    panels = (
+        [(f"{w}.commit_p99_ms", "commit p99, ms (lower is better)") for w in res["workloads"]]
+        + [(f"{w}.rows_per_s", "rows/s (higher is better)") for w in res["workloads"]]
+        + [(f"restore_{k}.restore_s", f"restore {k:,} keys, s (lower is better)") for k in res["restore_keys"]]
+    )
     fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.6))
     axes = axes if len(panels) > 1 else [axes]
     for ax, (key, title) in zip(axes, panels):
@@ -435,26 +558,45 @@ def main(argv: Optional[List[str]] = None) -> int:
     os.makedirs(tmp)
     load_before = loadavg()
     t_start = time.perf_counter()
-    res: Dict[str, Any] = {"benchmark": "stores", "quick": a.quick, "reps": a.reps, "restore_reps": a.restore_reps,
-                           "files": a.files, "rows_per_file": a.rows_per_file, "keys_space": a.keys,
-                           "shuffle_partitions": a.shuffle_partitions, "stores": a.store_list,
-                           "providers": a.provider_list, "workloads": a.workload_list,
-                           "restore_keys": a.restore_key_list, "master": a.master,
-                           "loadavg_before": load_before, "others_before": other_processes(),
-                           "stream": [], "restore": []}
+    res: Dict[str, Any] = {
+        "benchmark": "stores",
+        "quick": a.quick,
+        "reps": a.reps,
+        "restore_reps": a.restore_reps,
+        "files": a.files,
+        "rows_per_file": a.rows_per_file,
+        "keys_space": a.keys,
+        "shuffle_partitions": a.shuffle_partitions,
+        "stores": a.store_list,
+        "providers": a.provider_list,
+        "workloads": a.workload_list,
+        "restore_keys": a.restore_key_list,
+        "master": a.master,
+        "loadavg_before": load_before,
+        "others_before": other_processes(),
+        "stream": [],
+        "restore": [],
+    }
     try:
         with Stores(a.store_list, tmp) as stores:
-            conf = {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
-                    # both providers: snapshots in the background every 10 s, 100 versions kept
-                    "spark.sql.streaming.stateStore.maintenanceInterval": "10s",
-                    **stores.session_conf()}
-            spark = start_spark(a, app_name="kstate-bench-stores", local_dir=os.path.join(tmp, "spark-local"), conf=conf)
+            conf = {
+                "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+                # both providers: snapshots in the background every 10 s, 100 versions kept
+                "spark.sql.streaming.stateStore.maintenanceInterval": "10s",
+                **stores.session_conf(),
+            }
+            spark = start_spark(
+                a, app_name="kstate-bench-stores", local_dir=os.path.join(tmp, "spark-local"), conf=conf
+            )
             res["spark_version"], res["conf"] = spark.version, conf | {"--conf": a.conf}
             res["conf"].pop("spark.jars", None)
             src = os.path.join(tmp, "src")
             t0 = time.perf_counter()
-            res["input"] = {k: v for k, v in generate(src, a.files, a.rows_per_file, a, seed=42).items()
-                            if k in ("rows", "files", "bytes", "distinct_keys")}
+            res["input"] = {
+                k: v
+                for k, v in generate(src, a.files, a.rows_per_file, a, seed=42).items()
+                if k in ("rows", "files", "bytes", "distinct_keys")
+            }
             print(f"input: {res['input']} in {time.perf_counter() - t0:.1f} s", flush=True)
             for store in a.store_list:
                 root = stores.roots[store]
@@ -464,18 +606,29 @@ def main(argv: Optional[List[str]] = None) -> int:
                         for prov in order:
                             r = stream_run(spark, store, root, w, prov, rep, src, a)
                             res["stream"].append(r)
-                            print(f"[{store}] {w} {prov} rep {rep + 1}: commit p50 {r['commit_p50_ms']:.0f} ms "
-                                  f"p99 {r['commit_p99_ms']:.0f} ms, {r['rows_per_s']:,.0f} rows/s, "
-                                  f"{r['files_per_commit']:.1f} files/commit", flush=True)
+                            print(
+                                f"[{store}] {w} {prov} rep {rep + 1}: commit p50 {r['commit_p50_ms']:.0f} ms "
+                                f"p99 {r['commit_p99_ms']:.0f} ms, {r['rows_per_s']:,.0f} rows/s, "
+                                f"{r['files_per_commit']:.1f} files/commit",
+                                flush=True,
+                            )
                 for keys in a.restore_key_list:
                     for prov in a.provider_list:
                         try:
                             res["restore"].append(restore_run(spark, store, root, prov, keys, a, tmp))
                         except Exception as e:  # report what failed, keep the rest of the run
-                            print(f"[{store}] restore {prov} {keys:,}: FAILED {type(e).__name__}: {str(e)[:400]}",
-                                  flush=True)
+                            print(
+                                f"[{store}] restore {prov} {keys:,}: FAILED {type(e).__name__}: {str(e)[:400]}",
+                                flush=True,
+                            )
                             res.setdefault("failures", []).append(
-                                {"store": store, "provider": prov, "keys": keys, "error": f"{type(e).__name__}: {str(e)[:400]}"})
+                                {
+                                    "store": store,
+                                    "provider": prov,
+                                    "keys": keys,
+                                    "error": f"{type(e).__name__}: {str(e)[:400]}",
+                                }
+                            )
             spark.stop()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -485,8 +638,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     res["date_utc"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     res["summary"] = summarize(res)
     print("\n" + report(res))
-    print(f"load average before {load_before}, after {res['loadavg_after']}; other processes before "
-          f"{res['others_before']}, after {res['others_after']}")
+    print(
+        f"load average before {load_before}, after {res['loadavg_after']}; other processes before "
+        f"{res['others_before']}, after {res['others_after']}"
+    )
     if not a.no_save:
         write_json_and_chart(a.out, res, write_chart, key="files_written")
     return 0

@@ -15,6 +15,7 @@ spilling (goal <= 3x), checks that both emit the same number of rows, and writes
 
     PYTHONPATH=python .venv/bin/python bench/suppress.py [--quick]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,16 +29,29 @@ from typing import Any, Dict, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import (RESULTS, ROOT, SCHEMA, TMP, add_input_args, add_spark_args,  # noqa: E402
-                    describe_input, finish_args, generate, start_spark, unload_state_stores, wait_for_jar)
+from common import (  # noqa: E402
+    RESULTS,
+    ROOT,
+    SCHEMA,
+    TMP,
+    add_input_args,
+    add_spark_args,
+    describe_input,
+    finish_args,
+    generate,
+    start_spark,
+    unload_state_stores,
+    wait_for_jar,
+)
 
 GOAL = 3.0
 SPILL_BYTES = 8 * 1024 * 1024
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--quick", action="store_true", help="small input, 1 repetition")
     add_input_args(p)
     add_spark_args(p)
@@ -56,19 +70,24 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 
 def run(spark, variant: str, data_dir: str, ckpt: str, a) -> Dict[str, Any]:
-    from pyspark.sql import functions as F
     from kstate import BufferConfig, Suppressed
 
     shutil.rmtree(ckpt, ignore_errors=True)
     unload_state_stores(spark)
     spark.sparkContext._jvm.System.gc()
-    buffer = (BufferConfig.unbounded() if variant == "heap"
-              else BufferConfig.max_bytes(SPILL_BYTES).spill_to_disk_when_full())
+    buffer = (
+        BufferConfig.unbounded() if variant == "heap" else BufferConfig.max_bytes(SPILL_BYTES).spill_to_disk_when_full()
+    )
     src = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(data_dir)
     out = src.kstate.suppress(Suppressed.until_time_limit(f"{a.limit} seconds", buffer), key="key", timestamp="ts")
     t0 = time.perf_counter()
-    q = (out.writeStream.outputMode("append").option("checkpointLocation", ckpt)
-         .trigger(availableNow=True).format("noop").start())
+    q = (
+        out.writeStream.outputMode("append")
+        .option("checkpointLocation", ckpt)
+        .trigger(availableNow=True)
+        .format("noop")
+        .start()
+    )
     q.awaitTermination()
     wall = time.perf_counter() - t0
     progress = [json.loads(p.json) for p in q.recentProgress]
@@ -76,8 +95,12 @@ def run(spark, variant: str, data_dir: str, ckpt: str, a) -> Dict[str, Any]:
     emitted = sum(p.get("sink", {}).get("numOutputRows", 0) or 0 for p in progress)
     ops = [p["stateOperators"][0] for p in progress if p.get("stateOperators")]
     custom = (ops[-1].get("customMetrics") or {}) if ops else {}
-    return {"wall_s": wall, "emitted": emitted, "buffered_at_end": int(custom.get("bufferRecords", 0)),
-            "spills": int(custom.get("kstateStoreSpills", custom.get("spills", 0)) or 0)}
+    return {
+        "wall_s": wall,
+        "emitted": emitted,
+        "buffered_at_end": int(custom.get("bufferRecords", 0)),
+        "spills": int(custom.get("kstateStoreSpills", custom.get("spills", 0)) or 0),
+    }
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -101,19 +124,29 @@ def main(argv: Optional[List[str]] = None) -> int:
             walls: Dict[str, List[float]] = {"heap": [], "spill": []}
             emitted: Dict[str, int] = {}
             for r in range(a.reps):
-                for v in (("heap", "spill") if r % 2 == 0 else ("spill", "heap")):
+                for v in ("heap", "spill") if r % 2 == 0 else ("spill", "heap"):
                     res = run(spark, v, data, os.path.join(tmp, f"ckpt-{keys}-{v}-{r}"), a)
                     walls[v].append(res["wall_s"])
                     emitted[v] = res["emitted"]
-                    print(f"[{keys:,} keys, {v} rep {r}] {res['wall_s']:.1f} s  {inp['rows'] / res['wall_s']:,.0f} rows/s  "
-                          f"emitted {res['emitted']:,}, buffered at the end {res['buffered_at_end']:,}", flush=True)
+                    print(
+                        f"[{keys:,} keys, {v} rep {r}] {res['wall_s']:.1f} s  {inp['rows'] / res['wall_s']:,.0f} rows/s  "
+                        f"emitted {res['emitted']:,}, buffered at the end {res['buffered_at_end']:,}",
+                        flush=True,
+                    )
             rate = {v: inp["rows"] / statistics.median(walls[v]) for v in walls}
             slowdown = rate["heap"] / rate["spill"]
             same = emitted["heap"] == emitted["spill"]
             ok = ok and same
-            results[str(keys)] = {"distinct_keys": inp["distinct_keys"], "rows": inp["rows"], "wall_s": walls,
-                                  "rows_per_s": rate, "spill_slowdown": slowdown, "goal_met": slowdown <= GOAL,
-                                  "emitted": emitted, "same_output_count": same}
+            results[str(keys)] = {
+                "distinct_keys": inp["distinct_keys"],
+                "rows": inp["rows"],
+                "wall_s": walls,
+                "rows_per_s": rate,
+                "spill_slowdown": slowdown,
+                "goal_met": slowdown <= GOAL,
+                "emitted": emitted,
+                "same_output_count": same,
+            }
             shutil.rmtree(data, ignore_errors=True)
     finally:
         spark.stop()
@@ -122,14 +155,27 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"\nsuppress(until_time_limit {a.limit} s), {a.files * a.rows_per_file:,} rows, medians of {a.reps}:")
     print(f"{'key space':>12} {'distinct':>10} {'heap rows/s':>12} {'spill rows/s':>13} {'spill slowdown':>15}")
     for keys, r in results.items():
-        print(f"{int(keys):>12,} {r['distinct_keys']:>10,} {r['rows_per_s']['heap']:>12,.0f} {r['rows_per_s']['spill']:>13,.0f} "
-              f"{r['spill_slowdown']:>14.2f}x  (goal <= {GOAL}x: {'met' if r['goal_met'] else 'NOT met'}; "
-              f"same output count: {r['same_output_count']})")
+        print(
+            f"{int(keys):>12,} {r['distinct_keys']:>10,} {r['rows_per_s']['heap']:>12,.0f} {r['rows_per_s']['spill']:>13,.0f} "
+            f"{r['spill_slowdown']:>14.2f}x  (goal <= {GOAL}x: {'met' if r['goal_met'] else 'NOT met'}; "
+            f"same output count: {r['same_output_count']})"
+        )
     if not a.no_save:
         os.makedirs(os.path.dirname(a.out), exist_ok=True)
         with open(a.out + ".json", "w") as f:
-            json.dump({"benchmark": "suppress", "quick": a.quick, "date_utc": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()), "limit_s": a.limit, "spill_max_bytes": SPILL_BYTES,
-                       "reps": a.reps, "results": results}, f, indent=1)
+            json.dump(
+                {
+                    "benchmark": "suppress",
+                    "quick": a.quick,
+                    "date_utc": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
+                    "limit_s": a.limit,
+                    "spill_max_bytes": SPILL_BYTES,
+                    "reps": a.reps,
+                    "results": results,
+                },
+                f,
+                indent=1,
+            )
         print(f"wrote {os.path.relpath(a.out + '.json', ROOT)}")
     return 0 if ok else 1
 

@@ -19,6 +19,7 @@ variant digests the output (``--no-verify`` skips it).
 
 Prints both throughputs and their ratio (goal >= 1.5x) and writes ``bench/results/windows.json``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,16 +33,30 @@ from typing import Any, Dict, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import (CpuMeter, RESULTS, ROOT, SCHEMA, TMP, add_input_args, add_spark_args,  # noqa: E402
-                    describe_input, finish_args, generate, start_spark, unload_state_stores, wait_for_jar)
+from common import (  # noqa: E402
+    RESULTS,
+    ROOT,
+    SCHEMA,
+    TMP,
+    CpuMeter,
+    add_input_args,
+    add_spark_args,
+    describe_input,
+    finish_args,
+    generate,
+    start_spark,
+    unload_state_stores,
+    wait_for_jar,
+)
 
 GOAL = 1.5
 VARIANTS = ("spark", "kstate")
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--quick", action="store_true", help="small input, 1 repetition")
     add_input_args(p)
     add_spark_args(p)
@@ -62,23 +77,31 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 
 def build(spark, variant: str, data_dir: str, a: argparse.Namespace):
-    from pyspark.sql import functions as F
     from kstate import BufferConfig, Suppressed, TimeWindows
+    from pyspark.sql import functions as F
 
     src = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(data_dir)
     if variant == "spark":
-        return (src.withWatermark("ts", f"{a.interval} seconds")
-                .groupBy(F.window("ts", f"{a.window} seconds"), "key").count()
-                .select("key", F.col("window.start").alias("window_start"),
-                        F.col("window.end").alias("window_end"), "count"))
+        return (
+            src.withWatermark("ts", f"{a.interval} seconds")
+            .groupBy(F.window("ts", f"{a.window} seconds"), "key")
+            .count()
+            .select(
+                "key", F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"), "count"
+            )
+        )
     windows = TimeWindows.of_size(a.window * 1000).grace(a.interval * 1000)
-    return (src.kstate.windowed_by(windows, key="key", timestamp="ts").count()
-            .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
-            .select("key", "window_start", "window_end", "count"))
+    return (
+        src.kstate.windowed_by(windows, key="key", timestamp="ts")
+        .count()
+        .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+        .select("key", "window_start", "window_end", "count")
+    )
 
 
-def run(spark, variant: str, data_dir: str, ckpt: str, a, cutoff_us: Optional[int] = None,
-        meter: Optional[CpuMeter] = None) -> Dict[str, Any]:
+def run(
+    spark, variant: str, data_dir: str, ckpt: str, a, cutoff_us: Optional[int] = None, meter: Optional[CpuMeter] = None
+) -> Dict[str, Any]:
     """One AvailableNow query; with `cutoff_us`, digests the output windows ending by then."""
     from pyspark.sql import functions as F
 
@@ -88,17 +111,26 @@ def run(spark, variant: str, data_dir: str, ckpt: str, a, cutoff_us: Optional[in
     check: List[Dict[str, int]] = []
     cpu0 = meter.snapshot() if meter else None
     t0 = time.perf_counter()
-    w = (build(spark, variant, data_dir, a).writeStream.outputMode("append")
-         .option("checkpointLocation", ckpt).trigger(availableNow=True))
+    w = (
+        build(spark, variant, data_dir, a)
+        .writeStream.outputMode("append")
+        .option("checkpointLocation", ckpt)
+        .trigger(availableNow=True)
+    )
     if cutoff_us is None:
         w = w.format("noop")
     else:
+
         def digest(bdf, batch_id):
             cols = [F.col("window_start"), F.col("window_end"), F.col("key"), F.col("count")]
             closed = bdf.where(F.col("window_end") <= F.timestamp_micros(F.lit(cutoff_us)))
-            r = closed.agg(F.count(F.lit(1)).alias("rows"), F.sum("count").alias("records"),
-                           F.sum(F.xxhash64(*cols).cast("decimal(38,0)")).alias("digest")).collect()[0]
+            r = closed.agg(
+                F.count(F.lit(1)).alias("rows"),
+                F.sum("count").alias("records"),
+                F.sum(F.xxhash64(*cols).cast("decimal(38,0)")).alias("digest"),
+            ).collect()[0]
             check.append({"rows": int(r["rows"]), "records": int(r["records"] or 0), "digest": int(r["digest"] or 0)})
+
         w = w.foreachBatch(digest)
     q = w.start()
     q.awaitTermination()
@@ -129,12 +161,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         times: Dict[str, List[float]] = {v: [] for v in VARIANTS}
         cpus: Dict[str, List[Any]] = {v: [] for v in VARIANTS}
         for r in range(a.reps):
-            for v in (VARIANTS if r % 2 == 0 else VARIANTS[::-1]):
+            for v in VARIANTS if r % 2 == 0 else VARIANTS[::-1]:
                 res = run(spark, v, data, os.path.join(tmp, f"ckpt-{v}-{r}"), a, meter=meter)
                 times[v].append(res["wall_s"])
                 cpus[v].append(res["cpu"])
-                print(f"[{v} rep {r}] {res['wall_s']:.1f} s  {inp['rows'] / res['wall_s']:,.0f} rows/s  "
-                      f"{res['batches']} batches  cpu {res['cpu'].get('own_cpu_s')} s", flush=True)
+                print(
+                    f"[{v} rep {r}] {res['wall_s']:.1f} s  {inp['rows'] / res['wall_s']:,.0f} rows/s  "
+                    f"{res['batches']} batches  cpu {res['cpu'].get('own_cpu_s')} s",
+                    flush=True,
+                )
         checks = {}
         if not a.no_verify:
             max_ts_us = spark.read.parquet(data).selectExpr("unix_micros(max(ts))").first()[0]
@@ -149,17 +184,37 @@ def main(argv: Optional[List[str]] = None) -> int:
     rate = {v: inp["rows"] / statistics.median(times[v]) for v in VARIANTS}
     ratio = rate["kstate"] / rate["spark"]
     agree = None if not checks else checks["spark"] == checks["kstate"] and checks["spark"]["rows"] > 0
-    print(f"\nwindowed count, final results ({a.window} s windows, grace = watermark delay {a.interval} s, "
-          f"{inp['rows']:,} rows, {a.reps} reps, medians):")
+    print(
+        f"\nwindowed count, final results ({a.window} s windows, grace = watermark delay {a.interval} s, "
+        f"{inp['rows']:,} rows, {a.reps} reps, medians):"
+    )
     print(f"  Spark append (watermark, {spark_provider(a)}) : {rate['spark']:12,.0f} rows/s")
     print(f"  kstate count + until_window_closes        : {rate['kstate']:12,.0f} rows/s")
-    print(f"  ratio kstate / Spark: {ratio:.2f}x (goal >= {GOAL}x: {'met' if ratio >= GOAL else 'NOT met'}); "
-          f"final results agree: {agree}")
-    result = {"benchmark": "windows", "quick": a.quick, "date_utc": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()), "input": inp,
-              "parameters": {"window_s": a.window, "grace_s": a.interval, "reps": a.reps,
-                             "shuffle_partitions": a.shuffle_partitions, "conf": a.conf},
-              "wall_s": times, "cpu": cpus, "rows_per_s": rate, "ratio_kstate_vs_spark": ratio,
-              "goal": GOAL, "goal_met": ratio >= GOAL, "checks": checks, "results_agree": agree}
+    print(
+        f"  ratio kstate / Spark: {ratio:.2f}x (goal >= {GOAL}x: {'met' if ratio >= GOAL else 'NOT met'}); "
+        f"final results agree: {agree}"
+    )
+    result = {
+        "benchmark": "windows",
+        "quick": a.quick,
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
+        "input": inp,
+        "parameters": {
+            "window_s": a.window,
+            "grace_s": a.interval,
+            "reps": a.reps,
+            "shuffle_partitions": a.shuffle_partitions,
+            "conf": a.conf,
+        },
+        "wall_s": times,
+        "cpu": cpus,
+        "rows_per_s": rate,
+        "ratio_kstate_vs_spark": ratio,
+        "goal": GOAL,
+        "goal_met": ratio >= GOAL,
+        "checks": checks,
+        "results_agree": agree,
+    }
     if not a.no_save:
         os.makedirs(os.path.dirname(a.out), exist_ok=True)
         with open(a.out + ".json", "w") as f:

@@ -16,30 +16,52 @@ checkpoint; ``kstate.read_table(spark, checkpoint, name, as_of)`` a versioned ta
 All of them work on a Spark Connect session too, when the server runs kstate's relation plugin
 (``--conf spark.connect.extensions.relation.classes=io.kstate.KStateConnectPlugin``; docs/connect.md).
 """
+
 from __future__ import annotations
 
 from pyspark.sql import DataFrame as _DataFrame
 
 from ._durations import to_millis
 from ._jvm import EXTENSION, SPARK_MINOR, __version__, jar_path
-from .dataframe import KStateDataFrame, KStateWindowedStream
 from ._query_errors import KStateStreamingQueryError
 from ._query_errors import install as _install_query_errors
+from .dataframe import KStateDataFrame, KStateWindowedStream
 from .errors import KStateError
+from .repartition import install as _install_repartition_check
+from .repartition import repartition_state
+from .replicas import replica_status
 from .session import configure
 from .state_reader import read_state
-from .table_reader import read_table
-from .replicas import replica_status
-from .repartition import repartition_state
-from .repartition import install as _install_repartition_check
 from .suppress import BufferConfig, EagerBufferConfig, StrictBufferConfig, Suppressed
+from .table_reader import read_table
 from .tables import KGroupedTable, KTable, VersionedTable
 from .windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = [
-    "KStateDataFrame", "KStateWindowedStream", "KStateError", "KStateStreamingQueryError", "TimeWindows", "SessionWindows", "SlidingWindows", "configure", "jar_path", "to_millis",
-    "read_state", "read_table", "replica_status", "repartition_state", "Suppressed", "BufferConfig", "StrictBufferConfig", "EagerBufferConfig",
-    "KTable", "KGroupedTable", "VersionedTable", "EXTENSION", "SPARK_MINOR", "__version__",
+    "KStateDataFrame",
+    "KStateWindowedStream",
+    "KStateError",
+    "KStateStreamingQueryError",
+    "TimeWindows",
+    "SessionWindows",
+    "SlidingWindows",
+    "configure",
+    "jar_path",
+    "to_millis",
+    "read_state",
+    "read_table",
+    "replica_status",
+    "repartition_state",
+    "Suppressed",
+    "BufferConfig",
+    "StrictBufferConfig",
+    "EagerBufferConfig",
+    "KTable",
+    "KGroupedTable",
+    "VersionedTable",
+    "EXTENSION",
+    "SPARK_MINOR",
+    "__version__",
 ]
 
 

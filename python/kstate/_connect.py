@@ -9,6 +9,7 @@ relation whose ``extension`` holds the call as kstate's typed Connect message
 one message per kstate operation; the server's ``io.kstate.KStateConnectPlugin`` maps it to the
 one ``io.kstate`` method it names (docs/connect.md).
 """
+
 from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence
@@ -153,6 +154,7 @@ _PLAN: Any = None
 # into the one typed message that names it. A call it does not know is a client-side bug:
 # KSTATE_CONNECT_INVALID_CALL.
 
+
 def message(remote: Remote, session: Any) -> Any:
     """The ``KStateRelation`` for a recorded call."""
     from ._jvm import __version__
@@ -162,10 +164,24 @@ def message(remote: Remote, session: Any) -> Any:
 
 
 class _Translator:
-    TABLE_INFO = {"isVersioned": "IS_VERSIONED", "keyColumn": "KEY_COLUMN", "timestampColumn": "TIMESTAMP_COLUMN",
-                  "valueColumns": "VALUE_COLUMNS", "toString": "DESCRIPTION"}
-    TABLE_METHODS = {"toTable", "filter", "filterNot", "mapValues", "count", "sum", "reduceColumns", "aggColumns",
-                     "aggregateColumns"}
+    TABLE_INFO = {
+        "isVersioned": "IS_VERSIONED",
+        "keyColumn": "KEY_COLUMN",
+        "timestampColumn": "TIMESTAMP_COLUMN",
+        "valueColumns": "VALUE_COLUMNS",
+        "toString": "DESCRIPTION",
+    }
+    TABLE_METHODS = {
+        "toTable",
+        "filter",
+        "filterNot",
+        "mapValues",
+        "count",
+        "sum",
+        "reduceColumns",
+        "aggColumns",
+        "aggregateColumns",
+    }
 
     def __init__(self, session: Any, pb: Any) -> None:
         self.session, self.pb = session, pb
@@ -205,8 +221,9 @@ class _Translator:
             if m == "toString" and r._k_target._k_method == "groupBy":
                 out.grouped_table.CopyFrom(self.grouped(r._k_target))
             else:
-                out.table_info.CopyFrom(pb.TableInfo(table=self.table(r._k_target),
-                                                     property=getattr(pb.TableInfo, self.TABLE_INFO[m])))
+                out.table_info.CopyFrom(
+                    pb.TableInfo(table=self.table(r._k_target), property=getattr(pb.TableInfo, self.TABLE_INFO[m]))
+                )
         elif m == "groupBy":
             out.grouped_table.CopyFrom(self.grouped(r))
         elif m == "windowedBy":
@@ -220,7 +237,9 @@ class _Translator:
     def is_table(self, r: Remote) -> bool:
         if r._k_method == "join":
             return not self.is_input(r._k_target)
-        return r._k_method in self.TABLE_METHODS and not (r._k_method == "count" and r._k_target._k_method == "windowedBy")
+        return r._k_method in self.TABLE_METHODS and not (
+            r._k_method == "count" and r._k_target._k_method == "windowedBy"
+        )
 
     @staticmethod
     def is_input(r: Any) -> bool:
@@ -283,8 +302,11 @@ class _Translator:
         elif m == "withMaxBytes":
             b.max_bytes = r._k_args[0]
         elif m in ("shutDownWhenFull", "spillToDiskWhenFull", "emitEarlyWhenFull"):
-            b.when_full = {"shutDownWhenFull": pb.BufferConfig.SHUT_DOWN, "spillToDiskWhenFull": pb.BufferConfig.SPILL_TO_DISK,
-                           "emitEarlyWhenFull": pb.BufferConfig.EMIT_EARLY}[m]
+            b.when_full = {
+                "shutDownWhenFull": pb.BufferConfig.SHUT_DOWN,
+                "spillToDiskWhenFull": pb.BufferConfig.SPILL_TO_DISK,
+                "emitEarlyWhenFull": pb.BufferConfig.EMIT_EARLY,
+            }[m]
         else:
             raise self.bad(f"BufferConfig.{m}")
         return b
@@ -316,14 +338,19 @@ class _Translator:
 
     def windowed(self, r: Remote) -> Any:
         a = r._k_args
-        return self.pb.WindowedStream(input=self.input(r._k_target), windows=self.windows(a[0]),
-                                      key=self.column(a[1]), timestamp=self.column(a[2]))
+        return self.pb.WindowedStream(
+            input=self.input(r._k_target),
+            windows=self.windows(a[0]),
+            key=self.column(a[1]),
+            timestamp=self.column(a[2]),
+        )
 
     def grouped(self, r: Remote) -> Any:
         if r._k_method != "groupBy":
             raise self.bad(f"expected a grouped table, got {r._k_method}")
-        return self.pb.GroupedTable(table=self.table(r._k_target), key=self.column(r._k_args[0]),
-                                    values=self.columns(r._k_args[1]))
+        return self.pb.GroupedTable(
+            table=self.table(r._k_target), key=self.column(r._k_args[0]), values=self.columns(r._k_args[1])
+        )
 
     def table(self, r: Any) -> Any:
         pb = self.pb
@@ -343,8 +370,14 @@ class _Translator:
         if m == "join" and len(a) == 3:
             return pb.Table(join=self.named(pb.TableJoin(left=self.table(t), right=self.table(a[0]), how=a[1]), a[2]))
         if m == "join" and len(a) == 4:
-            return pb.Table(foreign_key_join=self.named(pb.ForeignKeyJoin(
-                left=self.table(t), right=self.table(a[0]), foreign_key=self.column(a[1]), how=a[2]), a[3]))
+            return pb.Table(
+                foreign_key_join=self.named(
+                    pb.ForeignKeyJoin(
+                        left=self.table(t), right=self.table(a[0]), foreign_key=self.column(a[1]), how=a[2]
+                    ),
+                    a[3],
+                )
+            )
         agg = pb.TableAggregation(grouped=self.grouped(t))
         if m == "count":
             agg.count = True
@@ -355,8 +388,9 @@ class _Translator:
         elif m == "aggColumns":
             agg.agg.CopyFrom(pb.Columns(columns=self.columns(a[0])))
         elif m == "aggregateColumns":
-            agg.aggregate.CopyFrom(pb.Aggregate(init=self.column(a[0]), added=self.column(a[1]),
-                                                subtracted=self.column(a[2])))
+            agg.aggregate.CopyFrom(
+                pb.Aggregate(init=self.column(a[0]), added=self.column(a[1]), subtracted=self.column(a[2]))
+            )
         else:
             raise self.bad(f"KTable.{m}")
         return pb.Table(aggregation=self.named(agg, a[-1]))
@@ -364,15 +398,42 @@ class _Translator:
     def stream(self, r: Remote) -> Any:
         pb, m, a, t = self.pb, r._k_method, r._k_args, r._k_target
         if m == "deduplicateByKey":
-            return pb.Stream(deduplicate_by_key=self.named(pb.DeduplicateByKey(
-                input=self.input(t), interval_ms=self.ms(a[0]), key=self.column(a[1]), timestamp=self.column(a[2])), a[3]))
+            return pb.Stream(
+                deduplicate_by_key=self.named(
+                    pb.DeduplicateByKey(
+                        input=self.input(t),
+                        interval_ms=self.ms(a[0]),
+                        key=self.column(a[1]),
+                        timestamp=self.column(a[2]),
+                    ),
+                    a[3],
+                )
+            )
         if m == "deduplicateByKeyValue":
-            return pb.Stream(deduplicate_by_key_value=self.named(pb.DeduplicateByKeyValue(
-                input=self.input(t), id=self.column(a[0]), interval_ms=self.ms(a[1]), key=self.column(a[2]),
-                timestamp=self.column(a[3])), a[4]))
+            return pb.Stream(
+                deduplicate_by_key_value=self.named(
+                    pb.DeduplicateByKeyValue(
+                        input=self.input(t),
+                        id=self.column(a[0]),
+                        interval_ms=self.ms(a[1]),
+                        key=self.column(a[2]),
+                        timestamp=self.column(a[3]),
+                    ),
+                    a[4],
+                )
+            )
         if m == "deduplicate":
-            return pb.Stream(deduplicate=self.named(pb.Deduplicate(
-                input=self.input(t), id=self.column(a[0]), interval_ms=self.ms(a[1]), timestamp=self.column(a[2])), a[3]))
+            return pb.Stream(
+                deduplicate=self.named(
+                    pb.Deduplicate(
+                        input=self.input(t),
+                        id=self.column(a[0]),
+                        interval_ms=self.ms(a[1]),
+                        timestamp=self.column(a[2]),
+                    ),
+                    a[3],
+                )
+            )
         if m == "suppressTable":
             s = pb.SuppressStream(input=self.input(t), suppressed=self.suppressed(a[0]))
             for field, v in (("key", a[1]), ("timestamp", a[2]), ("window_end", a[3])):
@@ -382,8 +443,13 @@ class _Translator:
                 s.grace_ms = self.ms(a[4])
             return pb.Stream(suppress=self.named(s, a[5]))
         if m == "join" and self.is_input(t):
-            j = pb.StreamTableJoin(input=self.input(t), table=self.table(a[0]), key=self.column(a[1]),
-                                   timestamp=self.column(a[2]), how=a[3])
+            j = pb.StreamTableJoin(
+                input=self.input(t),
+                table=self.table(a[0]),
+                key=self.column(a[1]),
+                timestamp=self.column(a[2]),
+                how=a[3],
+            )
             if a[4] is not None:
                 j.grace_ms = self.ms(a[4])
             return pb.Stream(join=self.named(j, a[5]))

@@ -4,6 +4,7 @@ On a Spark Connect session the same calls are recorded and made by the server's 
 (:mod:`kstate._connect`); the helpers below (``jcol``, ``jdf``, ``jseq``, ``jsession``,
 ``to_df``) hand the JVM, or the recording, what each kind of session needs.
 """
+
 from __future__ import annotations
 
 import functools
@@ -47,15 +48,22 @@ def jar_path() -> str:
     ``SUPPORTED_SPARK_MINORS``), ``KSTATE_JAR_MISSING`` when its jar is not in the package.
     """
     if SPARK_MINOR not in SUPPORTED_SPARK_MINORS:
-        raise KStateError("KSTATE_SPARK_VERSION_MISMATCH.INSTALLED_PYSPARK", {
-            "kstateVersion": __version__, "supported": " and ".join(SUPPORTED_SPARK_MINORS),
-            "pysparkVersion": pyspark.__version__,
-            "install": " or ".join(m + ".x" for m in reversed(SUPPORTED_SPARK_MINORS))})
+        raise KStateError(
+            "KSTATE_SPARK_VERSION_MISMATCH.INSTALLED_PYSPARK",
+            {
+                "kstateVersion": __version__,
+                "supported": " and ".join(SUPPORTED_SPARK_MINORS),
+                "pysparkVersion": pyspark.__version__,
+                "install": " or ".join(m + ".x" for m in reversed(SUPPORTED_SPARK_MINORS)),
+            },
+        )
     here = _JARS_DIR
     jars = sorted(glob.glob(os.path.join(here, jar_name())))
     if not jars:
-        raise KStateError("KSTATE_JAR_MISSING", {
-            "kstateVersion": __version__, "sparkMinor": SPARK_MINOR, "jar": jar_name(), "directory": here})
+        raise KStateError(
+            "KSTATE_JAR_MISSING",
+            {"kstateVersion": __version__, "sparkMinor": SPARK_MINOR, "jar": jar_name(), "directory": here},
+        )
     return jars[0]
 
 
@@ -97,8 +105,10 @@ def check_jvm(spark: Any) -> Any:
         raise KStateError("KSTATE_VERSION_MISMATCH", {"jarVersion": jar_version, "kstateVersion": __version__})
     spark_minor = ".".join(spark.version.split(".")[:2])
     if jar_spark != spark_minor:
-        raise KStateError("KSTATE_SPARK_VERSION_MISMATCH.SESSION", {
-            "jarSpark": jar_spark, "sessionSpark": spark.version, "jar": jar_name(spark_minor)})
+        raise KStateError(
+            "KSTATE_SPARK_VERSION_MISMATCH.SESSION",
+            {"jarSpark": jar_spark, "sessionSpark": spark.version, "jar": jar_name(spark_minor)},
+        )
     return jvm
 
 

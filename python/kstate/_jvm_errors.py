@@ -13,6 +13,7 @@ message is the Python traceback, and the kstate error is only in its text
 (``...IllegalArgumentException: [KSTATE_...] message SQLSTATE: ...``). That text is read then
 (:meth:`KStateError.from_text`), the one place kstate reads an error's text.
 """
+
 from __future__ import annotations
 
 import functools
@@ -53,8 +54,12 @@ def kstate_error_of(exc: BaseException) -> Optional[KStateError]:
     get_condition = getattr(exc, "getCondition", None)
     condition = get_condition() if callable(get_condition) else None
     if condition and str(condition).startswith("KSTATE_"):
-        return KStateError.of_spark_error(str(condition), exc.getMessageParameters() or {},  # type: ignore[attr-defined]
-                                          exc.getSqlState(), str(exc))  # type: ignore[attr-defined]
+        return KStateError.of_spark_error(
+            str(condition),
+            exc.getMessageParameters() or {},  # type: ignore[attr-defined]
+            exc.getSqlState(),
+            str(exc),
+        )  # type: ignore[attr-defined]
     return None
 
 
@@ -65,8 +70,11 @@ def _chain_error(resp: Any) -> Optional[KStateError]:
             st = error.spark_throwable
             if st.HasField("error_class"):
                 return KStateError.of_spark_error(
-                    st.error_class, dict(st.message_parameters),
-                    st.sql_state if st.HasField("sql_state") else None, error.message)
+                    st.error_class,
+                    dict(st.message_parameters),
+                    st.sql_state if st.HasField("sql_state") else None,
+                    error.message,
+                )
     return None
 
 

@@ -13,6 +13,7 @@ A kstate error raised when a query starts (``writeStream...start()`` / ``toTable
 ``KSTATE_UNSUPPORTED_OUTPUT_MODE``) is raised as a :class:`KStateError`, as when a DataFrame is
 built.
 """
+
 from __future__ import annotations
 
 import functools
@@ -72,6 +73,7 @@ def as_kstate_error(query_error: _CapturedQueryException, java_throwable: Any) -
 
 def _raising(error_type: type, convert: Callable[[Any], Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Wraps a method so that an ``error_type`` it raises is raised as ``convert(error)``."""
+
     def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(method)
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -121,8 +123,11 @@ def _connect_error_class() -> type:
     if _CONNECT_ERROR is None:
         from pyspark.errors.exceptions.connect import StreamingQueryException as _ConnectQueryException
 
-        _CONNECT_ERROR = type("KStateStreamingQueryError", (KStateStreamingQueryError, _ConnectQueryException),
-                              {"__doc__": KStateStreamingQueryError.__doc__, "__module__": __name__})
+        _CONNECT_ERROR = type(
+            "KStateStreamingQueryError",
+            (KStateStreamingQueryError, _ConnectQueryException),
+            {"__doc__": KStateStreamingQueryError.__doc__, "__module__": __name__},
+        )
     return _CONNECT_ERROR
 
 
@@ -139,6 +144,7 @@ def _returning_connect_kstate_errors(method: Callable[..., Any]) -> Callable[...
     """``StreamingQuery.exception()`` on Connect: the server's answer holds the query error's text
     only, so the error is fetched again the way ``awaitTermination`` raises it, with its chain's
     details (a terminated query raises its error at once)."""
+
     @functools.wraps(method)
     def wrapper(self: Any) -> Any:
         error = method(self)
@@ -172,11 +178,15 @@ def _install_connect() -> None:
 
     _install_connect_errors()
     raising = _raising(_ConnectQueryException, as_kstate_connect_error)
-    _wrap([(StreamingQuery, "awaitTermination", raising),
-           (StreamingQuery, "processAllAvailable", raising),
-           (StreamingQuery, "exception", _returning_connect_kstate_errors),
-           (DataStreamWriter, "start", _starting_kstate_errors),
-           (DataStreamWriter, "toTable", _starting_kstate_errors)])
+    _wrap(
+        [
+            (StreamingQuery, "awaitTermination", raising),
+            (StreamingQuery, "processAllAvailable", raising),
+            (StreamingQuery, "exception", _returning_connect_kstate_errors),
+            (DataStreamWriter, "start", _starting_kstate_errors),
+            (DataStreamWriter, "toTable", _starting_kstate_errors),
+        ]
+    )
 
 
 def _wrap(methods: Any) -> None:
@@ -192,9 +202,13 @@ def install() -> None:
     from pyspark.sql.streaming.query import StreamingQuery
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-    _wrap([(StreamingQuery, "awaitTermination", _raising_kstate_errors),
-           (StreamingQuery, "processAllAvailable", _raising_kstate_errors),
-           (StreamingQuery, "exception", _returning_kstate_errors),
-           (DataStreamWriter, "start", _starting_kstate_errors),
-           (DataStreamWriter, "toTable", _starting_kstate_errors)])
+    _wrap(
+        [
+            (StreamingQuery, "awaitTermination", _raising_kstate_errors),
+            (StreamingQuery, "processAllAvailable", _raising_kstate_errors),
+            (StreamingQuery, "exception", _returning_kstate_errors),
+            (DataStreamWriter, "start", _starting_kstate_errors),
+            (DataStreamWriter, "toTable", _starting_kstate_errors),
+        ]
+    )
     _install_connect()

@@ -1,12 +1,13 @@
 """``df.kstate``: kstate's operations as DataFrame methods (thin wrappers over the JVM)."""
+
 from __future__ import annotations
 
 from typing import Optional, Sequence, Union
 
 from pyspark.sql import Column, DataFrame
 
-from ._durations import DurationLike, to_millis
 from ._connect import functions
+from ._durations import DurationLike, to_millis
 from ._jvm import check_jvm, checked, jcol, jdf, jseq, to_df, translate_errors
 from .errors import KStateError
 from .suppress import Suppressed
@@ -28,8 +29,10 @@ def _col(value: Union[ColumnOrName, Sequence[ColumnOrName]], role: str, df: Data
         return F.col(value)
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, (str, Column)) for v in value):
         return F.struct(*[F.col(v) if isinstance(v, str) else v for v in value])
-    raise KStateError("KSTATE_MISSING_COLUMN", {
-        "role": role, "reason": f"expected a column name, a Column or a list of them, got {type(value).__name__}"})
+    raise KStateError(
+        "KSTATE_MISSING_COLUMN",
+        {"role": role, "reason": f"expected a column name, a Column or a list of them, got {type(value).__name__}"},
+    )
 
 
 def _name(name: Optional[str]) -> Optional[str]:
@@ -117,9 +120,11 @@ class KStateDataFrame:
         --------
         >>> deduped = events.kstate.deduplicate_by_key("10 minutes", key="user", timestamp="ts")
         """
-        return self._wrap(self._jkstate(order).deduplicateByKey(
-            self._duration(interval), self._jcol(key, "key"), self._jcol(timestamp, "timestamp"),
-            _name(name)))
+        return self._wrap(
+            self._jkstate(order).deduplicateByKey(
+                self._duration(interval), self._jcol(key, "key"), self._jcol(timestamp, "timestamp"), _name(name)
+            )
+        )
 
     @translate_errors
     def deduplicate_by_key_value(
@@ -147,9 +152,15 @@ class KStateDataFrame:
         >>> deduped = events.kstate.deduplicate_by_key_value(
         ...     F.col("payload.event_id"), "1 hour", key="device", timestamp="ts")
         """
-        return self._wrap(self._jkstate(order).deduplicateByKeyValue(
-            self._jcol(id, "id"), self._duration(interval), self._jcol(key, "key"),
-            self._jcol(timestamp, "timestamp"), _name(name)))
+        return self._wrap(
+            self._jkstate(order).deduplicateByKeyValue(
+                self._jcol(id, "id"),
+                self._duration(interval),
+                self._jcol(key, "key"),
+                self._jcol(timestamp, "timestamp"),
+                _name(name),
+            )
+        )
 
     @translate_errors
     def deduplicate(
@@ -169,9 +180,11 @@ class KStateDataFrame:
         --------
         >>> deduped = events.kstate.deduplicate("event_id", "1 hour", timestamp="ts")
         """
-        return self._wrap(self._jkstate(order).deduplicate(
-            self._jcol(id, "id"), self._duration(interval), self._jcol(timestamp, "timestamp"),
-            _name(name)))
+        return self._wrap(
+            self._jkstate(order).deduplicate(
+                self._jcol(id, "id"), self._duration(interval), self._jcol(timestamp, "timestamp"), _name(name)
+            )
+        )
 
     @translate_errors
     def suppress(
@@ -232,8 +245,9 @@ class KStateDataFrame:
         jts = None if timestamp is None else self._jcol(timestamp, "timestamp")
         jend = None if window_end is None else self._jcol(window_end, "window_end")
         jgrace = None if grace is None else str(to_millis(grace, "grace"))
-        return self._wrap(self._jkstate(order).suppressTable(
-            suppressed._to_jvm(jvm), jkey, jts, jend, jgrace, _name(name)))
+        return self._wrap(
+            self._jkstate(order).suppressTable(suppressed._to_jvm(jvm), jkey, jts, jend, jgrace, _name(name))
+        )
 
     @translate_errors
     def to_table(
@@ -276,8 +290,11 @@ class KStateDataFrame:
             raise TypeError(f"versioned takes a VersionedTable, got {type(versioned).__name__}")
         jvm = check_jvm(self._df.sparkSession)
         jversioned = None if versioned is None else versioned._to_jvm(jvm)
-        jtable = checked(self._jkstate(order).toTable(
-            self._jcol(key, "key"), self._jcol(timestamp, "timestamp"), jversioned, _name(name)))
+        jtable = checked(
+            self._jkstate(order).toTable(
+                self._jcol(key, "key"), self._jcol(timestamp, "timestamp"), jversioned, _name(name)
+            )
+        )
         return KTable(jtable, self._df)
 
     @translate_errors
@@ -337,8 +354,11 @@ class KStateDataFrame:
         if not isinstance(how, str):
             raise KStateError("KSTATE_INVALID_JOIN_TYPE.STREAM_TABLE", {"how": str(how)})
         jgrace = None if grace is None else str(to_millis(grace, "grace"))
-        return self._wrap(self._jkstate(order).join(
-            table._jtable, self._jcol(key, "key"), self._jcol(timestamp, "timestamp"), how, jgrace, _name(name)))
+        return self._wrap(
+            self._jkstate(order).join(
+                table._jtable, self._jcol(key, "key"), self._jcol(timestamp, "timestamp"), how, jgrace, _name(name)
+            )
+        )
 
     @translate_errors
     def windowed_by(
@@ -366,11 +386,16 @@ class KStateDataFrame:
         ...     TimeWindows.of_size("1 hour"), key="user", timestamp="ts").distinct()
         """
         if not isinstance(windows, (TimeWindows, SessionWindows, SlidingWindows)):
-            raise KStateError("KSTATE_INVALID_WINDOW", {
-                "reason": f"expected TimeWindows, SessionWindows or SlidingWindows, got {type(windows).__name__}"})
+            raise KStateError(
+                "KSTATE_INVALID_WINDOW",
+                {"reason": f"expected TimeWindows, SessionWindows or SlidingWindows, got {type(windows).__name__}"},
+            )
         jvm = check_jvm(self._df.sparkSession)
-        jstream = checked(self._jkstate(order).windowedBy(
-            windows._to_jvm(jvm), self._jcol(key, "key"), self._jcol(timestamp, "timestamp")))
+        jstream = checked(
+            self._jkstate(order).windowedBy(
+                windows._to_jvm(jvm), self._jcol(key, "key"), self._jcol(timestamp, "timestamp")
+            )
+        )
         return KStateWindowedStream(jstream, self._df)
 
 
@@ -452,9 +477,13 @@ class KStateWindowedStream:
         ...                                    key="user", timestamp="ts").count()
         """
         if not columns or not all(isinstance(c, Column) for c in columns):
-            raise KStateError("KSTATE_UNSUPPORTED_AGGREGATE", {
-                "expression": ", ".join(type(c).__name__ for c in columns) or "nothing",
-                "reason": "agg(...) takes one or more Columns of aggregate functions"})
+            raise KStateError(
+                "KSTATE_UNSUPPORTED_AGGREGATE",
+                {
+                    "expression": ", ".join(type(c).__name__ for c in columns) or "nothing",
+                    "reason": "agg(...) takes one or more Columns of aggregate functions",
+                },
+            )
         jcols = jseq(check_jvm(self._df.sparkSession), [jcol(c) for c in columns])
         return to_df(self._jstream.aggregate(jcols, _name(name)), self._df.sparkSession)
 

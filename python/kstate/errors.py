@@ -6,6 +6,7 @@ conditions, their SQLSTATEs and message templates are in ``error_conditions.json
 module, the one file both languages read (the JVM's ``io.kstate.KStateException`` carries the same
 condition, SQLSTATE and parameters).
 """
+
 from __future__ import annotations
 
 import functools
@@ -57,6 +58,7 @@ def condition_sql_state(condition: str) -> Optional[str]:
 
 def render(condition: str, parameters: Mapping[str, str]) -> str:
     """The condition's message with ``parameters`` filled in; every placeholder must have a value."""
+
     def value(m: "re.Match[str]") -> str:
         if m.group(1) not in parameters:
             raise KeyError(f"{condition}: no value for <{m.group(1)}>")
@@ -93,8 +95,14 @@ class KStateError(PySparkException, ValueError):
         Likewise the SQLSTATE.
     """
 
-    def __init__(self, condition: str, parameters: Optional[Mapping[str, Any]] = None, *,
-                 message: Optional[str] = None, sql_state: Optional[str] = None):
+    def __init__(
+        self,
+        condition: str,
+        parameters: Optional[Mapping[str, Any]] = None,
+        *,
+        message: Optional[str] = None,
+        sql_state: Optional[str] = None,
+    ):
         params = {str(k): str(v) for k, v in (parameters or {}).items()}
         text = render(condition, params) if message is None else message
         super().__init__(message=text, errorClass=condition, messageParameters=params)
@@ -107,20 +115,27 @@ class KStateError(PySparkException, ValueError):
         return self._kstate_sql_state
 
     def __reduce__(self) -> Any:  # pickles by its fields (its args are its message)
-        return (_restore, (type(self), self.getCondition(), self.getMessageParameters(), self.message,
-                           self._kstate_sql_state))
+        return (
+            _restore,
+            (type(self), self.getCondition(), self.getMessageParameters(), self.message, self._kstate_sql_state),
+        )
 
     @classmethod
     def from_java(cls, throwable: Any) -> Optional["KStateError"]:
         """The kstate error of a JVM throwable (py4j), if it is an ``io.kstate.KStateException``."""
         if throwable is None or str(throwable.getClass().getName()) != JVM_ERROR_CLASS:
             return None
-        return cls.of_spark_error(str(throwable.getCondition()), dict(throwable.getMessageParameters()),
-                                  str(throwable.getSqlState()), str(throwable.getMessage()))
+        return cls.of_spark_error(
+            str(throwable.getCondition()),
+            dict(throwable.getMessageParameters()),
+            str(throwable.getSqlState()),
+            str(throwable.getMessage()),
+        )
 
     @classmethod
-    def of_spark_error(cls, condition: str, parameters: Mapping[str, str], sql_state: Optional[str],
-                       jvm_message: str) -> "KStateError":
+    def of_spark_error(
+        cls, condition: str, parameters: Mapping[str, str], sql_state: Optional[str], jvm_message: str
+    ) -> "KStateError":
         """A JVM kstate error from its condition and parameters (as Spark Connect sends them)."""
         try:
             return cls(condition, parameters, sql_state=sql_state)

@@ -1,5 +1,6 @@
 """``kstate.repartition_state``: rescale a stopped query's state (wraps
 ``io.kstate.KStateRepartition``; docs/operators.md, "Rescaling state")."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -60,15 +61,22 @@ def repartition_state(spark: SparkSession, checkpoint_location: str, num_partiti
     >>> events.kstate.deduplicate_by_key(...).writeStream.option("checkpointLocation", "/chk/dedup").start()
     """
     if not isinstance(checkpoint_location, str):
-        raise KStateError("KSTATE_INVALID_REPARTITION", {
-            "reason": f"checkpoint_location must be a string, got {type(checkpoint_location).__name__}"})
+        raise KStateError(
+            "KSTATE_INVALID_REPARTITION",
+            {"reason": f"checkpoint_location must be a string, got {type(checkpoint_location).__name__}"},
+        )
     if not isinstance(num_partitions, int) or isinstance(num_partitions, bool) or not 0 < num_partitions < 2**31:
-        raise KStateError("KSTATE_INVALID_REPARTITION", {
-            "reason": f"num_partitions must be a positive int, got {num_partitions!r}"})
+        raise KStateError(
+            "KSTATE_INVALID_REPARTITION", {"reason": f"num_partitions must be a positive int, got {num_partitions!r}"}
+        )
     if _connect.is_connect(spark):
-        raise KStateError("KSTATE_INVALID_REPARTITION", {
-            "reason": "it cannot be done from a Spark Connect session: it runs offline jobs on the session's own "
-                      "cluster. Use a classic session (kstate.configure)"})
+        raise KStateError(
+            "KSTATE_INVALID_REPARTITION",
+            {
+                "reason": "it cannot be done from a Spark Connect session: it runs offline jobs on the session's own "
+                "cluster. Use a classic session (kstate.configure)"
+            },
+        )
     jvm: Any = check_jvm(spark)
     return int(jvm.io.kstate.KStateRepartition.repartitionState(jsession(spark), checkpoint_location, num_partitions))
 
@@ -83,8 +91,11 @@ def _checked_spark_repartition(method: Any) -> Any:
     def repartition(self: Any, checkpoint_location: str, num_partitions: int, *args: Any, **kwargs: Any) -> Any:
         spark = SparkSession.getActiveSession() or SparkSession._instantiatedSession
         if spark is not None and isinstance(checkpoint_location, str):
-            translate_errors(lambda: check_jvm(spark).io.kstate.KStateRepartition.checkSparkRepartition(
-                jsession(spark), checkpoint_location))()
+            translate_errors(
+                lambda: check_jvm(spark).io.kstate.KStateRepartition.checkSparkRepartition(
+                    jsession(spark), checkpoint_location
+                )
+            )()
         return method(self, checkpoint_location, num_partitions, *args, **kwargs)
 
     repartition._kstate_wrapped = True  # type: ignore[attr-defined]

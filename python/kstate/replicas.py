@@ -1,5 +1,6 @@
 """``kstate.replica_status``: where a query's state lives and how warm its standby replicas are
 (wraps ``io.kstate.ReplicaStatus``; docs/replicas.md)."""
+
 from __future__ import annotations
 
 import json

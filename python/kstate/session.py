@@ -1,4 +1,5 @@
 """Adding kstate to a SparkSession."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -35,5 +36,8 @@ def configure(builder: Any) -> Any:
         exts.append(EXTENSION)
     if PLUGIN not in plugins:
         plugins.append(PLUGIN)
-    return (builder.config("spark.jars", ",".join(jars)).config("spark.sql.extensions", ",".join(exts))
-            .config("spark.plugins", ",".join(plugins)))
+    return (
+        builder.config("spark.jars", ",".join(jars))
+        .config("spark.sql.extensions", ",".join(exts))
+        .config("spark.plugins", ",".join(plugins))
+    )

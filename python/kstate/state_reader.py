@@ -1,4 +1,5 @@
 """``kstate.read_state``: kstate's state reader (wraps ``io.kstate.KStateStateReader``)."""
+
 from __future__ import annotations
 
 from typing import Any, Optional, Union
@@ -18,7 +19,7 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-_LONG_MIN, _LONG_MAX = -(2 ** 63), 2 ** 63 - 1
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 
 
 def _out_of_long(value: Any) -> bool:
@@ -90,27 +91,36 @@ def read_state(
     >>> before = kstate.read_state(spark, "/chk/dedup", 1942335271, batch_id=3)
     """
     if not isinstance(checkpoint_location, str):
-        raise KStateError("KSTATE_INVALID_STATE_READ", {
-            "reason": f"checkpoint_location must be a string, got {type(checkpoint_location).__name__}"})
+        raise KStateError(
+            "KSTATE_INVALID_STATE_READ",
+            {"reason": f"checkpoint_location must be a string, got {type(checkpoint_location).__name__}"},
+        )
     if not isinstance(operator, str) and not _is_int(operator):
-        raise KStateError("KSTATE_INVALID_STATE_READ", {
-            "reason": f"operator must be an operator name (str) or an operator id (int), got {type(operator).__name__}"})
+        raise KStateError(
+            "KSTATE_INVALID_STATE_READ",
+            {
+                "reason": f"operator must be an operator name (str) or an operator id (int), got {type(operator).__name__}"
+            },
+        )
     if batch_id is not None and not _is_int(batch_id):
-        raise KStateError("KSTATE_INVALID_STATE_READ", {
-            "reason": f"batch_id must be an int or None, got {type(batch_id).__name__}"})
+        raise KStateError(
+            "KSTATE_INVALID_STATE_READ", {"reason": f"batch_id must be an int or None, got {type(batch_id).__name__}"}
+        )
     if not isinstance(store_name, str):
-        raise KStateError("KSTATE_INVALID_STATE_READ", {
-            "reason": f"store_name must be a string, got {type(store_name).__name__}"})
+        raise KStateError(
+            "KSTATE_INVALID_STATE_READ", {"reason": f"store_name must be a string, got {type(store_name).__name__}"}
+        )
     for what, value in (("operator", operator), ("batch_id", batch_id)):
         if _out_of_long(value):
-            raise KStateError("KSTATE_INVALID_STATE_READ", {
-                "reason": f"{what} must be within a 64-bit long (-2**63 to 2**63 - 1), got {value}"})
+            raise KStateError(
+                "KSTATE_INVALID_STATE_READ",
+                {"reason": f"{what} must be within a 64-bit long (-2**63 to 2**63 - 1), got {value}"},
+            )
     jvm = check_jvm(spark)
     jbatch = _scala_option_long(jvm, batch_id)
     reader = jvm.io.kstate.KStateStateReader
     if isinstance(operator, str):
         jdf = reader.readState(jsession(spark), checkpoint_location, operator, jbatch, store_name)
     else:
-        jdf = reader.readStateById(jsession(spark), checkpoint_location, operator, jbatch,
-                                   store_name)
+        jdf = reader.readStateById(jsession(spark), checkpoint_location, operator, jbatch, store_name)
     return to_df(jdf, spark)

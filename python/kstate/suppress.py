@@ -3,10 +3,11 @@
 Mirrors Kafka Streams' ``Suppressed`` and ``Suppressed.BufferConfig``. Whether a buffer config is
 strict (never emits early) is its type: :class:`StrictBufferConfig` or :class:`EagerBufferConfig`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 from ._durations import DurationLike, to_millis
 from .errors import KStateError
@@ -20,9 +21,13 @@ def _limit(what: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{what} must be an int, got {type(value).__name__}")
     if value <= 0 or value > _UNBOUNDED:
-        raise KStateError("KSTATE_INVALID_BUFFER_CONFIG", {
-            "reason": f"{what} must be between 1 and 2**63 - 1 ({_UNBOUNDED}), got {value}. "
-                      "For no limit use BufferConfig.unbounded() or with_no_bound()"})
+        raise KStateError(
+            "KSTATE_INVALID_BUFFER_CONFIG",
+            {
+                "reason": f"{what} must be between 1 and 2**63 - 1 ({_UNBOUNDED}), got {value}. "
+                "For no limit use BufferConfig.unbounded() or with_no_bound()"
+            },
+        )
     return value
 
 
@@ -92,8 +97,11 @@ class BufferConfig:
             b = b.withMaxRecords(self.record_limit)
         if self.byte_limit is not None:
             b = b.withMaxBytes(self.byte_limit)
-        return {"shut_down": b.shutDownWhenFull, "spill_to_disk": b.spillToDiskWhenFull,
-                "emit_early": b.emitEarlyWhenFull}[self.when_full]()
+        return {
+            "shut_down": b.shutDownWhenFull,
+            "spill_to_disk": b.spillToDiskWhenFull,
+            "emit_early": b.emitEarlyWhenFull,
+        }[self.when_full]()
 
 
 @dataclass(frozen=True)
@@ -131,7 +139,8 @@ class Suppressed:
             raise TypeError(
                 "until_window_closes needs a strict buffer config (BufferConfig.unbounded(), or "
                 ".shut_down_when_full() / .spill_to_disk_when_full()): a buffer that emits early "
-                f"would emit more than one result per window; got {buffer_config!r}")
+                f"would emit more than one result per window; got {buffer_config!r}"
+            )
         return Suppressed("until_window_closes", buffer_config)
 
     @staticmethod

@@ -1,9 +1,10 @@
 """``kstate.read_table``: a versioned table as of a time, from its query's checkpoint
 (wraps ``io.kstate.KStateTableReader``)."""
+
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Optional, Union
+from typing import Union
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -22,8 +23,7 @@ def _invalid(why: str) -> KStateError:
 
 
 @translate_errors
-def read_table(spark: SparkSession, checkpoint_location: str, name: str,
-               as_of: AsOf = None) -> DataFrame:
+def read_table(spark: SparkSession, checkpoint_location: str, name: str, as_of: AsOf = None) -> DataFrame:
     """A versioned table's rows as they were at ``as_of`` (Kafka's versioned key queries), read
     from the checkpoint of the streaming query that materialized it with
     ``df.kstate.to_table(..., versioned=VersionedTable(...), name=name)``, while the query runs or
@@ -80,8 +80,9 @@ def read_table(spark: SparkSession, checkpoint_location: str, name: str,
     if not isinstance(name, str):
         raise _invalid(f"name must be a string, got {type(name).__name__}")
     if _out_of_long(as_of):
-        raise _invalid(f"as_of must be an event time in epoch milliseconds within a 64-bit long "
-                       f"(-2**63 to 2**63 - 1), got {as_of}")
+        raise _invalid(
+            f"as_of must be an event time in epoch milliseconds within a 64-bit long (-2**63 to 2**63 - 1), got {as_of}"
+        )
     jvm = check_jvm(spark)
     reader = jvm.io.kstate.KStateTableReader
     js = jsession(spark)
@@ -95,6 +96,5 @@ def read_table(spark: SparkSession, checkpoint_location: str, name: str,
     elif isinstance(as_of, str):
         jdf = reader.readTableAt(js, checkpoint_location, name, as_of)
     else:
-        raise _invalid(f"as_of must be None, an int (epoch ms), a str or a datetime, got "
-                       f"{type(as_of).__name__}")
+        raise _invalid(f"as_of must be None, an int (epoch ms), a str or a datetime, got {type(as_of).__name__}")
     return to_df(jdf, spark)

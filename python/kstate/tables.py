@@ -2,14 +2,15 @@
 
 Build one with ``df.kstate.to_table(key=, timestamp=, versioned=None)``; see :class:`KTable`.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, List, Optional, Sequence, Union
 
 from pyspark.sql import Column, DataFrame
 
-from ._durations import DurationLike, to_millis
 from ._connect import Remote, functions
+from ._durations import DurationLike, to_millis
 from ._jvm import check_jvm, checked, jcol, jseq, jvalue, to_df, translate_errors
 from .errors import KStateError
 from .suppress import Suppressed
@@ -42,9 +43,15 @@ class VersionedTable:
         self.history_retention_ms = to_millis(history_retention, "history_retention")
         self.grace_ms = self.history_retention_ms if grace is None else to_millis(grace, "grace")
         if self.grace_ms > self.history_retention_ms:
-            raise KStateError("KSTATE_INVALID_VERSIONED_STORE", {
-                "store": "Versioned table", "historyRetentionMs": self.history_retention_ms,
-                "graceMs": self.grace_ms, "reason": "the grace period exceeds the history retention"})
+            raise KStateError(
+                "KSTATE_INVALID_VERSIONED_STORE",
+                {
+                    "store": "Versioned table",
+                    "historyRetentionMs": self.history_retention_ms,
+                    "graceMs": self.grace_ms,
+                    "reason": "the grace period exceeds the history retention",
+                },
+            )
 
     def _to_jvm(self, jvm: Any) -> Any:
         return jvm.io.kstate.tables.VersionedTable.ofMillis(self.history_retention_ms).withGraceMillis(self.grace_ms)
@@ -156,8 +163,13 @@ class KTable:
         return to_df(self._jtable.suppress(suppressed._to_jvm(jvm)), self._df.sparkSession)
 
     @translate_errors
-    def join(self, other: "KTable", how: str = "inner", name: Optional[str] = None,
-             foreign_key: Union[None, str, Column] = None) -> "KTable":
+    def join(
+        self,
+        other: "KTable",
+        how: str = "inner",
+        name: Optional[str] = None,
+        foreign_key: Union[None, str, Column] = None,
+    ) -> "KTable":
         """Kafka's table–table joins: by primary key (``KTable#join``, ``leftJoin``, ``outerJoin``)
         or, with ``foreign_key``, by foreign key (KIP-213).
 
@@ -199,8 +211,9 @@ class KTable:
         return self._wrap(self._jtable.join(other._jtable, how, name))
 
     @translate_errors
-    def group_by(self, key: Union[str, Column],
-                 value: Union[None, str, Column, Sequence[Union[str, Column]]] = None) -> "KGroupedTable":
+    def group_by(
+        self, key: Union[str, Column], value: Union[None, str, Column, Sequence[Union[str, Column]]] = None
+    ) -> "KGroupedTable":
         """Groups the table's rows by a new key (Kafka's ``KTable#groupBy``) for an aggregation.
 
         Parameters
@@ -228,8 +241,9 @@ class KTable:
         jvm = check_jvm(self._df.sparkSession)
         values = [] if value is None else (list(value) if isinstance(value, (list, tuple)) else [value])
         jvalues = jseq(jvm, [jcol(_column(v, "group_by value", self._df)) for v in values])
-        return KGroupedTable(checked(self._jtable.groupBy(jcol(_column(key, "group_by key", self._df)), jvalues)),
-                             self._df)
+        return KGroupedTable(
+            checked(self._jtable.groupBy(jcol(_column(key, "group_by key", self._df)), jvalues)), self._df
+        )
 
     def __repr__(self) -> str:
         return str(jvalue(self._jtable.toString()))
@@ -290,8 +304,12 @@ class KGroupedTable:
         return self._table(self._jgrouped.sum(jcol(_column(column, "sum", self._df)), name))
 
     @translate_errors
-    def reduce(self, adder: Callable[[Column, Column], Column], subtractor: Callable[[Column, Column], Column],
-               name: Optional[str] = None) -> KTable:
+    def reduce(
+        self,
+        adder: Callable[[Column, Column], Column],
+        subtractor: Callable[[Column, Column], Column],
+        name: Optional[str] = None,
+    ) -> KTable:
         """Kafka's ``reduce(adder, subtractor)``: the aggregate has the grouped value's columns.
 
         A group's first value is its aggregate; each value added is ``adder(agg, value)``, each
@@ -341,8 +359,13 @@ class KGroupedTable:
         return self._table(self._jgrouped.aggColumns(jcols, name))
 
     @translate_errors
-    def aggregate(self, initializer: Any, adder: Callable[[Column, Column], Column],
-                  subtractor: Callable[[Column, Column], Column], name: Optional[str] = None) -> KTable:
+    def aggregate(
+        self,
+        initializer: Any,
+        adder: Callable[[Column, Column], Column],
+        subtractor: Callable[[Column, Column], Column],
+        name: Optional[str] = None,
+    ) -> KTable:
         """Kafka's ``aggregate(initializer, adder, subtractor)``: an aggregate of a type of its own.
 
         ``initializer`` is a Column over no column (``F.lit(0.0)``, ``F.struct(...)`` of

@@ -18,6 +18,7 @@ run to completion before the call returns, and returns that micro-batch's output
 Decisions (micro-batch boundaries, stream time, restart, determinism, differences from Kafka
 Streams' ``TopologyTestDriver``) are in ``docs/testing.md``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -32,8 +33,21 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.listener import StreamingQueryProgress
 from pyspark.sql.types import (
-    BinaryType, BooleanType, ByteType, DataType, DateType, DecimalType, DoubleType, FloatType,
-    IntegerType, LongType, ShortType, StringType, StructType, TimestampNTZType, TimestampType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
     _make_type_verifier,
 )
 
@@ -98,8 +112,7 @@ class _Input:
     others by Spark itself, so every Spark type arrives exactly as given.
     """
 
-    def __init__(self, spark: SparkSession, name: str, schema: StructType, directory: str,
-                 staging: str) -> None:
+    def __init__(self, spark: SparkSession, name: str, schema: StructType, directory: str, staging: str) -> None:
         self.spark, self.name, self.schema = spark, name, schema
         self.directory, self.staging = directory, staging
         self.files = 0
@@ -107,8 +120,7 @@ class _Input:
         os.makedirs(directory, exist_ok=True)
 
     def source(self) -> DataFrame:
-        return (self.spark.readStream.schema(self.schema)
-                .option("maxFilesPerTrigger", 1).parquet(self.directory))
+        return self.spark.readStream.schema(self.schema).option("maxFilesPerTrigger", 1).parquet(self.directory)
 
     def rows(self, records: Sequence[Record]) -> List[tuple]:
         """``records`` as tuples in schema order, checked against the schema (index in errors)."""
@@ -123,13 +135,16 @@ class _Input:
         if isinstance(record, Mapping):
             unknown = [k for k in record if k not in names]
             if unknown:
-                raise self._invalid(f"record {index} has fields {unknown} that the schema "
-                                    f"({', '.join(names)}) does not have")
+                raise self._invalid(
+                    f"record {index} has fields {unknown} that the schema ({', '.join(names)}) does not have"
+                )
             values = [record.get(n) for n in names]
         elif isinstance(record, (tuple, list)):
             if len(record) != len(names):
-                raise self._invalid(f"record {index} has {len(record)} values but the schema has "
-                                    f"{len(names)} fields ({', '.join(names)})")
+                raise self._invalid(
+                    f"record {index} has {len(record)} values but the schema has "
+                    f"{len(names)} fields ({', '.join(names)})"
+                )
             values = list(record)
         else:
             raise self._invalid(f"record {index} is a {type(record).__name__}, not a dict or tuple")
@@ -151,8 +166,7 @@ class _Input:
             staged_file = staged + ".parquet"
             _write_with_arrow(self.schema, rows, staged_file)
         else:
-            (self.spark.createDataFrame(rows, self.schema, verifySchema=False)
-             .coalesce(1).write.parquet(staged))
+            (self.spark.createDataFrame(rows, self.schema, verifySchema=False).coalesce(1).write.parquet(staged))
             parts = glob.glob(os.path.join(staged, "part-*.parquet"))
             assert len(parts) == 1, f"expected one Parquet file in {staged}, found {parts}"
             staged_file = parts[0]
@@ -167,10 +181,17 @@ def _arrow_types(schema: StructType) -> Optional[List[Any]]:
     import pyarrow as pa
 
     simple = {
-        StringType: pa.string(), LongType: pa.int64(), IntegerType: pa.int32(),
-        ShortType: pa.int16(), ByteType: pa.int8(), BooleanType: pa.bool_(),
-        DoubleType: pa.float64(), FloatType: pa.float32(), BinaryType: pa.binary(),
-        DateType: pa.date32(), TimestampType: pa.timestamp("us", tz="UTC"),
+        StringType: pa.string(),
+        LongType: pa.int64(),
+        IntegerType: pa.int32(),
+        ShortType: pa.int16(),
+        ByteType: pa.int8(),
+        BooleanType: pa.bool_(),
+        DoubleType: pa.float64(),
+        FloatType: pa.float32(),
+        BinaryType: pa.binary(),
+        DateType: pa.date32(),
+        TimestampType: pa.timestamp("us", tz="UTC"),
         TimestampNTZType: pa.timestamp("us"),
     }
     types = []
@@ -264,10 +285,17 @@ class PipelineTestDriver:
     [Row(k='a', window_start=0, window_end=10000, count=2, timestamp=2000)]
     """
 
-    def __init__(self, spark: SparkSession, inputs: Union[Schema, Mapping[str, Schema]],
-                 pipeline: Callable[..., DataFrame], *, output_mode: str = "append",
-                 partitions: int = 1, order: str = "task",
-                 conf: Optional[Mapping[str, Any]] = None) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        inputs: Union[Schema, Mapping[str, Schema]],
+        pipeline: Callable[..., DataFrame],
+        *,
+        output_mode: str = "append",
+        partitions: int = 1,
+        order: str = "task",
+        conf: Optional[Mapping[str, Any]] = None,
+    ) -> None:
         if is_connect(spark):
             raise KStateError("KSTATE_TEST_DRIVER_NEEDS_CLASSIC_SESSION")
         check_jvm(spark)
@@ -277,9 +305,11 @@ class PipelineTestDriver:
         self._pipeline = pipeline
         self._check_arguments(output_mode, partitions, order)
         self._output_mode, self._order = output_mode, order
-        self._conf = {"spark.sql.shuffle.partitions": str(partitions),
-                      "spark.kstate.processingOrder": order,
-                      **{k: str(v) for k, v in (conf or {}).items()}}
+        self._conf = {
+            "spark.sql.shuffle.partitions": str(partitions),
+            "spark.kstate.processingOrder": order,
+            **{k: str(v) for k, v in (conf or {}).items()},
+        }
         self._root: Optional[str] = None
         self._inputs: Dict[str, _Input] = {}
         self._query: Optional[StreamingQuery] = None
@@ -293,14 +323,16 @@ class PipelineTestDriver:
     def start(self) -> "PipelineTestDriver":
         """Creates the temporary directories and starts the query (``with`` calls it)."""
         if self._closed or self._query is not None:
-            raise _hub_error(self._spark, "testDriverNotRunning",
-                             "closed" if self._closed else "already started")
+            raise _hub_error(self._spark, "testDriverNotRunning", "closed" if self._closed else "already started")
         self._root = tempfile.mkdtemp(prefix="kstate-test-driver-")
         try:
             staging = os.path.join(self._root, "staging")
-            self._inputs = {name: _Input(self._spark, name, self._struct(name, schema),
-                                         os.path.join(self._root, "inputs", name), staging)
-                            for name, schema in self._schemas.items()}
+            self._inputs = {
+                name: _Input(
+                    self._spark, name, self._struct(name, schema), os.path.join(self._root, "inputs", name), staging
+                )
+                for name, schema in self._schemas.items()
+            }
             self._start_query()
         except BaseException:
             self.close()
@@ -327,6 +359,7 @@ class PipelineTestDriver:
             self._pipeline = pipeline
         self._start_query()
         return self._run_available()
+
     def close(self) -> None:
         """Stops the query and removes the temporary directory (``with`` calls it)."""
         self._closed = True
@@ -378,9 +411,12 @@ class PipelineTestDriver:
         if not isinstance(records_by_input, Mapping):
             raise self._pipeline_error(
                 f"add_batch takes a dict of input names to records, got "
-                f"{type(records_by_input).__name__}; use pipe(records) for one input")
-        rows = {self._input_name(name): self._inputs[self._input_name(name)].rows(records)
-                for name, records in records_by_input.items()}
+                f"{type(records_by_input).__name__}; use pipe(records) for one input"
+            )
+        rows = {
+            self._input_name(name): self._inputs[self._input_name(name)].rows(records)
+            for name, records in records_by_input.items()
+        }
         for name, input_rows in rows.items():
             self._inputs[name].write(input_rows)
         return self._run_available()
@@ -402,8 +438,8 @@ class PipelineTestDriver:
         b = max(self._batches, default=-1) if batch_id is None else batch_id
         if b not in self._progress:
             raise self._pipeline_error(
-                f"no progress for micro-batch {b}; micro-batches run so far: "
-                f"{sorted(self._progress)}")
+                f"no progress for micro-batch {b}; micro-batches run so far: {sorted(self._progress)}"
+            )
         return self._progress[b]
 
     def custom_metrics(self, batch_id: Optional[int] = None) -> Dict[str, Dict[str, int]]:
@@ -417,8 +453,9 @@ class PipelineTestDriver:
             out[name] = dict(op.customMetrics)
         return out
 
-    def state(self, operator: Union[str, int], batch_id: Optional[int] = None,
-              store_name: str = DEFAULT_STORE_NAME) -> DataFrame:
+    def state(
+        self, operator: Union[str, int], batch_id: Optional[int] = None, store_name: str = DEFAULT_STORE_NAME
+    ) -> DataFrame:
         """A kstate operator's state after micro-batch ``batch_id`` (default: the last
         committed), through :func:`kstate.read_state` on the driver's checkpoint."""
         self._check_started()
@@ -453,21 +490,24 @@ class PipelineTestDriver:
                 self._batches[batch_id] = batch.collect()  # a re-run replaces its rows
                 self._written.append(batch_id)
 
-            self._query = (out.writeStream.outputMode(self._output_mode)
-                           .option("checkpointLocation", os.path.join(self._root, "checkpoint"))
-                           .queryName(query_name).foreachBatch(collect).start())
+            self._query = (
+                out.writeStream.outputMode(self._output_mode)
+                .option("checkpointLocation", os.path.join(self._root, "checkpoint"))
+                .queryName(query_name)
+                .foreachBatch(collect)
+                .start()
+            )
 
     def _build(self) -> DataFrame:
         sources = {name: i.source() for name, i in self._inputs.items()}
-        out = (self._pipeline(sources[DEFAULT_INPUT]) if self._single
-               else self._pipeline(**sources))
+        out = self._pipeline(sources[DEFAULT_INPUT]) if self._single else self._pipeline(**sources)
         if not isinstance(out, DataFrame):
-            raise self._pipeline_error(
-                f"the pipeline function returned {type(out).__name__}, not a DataFrame")
+            raise self._pipeline_error(f"the pipeline function returned {type(out).__name__}, not a DataFrame")
         if not out.isStreaming:
             raise self._pipeline_error(
                 "the pipeline's result is not a streaming DataFrame: build it from the input "
-                "DataFrames the driver passes in")
+                "DataFrames the driver passes in"
+            )
         return out
 
     def _run_available(self) -> List[Row]:
@@ -493,21 +533,21 @@ class PipelineTestDriver:
                 return self._spark.createDataFrame([], schema).schema
             except Exception as e:  # pyspark raises several parse error types
                 raise self._pipeline_error(
-                    f"the schema of input '{name}' ({schema!r}) is not a valid DDL schema: "
-                    f"{str(e).splitlines()[0]}") from None
+                    f"the schema of input '{name}' ({schema!r}) is not a valid DDL schema: {str(e).splitlines()[0]}"
+                ) from None
         raise self._pipeline_error(
-            f"the schema of input '{name}' must be a DDL string or a StructType, got "
-            f"{type(schema).__name__}")
+            f"the schema of input '{name}' must be a DDL string or a StructType, got {type(schema).__name__}"
+        )
 
     def _check_arguments(self, output_mode: Any, partitions: Any, order: Any) -> None:
         if not self._schemas or not all(isinstance(n, str) and n for n in self._schemas):
-            raise self._pipeline_error("inputs must be a schema or a non-empty dict of input "
-                                       "names (non-empty strings) to schemas")
+            raise self._pipeline_error(
+                "inputs must be a schema or a non-empty dict of input names (non-empty strings) to schemas"
+            )
         if not callable(self._pipeline):
             raise self._pipeline_error("pipeline must be a function of the input DataFrames")
         if output_mode not in _OUTPUT_MODES:
-            raise self._pipeline_error(f"output_mode must be one of {_OUTPUT_MODES}, got "
-                                       f"{output_mode!r}")
+            raise self._pipeline_error(f"output_mode must be one of {_OUTPUT_MODES}, got {output_mode!r}")
         if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
             raise self._pipeline_error(f"partitions must be a positive int, got {partitions!r}")
         if order not in _ORDERS:
@@ -517,8 +557,7 @@ class PipelineTestDriver:
         if name is None and len(self._schemas) == 1:
             return next(iter(self._schemas))
         if name not in self._schemas:
-            raise _hub_error(self._spark, "testDriverUnknownInput", str(name),
-                             ", ".join(self._schemas))
+            raise _hub_error(self._spark, "testDriverUnknownInput", str(name), ", ".join(self._schemas))
         return name
 
     def _pipeline_error(self, why: str) -> KStateError:
@@ -526,5 +565,4 @@ class PipelineTestDriver:
 
     def _check_started(self) -> None:
         if self._query is None:
-            raise _hub_error(self._spark, "testDriverNotRunning",
-                             "closed" if self._closed else "not started")
+            raise _hub_error(self._spark, "testDriverNotRunning", "closed" if self._closed else "not started")

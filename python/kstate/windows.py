@@ -1,5 +1,6 @@
 """Window specifications, mirroring Kafka Streams' ``TimeWindows``, ``SessionWindows`` and
 ``SlidingWindows``."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -40,8 +41,9 @@ class TimeWindows:
         """Hopping windows advancing by ``advance`` (0 < advance <= size)."""
         ms = to_millis(advance, "advance")
         if ms <= 0 or ms > self.size_ms:
-            raise KStateError("KSTATE_INVALID_WINDOW", {
-                "reason": f"advance must be > 0 and <= size ({self.size_ms} ms), got {ms} ms"})
+            raise KStateError(
+                "KSTATE_INVALID_WINDOW", {"reason": f"advance must be > 0 and <= size ({self.size_ms} ms), got {ms} ms"}
+            )
         return replace(self, advance_ms=ms)
 
     def grace(self, grace: DurationLike) -> "TimeWindows":

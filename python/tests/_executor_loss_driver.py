@@ -28,6 +28,7 @@ Writes ``result`` (JSON): per kill the executors killed and their pids, the exec
 and after, the replica status before each kill, and per batch its id, input rows and state
 operator's custom metrics.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,8 +46,8 @@ def main(config_path: str) -> int:
     with open(config_path) as f:
         cfg = json.load(f)
 
-    from cluster import LocalCluster
     from _streaming import SCHEMA, STREAM_ORDER, file_name, write_json_lines
+    from cluster import LocalCluster
 
     conf: Dict[str, Any] = {
         "spark.sql.shuffle.partitions": cfg["partitions"],
@@ -60,10 +61,9 @@ def main(config_path: str) -> int:
     spark = cluster.spark
     if cfg.get("start_executors"):
         ids = cluster.executor_ids()
-        for e in sorted(ids, key=int)[cfg["start_executors"]:]:
+        for e in sorted(ids, key=int)[cfg["start_executors"] :]:
             cluster.remove_executor(e)
-    out: Dict[str, Any] = {"executors_before": cluster.executors(),
-                           "cluster_start_s": round(time.monotonic() - t0, 1)}
+    out: Dict[str, Any] = {"executors_before": cluster.executors(), "cluster_start_s": round(time.monotonic() - t0, 1)}
     add = cfg.get("add")
     lag = int(cfg.get("conf", {}).get("spark.kstate.acceptableRecoveryLag", 1))
     try:
@@ -75,8 +75,12 @@ def main(config_path: str) -> int:
         def sink(df: Any, batch_id: int) -> None:
             df.write.mode("overwrite").parquet(os.path.join(cfg["out"], f"batch={batch_id}"))
 
-        q = (deduped.writeStream.outputMode("append").option("checkpointLocation", cfg["checkpoint"])
-             .foreachBatch(sink).start())
+        q = (
+            deduped.writeStream.outputMode("append")
+            .option("checkpointLocation", cfg["checkpoint"])
+            .foreachBatch(sink)
+            .start()
+        )
         kills = cfg["kills"] if "kills" in cfg else [{"after": cfg["kill_after"], "targets": ["active"]}]
         out["kills"] = []
         for i, records in enumerate(cfg["batches"]):
@@ -121,28 +125,39 @@ def kill(cluster: Any, q: Any, targets: List[str], cfg: Dict[str, Any], out: Dic
         else:
             raise ValueError(f"unknown kill target {t}")
     locations = cluster.state_locations(q, cfg["partitions"])
-    done = {"executors": victims, "pids": [cluster.kill(v, pids) for v in victims],
-            "after_batch": q.lastProgress["batchId"], "replica_status": status, "locations": locations}
+    done = {
+        "executors": victims,
+        "pids": [cluster.kill(v, pids) for v in victims],
+        "after_batch": q.lastProgress["batchId"],
+        "replica_status": status,
+        "locations": locations,
+    }
     print(f"killed {done}", flush=True)
     return done
 
 
-def scale_up(cluster: Any, q: Any, add: Dict[str, Any], i: int, cfg: Dict[str, Any], lag: int,
-             out: Dict[str, Any]) -> None:
+def scale_up(
+    cluster: Any, q: Any, add: Dict[str, Any], i: int, cfg: Dict[str, Any], lag: int, out: Dict[str, Any]
+) -> None:
     """The ``add`` steps after batch ``i`` (see the module doc)."""
     import kstate
 
     if i == add["after"]:
         before = set(cluster.executor_ids())
-        out["add"] = {"after_batch": q.lastProgress["batchId"], "executors_before": sorted(before),
-                      "locations_before": cluster.state_locations(q, cfg["partitions"]), "killed": []}
+        out["add"] = {
+            "after_batch": q.lastProgress["batchId"],
+            "executors_before": sorted(before),
+            "locations_before": cluster.state_locations(q, cfg["partitions"]),
+            "killed": [],
+        }
         out["add"]["added"] = sorted(set(cluster.add_executors(cfg["executors"])) - before)
         print(f"added {out['add']['added']}", flush=True)
     elif i > add["after"]:
         if i == add["after"] + 1 and add.get("kill_warming"):
             status = kstate.replica_status(q)
-            warming = sorted({r["warmup"]["executor"] for r in status if r["warmup"] is not None}
-                             & set(out["add"]["added"]))
+            warming = sorted(
+                {r["warmup"]["executor"] for r in status if r["warmup"] is not None} & set(out["add"]["added"])
+            )
             out["add"]["status_before_kill"] = status
             out["add"]["locations_before_kill"] = cluster.state_locations(q, cfg["partitions"])
             pids = cluster.executors()
@@ -163,8 +178,7 @@ def wait_warm(cluster: Any, q: Any, cfg: Dict[str, Any], timeout_s: float = 120)
 def state_holder(cluster: Any, q: Any) -> str:
     """An executor that ran the last batch's stateful tasks: the one Spark's state store
     coordinator names for state partition 0 of operator 0 (``executor_<host>_<id>``)."""
-    locations = cluster.state_locations(q, partitions=int(cluster.spark.conf.get(
-        "spark.sql.shuffle.partitions")))
+    locations = cluster.state_locations(q, partitions=int(cluster.spark.conf.get("spark.sql.shuffle.partitions")))
     if 0 not in locations:
         raise RuntimeError(f"Spark's coordinator has no location for state partition 0: {locations}")
     print(f"state locations: {locations}", flush=True)
@@ -173,9 +187,12 @@ def state_holder(cluster: Any, q: Any) -> str:
 
 def batch_summary(p: Dict[str, Any]) -> Dict[str, Any]:
     ops: List[Dict[str, Any]] = p.get("stateOperators") or []
-    return {"batchId": p["batchId"], "numInputRows": p["numInputRows"],
-            "triggerExecutionMs": (p.get("durationMs") or {}).get("triggerExecution"),
-            "customMetrics": (ops[0].get("customMetrics") or {}) if ops else {}}
+    return {
+        "batchId": p["batchId"],
+        "numInputRows": p["numInputRows"],
+        "triggerExecutionMs": (p.get("durationMs") or {}).get("triggerExecution"),
+        "customMetrics": (ops[0].get("customMetrics") or {}) if ops else {},
+    }
 
 
 if __name__ == "__main__":

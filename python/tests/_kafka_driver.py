@@ -14,13 +14,13 @@ input topic, each with its own checkpoint and ``maxOffsetsPerTrigger`` (several 
 Processes everything available, stops and exits 0 (when not killed). Imports from this
 directory and the kstate package (``python/``): the test's launcher puts both on PYTHONPATH.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import sys
 import time
-
 
 
 def main(config_path: str) -> int:
@@ -36,24 +36,44 @@ def main(config_path: str) -> int:
     spark.sparkContext.setLogLevel("WARN")
 
     def source(max_offsets: int):
-        return (spark.readStream.format("kafka").option("kafka.bootstrap.servers", cfg["bootstrap"])
-                .option("subscribe", cfg["topic_in"]).option("startingOffsets", "earliest")
-                .option("maxOffsetsPerTrigger", max_offsets).load())
+        return (
+            spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", cfg["bootstrap"])
+            .option("subscribe", cfg["topic_in"])
+            .option("startingOffsets", "earliest")
+            .option("maxOffsetsPerTrigger", max_offsets)
+            .load()
+        )
 
     def to_kafka(df, batch_id: int) -> None:
-        (df.write.format("kafka").option("kafka.bootstrap.servers", cfg["bootstrap"])
-         .option("topic", cfg["topic_out"]).save())
+        (
+            df.write.format("kafka")
+            .option("kafka.bootstrap.servers", cfg["bootstrap"])
+            .option("topic", cfg["topic_out"])
+            .save()
+        )
         if batch_id == cfg["pause_batch"]:
             with open(cfg["marker"] + ".tmp", "w") as f:
                 f.write(f"{os.getpid()} {batch_id}\n")
             os.rename(cfg["marker"] + ".tmp", cfg["marker"])
             time.sleep(3600)  # the test kills us here
 
-    kafka_q = (pipeline(source(cfg["max_offsets"])).writeStream.foreachBatch(to_kafka).outputMode("append")
-               .option("checkpointLocation", cfg["checkpoint_kafka"]).start())
-    native_q = (pipeline(source(cfg["max_offsets_native"])).writeStream.format("kafka")
-                .option("kafka.bootstrap.servers", cfg["bootstrap"]).option("topic", cfg["topic_native"])
-                .outputMode("append").option("checkpointLocation", cfg["checkpoint_native"]).start())
+    kafka_q = (
+        pipeline(source(cfg["max_offsets"]))
+        .writeStream.foreachBatch(to_kafka)
+        .outputMode("append")
+        .option("checkpointLocation", cfg["checkpoint_kafka"])
+        .start()
+    )
+    native_q = (
+        pipeline(source(cfg["max_offsets_native"]))
+        .writeStream.format("kafka")
+        .option("kafka.bootstrap.servers", cfg["bootstrap"])
+        .option("topic", cfg["topic_native"])
+        .outputMode("append")
+        .option("checkpointLocation", cfg["checkpoint_native"])
+        .start()
+    )
     return finish_driver(spark, native_q, kafka_q)
 
 

@@ -14,17 +14,17 @@ deduplication model fed the topic-partitions' records merged like a Kafka task (
 in offset order, the partition with the smallest head timestamp next), then the window model
 fed what it forwarded sorted by event time.
 """
+
 from __future__ import annotations
 
 import json
 import random
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
 from models.dedup_model import DedupModel, Rec
 from models.window_agg_model import WindowAggModel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 PARTITIONS = 3  # of the input topic
 KEYS = ["a", "b", "c", "d", "e", "f"]
@@ -43,6 +43,7 @@ def kafka_partition(k: str) -> int:
 
 
 # --- input ------------------------------------------------------------------------------------
+
 
 def generate(seed: int, batches: int = 5, per_batch: int = 24) -> List[List[Record]]:
     """Micro-batches of events with duplicates (the same ``(k, id)`` again, a little later or
@@ -76,17 +77,24 @@ def generate(seed: int, batches: int = 5, per_batch: int = 24) -> List[List[Reco
 
 def to_kafka_records(records: Sequence[Record]) -> List[Dict[str, Any]]:
     """The records as :meth:`kafka_broker.KafkaClients.produce` sends them."""
-    return [dict(partition=r["partition"], ts=r["ts"], key=r["k"],
-                 value=json.dumps({"id": r["id"], "seq": r["seq"]})) for r in records]
+    return [
+        dict(partition=r["partition"], ts=r["ts"], key=r["k"], value=json.dumps({"id": r["id"], "seq": r["seq"]}))
+        for r in records
+    ]
 
 
 # --- the pipeline -------------------------------------------------------------------------------
 
+
 def events(kafka_rows: DataFrame) -> DataFrame:
     """Spark's Kafka source rows -> ``k``, ``id``, ``seq``, ``ts`` (the record timestamp)."""
     v = F.from_json(F.col("value").cast("string"), VALUE_SCHEMA)
-    return kafka_rows.select(F.col("key").cast("string").alias("k"), v["id"].alias("id"),
-                             v["seq"].alias("seq"), F.col("timestamp").alias("ts"))
+    return kafka_rows.select(
+        F.col("key").cast("string").alias("k"),
+        v["id"].alias("id"),
+        v["seq"].alias("seq"),
+        F.col("timestamp").alias("ts"),
+    )
 
 
 def deduplicated(ev: DataFrame) -> DataFrame:
@@ -97,16 +105,27 @@ def final_counts(ev: DataFrame) -> DataFrame:
     """The pipeline up to the final windows: ``k``, ``window_start``, ``window_end``, ``count``,
     ``timestamp``."""
     from kstate import BufferConfig, Suppressed, TimeWindows
+
     windows = TimeWindows.of_size(WINDOW_SIZE_MS).grace(WINDOW_GRACE_MS)
-    return (deduplicated(ev).kstate.windowed_by(windows, key="k", timestamp="ts").count(name="counts")
-            .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
+    return (
+        deduplicated(ev)
+        .kstate.windowed_by(windows, key="k", timestamp="ts")
+        .count(name="counts")
+        .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+    )
 
 
 def as_kafka_output(counts: DataFrame) -> DataFrame:
     """One record per final window for Spark's Kafka sink: ``key`` ``k``, ``value`` JSON."""
-    value = F.to_json(F.struct(F.col("k"), F.unix_millis("window_start").alias("start"),
-                               F.unix_millis("window_end").alias("end"), F.col("count"),
-                               F.unix_millis("timestamp").alias("ts")))
+    value = F.to_json(
+        F.struct(
+            F.col("k"),
+            F.unix_millis("window_start").alias("start"),
+            F.unix_millis("window_end").alias("end"),
+            F.col("count"),
+            F.unix_millis("timestamp").alias("ts"),
+        )
+    )
     return counts.select(F.col("k").alias("key"), value.alias("value"))
 
 
@@ -117,8 +136,12 @@ def pipeline(kafka_rows: DataFrame) -> DataFrame:
 
 def source(spark, bootstrap: str, topic: str, **options: Any) -> DataFrame:
     """Spark's Kafka source on ``topic`` from its first offset."""
-    r = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-         .option("subscribe", topic).option("startingOffsets", "earliest"))
+    r = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+    )
     for k, v in options.items():
         r = r.option(k, v)
     return r.load()
@@ -129,18 +152,25 @@ def explain(query) -> str:
     return query._jsq.explainInternal(False)
 
 
-def run_batches(spark, clients, bootstrap: str, topic_in: str, topic_out: str, checkpoint: str,
-                batches: Sequence[Sequence[Record]]) -> Tuple[List[int], str]:
+def run_batches(
+    spark, clients, bootstrap: str, topic_in: str, topic_out: str, checkpoint: str, batches: Sequence[Sequence[Record]]
+) -> Tuple[List[int], str]:
     """Each batch produced to ``topic_in``, then the pipeline run on what is available
     (``Trigger.AvailableNow``: one micro-batch) into ``topic_out`` with Spark's Kafka sink, all on
     one checkpoint. Returns the records each micro-batch wrote and the last physical plan."""
     written, plan = [], ""
     for b in batches:
         clients.produce(topic_in, to_kafka_records(b))
-        q = (pipeline(source(spark, bootstrap, topic_in)).writeStream.format("kafka")
-             .option("kafka.bootstrap.servers", bootstrap).option("topic", topic_out)
-             .option("checkpointLocation", checkpoint).outputMode("append")
-             .trigger(availableNow=True).start())
+        q = (
+            pipeline(source(spark, bootstrap, topic_in))
+            .writeStream.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("topic", topic_out)
+            .option("checkpointLocation", checkpoint)
+            .outputMode("append")
+            .trigger(availableNow=True)
+            .start()
+        )
         q.awaitTermination(120)
         if q.exception() is not None:
             raise RuntimeError(str(q.exception()))
@@ -163,6 +193,7 @@ def window_of(value: str) -> Window:
 
 # --- the reference model ----------------------------------------------------------------------
 
+
 def kafka_task_order(queues: Sequence[Sequence[Record]]) -> List[Record]:
     """A Kafka task's processing order: each queue (a topic-partition's records, offset order)
     in order, the queue whose head has the smallest timestamp next (ties: lower index)."""
@@ -177,27 +208,31 @@ def kafka_task_order(queues: Sequence[Sequence[Record]]) -> List[Record]:
         pos[i] += 1
 
 
-def model_output(batches: Sequence[Sequence[Record]], state_partition: Callable[[str], int],
-                 state_partitions: int) -> Tuple[List[List[Window]], Dict[str, int]]:
+def model_output(
+    batches: Sequence[Sequence[Record]], state_partition: Callable[[str], int], state_partitions: int
+) -> Tuple[List[List[Window]], Dict[str, int]]:
     """The final windows each micro-batch emits (sorted), per the module doc's orders, and what
     the models counted (duplicates dropped, late records forwarded by the deduplication, windows
     dropped as late). ``batches``: each micro-batch's records in production (offset) order."""
     dedup = [DedupModel(DEDUP_INTERVAL_MS, "by_key_value") for _ in range(state_partitions)]
-    win = [WindowAggModel(WINDOW_SIZE_MS, WINDOW_SIZE_MS, WINDOW_GRACE_MS, final=True)
-           for _ in range(state_partitions)]
+    win = [WindowAggModel(WINDOW_SIZE_MS, WINDOW_SIZE_MS, WINDOW_GRACE_MS, final=True) for _ in range(state_partitions)]
     out = []
     for batch in batches:
         emitted: List[Window] = []
         for sp in range(state_partitions):
-            queues = [[r for r in batch if r["partition"] == p and state_partition(r["k"]) == sp]
-                      for p in range(PARTITIONS)]
+            queues = [
+                [r for r in batch if r["partition"] == p and state_partition(r["k"]) == sp] for p in range(PARTITIONS)
+            ]
             forwarded = [r for r in kafka_task_order(queues) if dedup[sp].process(Rec(r["k"], r["id"], r["ts"]))]
             for r in sorted(forwarded, key=lambda r: r["ts"]):  # stable: ties keep their order
                 win[sp].process(r["k"], r["ts"], None)
             emitted += [(k, s, e, n, ts) for (k, s, e, n, _sum, _max, ts) in win[sp].end_batch()]
         out.append(sorted(emitted))
-    stats = dict(duplicates=sum(d.duplicates_dropped for d in dedup), late_forwarded=sum(d.late_forwarded for d in dedup),
-                 late_dropped=sum(w.late_dropped for w in win))
+    stats = dict(
+        duplicates=sum(d.duplicates_dropped for d in dedup),
+        late_forwarded=sum(d.late_forwarded for d in dedup),
+        late_dropped=sum(w.late_dropped for w in win),
+    )
     return out, stats
 
 

@@ -14,6 +14,7 @@ If ``pause_batch`` >= 0, the foreachBatch call of that batch writes ``marker`` a
   after_collect   after it ran (state store version committed) but before the sink write
   after_write     after the sink file was written, before the batch is committed
 """
+
 from __future__ import annotations
 
 import json
@@ -29,6 +30,7 @@ sys.path.insert(0, os.path.dirname(HERE))  # the kstate package (python/)
 def _table_operator(name: str):
     """A table operator of ``_table_operators`` (imported only when one is asked for)."""
     from _table_operators import OPERATORS
+
     if name not in OPERATORS:
         raise ValueError(f"unknown operator {name}")
     return OPERATORS[name]
@@ -41,18 +43,23 @@ def build(source, cfg):
     ``cfg["order"]``, if given, is the dedup and windowed operators' ``order=`` (else the session's
     Kafka task order applies)."""
     from _streaming import dedup
+
     operator = cfg.get("operator", "dedup")
     order = cfg.get("order")
     if operator == "dedup":
         return dedup(source, cfg["mode"], cfg["interval"], order=order)
     if operator in ("window_final", "time_limit"):
         from kstate import BufferConfig, Suppressed, TimeWindows
+
         if operator == "window_final":
-            return (source.kstate.windowed_by(TimeWindows.of_size(cfg["size"]).grace(cfg["grace"]), key="k",
-                                              timestamp="ts", order=order).count()
-                    .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
-        buffer = (BufferConfig.max_bytes(256).spill_to_disk_when_full() if cfg.get("spill")
-                  else BufferConfig.unbounded())
+            return (
+                source.kstate.windowed_by(
+                    TimeWindows.of_size(cfg["size"]).grace(cfg["grace"]), key="k", timestamp="ts", order=order
+                )
+                .count()
+                .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+            )
+        buffer = BufferConfig.max_bytes(256).spill_to_disk_when_full() if cfg.get("spill") else BufferConfig.unbounded()
         return source.kstate.suppress(Suppressed.until_time_limit(cfg["limit"], buffer), key="k", timestamp="ts")
     return _table_operator(operator).build(source)
 
@@ -92,8 +99,7 @@ def main(config_path: str) -> int:
 
     source = spark.readStream.schema(cfg.get("schema", SCHEMA)).option("maxFilesPerTrigger", 1).json(cfg["src"])
     out = build(source, cfg)
-    q = (out.writeStream.foreachBatch(sink).outputMode("append")
-         .option("checkpointLocation", cfg["checkpoint"]).start())
+    q = out.writeStream.foreachBatch(sink).outputMode("append").option("checkpointLocation", cfg["checkpoint"]).start()
     return finish_driver(spark, q)
 
 

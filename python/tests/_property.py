@@ -4,17 +4,26 @@ Examples are derandomized (stable CI) and their number comes from ``KSTATE_HYPOT
 (default 7; each example runs Spark jobs). Shrinking is off to bound the runtime of a failing run;
 set ``KSTATE_HYPOTHESIS_SHRINK=1`` to get a minimal example.
 """
+
 import os
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
-PHASES = ([Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink]
-          if os.environ.get("KSTATE_HYPOTHESIS_SHRINK") else [Phase.explicit, Phase.generate])
+PHASES = (
+    [Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink]
+    if os.environ.get("KSTATE_HYPOTHESIS_SHRINK")
+    else [Phase.explicit, Phase.generate]
+)
 PROPERTY_SETTINGS = settings(
     max_examples=int(os.environ.get("KSTATE_HYPOTHESIS_EXAMPLES", "7")),
-    deadline=None, derandomize=True, database=None, phases=PHASES,
-    suppress_health_check=list(HealthCheck), print_blob=True)
+    deadline=None,
+    derandomize=True,
+    database=None,
+    phases=PHASES,
+    suppress_health_check=list(HealthCheck),
+    print_blob=True,
+)
 
 
 @st.composite

@@ -9,6 +9,7 @@ Also: the tests' SparkSession configuration (shared with the kill -9 driver proc
 kstate operations by mode name, temporary session settings (shuffle partitions), and the
 reference-model oracle (one :class:`DedupModel` per state partition).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -20,11 +21,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
-from pyspark.sql import DataFrame, Row, SparkSession
-from pyspark.sql import functions as F
-
 from kstate.testing import session_conf  # noqa: F401 (the tests import it from here)
 from models.dedup_model import DedupModel, Rec
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
 
 # Records are dicts: seq (output identity), k (key), id (dedup id), ts (epoch millis or None).
 SCHEMA = "seq LONG, k STRING, id STRING, ts LONG"
@@ -58,15 +58,17 @@ def session_builder(master: str = "local[2]") -> Any:
     builder = SparkSession.builder.master(master).appName("kstate-pytest")
     # Spark's Kafka connector (test_kafka_end_to_end.py): its jars when the build has listed them
     # (`make kafka-classpath`; without them only the Kafka tests fail, saying so).
-    from kafka_broker import CLASSPATH_FILE, connector_jars
     import checkpoint_stores
+    from kafka_broker import CLASSPATH_FILE, connector_jars
+
     jars = []
     if os.path.isfile(CLASSPATH_FILE):
         # Spark's Kafka sink caches its producers (10 minutes by default): closed 5 s after their
         # last use instead, so none keeps calling a test's broker after it stopped.
         jars += connector_jars()
-        builder = (builder.config("spark.kafka.producer.cache.timeout", "5s")
-                   .config("spark.kafka.producer.cache.evictorThreadRunInterval", "1s"))
+        builder = builder.config("spark.kafka.producer.cache.timeout", "5s").config(
+            "spark.kafka.producer.cache.evictorThreadRunInterval", "1s"
+        )
     if os.path.isfile(checkpoint_stores.CLASSPATH_FILE):
         jars += checkpoint_stores.s3a_jars()  # s3a:// checkpoints (test_checkpoint_stores.py)
     if jars:
@@ -88,6 +90,7 @@ def session_builder(master: str = "local[2]") -> Any:
 # its own in test_processing_order.py; static DataFrames keep the default.
 STREAM_ORDER = {"spark.kstate.processingOrder": "task"}
 
+
 def finish_driver(spark: SparkSession, *queries: Any) -> int:
     """The end of a test driver process: each query processes everything available and stops
     (in the order given), then the session stops and the driver says it is done (exit code 0)."""
@@ -104,6 +107,7 @@ def kill9_when_paused(p: Any, marker: str, timeout_s: float, log: Callable[[], s
     ``marker`` (it paused), then kills its process group with SIGKILL. ``log``: the driver's
     output, for the failure message when it exits or never pauses."""
     import signal
+
     deadline = time.monotonic() + timeout_s
     while not os.path.exists(marker):
         assert p.poll() is None, f"driver exited ({p.returncode}) before pausing:\n{log()}"
@@ -125,8 +129,17 @@ def unique(prefix: str) -> str:
 
 # --- the three operations ------------------------------------------------------------------
 
-def dedup(df: DataFrame, mode: str, interval: Any, key: Any = "k", id: Any = "id",
-          ts: Any = "ts", name: Optional[str] = None, order: Optional[str] = None) -> DataFrame:
+
+def dedup(
+    df: DataFrame,
+    mode: str,
+    interval: Any,
+    key: Any = "k",
+    id: Any = "id",
+    ts: Any = "ts",
+    name: Optional[str] = None,
+    order: Optional[str] = None,
+) -> DataFrame:
     """Applies the kstate operation of model ``mode`` to ``df`` (``order``: its ``order=``)."""
     if mode == "by_key":
         return df.kstate.deduplicate_by_key(interval, key=key, timestamp=ts, name=name, order=order)
@@ -173,11 +186,12 @@ def shuffle_partitions(spark: SparkSession, n: Optional[int]) -> Iterator[None]:
 
 # --- files ---------------------------------------------------------------------------------
 
-def write_json_lines(directory: str, name: str, records: Iterable[Dict[str, Any]],
-                     mtime: Optional[float] = None) -> str:
+
+def write_json_lines(
+    directory: str, name: str, records: Iterable[Dict[str, Any]], mtime: Optional[float] = None
+) -> str:
     """Writes ``records`` as one JSON-lines file ``directory/name``, atomically."""
-    staging = os.path.join(os.path.dirname(os.path.abspath(directory)),
-                           "_staging_" + os.path.basename(directory))
+    staging = os.path.join(os.path.dirname(os.path.abspath(directory)), "_staging_" + os.path.basename(directory))
     os.makedirs(staging, exist_ok=True)
     tmp = os.path.join(staging, name)
     with open(tmp, "w") as f:
@@ -212,10 +226,17 @@ class FileStream:
     Restart = a new FileStream on the same ``src`` and ``checkpoint``.
     """
 
-    def __init__(self, spark: SparkSession, src: str, checkpoint: str,
-                 build: Callable[[DataFrame], DataFrame], schema: str = SCHEMA,
-                 sink: str = "foreach_batch", output_mode: str = "append",
-                 max_files_per_trigger: int = 1) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        src: str,
+        checkpoint: str,
+        build: Callable[[DataFrame], DataFrame],
+        schema: str = SCHEMA,
+        sink: str = "foreach_batch",
+        output_mode: str = "append",
+        max_files_per_trigger: int = 1,
+    ) -> None:
         self.spark, self.src, self.checkpoint = spark, src, checkpoint
         self.build, self.schema, self.sink, self.output_mode = build, schema, sink, output_mode
         self.max_files_per_trigger = max_files_per_trigger
@@ -225,8 +246,11 @@ class FileStream:
         self.query_name = unique("kstate_q")
 
     def source(self) -> DataFrame:
-        return (self.spark.readStream.schema(self.schema)
-                .option("maxFilesPerTrigger", self.max_files_per_trigger).json(self.src))
+        return (
+            self.spark.readStream.schema(self.schema)
+            .option("maxFilesPerTrigger", self.max_files_per_trigger)
+            .json(self.src)
+        )
 
     def start(self) -> "FileStream":
         with session_conf(self.spark, STREAM_ORDER):  # read when the query starts
@@ -234,11 +258,15 @@ class FileStream:
 
     def _start(self) -> "FileStream":
         out = self.build(self.source())
-        w = (out.writeStream.outputMode(self.output_mode)
-             .option("checkpointLocation", self.checkpoint).queryName(self.query_name))
+        w = (
+            out.writeStream.outputMode(self.output_mode)
+            .option("checkpointLocation", self.checkpoint)
+            .queryName(self.query_name)
+        )
         if self.sink == "memory":
             w = w.format("memory")
         else:
+
             def collect(batch_df: DataFrame, batch_id: int) -> None:
                 self.batches[batch_id] = batch_df.collect()
 
@@ -292,13 +320,20 @@ class StreamResult:
         return sorted(r["seq"] for r in self.rows)
 
 
-def run_stream(spark: SparkSession, workdir: str, build: Callable[[DataFrame], DataFrame],
-               batches: Sequence[Sequence[Dict[str, Any]]], schema: str = SCHEMA,
-               partitions: Optional[int] = None, sink: str = "foreach_batch") -> StreamResult:
+def run_stream(
+    spark: SparkSession,
+    workdir: str,
+    build: Callable[[DataFrame], DataFrame],
+    batches: Sequence[Sequence[Dict[str, Any]]],
+    schema: str = SCHEMA,
+    partitions: Optional[int] = None,
+    sink: str = "foreach_batch",
+) -> StreamResult:
     """Runs ``batches`` (each one micro-batch) through a fresh query and checkpoint."""
     with shuffle_partitions(spark, partitions):
-        fs = FileStream(spark, os.path.join(workdir, "src"), os.path.join(workdir, "checkpoint"),
-                        build, schema=schema, sink=sink)
+        fs = FileStream(
+            spark, os.path.join(workdir, "src"), os.path.join(workdir, "checkpoint"), build, schema=schema, sink=sink
+        )
         with fs:
             for b in batches:
                 fs.add_batch(b)
@@ -306,22 +341,38 @@ def run_stream(spark: SparkSession, workdir: str, build: Callable[[DataFrame], D
     return StreamResult(rows, fs.batch_seqs())
 
 
-def run_stream_batches(spark: SparkSession, workdir: str, build: Callable[[DataFrame], DataFrame],
-                       batches: Sequence[Sequence[Dict[str, Any]]], schema: str = SCHEMA,
-                       partitions: Optional[int] = None, output_mode: str = "update") -> Dict[int, List[Row]]:
+def run_stream_batches(
+    spark: SparkSession,
+    workdir: str,
+    build: Callable[[DataFrame], DataFrame],
+    batches: Sequence[Sequence[Dict[str, Any]]],
+    schema: str = SCHEMA,
+    partitions: Optional[int] = None,
+    output_mode: str = "update",
+) -> Dict[int, List[Row]]:
     """Runs ``batches`` (each one micro-batch) through a fresh query; batch id -> output rows."""
     with shuffle_partitions(spark, partitions):
-        fs = FileStream(spark, os.path.join(workdir, "src"), os.path.join(workdir, "ckpt"), build,
-                        schema=schema, output_mode=output_mode)
+        fs = FileStream(
+            spark,
+            os.path.join(workdir, "src"),
+            os.path.join(workdir, "ckpt"),
+            build,
+            schema=schema,
+            output_mode=output_mode,
+        )
         with fs:
             for b in batches:
                 fs.add_batch(b)
     return fs.batches
 
 
-def run_batch_df(spark: SparkSession, build: Callable[[DataFrame], DataFrame],
-                 records: Sequence[Dict[str, Any]], schema: str = SCHEMA,
-                 partitions: Optional[int] = None) -> List[Row]:
+def run_batch_df(
+    spark: SparkSession,
+    build: Callable[[DataFrame], DataFrame],
+    records: Sequence[Dict[str, Any]],
+    schema: str = SCHEMA,
+    partitions: Optional[int] = None,
+) -> List[Row]:
     """The same operation on a batch DataFrame holding ``records`` in list order."""
     with shuffle_partitions(spark, partitions):
         names = [f.strip().split()[0] for f in schema.split(",")]
@@ -331,6 +382,7 @@ def run_batch_df(spark: SparkSession, build: Callable[[DataFrame], DataFrame],
 
 # --- oracle --------------------------------------------------------------------------------
 
+
 def partition_map(spark: SparkSession, values: Sequence[Any], sql_type: str, n: int) -> Dict[Any, int]:
     """value -> state partition, as Spark hash-partitions it: pmod(hash(v), n)."""
     df = spark.createDataFrame([(v,) for v in values], f"v {sql_type}")
@@ -338,8 +390,12 @@ def partition_map(spark: SparkSession, values: Sequence[Any], sql_type: str, n: 
     return {r["v"]: r["p"] for r in rows}
 
 
-def model_forwarded(records: Sequence[Dict[str, Any]], interval_ms: int, mode: str,
-                    partition_of: Optional[Callable[[Dict[str, Any]], int]] = None) -> List[int]:
+def model_forwarded(
+    records: Sequence[Dict[str, Any]],
+    interval_ms: int,
+    mode: str,
+    partition_of: Optional[Callable[[Dict[str, Any]], int]] = None,
+) -> List[int]:
     """Sorted seqs the reference model forwards, one model per state partition, list order."""
     models: Dict[int, DedupModel] = {}
     out = []
@@ -352,8 +408,15 @@ def model_forwarded(records: Sequence[Dict[str, Any]], interval_ms: int, mode: s
     return sorted(out)
 
 
-def partitioner(spark: SparkSession, mode: str, n: int, keys: Sequence[Any], ids: Sequence[Any],
-                key_type: str = "string", id_type: str = "string") -> Callable[[Dict[str, Any]], int]:
+def partitioner(
+    spark: SparkSession,
+    mode: str,
+    n: int,
+    keys: Sequence[Any],
+    ids: Sequence[Any],
+    key_type: str = "string",
+    id_type: str = "string",
+) -> Callable[[Dict[str, Any]], int]:
     """State partition of a record for ``mode``: by key (by_key, by_key_value) or by id."""
     if mode == "by_id":
         pm = partition_map(spark, list(ids), id_type, n)

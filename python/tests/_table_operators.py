@@ -3,6 +3,7 @@ kill -9 driver process: each a ``build(source_df)`` over the property tests' sch
 (``_tables_property.SCHEMA``), the sides its input uses and its model (``expected(scenario,
 partition_of_key)``: batch -> key -> results) and what of them the tests compare, as the
 property tests do."""
+
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, NamedTuple, Sequence
@@ -27,18 +28,28 @@ JOIN_TABLE, JOIN_GRACE = (20, 20), 5
 OPERATORS = {
     # a versioned table source, filtered downstream (old values and the latest flag both matter)
     "versioned_table": TableOperator(
-        tables._build(VERSIONED, "filter"), ["t"],
+        tables._build(VERSIONED, "filter"),
+        ["t"],
         lambda sc, part: tables.expected(sc, part, VERSIONED, "filter"),
-        lambda r: r["k"], lambda r: (r["v"], r["ts"])),
+        lambda r: r["k"],
+        lambda r: (r["v"], r["ts"]),
+    ),
     # a left stream-table join with grace over a versioned table: the grace buffer is state
     "stream_table_join": TableOperator(
-        stj._build("left", JOIN_TABLE, JOIN_GRACE), ["s", "t"],
+        stj._build("left", JOIN_TABLE, JOIN_GRACE),
+        ["s", "t"],
         lambda sc, part: stj.expected(sc, part, "left", JOIN_TABLE, JOIN_GRACE),
-        lambda r: r["k"], lambda r: (r["seq"], r["tv"], r["ts"])),
+        lambda r: r["k"],
+        lambda r: (r["seq"], r["tv"], r["ts"]),
+    ),
     # a sum over a versioned table; its model is compared as the 3-partition property does
     # (per micro-batch and group: the number of results and the last one)
     "table_aggregate": TableOperator(
-        agg._build("sum", VERSIONED), ["t"],
+        agg._build("sum", VERSIONED),
+        ["t"],
         lambda sc, part: agg.expected(sc, part, "sum", VERSIONED),
-        lambda r: r["g"], lambda r: (r["sum"], r["ts"]), agg._count_and_last),
+        lambda r: r["g"],
+        lambda r: (r["sum"], r["ts"]),
+        agg._count_and_last,
+    ),
 }

@@ -12,15 +12,15 @@ position). Running maxima restart at every micro-batch (positions are per micro-
 Outputs are compared per micro-batch and per key, in order: within one state partition the
 order of a key's results is determined; across partitions the sink sees them in any order.
 """
+
 from __future__ import annotations
 
 import random
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from hypothesis import strategies as st
-
 from _property import micro_batches
 from _streaming import partition_map, run_stream_batches
+from hypothesis import strategies as st
 
 # With 3 state partitions: a -> 2, d -> 1, g -> 1, y -> 0, None -> 0 (test_partition_alphabet_spread).
 KEYS = ["a", "d", "g", "y"]
@@ -44,9 +44,15 @@ def random_records(rnd: random.Random, n: int, sides: Sequence[str]) -> List[Dic
         else:
             ts = prev + rnd.randint(-6, 8)
         prev = prev if ts is None else ts
-        recs.append(dict(seq=i, side=rnd.choice(list(sides)),
-                         k=None if rnd.random() < 0.1 else rnd.choice(KEYS),
-                         v=None if rnd.random() < 0.17 else rnd.randint(0, 9), ts=ts))
+        recs.append(
+            dict(
+                seq=i,
+                side=rnd.choice(list(sides)),
+                k=None if rnd.random() < 0.1 else rnd.choice(KEYS),
+                v=None if rnd.random() < 0.17 else rnd.randint(0, 9),
+                ts=ts,
+            )
+        )
     return recs
 
 
@@ -83,8 +89,7 @@ def task_order(queues: Sequence[Sequence[Tuple[Optional[int], Any]]]) -> List[An
     return [item for _, item in sorted(keyed, key=lambda e: e[0])]
 
 
-def canonical(batches: Dict[int, List[Any]], key_of: Callable[[Any], Any],
-              row_of: Callable[[Any], Tuple]) -> Canonical:
+def canonical(batches: Dict[int, List[Any]], key_of: Callable[[Any], Any], row_of: Callable[[Any], Tuple]) -> Canonical:
     """batch id -> key -> that key's rows in order (batches and keys without rows left out)."""
     out: Canonical = {}
     for b, rows in batches.items():
@@ -95,20 +100,37 @@ def canonical(batches: Dict[int, List[Any]], key_of: Callable[[Any], Any],
 
 def run_kstate(spark, tmp_factory, build, sc: Dict[str, Any], partitions: int) -> Dict[int, List[Any]]:
     """One streaming query over the scenario's micro-batches (append mode): batch id -> rows."""
-    return run_stream_batches(spark, str(tmp_factory.mktemp("tprop")), build, sc["batches"], schema=SCHEMA,
-                              partitions=partitions, output_mode="append")
+    return run_stream_batches(
+        spark,
+        str(tmp_factory.mktemp("tprop")),
+        build,
+        sc["batches"],
+        schema=SCHEMA,
+        partitions=partitions,
+        output_mode="append",
+    )
 
 
 def describe(sc: Dict[str, Any], partitions: int, part: Callable[[Any], int], **params: Any) -> str:
     batches = [[(r["seq"], r["side"], r["k"], r["v"], r["ts"]) for r in b] for b in sc["batches"]]
-    return (f"params={params} partitions={partitions}\nbatches (seq, side, k, v, ts)={batches}\n"
-            f"state partition of each key={ {k: part(k) for k in KEYS + [None]} }")
+    return (
+        f"params={params} partitions={partitions}\nbatches (seq, side, k, v, ts)={batches}\n"
+        f"state partition of each key={ {k: part(k) for k in KEYS + [None]} }"
+    )
 
 
-def assert_matches_model(spark, tmp_factory, sc: Dict[str, Any], partitions: int, build,
-                         expected: Callable[[Callable[[Any], int]], Canonical],
-                         row_of: Callable[[Any], Tuple], key_of: Callable[[Any], Any] = lambda r: r["k"],
-                         compared: Callable[[Canonical], Any] = lambda c: c, **params: Any) -> None:
+def assert_matches_model(
+    spark,
+    tmp_factory,
+    sc: Dict[str, Any],
+    partitions: int,
+    build,
+    expected: Callable[[Callable[[Any], int]], Canonical],
+    row_of: Callable[[Any], Tuple],
+    key_of: Callable[[Any], Any] = lambda r: r["k"],
+    compared: Callable[[Canonical], Any] = lambda c: c,
+    **params: Any,
+) -> None:
     """Runs ``build`` over the scenario (one query) and asserts ``compared(its output)`` equals
     ``compared(expected(partition_of_key))``."""
     part = key_partitioner(spark, partitions)

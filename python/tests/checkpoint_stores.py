@@ -19,6 +19,7 @@ The build fetches all of them from Maven Central: ``make checkpoint-stores-class
 (``checkpointStoresClasspath`` in ``build.sbt``). Servers run as child processes in process groups
 of their own, killed with their parent (see ``kafka_broker._die_with_parent``).
 """
+
 from __future__ import annotations
 
 import datetime
@@ -50,14 +51,18 @@ class StoreSetupError(RuntimeError):
 def classpaths() -> Dict[str, List[str]]:
     """``{"hdfs": [...], "s3server": [...], "s3a": [...]}`` as the build wrote them."""
     if not os.path.isfile(CLASSPATH_FILE):
-        raise StoreSetupError(f"{CLASSPATH_FILE} not found: run `make checkpoint-stores-classpath` "
-                              "(bin/sbt checkpointStoresClasspath), which fetches them from Maven Central")
+        raise StoreSetupError(
+            f"{CLASSPATH_FILE} not found: run `make checkpoint-stores-classpath` "
+            "(bin/sbt checkpointStoresClasspath), which fetches them from Maven Central"
+        )
     with open(CLASSPATH_FILE) as f:
         cp = json.load(f)
     missing = [j for js in cp.values() for j in js if not os.path.isfile(j)]
     if missing:
-        raise StoreSetupError(f"jars listed in {CLASSPATH_FILE} are missing ({missing[:3]}...): "
-                              "run `bin/sbt checkpointStoresClasspath` again")
+        raise StoreSetupError(
+            f"jars listed in {CLASSPATH_FILE} are missing ({missing[:3]}...): "
+            "run `bin/sbt checkpointStoresClasspath` again"
+        )
     return cp
 
 
@@ -68,6 +73,7 @@ def s3a_jars() -> List[str]:
 
 def _pyspark_jars() -> str:
     import pyspark
+
     return os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")
 
 
@@ -83,8 +89,9 @@ class _Service:
 
     def _spawn(self, cmd: List[str]) -> None:
         out = open(self.log_path, "w")
-        self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=self.dir,
-                                     start_new_session=True, preexec_fn=_die_with_parent)
+        self.proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, cwd=self.dir, start_new_session=True, preexec_fn=_die_with_parent
+        )
         out.close()
 
     def _wait(self, ready, what: str) -> None:
@@ -151,11 +158,30 @@ class HdfsCluster(_Service):
     def _start(self) -> None:
         details = os.path.join(self.dir, "details.json")
         cp = os.pathsep.join(classpaths()["hdfs"] + [_pyspark_jars()])
-        self._spawn([_java(), "-Xmx512m", "-XX:+UseSerialGC", "-cp", cp,
-                     "org.apache.hadoop.mapreduce.MiniHadoopClusterManager", "-nomr", "-format",
-                     "-nnport", "0", "-nnhttpport", "0", "-datanodes", str(self.datanodes),
-                     "-writeDetails", details, "-D", f"hdfs.minidfs.basedir={os.path.join(self.dir, 'data')}",
-                     "-D", "dfs.replication=2"])
+        self._spawn(
+            [
+                _java(),
+                "-Xmx512m",
+                "-XX:+UseSerialGC",
+                "-cp",
+                cp,
+                "org.apache.hadoop.mapreduce.MiniHadoopClusterManager",
+                "-nomr",
+                "-format",
+                "-nnport",
+                "0",
+                "-nnhttpport",
+                "0",
+                "-datanodes",
+                str(self.datanodes),
+                "-writeDetails",
+                details,
+                "-D",
+                f"hdfs.minidfs.basedir={os.path.join(self.dir, 'data')}",
+                "-D",
+                "dfs.replication=2",
+            ]
+        )
         self._wait(lambda: os.path.exists(details) and os.path.getsize(details) > 0, "NameNode")
         with open(details) as f:
             self.port = json.load(f)["namenode_port"]
@@ -182,31 +208,51 @@ class S3Server(_Service):
         """S3A settings for this server's bucket (per bucket, so servers of several test modules
         never share a cached file system's endpoint); set on a session with ``spark.conf.set``."""
         b = f"fs.s3a.bucket.{self.bucket}."
-        return {b + "endpoint": self.endpoint, b + "path.style.access": "true",
-                b + "access.key": self.ACCESS_KEY, b + "secret.key": self.SECRET_KEY,
-                b + "connection.ssl.enabled": "false", b + "endpoint.region": self.REGION,
-                b + "aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"}
+        return {
+            b + "endpoint": self.endpoint,
+            b + "path.style.access": "true",
+            b + "access.key": self.ACCESS_KEY,
+            b + "secret.key": self.SECRET_KEY,
+            b + "connection.ssl.enabled": "false",
+            b + "endpoint.region": self.REGION,
+            b + "aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+        }
 
     def _start(self) -> None:
         conf = os.path.join(self.dir, "s3proxy.properties")
         with open(conf, "w") as f:
-            f.write(f"s3proxy.endpoint={self.endpoint}\ns3proxy.authorization=aws-v2-or-v4\n"
-                    f"s3proxy.identity={self.ACCESS_KEY}\ns3proxy.credential={self.SECRET_KEY}\n"
-                    "jclouds.provider=transient\n"
-                    f"jclouds.identity={self.ACCESS_KEY}\njclouds.credential={self.SECRET_KEY}\n")
+            f.write(
+                f"s3proxy.endpoint={self.endpoint}\ns3proxy.authorization=aws-v2-or-v4\n"
+                f"s3proxy.identity={self.ACCESS_KEY}\ns3proxy.credential={self.SECRET_KEY}\n"
+                "jclouds.provider=transient\n"
+                f"jclouds.identity={self.ACCESS_KEY}\njclouds.credential={self.SECRET_KEY}\n"
+            )
         cp = os.pathsep.join(classpaths()["s3server"])
-        self._spawn([_java(), "-Xmx768m", "-XX:+UseSerialGC", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-                     "-Dlogback.configurationFile=" + self._logback(), "-cp", cp, "org.gaul.s3proxy.Main",
-                     "--properties", conf])
+        self._spawn(
+            [
+                _java(),
+                "-Xmx768m",
+                "-XX:+UseSerialGC",
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                "-Dlogback.configurationFile=" + self._logback(),
+                "-cp",
+                cp,
+                "org.gaul.s3proxy.Main",
+                "--properties",
+                conf,
+            ]
+        )
         self._wait(self._answers, "listening server")
         self.request("PUT", f"/{self.bucket}")
 
     def _logback(self) -> str:
         path = os.path.join(self.dir, "logback.xml")
         with open(path, "w") as f:
-            f.write('<configuration><appender name="o" class="ch.qos.logback.core.ConsoleAppender">'
-                    '<encoder><pattern>%d %level %logger: %msg%n</pattern></encoder></appender>'
-                    '<root level="WARN"><appender-ref ref="o"/></root></configuration>')
+            f.write(
+                '<configuration><appender name="o" class="ch.qos.logback.core.ConsoleAppender">'
+                '<encoder><pattern>%d %level %logger: %msg%n</pattern></encoder></appender>'
+                '<root level="WARN"><appender-ref ref="o"/></root></configuration>'
+            )
         return path
 
     def _answers(self) -> bool:
@@ -226,8 +272,9 @@ class S3Server(_Service):
         host = f"127.0.0.1:{self.port}"
         headers = {"host": host, "x-amz-content-sha256": payload, "x-amz-date": amz_date}
         signed = ";".join(sorted(headers))
-        canonical = "\n".join([method, path, "", "".join(f"{k}:{headers[k]}\n" for k in sorted(headers)),
-                               signed, payload])
+        canonical = "\n".join(
+            [method, path, "", "".join(f"{k}:{headers[k]}\n" for k in sorted(headers)), signed, payload]
+        )
         scope = f"{day}/{self.REGION}/s3/aws4_request"
         to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()])
 
@@ -236,9 +283,16 @@ class S3Server(_Service):
 
         key = h(h(h(h(("AWS4" + self.SECRET_KEY).encode(), day), self.REGION), "s3"), "aws4_request")
         signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
-        req = urllib.request.Request(self.endpoint + path, data=body or None, method=method, headers={
-            "x-amz-content-sha256": payload, "x-amz-date": amz_date,
-            "Authorization": f"AWS4-HMAC-SHA256 Credential={self.ACCESS_KEY}/{scope}, SignedHeaders={signed}, "
-                             f"Signature={signature}"})
+        req = urllib.request.Request(
+            self.endpoint + path,
+            data=body or None,
+            method=method,
+            headers={
+                "x-amz-content-sha256": payload,
+                "x-amz-date": amz_date,
+                "Authorization": f"AWS4-HMAC-SHA256 Credential={self.ACCESS_KEY}/{scope}, SignedHeaders={signed}, "
+                f"Signature={signature}",
+            },
+        )
         with urllib.request.urlopen(req, timeout=30) as r:
             return r.read()

@@ -17,6 +17,7 @@ Only one SparkContext can live in a Python process, and the pytest session alrea
         c.kill(victim)                    # kill -9
         c.wait_for_replacement(victim)    # N live executors again, none of them ``victim``
 """
+
 from __future__ import annotations
 
 import os
@@ -29,8 +30,14 @@ from typing import Any, Dict, List, Mapping, Optional
 class LocalCluster:
     """Starts, inspects and damages one ``local-cluster`` SparkSession (see the module doc)."""
 
-    def __init__(self, executors: int = 3, cores: int = 1, worker_mb: int = 1024,
-                 executor_memory: str = "768m", app_name: str = "kstate-cluster") -> None:
+    def __init__(
+        self,
+        executors: int = 3,
+        cores: int = 1,
+        worker_mb: int = 1024,
+        executor_memory: str = "768m",
+        app_name: str = "kstate-cluster",
+    ) -> None:
         self.n, self.cores, self.worker_mb = executors, cores, worker_mb
         self.executor_memory, self.app_name = executor_memory, app_name
         self.spark: Any = None
@@ -48,10 +55,12 @@ class LocalCluster:
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         # Master, Workers and executors talk over loopback (no dependence on the host's address).
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        b = (kstate.configure(SparkSession.builder.master(self.master).appName(self.app_name))
-             .config("spark.executor.memory", self.executor_memory)
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false"))
+        b = (
+            kstate.configure(SparkSession.builder.master(self.master).appName(self.app_name))
+            .config("spark.executor.memory", self.executor_memory)
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+        )
         for k, v in (conf or {}).items():
             b = b.config(k, str(v))
         self.spark = b.getOrCreate()
@@ -164,8 +173,9 @@ class LocalCluster:
         """Waits until the driver has removed ``lost`` (an executor id or a list of them) and N
         executors are registered again."""
         gone = [lost] if isinstance(lost, str) else list(lost)
-        return self._wait(lambda ids: not set(gone) & set(ids) and len(ids) >= self.n, timeout_s,
-                          f"executors {gone} replaced")
+        return self._wait(
+            lambda ids: not set(gone) & set(ids) and len(ids) >= self.n, timeout_s, f"executors {gone} replaced"
+        )
 
     def wait_standbys_warm(self, query: Any, partitions: int, timeout_s: float = 120) -> List[Dict[str, Any]]:
         """Waits until every one of ``partitions`` state partitions of ``query`` has a standby at
@@ -178,8 +188,7 @@ class LocalCluster:
         deadline = time.monotonic() + timeout_s
         while True:
             status = kstate.replica_status(query)
-            warm = [r for r in status
-                    if any(s.get("version") == r["committed_version"] + 1 for s in r["standbys"])]
+            warm = [r for r in status if any(s.get("version") == r["committed_version"] + 1 for s in r["standbys"])]
             if len(warm) == partitions:
                 return status
             if time.monotonic() > deadline:
@@ -196,8 +205,13 @@ class LocalCluster:
         while True:
             status = kstate.replica_status(query)
             alive = set(self.executor_ids())
-            cold = [r for r in status if r["warmup"] is not None and r["warmup"]["executor"] in alive
-                    and (r["warmup"]["version"] is None or r["warmup"]["version"] < r["committed_version"] + 1 - lag)]
+            cold = [
+                r
+                for r in status
+                if r["warmup"] is not None
+                and r["warmup"]["executor"] in alive
+                and (r["warmup"]["version"] is None or r["warmup"]["version"] < r["committed_version"] + 1 - lag)
+            ]
             if not cold:
                 return status
             if time.monotonic() > deadline:
@@ -212,8 +226,9 @@ class LocalCluster:
         returns the executors left."""
         before = len(self.executor_ids())
         self.spark.sparkContext._jsc.sc().killExecutor(executor_id)
-        return self._wait(lambda ids: executor_id not in ids and len(ids) == before - 1, timeout_s,
-                          f"executor {executor_id} removed")
+        return self._wait(
+            lambda ids: executor_id not in ids and len(ids) == before - 1, timeout_s, f"executor {executor_id} removed"
+        )
 
     def add_executors(self, total: int, timeout_s: float = 180) -> List[str]:
         """Scales up to ``total`` executors (``SparkContext.requestTotalExecutors``; the Master

@@ -1,4 +1,5 @@
 """Shared fixtures: ONE SparkSession with kstate for the whole test session."""
+
 from __future__ import annotations
 
 import os
@@ -51,8 +52,16 @@ def pytest_configure(config):
 # The slowest modules (each runs driver processes that it kills), first: pytest-xdist's loadfile
 # scheduling hands out modules in collection order, and one of these left for last would keep
 # one worker busy alone for minutes.
-SLOWEST_FIRST = ["test_spark_connect", "test_checkpoint_stores", "test_repartition", "test_schema_evolution", "test_tables_restart", "test_kill9_windows", "test_dedup_restart",
-                 "test_kafka_end_to_end"]
+SLOWEST_FIRST = [
+    "test_spark_connect",
+    "test_checkpoint_stores",
+    "test_repartition",
+    "test_schema_evolution",
+    "test_tables_restart",
+    "test_kill9_windows",
+    "test_dedup_restart",
+    "test_kafka_end_to_end",
+]
 
 
 def _rank(item) -> int:

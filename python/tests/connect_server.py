@@ -8,6 +8,7 @@ own, waits until the port answers, and stops it with ``stop-connect-server.sh`` 
 SIGKILL, should that leave it running). :meth:`log_tail` is the end of the server's log, for a
 failing test's message.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,9 +21,8 @@ import time
 import uuid
 from typing import Dict, Optional
 
-import pyspark
-
 import kstate
+import pyspark
 
 SPARK_HOME = os.path.dirname(os.path.abspath(pyspark.__file__))
 START_TIMEOUT_S = 180
@@ -59,17 +59,24 @@ class ConnectServer:
         self.port = _free_port()
         self.dir = tempfile.mkdtemp(prefix="kstate-connect-")
         self.ident = "kstate-" + uuid.uuid4().hex[:8]
-        self.env = dict(os.environ, SPARK_HOME=SPARK_HOME, SPARK_LOG_DIR=os.path.join(self.dir, "logs"),
-                        SPARK_PID_DIR=os.path.join(self.dir, "pid"), SPARK_IDENT_STRING=self.ident)
+        self.env = dict(
+            os.environ,
+            SPARK_HOME=SPARK_HOME,
+            SPARK_LOG_DIR=os.path.join(self.dir, "logs"),
+            SPARK_PID_DIR=os.path.join(self.dir, "pid"),
+            SPARK_IDENT_STRING=self.ident,
+        )
         self.env.pop("SPARK_CONNECT_MODE_ENABLED", None)
         # the server logs warnings and errors only (Spark's default is INFO: megabytes per module)
         conf_dir = os.path.join(self.dir, "conf")
         os.makedirs(conf_dir)
         with open(os.path.join(conf_dir, "log4j2.properties"), "w") as f:
-            f.write("rootLogger.level = warn\nrootLogger.appenderRef.stdout.ref = console\n"
-                    "appender.console.type = Console\nappender.console.name = console\n"
-                    "appender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\n"
-                    "appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex\n")
+            f.write(
+                "rootLogger.level = warn\nrootLogger.appenderRef.stdout.ref = console\n"
+                "appender.console.type = Console\nappender.console.name = console\n"
+                "appender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\n"
+                "appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex\n"
+            )
         self.env["SPARK_CONF_DIR"] = conf_dir
 
     @property
@@ -80,8 +87,10 @@ class ConnectServer:
         return os.path.join(SPARK_HOME, "sbin", name)
 
     def start(self) -> "ConnectServer":
-        conf = dict(SESSION_CONF, **{"spark.connect.grpc.binding.port": str(self.port),
-                                     "spark.connect.grpc.binding.address": "127.0.0.1"})
+        conf = dict(
+            SESSION_CONF,
+            **{"spark.connect.grpc.binding.port": str(self.port), "spark.connect.grpc.binding.address": "127.0.0.1"},
+        )
         args = ["bash", self._script("start-connect-server.sh"), "--master", "local[2]"]
         if self.with_kstate:
             conf.update(plugin_conf())
@@ -131,8 +140,12 @@ class ConnectServer:
 
     def stop(self) -> None:
         pid = self._pid()
-        subprocess.run(["bash", self._script("stop-connect-server.sh")], env=self.env,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        subprocess.run(
+            ["bash", self._script("stop-connect-server.sh")],
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 30
         while pid is not None and time.monotonic() < deadline:
             try:

@@ -3,6 +3,7 @@
 ``python python/tests/error_docs.py`` rewrites the table (``make docs-errors``);
 ``test_docs.py::test_the_error_table_is_generated_from_the_conditions_file`` fails when it is stale.
 """
+
 from __future__ import annotations
 
 import json

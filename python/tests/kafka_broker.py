@@ -16,6 +16,7 @@ Java clients (``kafka-clients``, on the Spark driver's classpath through ``spark
 from Python over the SparkSession's Py4J gateway; records are read back with Spark's batch
 ``kafka`` source (:func:`read_topic`). No Python Kafka client is needed.
 """
+
 from __future__ import annotations
 
 import base64
@@ -46,13 +47,16 @@ def classpaths() -> Dict[str, List[str]]:
     if not os.path.isfile(CLASSPATH_FILE):
         raise KafkaSetupError(
             f"{CLASSPATH_FILE} not found: run `make kafka-classpath` (or `bin/sbt kafkaTestClasspath`), "
-            "which fetches the Kafka broker and Spark's Kafka connector from Maven Central")
+            "which fetches the Kafka broker and Spark's Kafka connector from Maven Central"
+        )
     with open(CLASSPATH_FILE) as f:
         cp = json.load(f)
     missing = [j for j in cp["broker"] + cp["connector"] if not os.path.isfile(j)]
     if missing:
-        raise KafkaSetupError(f"jars listed in {CLASSPATH_FILE} are missing ({missing[:3]}...): "
-                              "run `bin/sbt kafkaTestClasspath` to fetch them again")
+        raise KafkaSetupError(
+            f"jars listed in {CLASSPATH_FILE} are missing ({missing[:3]}...): "
+            "run `bin/sbt kafkaTestClasspath` to fetch them again"
+        )
     return cp
 
 
@@ -82,6 +86,7 @@ def _die_with_parent() -> None:
     ``PR_SET_PDEATHSIG``), so not even a killed test run leaves the broker's JVM behind."""
     try:
         import ctypes
+
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass  # not Linux: stop() and the fixture's teardown still stop it
@@ -144,18 +149,29 @@ class KafkaBroker:
 
     def _java_cmd(self, heap: str, main: str, *args: str) -> List[str]:
         cp = os.pathsep.join(classpaths()["broker"])
-        return [_java(), f"-Xmx{heap}", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-                "-Dlog4j.configuration=" + self._log4j(), "-cp", cp, main, *args]
+        return [
+            _java(),
+            f"-Xmx{heap}",
+            "-XX:TieredStopAtLevel=1",
+            "-XX:+UseSerialGC",
+            "-Dlog4j.configuration=" + self._log4j(),
+            "-cp",
+            cp,
+            main,
+            *args,
+        ]
 
     def _log4j(self) -> str:
         """reload4j configuration: warnings and errors to the broker's log file."""
         path = os.path.join(self.dir, "log4j.properties")
         with open(path, "w") as f:
-            f.write("log4j.rootLogger=WARN, file\n"
-                    "log4j.appender.file=org.apache.log4j.FileAppender\n"
-                    f"log4j.appender.file.File={self.log_path}\n"
-                    "log4j.appender.file.layout=org.apache.log4j.PatternLayout\n"
-                    "log4j.appender.file.layout.ConversionPattern=%d %p %c: %m%n\n")
+            f.write(
+                "log4j.rootLogger=WARN, file\n"
+                "log4j.appender.file=org.apache.log4j.FileAppender\n"
+                f"log4j.appender.file.File={self.log_path}\n"
+                "log4j.appender.file.layout=org.apache.log4j.PatternLayout\n"
+                "log4j.appender.file.layout.ConversionPattern=%d %p %c: %m%n\n"
+            )
         return "file:" + path
 
     def start(self) -> "KafkaBroker":
@@ -169,15 +185,24 @@ class KafkaBroker:
 
     def _start(self) -> "KafkaBroker":
         props = self._properties()
-        fmt = subprocess.run(self._java_cmd("256m", "kafka.tools.StorageTool", "format", "-t", _cluster_id(),
-                                            "-c", props, "--standalone"),
-                             capture_output=True, text=True, timeout=120)
+        fmt = subprocess.run(
+            self._java_cmd(
+                "256m", "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", props, "--standalone"
+            ),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if fmt.returncode != 0:
             raise KafkaSetupError(f"formatting the broker's storage failed:\n{fmt.stdout}\n{fmt.stderr}")
         out = open(os.path.join(self.dir, "broker.out"), "w")
-        self.proc = subprocess.Popen(self._java_cmd("512m", "kafka.Kafka", props), stdout=out,
-                                     stderr=subprocess.STDOUT, start_new_session=True,
-                                     preexec_fn=_die_with_parent)
+        self.proc = subprocess.Popen(
+            self._java_cmd("512m", "kafka.Kafka", props),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
         out.close()
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
@@ -250,7 +275,9 @@ class KafkaClients:
             names.add(name)
             deadline = time.monotonic() + 60
             while True:
-                desc = admin.describeTopics(names).allTopicNames().get(60, self.jvm.java.util.concurrent.TimeUnit.SECONDS)
+                desc = (
+                    admin.describeTopics(names).allTopicNames().get(60, self.jvm.java.util.concurrent.TimeUnit.SECONDS)
+                )
                 parts = desc.get(name).partitions()
                 if parts.size() == partitions and all(parts.get(i).leader() is not None for i in range(partitions)):
                     return
@@ -263,8 +290,10 @@ class KafkaClients:
         if self._producer is None:
             ser = "org.apache.kafka.common.serialization.StringSerializer"
             self._producer = self.jvm.org.apache.kafka.clients.producer.KafkaProducer(
-                self._props(key_serializer=ser, value_serializer=ser, acks="all", linger_ms="5",
-                            enable_idempotence="true"))
+                self._props(
+                    key_serializer=ser, value_serializer=ser, acks="all", linger_ms="5", enable_idempotence="true"
+                )
+            )
         return self._producer
 
     def produce(self, topic: str, records: Iterable[Dict[str, Any]]) -> None:
@@ -276,7 +305,8 @@ class KafkaClients:
         futures = []
         for r in records:
             rec = self.jvm.org.apache.kafka.clients.producer.ProducerRecord(
-                topic, Integer.valueOf(r["partition"]), Long.valueOf(r["ts"]), r["key"], r["value"])
+                topic, Integer.valueOf(r["partition"]), Long.valueOf(r["ts"]), r["key"], r["value"]
+            )
             futures.append(prod.send(rec))
         prod.flush()
         for fut in futures:
@@ -292,8 +322,20 @@ def read_topic(spark, bootstrap: str, topic: str) -> List[Dict[str, Any]]:
     """Every record of ``topic`` (Spark's batch ``kafka`` source): dicts of partition, offset,
     timestamp (epoch ms), key and value (strings), ordered by partition and offset."""
     from pyspark.sql import functions as F
-    df = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
-          .option("startingOffsets", "earliest").option("endingOffsets", "latest").load()
-          .select("partition", "offset", F.unix_millis("timestamp").alias("timestamp"),
-                  F.col("key").cast("string").alias("key"), F.col("value").cast("string").alias("value")))
+
+    df = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .load()
+        .select(
+            "partition",
+            "offset",
+            F.unix_millis("timestamp").alias("timestamp"),
+            F.col("key").cast("string").alias("key"),
+            F.col("value").cast("string").alias("value"),
+        )
+    )
     return [r.asDict() for r in df.orderBy("partition", "offset").collect()]

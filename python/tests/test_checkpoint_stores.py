@@ -11,26 +11,25 @@ committed and before the micro-batch was, then a restart, must too. The object-s
 (a task killed while writing, stale objects, a listing missing a file) are in
 ``test_object_store_faults.py``.
 """
+
 from __future__ import annotations
 
 import os
+import random
 import signal
 import time
 from typing import Any, Dict, List
 
-import pytest
-
+import _kill9_driver
 import kstate
+import pytest
 from _streaming import FileStream, file_name, kill9_when_paused, write_json_lines
-from _table_operators import OPERATORS
 from _tables_property import SCHEMA as TABLE_SCHEMA
 from _tables_property import random_records
 from checkpoint_stores import HdfsCluster, S3Server
 from test_dedup_restart import _launch, _log
 from test_kill9_windows import _input as _window_input
 from test_kill9_windows import _rows, _sink_rows
-import _kill9_driver
-import random
 
 STORES = ["hdfs", "s3"]
 KILL_BATCH = 2
@@ -60,7 +59,7 @@ def _dedup_windows_cfg() -> Dict[str, Any]:
 # name -> (driver config (the kill -9 driver's `build`), schema, input micro-batches)
 def _pipelines() -> Dict[str, Any]:
     tables = random_records(random.Random(29), 30, ["s", "t"])
-    table_batches = [tables[i:i + 6] for i in range(0, 30, 6)]
+    table_batches = [tables[i : i + 6] for i in range(0, 30, 6)]
     windows = _window_input()[:5]
     return {
         "dedup": (dict(operator="dedup", mode="by_key", interval="3 seconds"), None, windows),
@@ -147,8 +146,9 @@ def test_kill9_of_the_driver_then_restart_gives_the_local_output(spark, tmp_path
         try:
             if kill:
                 kill9_when_paused(p, marker, 300, lambda: _log(log))
-                assert [n for n in _names(spark, checkpoint + "/commits") if n.isdigit()] == \
-                    [str(b) for b in range(KILL_BATCH)]
+                assert [n for n in _names(spark, checkpoint + "/commits") if n.isdigit()] == [
+                    str(b) for b in range(KILL_BATCH)
+                ]
             else:
                 assert p.wait(timeout=600) == 0, _log(log)
         finally:

@@ -2,13 +2,13 @@
 kstate plan node): each table operator keeps the envelope columns its exec reads, whatever the
 query projects after it. Found by the enrichment benchmark: ``stream.kstate.join(table,
 ...).select(<not every column>)`` failed at planning with ``None.get``."""
+
 from __future__ import annotations
 
 import pytest
-from pyspark.sql import functions as F
-
-from kstate import VersionedTable
 from _streaming import run_batch_df
+from kstate import VersionedTable
+from pyspark.sql import functions as F
 
 SCHEMA = "side STRING, k STRING, v STRING, n LONG, ts LONG"
 RECORDS = [
@@ -56,8 +56,13 @@ def _fk_join(df):
     return left.join(right, foreign_key="k").to_stream()
 
 
-OPERATORS = {"stream_table_join": _stream_table_join, "table_join": _table_join,
-             "table_source": _table_source, "table_aggregate": _table_aggregate, "fk_join": _fk_join}
+OPERATORS = {
+    "stream_table_join": _stream_table_join,
+    "table_join": _table_join,
+    "table_source": _table_source,
+    "table_aggregate": _table_aggregate,
+    "fk_join": _fk_join,
+}
 
 
 @pytest.mark.parametrize("op", sorted(OPERATORS))

@@ -1,5 +1,6 @@
 """Errors: every bad input raises KStateError with its error class when the DataFrame is built;
 plan/config problems surface when the streaming query runs."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -7,15 +8,13 @@ import os
 import types
 from typing import Any, Callable
 
+import kstate
 import pytest
-from pyspark.errors import PySparkException
-from pyspark.errors import StreamingQueryException
+from _streaming import FileStream, dedup, session_conf
+from kstate import KStateError
+from pyspark.errors import PySparkException, StreamingQueryException
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-
-import kstate
-from kstate import KStateError
-from _streaming import FileStream, dedup, session_conf
 
 ERR_SCHEMA = "seq LONG, k STRING, id STRING, ts LONG, s STRING, d DOUBLE, m MAP<STRING, INT>"
 
@@ -44,8 +43,13 @@ def by_id(**kw: Any) -> Callable[[DataFrame], DataFrame]:
 
 
 DUR, COL, TS, KEY, NONDET, NAME = (
-    "KSTATE_INVALID_DURATION", "KSTATE_MISSING_COLUMN", "KSTATE_INVALID_TIMESTAMP_TYPE",
-    "KSTATE_INVALID_KEY_TYPE", "KSTATE_NON_DETERMINISTIC_EXPRESSION", "KSTATE_INVALID_OPERATOR_NAME")
+    "KSTATE_INVALID_DURATION",
+    "KSTATE_MISSING_COLUMN",
+    "KSTATE_INVALID_TIMESTAMP_TYPE",
+    "KSTATE_INVALID_KEY_TYPE",
+    "KSTATE_NON_DETERMINISTIC_EXPRESSION",
+    "KSTATE_INVALID_OPERATOR_NAME",
+)
 
 BAD = {
     # negative interval
@@ -67,7 +71,7 @@ BAD = {
     "list": (lambda: by_id(interval=[10]), DUR),
     "bytes": (lambda: by_key_value(interval=b"10s"), DUR),
     # an interval a Java long cannot hold (the JVM parser rejects it as "too large")
-    "too_large_int": (lambda: by_key(interval=10 ** 20), DUR),
+    "too_large_int": (lambda: by_key(interval=10**20), DUR),
     "too_large_string": (lambda: by_key(interval="100000000000000000 weeks"), DUR),
     # missing columns
     "missing_key": (lambda: by_key(key="nope"), COL),
@@ -156,6 +160,7 @@ def test_good_input_builds_dataframe(df, case: str) -> None:
 
 # --- errors when the query runs ---------------------------------------------------------
 
+
 def _stream(spark, root, build, **kw) -> FileStream:
     return FileStream(spark, os.path.join(root, "src"), os.path.join(root, "checkpoint"), build, **kw)
 
@@ -172,15 +177,24 @@ def _expect_query_error(fs: FileStream, error_class: str) -> str:
 # key or timestamp type is a state schema change no conversion can carry (docs/operators.md,
 # "Evolving schemas"), named by the recorded key and the change
 CONFIG_CHANGES = {
-    "interval": (lambda df: dedup(df, "by_key", "10 seconds"),
-                 lambda df: dedup(df, "by_key", "20 seconds"), "KSTATE_OPERATOR_CONFIG_CHANGED",
-                 ["intervalMs=10000", "intervalMs=20000"]),
-    "timestamp_type": (lambda df: dedup(df, "by_key", "10 seconds"),
-                       lambda df: dedup(df, "by_key", "10 seconds", ts=F.timestamp_millis("ts")),
-                       "KSTATE_INCOMPATIBLE_STATE_SCHEMA", ["timestampType", "bigint -> timestamp"]),
-    "key_type": (lambda df: dedup(df, "by_key", "10 seconds"),
-                 lambda df: dedup(df, "by_key", "10 seconds", key=["k"]),
-                 "KSTATE_INCOMPATIBLE_STATE_SCHEMA", ["identityTypes", "string -> struct<k:string>"]),
+    "interval": (
+        lambda df: dedup(df, "by_key", "10 seconds"),
+        lambda df: dedup(df, "by_key", "20 seconds"),
+        "KSTATE_OPERATOR_CONFIG_CHANGED",
+        ["intervalMs=10000", "intervalMs=20000"],
+    ),
+    "timestamp_type": (
+        lambda df: dedup(df, "by_key", "10 seconds"),
+        lambda df: dedup(df, "by_key", "10 seconds", ts=F.timestamp_millis("ts")),
+        "KSTATE_INCOMPATIBLE_STATE_SCHEMA",
+        ["timestampType", "bigint -> timestamp"],
+    ),
+    "key_type": (
+        lambda df: dedup(df, "by_key", "10 seconds"),
+        lambda df: dedup(df, "by_key", "10 seconds", key=["k"]),
+        "KSTATE_INCOMPATIBLE_STATE_SCHEMA",
+        ["identityTypes", "string -> struct<k:string>"],
+    ),
 }
 
 
@@ -215,8 +229,7 @@ def test_config_change_on_restart_fails_and_checkpoint_survives(spark, session_t
 
 def test_update_output_mode_is_supported(spark, session_tmp) -> None:
     root = str(session_tmp.mktemp("update"))
-    with _stream(spark, root, lambda df: dedup(df, "by_key", "10 seconds"),
-                 output_mode="update") as fs:
+    with _stream(spark, root, lambda df: dedup(df, "by_key", "10 seconds"), output_mode="update") as fs:
         fs.add_batch([dict(seq=1, k="a", id="x", ts=0), dict(seq=2, k="a", id="y", ts=5_000)])
         fs.add_batch([dict(seq=3, k="a", id="z", ts=11_000)])
     assert fs.batch_seqs() == {0: [1], 1: [3]}
@@ -241,11 +254,15 @@ def test_hdfs_provider_for_kstate_rejected_when_built(spark, df) -> None:
     assert ei.value.error_class == "KSTATE_UNSUPPORTED_STATE_PROVIDER"
 
 
-@pytest.mark.parametrize("conf,value,error_class", [
-    ("spark.kstate.stateStore.providerClass", HDFS_PROVIDER, "KSTATE_UNSUPPORTED_STATE_PROVIDER"),
-])
+@pytest.mark.parametrize(
+    "conf,value,error_class",
+    [
+        ("spark.kstate.stateStore.providerClass", HDFS_PROVIDER, "KSTATE_UNSUPPORTED_STATE_PROVIDER"),
+    ],
+)
 def test_unsupported_state_configuration_set_after_building_rejected_when_query_starts(
-        spark, session_tmp, conf: str, value: str, error_class: str) -> None:
+    spark, session_tmp, conf: str, value: str, error_class: str
+) -> None:
     # set after the DataFrame was built: kstate's check rule sees the query at start()
     # (until issue 14 it was found when the first micro-batch was planned)
     root = str(session_tmp.mktemp("badconf"))
@@ -254,11 +271,13 @@ def test_unsupported_state_configuration_set_after_building_rejected_when_query_
     with session_conf(spark, {conf: value}):
         with pytest.raises(KStateError) as ei:
             out.writeStream.option("checkpointLocation", fs.checkpoint).foreachBatch(
-                lambda b, i: fs.batches.__setitem__(i, b.collect())).start()
+                lambda b, i: fs.batches.__setitem__(i, b.collect())
+            ).start()
     assert ei.value.error_class == error_class, str(ei.value)
 
 
 # --- session checks --------------------------------------------------------------------
+
 
 def _connect_like_session() -> Any:
     cls = type("SparkSession", (), {"__module__": "pyspark.sql.connect.session"})
@@ -327,8 +346,11 @@ def test_check_jvm_jar_not_loaded() -> None:
     def missing() -> str:
         raise RuntimeError("py4j: class io.kstate.BuildInfo not found")
 
-    jvm = types.SimpleNamespace(io=types.SimpleNamespace(kstate=types.SimpleNamespace(
-        BuildInfo=types.SimpleNamespace(version=missing, sparkMinor=missing))))
+    jvm = types.SimpleNamespace(
+        io=types.SimpleNamespace(
+            kstate=types.SimpleNamespace(BuildInfo=types.SimpleNamespace(version=missing, sparkMinor=missing))
+        )
+    )
     fake = types.SimpleNamespace(sparkContext=types.SimpleNamespace(_jvm=jvm), version="4.3.0")
     with pytest.raises(KStateError) as ei:
         kstate._jvm.check_jvm(fake)

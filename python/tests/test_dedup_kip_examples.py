@@ -7,6 +7,7 @@ Each example is run for all three operations. An example's "dedup key" X becomes
 Batch: one record per row, in order (batch DataFrames process in DataFrame order).
 Streaming: one record per micro-batch.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -14,8 +15,6 @@ import os
 from typing import Any, Dict, List, Sequence, Tuple
 
 import pytest
-from pyspark.sql import functions as F
-
 from _streaming import (
     FileStream,
     dedup,
@@ -27,6 +26,7 @@ from _streaming import (
     with_ts_type,
     write_json_lines,
 )
+from pyspark.sql import functions as F
 
 S = 1000
 IV = 10 * S
@@ -105,15 +105,15 @@ def build(example: str, mode: str, ts_type: str = "long"):
 
 # Every mode with epoch-millis timestamps; every timestamp type with by_key (the timestamp
 # handling does not depend on the mode; the property test mixes modes and types).
-BATCH_CASES = ([(e, m, "long") for e in EXAMPLES for m in MODES]
-               + [(e, "by_key", t) for e in EXAMPLES for t in TS_TYPES if t != "long"])
+BATCH_CASES = [(e, m, "long") for e in EXAMPLES for m in MODES] + [
+    (e, "by_key", t) for e in EXAMPLES for t in TS_TYPES if t != "long"
+]
 
 
 @pytest.mark.parametrize("example,mode,ts_type", BATCH_CASES)
 def test_kip_example_batch(spark, example: str, mode: str, ts_type: str) -> None:
     check_one_task(spark, example, mode)
-    rows = run_batch_df(spark, build(example, mode, ts_type), example_records(example, mode),
-                        schema=TS_SCHEMA)
+    rows = run_batch_df(spark, build(example, mode, ts_type), example_records(example, mode), schema=TS_SCHEMA)
     assert sorted(r["seq"] for r in rows) == expected_seqs(example)
     # Output rows are the input rows, unchanged (plus the derived ts column).
     by_seq = {r["seq"]: r for r in example_records(example, mode)}
@@ -127,8 +127,7 @@ def test_kip_example_batch(spark, example: str, mode: str, ts_type: str) -> None
 def test_kip_example_streaming_one_record_per_batch(spark, session_tmp, example: str, mode: str) -> None:
     check_one_task(spark, example, mode)
     recs = example_records(example, mode)
-    res = run_stream(spark, str(session_tmp.mktemp("kip")), build(example, mode),
-                     [[r] for r in recs], schema=TS_SCHEMA)
+    res = run_stream(spark, str(session_tmp.mktemp("kip")), build(example, mode), [[r] for r in recs], schema=TS_SCHEMA)
     flags = EXAMPLES[example][2]
     assert res.batches == {i: ([i + 1] if fwd else []) for i, fwd in enumerate(flags)}
 
@@ -136,25 +135,33 @@ def test_kip_example_streaming_one_record_per_batch(spark, session_tmp, example:
 @pytest.mark.parametrize("ts_type", ("long", "int", "timestamp", "timestamp_ntz"))
 def test_timestamp_types_agree_streaming(spark, session_tmp, ts_type: str) -> None:
     recs = example_records("late_example_1", "by_key")
-    res = run_stream(spark, str(session_tmp.mktemp("tstype")),
-                     build("late_example_1", "by_key", ts_type), [[r] for r in recs],
-                     schema=TS_SCHEMA)
+    res = run_stream(
+        spark,
+        str(session_tmp.mktemp("tstype")),
+        build("late_example_1", "by_key", ts_type),
+        [[r] for r in recs],
+        schema=TS_SCHEMA,
+    )
     assert res.seqs == expected_seqs("late_example_1")
 
 
 def test_int_epoch_millis_timestamps_batch(spark) -> None:
     for example in EXAMPLES:
-        rows = run_batch_df(spark, build(example, "by_key", "int"),
-                            example_records(example, "by_key"), schema=TS_SCHEMA)
+        rows = run_batch_df(
+            spark, build(example, "by_key", "int"), example_records(example, "by_key"), schema=TS_SCHEMA
+        )
         assert sorted(r["seq"] for r in rows) == expected_seqs(example), example
 
 
 def test_sub_second_timestamps_inclusive_boundary(spark) -> None:
     # Millisecond precision: 10s apart is a duplicate, 10.001s apart is not (TIMESTAMP input).
-    recs = [dict(seq=1, k="a", id="x", ts_ms=5_000), dict(seq=2, k="a", id="x", ts_ms=15_000),
-            dict(seq=3, k="b", id="x", ts_ms=5_000), dict(seq=4, k="b", id="x", ts_ms=15_001)]
-    rows = run_batch_df(spark, lambda df: dedup(with_ts_type(df, "timestamp"), "by_key", "10s"),
-                        recs, schema=TS_SCHEMA)
+    recs = [
+        dict(seq=1, k="a", id="x", ts_ms=5_000),
+        dict(seq=2, k="a", id="x", ts_ms=15_000),
+        dict(seq=3, k="b", id="x", ts_ms=5_000),
+        dict(seq=4, k="b", id="x", ts_ms=15_001),
+    ]
+    rows = run_batch_df(spark, lambda df: dedup(with_ts_type(df, "timestamp"), "by_key", "10s"), recs, schema=TS_SCHEMA)
     assert sorted(r["seq"] for r in rows) == [1, 3, 4]
 
 
@@ -162,20 +169,19 @@ def test_sub_second_timestamps_inclusive_boundary(spark) -> None:
 
 NULL_IDENTITY_CASES = {
     # by_key: null keys always forwarded; "a" is the control (second one dropped).
-    "by_key": ([(None, "x", 0), (None, "x", 0), (None, "y", 1), ("a", "x", 0), ("a", "y", 1)],
-               [1, 2, 3, 4]),
+    "by_key": ([(None, "x", 0), (None, "x", 0), (None, "y", 1), ("a", "x", 0), ("a", "y", 1)], [1, 2, 3, 4]),
     # by_key_value: a null key OR a null id is always forwarded.
-    "by_key_value": ([(None, "x", 0), (None, "x", 0), ("a", None, 0), ("a", None, 0),
-                      ("a", "x", 0), ("a", "x", 1)], [1, 2, 3, 4, 5]),
+    "by_key_value": (
+        [(None, "x", 0), (None, "x", 0), ("a", None, 0), ("a", None, 0), ("a", "x", 0), ("a", "x", 1)],
+        [1, 2, 3, 4, 5],
+    ),
     # deduplicate: null ids always forwarded (even with equal keys).
-    "by_id": ([("a", None, 0), ("a", None, 0), ("b", None, 1), ("a", "x", 0), ("b", "x", 1)],
-              [1, 2, 3, 4]),
+    "by_id": ([("a", None, 0), ("a", None, 0), ("b", None, 1), ("a", "x", 0), ("b", "x", 1)], [1, 2, 3, 4]),
 }
 
 
 def _recs(spec: Sequence[Tuple[Any, Any, Any]]) -> List[Dict[str, Any]]:
-    return [dict(seq=i + 1, k=k, id=i_, ts=None if t is None else t * S)
-            for i, (k, i_, t) in enumerate(spec)]
+    return [dict(seq=i + 1, k=k, id=i_, ts=None if t is None else t * S) for i, (k, i_, t) in enumerate(spec)]
 
 
 @pytest.mark.parametrize("runner", ["batch", "stream"])
@@ -201,11 +207,11 @@ def test_null_timestamp_forwarded_not_stored(spark, session_tmp, mode: str, runn
     k, i = NULL_TS_IDENTITY[mode]
     nk, ni = NULL_TS_NULL_IDENTITY[mode]
     spec = [
-        (k, i, 10),      # 1 forwarded, stored
-        (k, i, None),    # 2 null timestamp: forwarded, not a duplicate
-        (k, i, None),    # 3 ... again (never stored)
-        (k, i, 15),      # 4 dropped: the store still holds @10 (not replaced by a null ts)
-        (k, i, 21),      # 5 forwarded: 11s after the stored @10
+        (k, i, 10),  # 1 forwarded, stored
+        (k, i, None),  # 2 null timestamp: forwarded, not a duplicate
+        (k, i, None),  # 3 ... again (never stored)
+        (k, i, 15),  # 4 dropped: the store still holds @10 (not replaced by a null ts)
+        (k, i, 21),  # 5 forwarded: 11s after the stored @10
         (nk, ni, None),  # 6 null identity and null timestamp: forwarded
     ]
     recs = _recs(spec)
@@ -245,32 +251,27 @@ def test_null_identity_record_advances_stream_time(spark, session_tmp, mode: str
 # --- struct keys -------------------------------------------------------------------------
 
 STRUCT_SPEC = [
-    ("a", "1", 0),    # 1 forwarded
-    ("a", "1", 5),    # 2 duplicate of 1
-    ("a", "2", 5),    # 3 other struct value
-    ("b", "1", 5),    # 4 other struct value
+    ("a", "1", 0),  # 1 forwarded
+    ("a", "1", 5),  # 2 duplicate of 1
+    ("a", "2", 5),  # 3 other struct value
+    ("b", "1", 5),  # 4 other struct value
     (None, None, 6),  # 5 struct(null, null) is a non-null key
     (None, None, 7),  # 6 ... so this is its duplicate
-    ("a", "1", 20),   # 7 20s after 1: forwarded
+    ("a", "1", 20),  # 7 20s after 1: forwarded
 ]
 
 STRUCT_CASES = {
-    "by_key_struct_column": (lambda df: dedup(df, "by_key", "10s", key=F.struct("k", "id")),
-                             [1, 3, 4, 5, 7]),
-    "by_key_list_of_names": (lambda df: dedup(df, "by_key", "10s", key=["k", "id"]),
-                             [1, 3, 4, 5, 7]),
-    "by_key_list_of_columns": (lambda df: dedup(df, "by_key", "10s", key=[F.col("k"), "id"]),
-                               [1, 3, 4, 5, 7]),
-    "by_id_struct_id": (lambda df: dedup(df, "by_id", "10s", id=F.struct("k", "id")),
-                        [1, 3, 4, 5, 7]),
+    "by_key_struct_column": (lambda df: dedup(df, "by_key", "10s", key=F.struct("k", "id")), [1, 3, 4, 5, 7]),
+    "by_key_list_of_names": (lambda df: dedup(df, "by_key", "10s", key=["k", "id"]), [1, 3, 4, 5, 7]),
+    "by_key_list_of_columns": (lambda df: dedup(df, "by_key", "10s", key=[F.col("k"), "id"]), [1, 3, 4, 5, 7]),
+    "by_id_struct_id": (lambda df: dedup(df, "by_id", "10s", id=F.struct("k", "id")), [1, 3, 4, 5, 7]),
     # key struct<k> is never null, but a null id is always forwarded (5 and 6).
-    "by_key_value_list_key": (lambda df: dedup(df, "by_key_value", "10s", key=["k"], id="id"),
-                              [1, 3, 4, 5, 6, 7]),
+    "by_key_value_list_key": (lambda df: dedup(df, "by_key_value", "10s", key=["k"], id="id"), [1, 3, 4, 5, 6, 7]),
     # a NULL struct is a null key: always forwarded.
     "by_key_null_struct": (
-        lambda df: dedup(df, "by_key", "10s",
-                         key=F.when(F.col("k").isNotNull(), F.struct("k", "id"))),
-        [1, 3, 4, 5, 6, 7]),
+        lambda df: dedup(df, "by_key", "10s", key=F.when(F.col("k").isNotNull(), F.struct("k", "id"))),
+        [1, 3, 4, 5, 6, 7],
+    ),
 }
 
 
@@ -282,8 +283,7 @@ def test_struct_keys(spark, session_tmp, case: str, runner: str) -> None:
     if runner == "batch":
         got = sorted(r["seq"] for r in run_batch_df(spark, b, recs))
     else:
-        got = run_stream(spark, str(session_tmp.mktemp("struct")), b,
-                         [recs[:2], recs[2:5], recs[5:]]).seqs
+        got = run_stream(spark, str(session_tmp.mktemp("struct")), b, [recs[:2], recs[2:5], recs[5:]]).seqs
     assert got == expected
 
 
@@ -296,17 +296,21 @@ FLOAT_KEYS = {
 }
 
 
-FLOAT_CASES = ([(k, m, "batch") for k in FLOAT_KEYS for m in MODES]
-               + [("double", m, "stream") for m in MODES])
+FLOAT_CASES = [(k, m, "batch") for k in FLOAT_KEYS for m in MODES] + [("double", m, "stream") for m in MODES]
 
 
 @pytest.mark.parametrize("key_kind,mode,runner", FLOAT_CASES)
 def test_floating_point_keys_normalised(spark, session_tmp, key_kind: str, mode: str, runner: str) -> None:
     # Keys compare like Spark grouping keys: -0.0 equals 0.0 and NaN equals NaN.
     schema = "seq LONG, x DOUBLE, ts LONG"
-    recs = [dict(seq=1, x=0.0, ts=0), dict(seq=2, x=-0.0, ts=S),
-            dict(seq=3, x=float("nan"), ts=0), dict(seq=4, x=float("nan"), ts=S),
-            dict(seq=5, x=1.5, ts=0), dict(seq=6, x=1.5, ts=S)]
+    recs = [
+        dict(seq=1, x=0.0, ts=0),
+        dict(seq=2, x=-0.0, ts=S),
+        dict(seq=3, x=float("nan"), ts=0),
+        dict(seq=4, x=float("nan"), ts=S),
+        dict(seq=5, x=1.5, ts=0),
+        dict(seq=6, x=1.5, ts=S),
+    ]
 
     def b(df):
         key = FLOAT_KEYS[key_kind]()
@@ -317,12 +321,12 @@ def test_floating_point_keys_normalised(spark, session_tmp, key_kind: str, mode:
     if runner == "batch":
         got = sorted(r["seq"] for r in run_batch_df(spark, b, recs, schema=schema))
     else:
-        got = run_stream(spark, str(session_tmp.mktemp("float")), b, [recs[:3], recs[3:]],
-                         schema=schema).seqs
+        got = run_stream(spark, str(session_tmp.mktemp("float")), b, [recs[:3], recs[3:]], schema=schema).seqs
     assert got == [1, 3, 5]
 
 
 # --- processing order with several input partitions in one micro-batch -----------------------
+
 
 def test_streaming_merges_input_partitions_by_head_timestamp(spark, session_tmp) -> None:
     # One micro-batch of two files, each its own input partition (files are packed largest
@@ -333,16 +337,21 @@ def test_streaming_merges_input_partitions_by_head_timestamp(spark, session_tmp)
     # (Partition order would instead forward k@30 and the late k@10, and drop k@21.)
     root = str(session_tmp.mktemp("merge"))
     schema = "seq LONG, k STRING, ts LONG, pad STRING"
-    build_ = lambda df: (df.withColumn("input_partition", F.spark_partition_id())  # noqa: E731
-                         .kstate.deduplicate_by_key("10 seconds", key="k", timestamp="ts"))
+    build_ = lambda df: df.withColumn("input_partition", F.spark_partition_id()).kstate.deduplicate_by_key(  # noqa: E731
+        "10 seconds", key="k", timestamp="ts"
+    )
     big = 64 << 20
-    with session_conf(spark, {"spark.sql.files.openCostInBytes": big,
-                              "spark.sql.files.maxPartitionBytes": big}):
-        fs = FileStream(spark, os.path.join(root, "src"), os.path.join(root, "checkpoint"), build_,
-                        schema=schema, max_files_per_trigger=2)
+    with session_conf(spark, {"spark.sql.files.openCostInBytes": big, "spark.sql.files.maxPartitionBytes": big}):
+        fs = FileStream(
+            spark,
+            os.path.join(root, "src"),
+            os.path.join(root, "checkpoint"),
+            build_,
+            schema=schema,
+            max_files_per_trigger=2,
+        )
         write_json_lines(fs.src, file_name(0), [dict(seq=1, k="k", ts=30 * S, pad="x" * 500)])
-        write_json_lines(fs.src, file_name(1), [dict(seq=2, k="k", ts=10 * S),
-                                                dict(seq=3, k="k", ts=21 * S)])
+        write_json_lines(fs.src, file_name(1), [dict(seq=2, k="k", ts=10 * S), dict(seq=3, k="k", ts=21 * S)])
         with fs:
             fs.process()
     assert list(fs.batches) == [0], "both files must be one micro-batch"

@@ -9,6 +9,7 @@ oracle runs one DedupModel per state partition: pmod(hash(<partition column>), n
 Examples are derandomized (stable CI). Shrinking is off to bound the runtime of a failing run
 (each example runs Spark jobs); set KSTATE_HYPOTHESIS_SHRINK=1 to get a minimal example.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,10 +17,9 @@ import random
 from typing import Any, Dict, List
 
 import pytest
+from _streaming import dedup, model_forwarded, partitioner, run_batch_df, run_stream, with_ts_type
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-
-from _streaming import dedup, model_forwarded, partitioner, run_batch_df, run_stream, with_ts_type
 
 # With 3 state partitions: keys a->2, d->1, g->1, y->0; ids x->2, z->1, y->0; None->0
 # (checked by test_partition_alphabets_spread).
@@ -29,8 +29,11 @@ MODES = ("by_key", "by_key_value", "by_id")
 INTERVALS_MS = (2500, 1000, 0, 250, 1, 5000)  # hypothesis favours the first ones
 SCHEMA = "seq LONG, k STRING, id STRING, ts_ms LONG"
 
-PHASES = ([Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink]
-          if os.environ.get("KSTATE_HYPOTHESIS_SHRINK") else [Phase.explicit, Phase.generate])
+PHASES = (
+    [Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink]
+    if os.environ.get("KSTATE_HYPOTHESIS_SHRINK")
+    else [Phase.explicit, Phase.generate]
+)
 PROPERTY_SETTINGS = settings(
     max_examples=int(os.environ.get("KSTATE_HYPOTHESIS_EXAMPLES", "7")),
     deadline=None,
@@ -41,11 +44,13 @@ PROPERTY_SETTINGS = settings(
     print_blob=True,
 )
 
+
 def _records(rnd: random.Random, n: int) -> List[Dict[str, Any]]:
     """``n`` records. Keys/ids from small alphabets, None about one time in eight. Timestamps
     on a 250 ms grid (plenty of exact interval boundaries), some +1 ms off it, from -2 s
     (before the epoch) to ~12 s: most near the previous one (clusters of duplicates, small
     disorder), some jump anywhere (late records, stream-time jumps), one in ten null."""
+
     def maybe_none(values: List[Any]) -> Any:
         return None if rnd.random() < 0.125 else rnd.choice(values)
 
@@ -90,11 +95,12 @@ def check(spark, tmp_factory, sc: Dict[str, Any], partitions: int) -> None:
     def build(df):
         return dedup(with_ts_type(df, ts_type), mode, iv)
 
-    res = run_stream(spark, str(tmp_factory.mktemp("prop")), build, sc["batches"],
-                     schema=SCHEMA, partitions=partitions)
-    detail = (f"mode={mode} interval={iv}ms ts_type={ts_type} partitions={partitions}\n"
-              f"batches={[[(r['seq'], r['k'], r['id'], r['ts_ms']) for r in b] for b in sc['batches']]}\n"
-              f"state partition of each seq={ {r['seq']: part(r) for r in model_recs} }")
+    res = run_stream(spark, str(tmp_factory.mktemp("prop")), build, sc["batches"], schema=SCHEMA, partitions=partitions)
+    detail = (
+        f"mode={mode} interval={iv}ms ts_type={ts_type} partitions={partitions}\n"
+        f"batches={[[(r['seq'], r['k'], r['id'], r['ts_ms']) for r in b] for b in sc['batches']]}\n"
+        f"state partition of each seq={ {r['seq']: part(r) for r in model_recs} }"
+    )
     assert res.seqs == expected, f"streaming output != model\n{detail}"
     # The output is a set of input rows: no row twice.
     assert len(res.rows) == len(set(res.seqs)), detail
@@ -129,14 +135,28 @@ def test_streaming_matches_model_three_partitions(spark, session_tmp, mode, data
 # --- extreme values: no overflow at the ends of the LONG range ------------------------------
 
 LONG_MAX = 2**63 - 1
-EXTREME_TS = [0, LONG_MAX, -LONG_MAX, LONG_MAX - 1, 1, -LONG_MAX + 1, LONG_MAX // 2,
-              -(LONG_MAX // 2), LONG_MAX, 0, -LONG_MAX, None, LONG_MAX - 2]
+EXTREME_TS = [
+    0,
+    LONG_MAX,
+    -LONG_MAX,
+    LONG_MAX - 1,
+    1,
+    -LONG_MAX + 1,
+    LONG_MAX // 2,
+    -(LONG_MAX // 2),
+    LONG_MAX,
+    0,
+    -LONG_MAX,
+    None,
+    LONG_MAX - 2,
+]
 
 
-@pytest.mark.parametrize("runner,interval", [("batch", iv) for iv in (0, 1, 2**62, LONG_MAX - 1, LONG_MAX)]
-                         + [("stream", 1), ("stream", LONG_MAX)])
-def test_extreme_timestamps_and_intervals_match_model(spark, session_tmp, runner: str,
-                                                      interval: int) -> None:
+@pytest.mark.parametrize(
+    "runner,interval",
+    [("batch", iv) for iv in (0, 1, 2**62, LONG_MAX - 1, LONG_MAX)] + [("stream", 1), ("stream", LONG_MAX)],
+)
+def test_extreme_timestamps_and_intervals_match_model(spark, session_tmp, runner: str, interval: int) -> None:
     # Long.MinValue itself is kstate's null timestamp, so the range used is [-MAX, MAX].
     recs = [dict(seq=i, k="a" if i % 3 else "b", id="x", ts_ms=t) for i, t in enumerate(EXTREME_TS)]
     model_recs = [dict(seq=r["seq"], k=r["k"], id=r["id"], ts=r["ts_ms"]) for r in recs]
@@ -148,6 +168,12 @@ def test_extreme_timestamps_and_intervals_match_model(spark, session_tmp, runner
     if runner == "batch":
         got = sorted(r["seq"] for r in run_batch_df(spark, build, recs, schema=SCHEMA, partitions=1))
     else:
-        got = run_stream(spark, str(session_tmp.mktemp("extreme")), build,
-                         [recs[:5], recs[5:9], recs[9:]], schema=SCHEMA, partitions=1).seqs
+        got = run_stream(
+            spark,
+            str(session_tmp.mktemp("extreme")),
+            build,
+            [recs[:5], recs[5:9], recs[9:]],
+            schema=SCHEMA,
+            partitions=1,
+        ).seqs
     assert got == expected

@@ -6,6 +6,7 @@ forwarded but not stored, so a second copy is forwarded again only if stream tim
 and purging. The uninterrupted run is checked against the reference model; every interrupted
 run must give the same output, batch by batch.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,6 @@ import time
 from typing import Any, Dict, List, Optional
 
 import pytest
-
 from _streaming import (
     FileStream,
     dedup,
@@ -38,12 +38,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # (label, t seconds); with 2 state partitions a, c, d, None -> 0 and b, g -> 1.
 BATCHES_SPEC = [
-    [("a", 20), ("b", 5)],                               # 1 2
-    [("a", 25), ("b", 30), ("c", 21)],                   # 3 dup, 4, 5
-    [("a", 11), ("a", 9), ("b", 19)],                    # 6 dup of a@20, 7 late, 8 late (b@5 gone)
-    [("a", 9), ("b", 21), ("c", 30)],                    # 9 late again, 10 dup, 11 dup
-    [("a", 36), ("c", 22), (None, 40), ("a", 30)],       # 12, 13 late, 14 null, 15 dup of a@36
-    [("d", 31), ("d", 29), ("g", 1)],                    # 16, 17 dup (late), 18 late
+    [("a", 20), ("b", 5)],  # 1 2
+    [("a", 25), ("b", 30), ("c", 21)],  # 3 dup, 4, 5
+    [("a", 11), ("a", 9), ("b", 19)],  # 6 dup of a@20, 7 late, 8 late (b@5 gone)
+    [("a", 9), ("b", 21), ("c", 30)],  # 9 late again, 10 dup, 11 dup
+    [("a", 36), ("c", 22), (None, 40), ("a", 30)],  # 12, 13 late, 14 null, 15 dup of a@36
+    [("d", 31), ("d", 29), ("g", 1)],  # 16, 17 dup (late), 18 late
 ]
 EXPECTED_BY_KEY = [1, 2, 4, 5, 7, 8, 9, 12, 13, 14, 16, 18]  # hand-derived from KIP-655 rules
 MODES = ("by_key", "by_key_value", "by_id")
@@ -84,9 +84,10 @@ def expected_batches(spark, mode: str) -> Dict[int, List[int]]:
 def uninterrupted(spark, session_tmp) -> Dict[str, Dict[int, List[int]]]:
     """mode -> batch id -> output seqs of an uninterrupted run."""
     assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
-    return {mode: run_stream(spark, str(session_tmp.mktemp(f"base_{mode}")), build(mode),
-                             batches_for(mode)).batches
-            for mode in MODES}
+    return {
+        mode: run_stream(spark, str(session_tmp.mktemp(f"base_{mode}")), build(mode), batches_for(mode)).batches
+        for mode in MODES
+    }
 
 
 def test_premise_partitions(spark) -> None:
@@ -101,8 +102,9 @@ def test_uninterrupted_run_matches_model(spark, uninterrupted, mode: str) -> Non
         assert sorted(s for b in uninterrupted[mode].values() for s in b) == EXPECTED_BY_KEY
 
 
-def run_with_restarts(spark, workdir: str, mode: str, stop_after: List[int],
-                      restart_partitions: Optional[int] = None) -> Dict[int, List[int]]:
+def run_with_restarts(
+    spark, workdir: str, mode: str, stop_after: List[int], restart_partitions: Optional[int] = None
+) -> Dict[int, List[int]]:
     """Runs all batches; stops the query after each batch count in ``stop_after`` and restarts
     it from the same checkpoint (with spark.sql.shuffle.partitions=``restart_partitions`` if
     given). Returns batch id -> output seqs over all runs."""
@@ -129,16 +131,14 @@ def test_stop_and_restart_at_each_point(spark, session_tmp, uninterrupted, stop_
 
 @pytest.mark.parametrize("mode", MODES)
 def test_restart_between_every_batch(spark, session_tmp, uninterrupted, mode: str) -> None:
-    got = run_with_restarts(spark, str(session_tmp.mktemp("restart_all")), mode,
-                            list(range(1, len(BATCHES_SPEC))))
+    got = run_with_restarts(spark, str(session_tmp.mktemp("restart_all")), mode, list(range(1, len(BATCHES_SPEC))))
     assert got == uninterrupted[mode]
 
 
 def test_restart_keeps_the_checkpoints_state_partitioning(spark, session_tmp, uninterrupted) -> None:
     # The number of state partitions is fixed at the first run; a different
     # spark.sql.shuffle.partitions on restart must not move keys (or stream times).
-    got = run_with_restarts(spark, str(session_tmp.mktemp("restart_parts")), "by_key", [2, 4],
-                            restart_partitions=3)
+    got = run_with_restarts(spark, str(session_tmp.mktemp("restart_parts")), "by_key", [2, 4], restart_partitions=3)
     assert got == uninterrupted["by_key"]
 
 
@@ -155,11 +155,13 @@ def _launch(cfg: Dict[str, Any], cfg_path: str, log_path: str) -> subprocess.Pop
         json.dump(cfg, f)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        [os.path.dirname(HERE), HERE] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        [os.path.dirname(HERE), HERE] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    )
     log = open(log_path, "w")
     # Own session (process group): SIGKILL hits the Python driver AND its JVM at once.
-    return subprocess.Popen([sys.executable, DRIVER, cfg_path], stdout=log,
-                            stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, DRIVER, cfg_path], stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+    )
 
 
 def _log(path: str) -> str:
@@ -172,7 +174,7 @@ def _sink_batches(out: str) -> Dict[int, List[int]]:
     for name in os.listdir(out):
         if name.startswith("batch=") and name.endswith(".json"):
             with open(os.path.join(out, name)) as f:
-                got[int(name[len("batch="):-len(".json")])] = sorted(r["seq"] for r in json.load(f))
+                got[int(name[len("batch=") : -len(".json")])] = sorted(r["seq"] for r in json.load(f))
     return got
 
 
@@ -207,14 +209,24 @@ def test_kill9_mid_batch_then_restart(spark, session_tmp, uninterrupted, phase: 
     for i, recs in enumerate(batches_for("by_key")):  # files ordered by modification time
         write_json_lines(src, file_name(i), recs, mtime=base + 10 * i)
     marker = os.path.join(root, "paused")
-    cfg = dict(src=src, checkpoint=os.path.join(root, "checkpoint"), out=out, mode="by_key",
-               interval=INTERVAL, pause_batch=PAUSE_BATCH, pause_phase=phase, marker=marker)
+    cfg = dict(
+        src=src,
+        checkpoint=os.path.join(root, "checkpoint"),
+        out=out,
+        mode="by_key",
+        interval=INTERVAL,
+        pause_batch=PAUSE_BATCH,
+        pause_phase=phase,
+        marker=marker,
+    )
 
     p = _launch(cfg, os.path.join(root, "run1.json"), os.path.join(root, "run1.log"))
     try:
         deadline = time.monotonic() + MARKER_TIMEOUT_S
         while not os.path.exists(marker):
-            assert p.poll() is None, f"driver exited ({p.returncode}) before pausing:\n{_log(os.path.join(root, 'run1.log'))}"
+            assert p.poll() is None, (
+                f"driver exited ({p.returncode}) before pausing:\n{_log(os.path.join(root, 'run1.log'))}"
+            )
             assert time.monotonic() < deadline, f"driver never paused:\n{_log(os.path.join(root, 'run1.log'))}"
             time.sleep(0.2)
     finally:

@@ -1,18 +1,18 @@
 """KIP-655's windowed distinct(): the KIP's examples, restarts, and a property test against
 the independent reference model (python/tests/models/distinct_model.py)."""
+
 from __future__ import annotations
 
 import os
 import random
 from typing import Any, Dict, List, Optional, Tuple
 
+import kstate
 import pytest
+from _streaming import FileStream, run_batch_df, run_stream
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-
-import kstate
 from kstate import SessionWindows, TimeWindows
-from _streaming import FileStream, run_batch_df, run_stream, shuffle_partitions
 from models.distinct_model import SessionDistinct, TumblingDistinct
 
 SCHEMA = "seq LONG, k STRING, ts LONG"
@@ -32,12 +32,17 @@ def _emitted(rows) -> List[Tuple[int, int, int]]:
     return sorted((r["ts"], r["window_start"], r["window_end"]) for r in rows)
 
 
-@pytest.mark.parametrize("windows, expected", [
-    (TimeWindows.of_size("10 seconds"), [(4000, 0, 10000), (23000, 20000, 30000), (34000, 30000, 40000)]),
-    (SessionWindows.with_inactivity_gap("10 seconds"), [(4000, 4000, 4000), (23000, 23000, 23000)]),
-    (SessionWindows.with_inactivity_gap("9 seconds"),
-     [(4000, 4000, 4000), (23000, 23000, 23000), (34000, 34000, 34000)]),
-])
+@pytest.mark.parametrize(
+    "windows, expected",
+    [
+        (TimeWindows.of_size("10 seconds"), [(4000, 0, 10000), (23000, 20000, 30000), (34000, 30000, 40000)]),
+        (SessionWindows.with_inactivity_gap("10 seconds"), [(4000, 4000, 4000), (23000, 23000, 23000)]),
+        (
+            SessionWindows.with_inactivity_gap("9 seconds"),
+            [(4000, 4000, 4000), (23000, 23000, 23000), (34000, 34000, 34000)],
+        ),
+    ],
+)
 def test_kip_examples_batch_and_streaming(spark, tmp_path, windows, expected) -> None:
     batches = _records(BURSTS)
     assert _emitted(run_batch_df(spark, _distinct(windows), sum(batches, []), schema=SCHEMA)) == expected
@@ -91,10 +96,16 @@ def test_bad_window_arguments_fail_at_construction(spark) -> None:
 
 PROPERTY_SETTINGS = settings(
     max_examples=int(os.environ.get("KSTATE_HYPOTHESIS_EXAMPLES", "7")),
-    deadline=None, derandomize=True, database=None,
-    phases=([Phase.explicit, Phase.generate, Phase.shrink] if os.environ.get("KSTATE_HYPOTHESIS_SHRINK")
-            else [Phase.explicit, Phase.generate]),
-    suppress_health_check=list(HealthCheck))
+    deadline=None,
+    derandomize=True,
+    database=None,
+    phases=(
+        [Phase.explicit, Phase.generate, Phase.shrink]
+        if os.environ.get("KSTATE_HYPOTHESIS_SHRINK")
+        else [Phase.explicit, Phase.generate]
+    ),
+    suppress_health_check=list(HealthCheck),
+)
 
 
 def _random_records(rnd: random.Random, n: int) -> List[Dict[str, Any]]:
@@ -103,8 +114,11 @@ def _random_records(rnd: random.Random, n: int) -> List[Dict[str, Any]]:
     out, prev = [], rnd.randint(0, 20) * 500
     for i in range(n):
         r = rnd.random()
-        ts: Optional[int] = None if r < 0.08 else (
-            rnd.randint(-4, 60) * 500 if r < 0.2 else max(-2000, prev + rnd.randint(-6, 8) * 500))
+        ts: Optional[int] = (
+            None
+            if r < 0.08
+            else (rnd.randint(-4, 60) * 500 if r < 0.2 else max(-2000, prev + rnd.randint(-6, 8) * 500))
+        )
         if ts is not None:
             prev = ts
         key = None if rnd.random() < 0.1 else rnd.choice("abc")
@@ -119,14 +133,21 @@ def _model(windows: Any):
 
 
 @PROPERTY_SETTINGS
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 40), kind=st.sampled_from(["tumbling", "session"]),
-       length=st.sampled_from([500, 2000, 5000]), grace=st.sampled_from([0, 1000, 4000]))
-def test_distinct_matches_model_on_random_input_and_batch_splits(spark, tmp_path_factory, seed, n, kind,
-                                                                length, grace) -> None:
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 40),
+    kind=st.sampled_from(["tumbling", "session"]),
+    length=st.sampled_from([500, 2000, 5000]),
+    grace=st.sampled_from([0, 1000, 4000]),
+)
+def test_distinct_matches_model_on_random_input_and_batch_splits(
+    spark, tmp_path_factory, seed, n, kind, length, grace
+) -> None:
     rnd = random.Random(seed)
     records = _random_records(rnd, n)
-    windows = (TimeWindows.of_size(length) if kind == "tumbling"
-               else SessionWindows.with_inactivity_gap(length)).grace(grace)
+    windows = (TimeWindows.of_size(length) if kind == "tumbling" else SessionWindows.with_inactivity_gap(length)).grace(
+        grace
+    )
     model = _model(windows)  # one state partition: shuffle partitions = 1
     expected = sorted((r["seq"], w) for r in records if (w := model.process(r["k"], r["ts"])) is not None)
 

@@ -2,6 +2,7 @@
 bench/README.md resolves (the file, and for ``#anchor`` a heading with that GitHub slug), the
 texts carry no work-item numbers, and docs/benchmarks.md is what bench/report.py renders from
 bench/results/. No Spark."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -90,7 +91,9 @@ def broken_links(path: Path) -> List[str]:
 def test_the_slug_is_githubs() -> None:
     assert slug("Stream–table join") == "streamtable-join"
     assert slug("`until_time_limit`: per-key rate limit") == "until_time_limit-per-key-rate-limit"
-    assert slug("Which features need kstate's state store provider") == "which-features-need-kstates-state-store-provider"
+    assert (
+        slug("Which features need kstate's state store provider") == "which-features-need-kstates-state-store-provider"
+    )
     assert slug("7. Settings and metrics") == "7-settings-and-metrics"
     assert slug("Deduplication (`bench/run.py`)") == "deduplication-benchrunpy"
 
@@ -104,8 +107,11 @@ def test_anchors_skip_code_and_number_repeats(tmp_path: Path) -> None:
 def test_a_broken_link_and_a_missing_anchor_are_found(tmp_path: Path) -> None:
     (tmp_path / "b.md").write_text("# Real heading\n", encoding="utf-8")
     md = tmp_path / "a.md"
-    md.write_text("[ok](b.md#real-heading) [gone](c.md) [anchor](b.md#nope) [web](https://x.y/z)\n"
-                  "`[in code](d.md)`\n\n```\n[fenced](e.md)\n```\n[self](#here)\n", encoding="utf-8")
+    md.write_text(
+        "[ok](b.md#real-heading) [gone](c.md) [anchor](b.md#nope) [web](https://x.y/z)\n"
+        "`[in code](d.md)`\n\n```\n[fenced](e.md)\n```\n[self](#here)\n",
+        encoding="utf-8",
+    )
     global ROOT
     old, ROOT = ROOT, tmp_path
     try:
@@ -113,8 +119,10 @@ def test_a_broken_link_and_a_missing_anchor_are_found(tmp_path: Path) -> None:
     finally:
         ROOT = old
     assert [b.split(": ", 1)[1] for b in bad] == [
-        "c.md (no such file)", "b.md#nope (no heading with anchor #nope in b.md)",
-        "#here (no heading with anchor #here in a.md)"]
+        "c.md (no such file)",
+        "b.md#nope (no heading with anchor #nope in b.md)",
+        "#here (no heading with anchor #here in a.md)",
+    ]
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -127,8 +135,11 @@ WORK_ITEM = re.compile(r"\bissues?\s*#?\s*\d+|§\s*\d+|\bissue\d+|\bthe issue'?s
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_work_item_numbers(path: Path) -> None:
-    hits = [f"{n}: {line.strip()[:120]}" for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-            if WORK_ITEM.search(line)]
+    hits = [
+        f"{n}: {line.strip()[:120]}"
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if WORK_ITEM.search(line)
+    ]
     assert hits == []
 
 
@@ -162,8 +173,13 @@ def test_report_renders_every_result_file(tmp_path: Path) -> None:
 def test_no_figures_outside_the_benchmarks_page() -> None:
     """Throughput figures live in docs/benchmarks.md only."""
     fig = re.compile(r"\d[\d,.]*k? (rows|events)/s|\d+(\.\d+)?k rows")
-    hits = [f"{p.relative_to(ROOT)}:{n}: {line.strip()[:100]}" for p in FILES if p.name != "benchmarks.md"
-            for n, line in prose_lines(p.read_text(encoding="utf-8")) if fig.search(line)]
+    hits = [
+        f"{p.relative_to(ROOT)}:{n}: {line.strip()[:100]}"
+        for p in FILES
+        if p.name != "benchmarks.md"
+        for n, line in prose_lines(p.read_text(encoding="utf-8"))
+        if fig.search(line)
+    ]
     assert hits == []
 
 

@@ -2,23 +2,21 @@
 conditions file (python/kstate/error_conditions.json), raised from Python and from the JVM (read
 from the Java error object, not its text), and named at construction for the inputs that used to
 fail late or with a raw error."""
+
 from __future__ import annotations
 
 import ast
 import json
-import os
 import pickle
 from pathlib import Path
 
-import pytest
-from pyspark.errors import PySparkException
-from pyspark.errors import IllegalArgumentException
-from pyspark.sql import functions as F
-
 import kstate
+import pytest
 from kstate import KStateError
 from kstate._jvm_errors import kstate_error_of
 from kstate.errors import conditions, message_template, render
+from pyspark.errors import IllegalArgumentException, PySparkException
+from pyspark.sql import functions as F
 
 PACKAGE = Path(kstate.__file__).resolve().parent
 
@@ -28,8 +26,12 @@ def _python_raises() -> list:
     found = []
     for path in sorted(PACKAGE.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "KStateError"
-                    and node.args and isinstance(node.args[0], ast.Constant)):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) == "KStateError"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
                 params = node.args[1] if len(node.args) > 1 else None
                 keys = None if not isinstance(params, ast.Dict) else {k.value for k in params.keys}
                 found.append((path.name, node.args[0].value, keys))
@@ -56,8 +58,12 @@ def test_a_python_error_is_a_pyspark_error() -> None:
     assert str(e) == "[KSTATE_INVALID_WINDOW] Invalid window specification: size must be > 0, got 0 ms."
     assert e.message == "Invalid window specification: size must be > 0, got 0 ms."
     back = pickle.loads(pickle.dumps(e))
-    assert (type(back), back.getCondition(), back.getMessageParameters(), str(back)) == \
-        (KStateError, e.getCondition(), e.getMessageParameters(), str(e))
+    assert (type(back), back.getCondition(), back.getMessageParameters(), str(back)) == (
+        KStateError,
+        e.getCondition(),
+        e.getMessageParameters(),
+        str(e),
+    )
 
 
 def test_a_sub_condition_follows_its_condition() -> None:
@@ -95,8 +101,11 @@ def test_a_jvm_error_is_read_from_the_java_object(spark) -> None:
     # kstate's: the same condition, parameters and SQLSTATE, and the text rendered from the same template
     k = kstate_error_of(ei.value)
     assert isinstance(k, KStateError)
-    assert (k.getCondition(), k.getSqlState(), k.getMessageParameters()) == \
-        ("KSTATE_INVALID_DURATION", "22023", dict(java.getMessageParameters()))
+    assert (k.getCondition(), k.getSqlState(), k.getMessageParameters()) == (
+        "KSTATE_INVALID_DURATION",
+        "22023",
+        dict(java.getMessageParameters()),
+    )
     assert str(java.getMessage()) == f"[KSTATE_INVALID_DURATION] {k.message} SQLSTATE: 22023"
 
 
@@ -125,24 +134,28 @@ def test_a_null_type_key_is_refused_at_construction(spark) -> None:
 
 
 def test_read_table_and_read_state_name_bad_arguments(spark, tmp_path) -> None:
-    for call in (lambda: kstate.read_table(None, str(tmp_path), "t"),
-                 lambda: kstate.read_state(None, str(tmp_path), "op"),
-                 lambda: kstate.repartition_state(None, str(tmp_path), 2)):
+    for call in (
+        lambda: kstate.read_table(None, str(tmp_path), "t"),
+        lambda: kstate.read_state(None, str(tmp_path), "op"),
+        lambda: kstate.repartition_state(None, str(tmp_path), 2),
+    ):
         with pytest.raises(KStateError) as ei:
             call()
         assert ei.value.getCondition() == "KSTATE_INVALID_SESSION", ei.value
         assert ei.value.getMessageParameters() == {"type": "NoneType"}
-    for call, what in ((lambda: kstate.read_table(spark, str(tmp_path), "t", as_of=2 ** 70), "as_of"),
-                       (lambda: kstate.read_table(spark, str(tmp_path), "t", as_of=-(2 ** 63) - 1), "as_of"),
-                       (lambda: kstate.read_state(spark, str(tmp_path), "op", batch_id=2 ** 64), "batch_id"),
-                       (lambda: kstate.read_state(spark, str(tmp_path), 2 ** 63), "operator")):
+    for call, what in (
+        (lambda: kstate.read_table(spark, str(tmp_path), "t", as_of=2**70), "as_of"),
+        (lambda: kstate.read_table(spark, str(tmp_path), "t", as_of=-(2**63) - 1), "as_of"),
+        (lambda: kstate.read_state(spark, str(tmp_path), "op", batch_id=2**64), "batch_id"),
+        (lambda: kstate.read_state(spark, str(tmp_path), 2**63), "operator"),
+    ):
         with pytest.raises(KStateError) as ei:
             call()
         assert ei.value.getCondition() == "KSTATE_INVALID_STATE_READ"
         assert what in ei.value.message and "64-bit long" in ei.value.message
     # the largest long is an argument like any other: the checkpoint is what is missing
     with pytest.raises(KStateError) as ei:
-        kstate.read_table(spark, str(tmp_path / "none"), "t", as_of=2 ** 63 - 1)
+        kstate.read_table(spark, str(tmp_path / "none"), "t", as_of=2**63 - 1)
     assert ei.value.getCondition() == "KSTATE_CHECKPOINT_NOT_FOUND"
 
 

@@ -15,6 +15,7 @@ per batch exactly what the reference model forwards (``models.dedup_model``, one
 partition, i.e. what an uninterrupted run outputs, see ``test_dedup_restart``), and the first
 batch after the kill restored state from the checkpoint (the provider's restore metrics).
 """
+
 from __future__ import annotations
 
 import json
@@ -81,18 +82,31 @@ def sink_batches(spark: Any, out: str) -> Dict[int, List[int]]:
 
 def run_driver(tmp: Any, data: List[List[Dict[str, Any]]], **extra: Any) -> Dict[str, Any]:
     cfg = {
-        "src": str(tmp / "src"), "checkpoint": extra.pop("checkpoint", str(tmp / "checkpoint")), "out": str(tmp / "out"),
-        "result": str(tmp / "result.json"), "partitions": PARTITIONS, "executors": 3,
-        "interval": INTERVAL, "batches": data, "kill_after": KILL_AFTER, "conf": CONF, **extra,
+        "src": str(tmp / "src"),
+        "checkpoint": extra.pop("checkpoint", str(tmp / "checkpoint")),
+        "out": str(tmp / "out"),
+        "result": str(tmp / "result.json"),
+        "partitions": PARTITIONS,
+        "executors": 3,
+        "interval": INTERVAL,
+        "batches": data,
+        "kill_after": KILL_AFTER,
+        "conf": CONF,
+        **extra,
     }
     os.makedirs(cfg["src"])
     with open(tmp / "config.json", "w") as f:
         json.dump(cfg, f)
     env = dict(os.environ, PYTHONPATH=os.path.dirname(HERE))
     # Its own process group: on a timeout the driver's JVMs (driver, executors) go with it.
-    p = subprocess.Popen([sys.executable, os.path.join(HERE, "_executor_loss_driver.py"), str(tmp / "config.json")],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+    p = subprocess.Popen(
+        [sys.executable, os.path.join(HERE, "_executor_loss_driver.py"), str(tmp / "config.json")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         stdout, stderr = p.communicate(timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -108,8 +122,11 @@ def run_driver(tmp: Any, data: List[List[Dict[str, Any]]], **extra: Any) -> Dict
 #  - after batch 4, the executor of partition 0's standby (it also holds other partitions' actives);
 #  - after batch 6, both the active executor of partition 0 and its standby's.
 STANDBY_BATCHES = 8
-STANDBY_KILLS = [{"after": 2, "targets": ["active"]}, {"after": 4, "targets": ["standby"]},
-                 {"after": 6, "targets": ["active", "standby"]}]
+STANDBY_KILLS = [
+    {"after": 2, "targets": ["active"]},
+    {"after": 4, "targets": ["standby"]},
+    {"after": 6, "targets": ["active", "standby"]},
+]
 
 
 def test_with_a_standby_each_lost_partition_fails_over_without_replaying_and_output_stays_exact(spark, tmp_path):
@@ -117,8 +134,13 @@ def test_with_a_standby_each_lost_partition_fails_over_without_replaying_and_out
     # Between the kills the replacement executors take partitions back (warm-up moves, to their
     # standbys): with an acceptable lag of 0 such a move replays nothing either, so every
     # batch's replay below comes from failovers alone.
-    res = run_driver(tmp_path, data, kills=STANDBY_KILLS, wait_warm=True,
-                     conf={**CONF, "spark.kstate.standbyReplicas": "1", "spark.kstate.acceptableRecoveryLag": "0"})
+    res = run_driver(
+        tmp_path,
+        data,
+        kills=STANDBY_KILLS,
+        wait_warm=True,
+        conf={**CONF, "spark.kstate.standbyReplicas": "1", "spark.kstate.acceptableRecoveryLag": "0"},
+    )
 
     progress = {p["batchId"]: p for p in res["progress"] if p["numInputRows"] > 0}
     assert sorted(progress) == list(range(STANDBY_BATCHES))
@@ -157,8 +179,13 @@ V2 = {"spark.sql.streaming.stateStore.checkpointFormatVersion": "2"}
 
 def test_on_checkpoint_format_2_a_lost_executors_partitions_adopt_their_standbys_by_id(spark, tmp_path):
     data = batches(V2_BATCHES)
-    res = run_driver(tmp_path, data, kills=[{"after": 1, "targets": ["active"]}], wait_warm=True,
-                     conf={**CONF, **V2, "spark.kstate.standbyReplicas": "1", "spark.kstate.acceptableRecoveryLag": "0"})
+    res = run_driver(
+        tmp_path,
+        data,
+        kills=[{"after": 1, "targets": ["active"]}],
+        wait_warm=True,
+        conf={**CONF, **V2, "spark.kstate.standbyReplicas": "1", "spark.kstate.acceptableRecoveryLag": "0"},
+    )
 
     progress = {p["batchId"]: p for p in res["progress"] if p["numInputRows"] > 0}
     assert sorted(progress) == list(range(V2_BATCHES))
@@ -198,8 +225,14 @@ def test_an_added_executor_takes_partitions_only_after_warm_up_and_a_lost_one_re
     # enough, and a partition would then run on the added executor before its warm-up (a cold
     # restore: correct, but not what this test is about). The partitions of the executor lost
     # last have no copy, so they prefer no executor and do not wait for the dead one.
-    res = run_driver(tmp_path, data, kills=[{"after": COLD_KILL_AFTER, "targets": ["active"]}], start_executors=2,
-                     add={"after": 1, "kill_warming": True}, conf={**CONF, "spark.locality.wait": "30s"})
+    res = run_driver(
+        tmp_path,
+        data,
+        kills=[{"after": COLD_KILL_AFTER, "targets": ["active"]}],
+        start_executors=2,
+        add={"after": 1, "kill_warming": True},
+        conf={**CONF, "spark.locality.wait": "30s"},
+    )
 
     progress = {p["batchId"]: p for p in res["progress"] if p["numInputRows"] > 0}
     assert sorted(progress) == list(range(ADD_BATCHES))
@@ -248,9 +281,14 @@ def test_on_hdfs_a_lost_executor_fails_over_to_its_standbys(spark, tmp_path):
 
     data = batches(HDFS_BATCHES)
     with HdfsCluster() as hdfs:
-        res = run_driver(tmp_path, data, kills=[{"after": 2, "targets": ["active"]}], wait_warm=True,
-                         checkpoint=f"{hdfs.url}/executor-loss",
-                         conf={**CONF, "spark.kstate.standbyReplicas": "1", "spark.kstate.acceptableRecoveryLag": "0"})
+        res = run_driver(
+            tmp_path,
+            data,
+            kills=[{"after": 2, "targets": ["active"]}],
+            wait_warm=True,
+            checkpoint=f"{hdfs.url}/executor-loss",
+            conf={**CONF, "spark.kstate.standbyReplicas": "1", "spark.kstate.acceptableRecoveryLag": "0"},
+        )
     progress = {p["batchId"]: p for p in res["progress"] if p["numInputRows"] > 0}
     assert sorted(progress) == list(range(HDFS_BATCHES))
     assert sink_batches(spark, str(tmp_path / "out")) == expected(spark, data)

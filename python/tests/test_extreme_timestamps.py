@@ -1,12 +1,12 @@
 """Epoch-millisecond timestamps at the ends of the BIGINT range: window bounds saturate at
 -2^63 and 2^63 - 1 instead of wrapping (docs/windows.md, "Timestamps at the ends of the range")."""
+
 from __future__ import annotations
 
 import pytest
-
 from kstate import SessionWindows, SlidingWindows, TimeWindows
 
-LONG_MIN, LONG_MAX = -2**63, 2**63 - 1
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 NEAR_MIN, NEAR_MAX = LONG_MIN + 5, LONG_MAX - 5
 
 
@@ -16,8 +16,9 @@ def _counts(spark, windows, ts_values):
     return sorted((r["window_start"], r["window_end"], r["count"]) for r in rows)
 
 
-@pytest.mark.parametrize("windows", [TimeWindows.of_size("10s"), TimeWindows.of_size("10s").advance_by("5s")],
-                         ids=["tumbling", "hopping"])
+@pytest.mark.parametrize(
+    "windows", [TimeWindows.of_size("10s"), TimeWindows.of_size("10s").advance_by("5s")], ids=["tumbling", "hopping"]
+)
 def test_time_window_near_long_min_starts_at_long_min(spark, windows) -> None:
     # was: window_start = 9223372036854771616 (wrapped)
     assert _counts(spark, windows, [NEAR_MIN, NEAR_MIN + 3]) == [(LONG_MIN, LONG_MIN + 10_000, 2)]
@@ -29,8 +30,9 @@ def test_time_window_near_long_max_ends_at_long_max(spark) -> None:
 
 
 def test_session_near_long_min_is_its_records(spark) -> None:
-    assert _counts(spark, SessionWindows.with_inactivity_gap("10s"), [NEAR_MIN, NEAR_MIN + 3]) == \
-        [(NEAR_MIN, NEAR_MIN + 3, 2)]
+    assert _counts(spark, SessionWindows.with_inactivity_gap("10s"), [NEAR_MIN, NEAR_MIN + 3]) == [
+        (NEAR_MIN, NEAR_MIN + 3, 2)
+    ]
 
 
 def test_sliding_windows_drop_negative_timestamps_without_wrapping(spark) -> None:

@@ -19,6 +19,7 @@ equals an uninterrupted run that reads those two files in one micro-batch (the o
 split, deterministically), and (2) which rows differ from the uninterrupted run of one file per
 micro-batch, and why. The default processing order (``auto``: event-time order for files) is used.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,6 @@ import time
 from typing import Any, Dict, List
 
 import pytest
-
 from _kill9_driver import build
 from _streaming import FileStream, file_name, kill9_when_paused, write_json_lines
 from test_dedup_restart import FINISH_TIMEOUT_S, MARKER_TIMEOUT_S, _launch, _log, _log_ids
@@ -49,12 +49,14 @@ def rec(seq: int, k: str, ts: int) -> Dict[str, Any]:
 # a@13.5 s comes before a@16 s, at stream time 11 s, and the window counts 2.
 WINDOW = dict(
     cfg=dict(operator="window_final", size="5 seconds", grace="2 seconds"),
-    files=[[rec(0, "a", 1000)],
-           [rec(1, "a", 6000)],
-           [rec(2, "a", 11000)],
-           [rec(3, "a", 16000), rec(4, "a", 19000)],
-           [rec(5, "a", 13500), rec(6, "a", 21000)],
-           [rec(7, "a", 30000)]],
+    files=[
+        [rec(0, "a", 1000)],
+        [rec(1, "a", 6000)],
+        [rec(2, "a", 11000)],
+        [rec(3, "a", 16000), rec(4, "a", 19000)],
+        [rec(5, "a", 13500), rec(6, "a", 21000)],
+        [rec(7, "a", 30000)],
+    ],
 )
 
 # deduplicate_by_key with a 5 s interval. One file per micro-batch: a@20 s (file 3) is forwarded;
@@ -65,25 +67,28 @@ WINDOW = dict(
 # records a@18 s and a@20 s swap: which of two duplicates is kept follows the processing order.
 DEDUP = dict(
     cfg=dict(operator="dedup", mode="by_key", interval="5 seconds"),
-    files=[[rec(0, "a", 1000)],
-           [rec(1, "a", 8000)],
-           [rec(2, "a", 9000)],
-           [rec(3, "a", 20000)],
-           [rec(4, "a", 18000), rec(5, "a", 12000)],
-           [rec(6, "a", 40000)]],
+    files=[
+        [rec(0, "a", 1000)],
+        [rec(1, "a", 8000)],
+        [rec(2, "a", 9000)],
+        [rec(3, "a", 20000)],
+        [rec(4, "a", 18000), rec(5, "a", 12000)],
+        [rec(6, "a", 40000)],
+    ],
 )
 
 
 def _rows(batches: Dict[int, List[Any]]) -> Dict[int, List[str]]:
-    return {b: sorted(json.dumps(r.asDict() if hasattr(r, "asDict") else r, sort_keys=True, default=str)
-                      for r in rows) for b, rows in batches.items()}
+    return {
+        b: sorted(json.dumps(r.asDict() if hasattr(r, "asDict") else r, sort_keys=True, default=str) for r in rows)
+        for b, rows in batches.items()
+    }
 
 
 def _reference(spark, workdir: str, cfg: Dict[str, Any], files: List[List[Dict[str, Any]]]) -> Dict[int, List[str]]:
     """The driver's query in the tests' session, never stopped, each element of ``files`` one
     micro-batch."""
-    fs = FileStream(spark, os.path.join(workdir, "src"), os.path.join(workdir, "checkpoint"),
-                    lambda df: build(df, cfg))
+    fs = FileStream(spark, os.path.join(workdir, "src"), os.path.join(workdir, "checkpoint"), lambda df: build(df, cfg))
     with fs:
         for recs in files:
             fs.add_batch(recs)
@@ -95,8 +100,9 @@ def _sink_rows(out: str) -> Dict[int, List[str]]:
     for name in os.listdir(out):
         if name.startswith("batch=") and name.endswith(".json"):
             with open(os.path.join(out, name)) as f:
-                got[int(name[len("batch="):-len(".json")])] = sorted(
-                    json.dumps(r, sort_keys=True, default=str) for r in json.load(f))
+                got[int(name[len("batch=") : -len(".json")])] = sorted(
+                    json.dumps(r, sort_keys=True, default=str) for r in json.load(f)
+                )
     return got
 
 
@@ -131,7 +137,7 @@ def test_a_driver_crash_that_packs_two_files_into_one_micro_batch_changes_the_ou
     cfg = dict(case["cfg"], order="auto")
     files = case["files"]
     one_per_batch = _reference(spark, str(session_tmp.mktemp("crash_ref1")), cfg, files)
-    merged = files[:CRASH_BATCH] + [files[CRASH_BATCH] + files[CRASH_BATCH + 1]] + files[CRASH_BATCH + 2:]
+    merged = files[:CRASH_BATCH] + [files[CRASH_BATCH] + files[CRASH_BATCH + 1]] + files[CRASH_BATCH + 2 :]
     new_split = _reference(spark, str(session_tmp.mktemp("crash_ref2")), cfg, merged)
 
     root = str(session_tmp.mktemp("crash"))
@@ -159,7 +165,9 @@ def test_a_driver_crash_that_packs_two_files_into_one_micro_batch_changes_the_ou
     if case is WINDOW:
         finals = lambda rows: sorted(  # noqa: E731
             (json.loads(r)["k"], str(json.loads(r)["window_start"]), json.loads(r)["count"])
-            for b in rows.values() for r in b)
+            for b in rows.values()
+            for r in b
+        )
         only_before = set(finals(one_per_batch)) - set(finals(got))
         only_after = set(finals(got)) - set(finals(one_per_batch))
         assert [(k, c) for k, _, c in only_before] == [("a", 1)], only_before

@@ -5,6 +5,7 @@ loopback ports, stopped at teardown) and Spark's own Kafka source and sink
 (``spark-sql-kafka-0-10`` 4.2.0 on Spark 4.3, on the tests' session through ``spark.jars``).
 The kill -9 test starts a separate Spark driver process (``_kafka_driver.py``) twice.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,9 +16,8 @@ import sys
 from collections import Counter
 from typing import Any, Dict, List
 
-import pytest
-
 import _kafka_pipeline as kp
+import pytest
 from _streaming import kill9_when_paused, partition_map, unique
 from kafka_broker import KafkaBroker, KafkaClients, read_topic
 
@@ -53,7 +53,8 @@ def _topics(clients: KafkaClients, *names: str) -> List[str]:
 
 
 def test_duplicates_disorder_and_late_records_through_kafka_match_the_reference_model(
-        spark, broker, clients, state_partition, tmp_path) -> None:
+    spark, broker, clients, state_partition, tmp_path
+) -> None:
     """Topic (3 partitions, record timestamps as event time) -> dedup -> windowed count suppressed
     until its windows close -> Kafka sink: what a consumer reads equals the model's final windows,
     and each micro-batch wrote as many records as the model emits for it."""
@@ -61,8 +62,9 @@ def test_duplicates_disorder_and_late_records_through_kafka_match_the_reference_
     batches = kp.generate(seed=17)
     expected, stats = kp.model_output(batches, state_partition, STATE_PARTITIONS)
     assert stats["duplicates"] > 0 and stats["late_forwarded"] > 0 and stats["late_dropped"] > 0, stats
-    written, plan = kp.run_batches(spark, clients, broker.bootstrap, topic_in, topic_out,
-                                   str(tmp_path / "checkpoint"), batches)
+    written, plan = kp.run_batches(
+        spark, clients, broker.bootstrap, topic_in, topic_out, str(tmp_path / "checkpoint"), batches
+    )
     # auto: Kafka task order for the dedup (it reads the topic), event time for the windows
     assert plan.count("order=auto(task)") == 1 and plan.count("order=auto(event_time)") == 1, plan
     assert written == [len(e) for e in expected]
@@ -74,28 +76,45 @@ def test_duplicates_disorder_and_late_records_through_kafka_match_the_reference_
 # One topic-partition's records are processed in offset order, the topic-partitions merged by their
 # head timestamps (a Kafka task); under event-time order the earliest timestamp would win.
 ORDER_RECORDS = [  # (partition, ts offset from BASE_TS, key, id, seq), in offset order per partition
-    (0, 5000, "a", "x", 0), (0, 4000, "a", "x", 1),   # offset order beats time: seq 0 wins
-    (1, 6001, "b", "y", 2), (1, 1001, "b", "y", 3),   # heads 6001 (p1) and 3002 (p2):
-    (2, 3002, "b", "y", 4),                           # p2's seq 4 first, then p1's 2 and 3
+    (0, 5000, "a", "x", 0),
+    (0, 4000, "a", "x", 1),  # offset order beats time: seq 0 wins
+    (1, 6001, "b", "y", 2),
+    (1, 1001, "b", "y", 3),  # heads 6001 (p1) and 3002 (p2):
+    (2, 3002, "b", "y", 4),  # p2's seq 4 first, then p1's 2 and 3
 ]
 
 
-@pytest.mark.parametrize("order, explained, winners", [
-    (None, "order=auto(task)", [0, 4]),
-    ("event_time", "order=event_time", [1, 3]),
-], ids=["auto_is_task_order", "event_time"])
+@pytest.mark.parametrize(
+    "order, explained, winners",
+    [
+        (None, "order=auto(task)", [0, 4]),
+        ("event_time", "order=event_time", [1, 3]),
+    ],
+    ids=["auto_is_task_order", "event_time"],
+)
 def test_a_topic_is_processed_in_kafka_task_order(spark, broker, clients, tmp_path, order, explained, winners) -> None:
     """Dedup's "first wins" on one micro-batch of a 3-partition topic: under ``auto`` the first is
     the first in Kafka task order (offset order within a partition, the partition with the
     smallest head timestamp next), not the earliest timestamp, not partition 1 before 2."""
     (topic,) = _topics(clients, "kstate_order")
-    clients.produce(topic, [dict(partition=p, ts=kp.BASE_TS + t, key=k, value=json.dumps({"id": i, "seq": s}))
-                            for p, t, k, i, s in ORDER_RECORDS])
+    clients.produce(
+        topic,
+        [
+            dict(partition=p, ts=kp.BASE_TS + t, key=k, value=json.dumps({"id": i, "seq": s}))
+            for p, t, k, i, s in ORDER_RECORDS
+        ],
+    )
     out = kp.events(kp.source(spark, broker.bootstrap, topic)).kstate.deduplicate_by_key_value(
-        "id", "10 seconds", key="k", timestamp="ts", order=order)
+        "id", "10 seconds", key="k", timestamp="ts", order=order
+    )
     name = unique("kstate_order_q")
-    q = (out.writeStream.format("memory").queryName(name).option("checkpointLocation", str(tmp_path / "ckpt"))
-         .trigger(availableNow=True).start())
+    q = (
+        out.writeStream.format("memory")
+        .queryName(name)
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True)
+        .start()
+    )
     q.awaitTermination(120)
     assert q.exception() is None, q.exception()
     assert explained in kp.explain(q)
@@ -133,10 +152,17 @@ def _launch(cfg: Dict[str, Any], root: str, tag: str) -> subprocess.Popen:
     with open(path, "w") as f:
         json.dump(cfg, f)
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(HERE), HERE] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.dirname(HERE), HERE] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    )
     with open(log_path, "w") as log:
-        p = subprocess.Popen([sys.executable, os.path.join(HERE, "_kafka_driver.py"), path], stdout=log,
-                             stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        p = subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "_kafka_driver.py"), path],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
     p.driver_log = log_path
     return p
 
@@ -161,7 +187,8 @@ def _kill(p) -> None:
 
 
 def test_kill9_of_the_driver_then_restart_loses_nothing_kafka_sink_repeats_only_the_replayed_batch(
-        spark, broker, clients, state_partition, tmp_path) -> None:
+    spark, broker, clients, state_partition, tmp_path
+) -> None:
     """The driver (a separate process) is killed with SIGKILL after micro-batch 2's windows were
     written to the output topic, before the batch was committed; the restart replays batch 2.
     Kafka sink (at-least-once): the topic holds every final window of the model exactly once, plus
@@ -173,10 +200,18 @@ def test_kill9_of_the_driver_then_restart_loses_nothing_kafka_sink_repeats_only_
     records = [r for b in kp.generate(seed=23, batches=4, per_batch=30) for r in b]
     clients.produce(topic_in, kp.to_kafka_records(records))
     root = str(tmp_path)
-    cfg = dict(bootstrap=broker.bootstrap, topic_in=topic_in, topic_out=topic_out, topic_native=topic_native,
-               max_offsets=30, max_offsets_native=30, checkpoint_kafka=os.path.join(root, "ckpt_kafka"),
-               checkpoint_native=os.path.join(root, "ckpt_native"), marker=os.path.join(root, "paused"),
-               pause_batch=PAUSE_BATCH)
+    cfg = dict(
+        bootstrap=broker.bootstrap,
+        topic_in=topic_in,
+        topic_out=topic_out,
+        topic_native=topic_native,
+        max_offsets=30,
+        max_offsets_native=30,
+        checkpoint_kafka=os.path.join(root, "ckpt_kafka"),
+        checkpoint_native=os.path.join(root, "ckpt_native"),
+        marker=os.path.join(root, "paused"),
+        pause_batch=PAUSE_BATCH,
+    )
 
     p = _launch(cfg, root, "run1")
     try:
@@ -194,10 +229,11 @@ def test_kill9_of_the_driver_then_restart_loses_nothing_kafka_sink_repeats_only_
         _kill(p)
 
     # Kafka sink: at-least-once; the replayed batch's records twice, nothing lost
-    expected, _ = kp.model_output(kp.split_by_offsets(records, _batch_ends(cfg["checkpoint_kafka"], topic_in)),
-                                  state_partition, STATE_PARTITIONS)
+    expected, _ = kp.model_output(
+        kp.split_by_offsets(records, _batch_ends(cfg["checkpoint_kafka"], topic_in)), state_partition, STATE_PARTITIONS
+    )
     assert len(expected) > PAUSE_BATCH + 1 and expected[PAUSE_BATCH], [len(e) for e in expected]
-    assert written_before_restart == sum(len(e) for e in expected[:PAUSE_BATCH + 1])
+    assert written_before_restart == sum(len(e) for e in expected[: PAUSE_BATCH + 1])
     consumed = [kp.window_of(r["value"]) for r in read_topic(spark, broker.bootstrap, topic_out)]
     everything = [w for e in expected for w in e]
     assert Counter(consumed) == Counter(everything) + Counter(expected[PAUSE_BATCH])
@@ -206,11 +242,13 @@ def test_kill9_of_the_driver_then_restart_loses_nothing_kafka_sink_repeats_only_
     # Spark's streaming Kafka sink, killed wherever it was: every window at least once; more only
     # of the batch it was running (the first one not committed at the kill)
     native_expected, _ = kp.model_output(
-        kp.split_by_offsets(records, _batch_ends(cfg["checkpoint_native"], topic_in)), state_partition, STATE_PARTITIONS)
+        kp.split_by_offsets(records, _batch_ends(cfg["checkpoint_native"], topic_in)), state_partition, STATE_PARTITIONS
+    )
     native = Counter(kp.window_of(r["value"]) for r in read_topic(spark, broker.bootstrap, topic_native))
     native_all = Counter(w for e in native_expected for w in e)
     in_flight = len(native_at_kill)
     assert native_all - native == Counter(), "windows lost"
-    assert (native - native_all) - Counter(native_expected[in_flight] if in_flight < len(native_expected) else []) \
-        == Counter(), f"duplicates beyond batch {in_flight}, the one running at the kill"
+    assert (native - native_all) - Counter(
+        native_expected[in_flight] if in_flight < len(native_expected) else []
+    ) == Counter(), f"duplicates beyond batch {in_flight}, the one running at the kill"
     assert sorted(_first_per_window(native.elements())) == sorted(native_all.elements())

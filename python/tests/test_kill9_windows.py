@@ -5,6 +5,7 @@ versions were committed but before the batch was, so the restart replays that ba
 state it started from; the sink's rows per micro-batch must equal an uninterrupted run's (the
 driver's query, ``_kill9_driver.build``, run in the tests' own session: one driver process less
 per case)."""
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,6 @@ import time
 from typing import Any, Dict, List
 
 import pytest
-
 from _kill9_driver import build
 from _streaming import FileStream, file_name, kill9_when_paused, write_json_lines
 from test_dedup_restart import FINISH_TIMEOUT_S, MARKER_TIMEOUT_S, _launch, _log, _log_ids
@@ -40,15 +40,18 @@ def _input() -> List[List[Dict[str, Any]]]:
 def _rows(batches: Dict[int, List[Any]]) -> Dict[int, List[str]]:
     """batch id -> its rows as sorted JSON (the sink's order across partitions is not fixed);
     rows are ``Row``s (a query of the tests' session) or dicts (read back from a driver's sink)."""
-    return {b: sorted(json.dumps(r.asDict() if hasattr(r, "asDict") else r, sort_keys=True, default=str)
-                      for r in rows) for b, rows in batches.items()}
+    return {
+        b: sorted(json.dumps(r.asDict() if hasattr(r, "asDict") else r, sort_keys=True, default=str) for r in rows)
+        for b, rows in batches.items()
+    }
 
 
-def _uninterrupted(spark, workdir: str, cfg: Dict[str, Any], batches: List[List[Dict[str, Any]]]) -> Dict[int, List[str]]:
+def _uninterrupted(
+    spark, workdir: str, cfg: Dict[str, Any], batches: List[List[Dict[str, Any]]]
+) -> Dict[int, List[str]]:
     """The driver's query of ``cfg`` in the tests' session, one file per micro-batch, never stopped:
     batch id -> its rows as :func:`_rows` gives them."""
-    fs = FileStream(spark, os.path.join(workdir, "src"), os.path.join(workdir, "checkpoint"),
-                    lambda df: build(df, cfg))
+    fs = FileStream(spark, os.path.join(workdir, "src"), os.path.join(workdir, "checkpoint"), lambda df: build(df, cfg))
     with fs:
         for recs in batches:
             fs.add_batch(recs)
@@ -60,8 +63,9 @@ def _sink_rows(out: str) -> Dict[int, List[str]]:
     for name in os.listdir(out):
         if name.startswith("batch=") and name.endswith(".json"):
             with open(os.path.join(out, name)) as f:
-                got[int(name[len("batch="):-len(".json")])] = sorted(
-                    json.dumps(r, sort_keys=True, default=str) for r in json.load(f))
+                got[int(name[len("batch=") : -len(".json")])] = sorted(
+                    json.dumps(r, sort_keys=True, default=str) for r in json.load(f)
+                )
     return got
 
 
@@ -81,9 +85,14 @@ def _run(root: str, cfg: Dict[str, Any], tag: str, kill: bool) -> None:
             p.wait(timeout=60)
 
 
-@pytest.mark.parametrize("operator", [dict(operator="window_final", size="5 seconds", grace="2 seconds"),
-                                      dict(operator="time_limit", limit="5 seconds")],
-                         ids=lambda o: o["operator"])
+@pytest.mark.parametrize(
+    "operator",
+    [
+        dict(operator="window_final", size="5 seconds", grace="2 seconds"),
+        dict(operator="time_limit", limit="5 seconds"),
+    ],
+    ids=lambda o: o["operator"],
+)
 def test_kill9_after_the_state_committed_then_restart_gives_identical_output(spark, session_tmp, operator) -> None:
     tag = operator["operator"]
     cfg = dict(operator, mode="by_key", interval="1 second")

@@ -4,6 +4,7 @@ Issue reproducer, scaled down: the same files read one per micro-batch, two, ten
 (a catch-up batch) give identical results under the default order (auto: event time for files),
 whereas Kafka task order, right for an ordered log, turns the catch-up batch into late records.
 """
+
 from __future__ import annotations
 
 import os
@@ -11,12 +12,11 @@ import random
 from typing import Any, Dict, List, Optional
 
 import pytest
-from pyspark.sql import functions as F
-
+from _streaming import file_name, partition_map, session_conf, shuffle_partitions, unique, write_json_lines
 from kstate import BufferConfig, KStateError, Suppressed, TimeWindows
-from _streaming import session_conf, shuffle_partitions, write_json_lines, file_name, unique, partition_map
 from models.dedup_model import DedupModel, Rec
 from models.window_agg_model import WindowAggModel
+from pyspark.sql import functions as F
 
 SCHEMA = "seq LONG, k STRING, ts LONG, v LONG"
 KEYS = [f"k{i}" for i in range(30)]
@@ -41,9 +41,12 @@ def _files(seed: int) -> List[List[Dict[str, Any]]]:
 
 def _windowed(order: Optional[str] = None):
     def build(df):
-        return (df.kstate.windowed_by(TimeWindows.of_size(WINDOW).grace(GRACE), key="k", timestamp="ts", order=order)
-                .agg(F.count(F.lit(1)).alias("n"), F.sum("v").alias("s"))
-                .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
+        return (
+            df.kstate.windowed_by(TimeWindows.of_size(WINDOW).grace(GRACE), key="k", timestamp="ts", order=order)
+            .agg(F.count(F.lit(1)).alias("n"), F.sum("v").alias("s"))
+            .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+        )
+
     return build
 
 
@@ -63,9 +66,13 @@ def _run(spark, tmp_path, files, build, max_files: Optional[int], settings: Dict
         reader = reader.option("maxFilesPerTrigger", max_files)
     rows: List[Any] = []
     with shuffle_partitions(spark, 2), session_conf(spark, settings):
-        q = (build(reader.json(src)).writeStream.outputMode("append")
-             .option("checkpointLocation", str(run / "ckpt"))
-             .foreachBatch(lambda b, _: rows.extend(b.collect())).start())
+        q = (
+            build(reader.json(src))
+            .writeStream.outputMode("append")
+            .option("checkpointLocation", str(run / "ckpt"))
+            .foreachBatch(lambda b, _: rows.extend(b.collect()))
+            .start()
+        )
         try:
             q.processAllAvailable()
             metrics: Dict[str, int] = {}
@@ -84,7 +91,9 @@ def _event_time_model_windows(spark, files) -> List[tuple]:
     models: Dict[int, WindowAggModel] = {}
     recs = sorted((r for f in files for r in f), key=lambda r: (r["ts"], r["seq"]))
     for r in recs:
-        models.setdefault(pm[r["k"]], WindowAggModel(WINDOW, WINDOW, GRACE, final=True)).process(r["k"], r["ts"], r["v"])
+        models.setdefault(pm[r["k"]], WindowAggModel(WINDOW, WINDOW, GRACE, final=True)).process(
+            r["k"], r["ts"], r["v"]
+        )
     out = []
     for m in models.values():
         out += [tuple(row[:5]) for row in m.end_batch()]
@@ -141,8 +150,9 @@ def test_task_order_turns_a_catch_up_batch_of_files_into_late_records(spark, tmp
 def test_a_micro_batch_many_times_the_spill_threshold_spills_and_gives_the_same_results(spark, tmp_path) -> None:
     files = _files(5)
     whole, m = _run(spark, tmp_path, files, _windowed(), None, AUTO)
-    spilled, ms = _run(spark, tmp_path, files, _windowed(), None,
-                       dict(AUTO, **{"spark.kstate.processingOrder.spillThreshold": "8k"}))
+    spilled, ms = _run(
+        spark, tmp_path, files, _windowed(), None, dict(AUTO, **{"spark.kstate.processingOrder.spillThreshold": "8k"})
+    )
     assert m["inputSpilledBytes"] == 0
     assert ms["inputSpilledBytes"] > 20 * 8 * 1024  # the batch is > 20x the threshold
     assert spilled == whole
@@ -153,8 +163,11 @@ def test_static_dataframes_keep_their_listed_order_under_auto(spark) -> None:
     df = spark.createDataFrame([(0, "a", 5000, 1), (1, "a", 100, 1)], SCHEMA).coalesce(1)
     with session_conf(spark, AUTO):
         listed = df.kstate.windowed_by(TimeWindows.of_size(1000), key="k", timestamp="ts").count().collect()
-        by_time = df.kstate.windowed_by(TimeWindows.of_size(1000), key="k", timestamp="ts",
-                                        order="event_time").count().collect()
+        by_time = (
+            df.kstate.windowed_by(TimeWindows.of_size(1000), key="k", timestamp="ts", order="event_time")
+            .count()
+            .collect()
+        )
     assert sorted((r["window_start"], r["count"]) for r in listed) == [(5000, 1)]
     assert sorted((r["window_start"], r["count"]) for r in by_time) == [(0, 1), (5000, 1)]
 
@@ -169,8 +182,12 @@ def test_an_unknown_order_is_a_named_error_at_construction(spark, bad) -> None:
 
 def test_explain_shows_the_order(spark) -> None:
     df = spark.createDataFrame([(0, "a", 1, 1)], SCHEMA)
-    plan = df.kstate.deduplicate_by_key(10, key="k", timestamp="ts", order="event_time")._jdf \
-        .queryExecution().executedPlan().toString()
+    plan = (
+        df.kstate.deduplicate_by_key(10, key="k", timestamp="ts", order="event_time")
+        ._jdf.queryExecution()
+        .executedPlan()
+        .toString()
+    )
     assert "order=event_time" in plan
     auto = df.kstate.deduplicate_by_key(10, key="k", timestamp="ts")._jdf.queryExecution().executedPlan().toString()
     assert "order=auto(listed)" in auto
@@ -181,8 +198,12 @@ def test_auto_resolves_to_event_time_for_a_file_stream(spark, tmp_path) -> None:
     os.makedirs(src)
     write_json_lines(src, file_name(0), [dict(seq=0, k="a", ts=1, v=1)])
     with session_conf(spark, AUTO):
-        q = (_dedup()(spark.readStream.schema(SCHEMA).json(src)).writeStream.format("noop")
-             .option("checkpointLocation", str(tmp_path / "ckpt")).start())
+        q = (
+            _dedup()(spark.readStream.schema(SCHEMA).json(src))
+            .writeStream.format("noop")
+            .option("checkpointLocation", str(tmp_path / "ckpt"))
+            .start()
+        )
     try:
         q.processAllAvailable()
         plan = q._jsq.streamingQuery().lastExecution().executedPlan().toString()

@@ -1,16 +1,16 @@
 """Which features need kstate's state store provider, and when a provider that lacks one is
 rejected: when the micro-batch is planned (before any task runs), with the error class and a
 message that names the setting to change, as a PySpark user sees them (docs/errors.md)."""
+
 from __future__ import annotations
 
 import json
 import os
 
 import pytest
-from pyspark.errors import StreamingQueryException
-
-from kstate import BufferConfig, KStateError, Suppressed, TimeWindows
 from _streaming import dedup, session_conf
+from kstate import BufferConfig, KStateError, Suppressed, TimeWindows
+from pyspark.errors import StreamingQueryException
 
 PROVIDER_KEY = "spark.kstate.stateStore.providerClass"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -25,8 +25,13 @@ def _first_batch(spark, tmp_path, build, provider: str):
         f.write('{"seq": 1, "k": "a", "id": "x", "ts": 0}\n{"seq": 2, "k": "b", "id": "y", "ts": 30000}\n')
     with session_conf(spark, {PROVIDER_KEY: provider}):
         out = build(spark.readStream.schema(SCHEMA).json(src))
-        q = (out.writeStream.outputMode("append").format("memory").queryName(f"p_{os.getpid()}_{id(out)}")
-             .option("checkpointLocation", str(tmp_path / "ckpt")).start())
+        q = (
+            out.writeStream.outputMode("append")
+            .format("memory")
+            .queryName(f"p_{os.getpid()}_{id(out)}")
+            .option("checkpointLocation", str(tmp_path / "ckpt"))
+            .start()
+        )
     try:
         q.processAllAvailable()
         return None, q.lastProgress
@@ -48,27 +53,37 @@ def _rejected_at_planning(error) -> KStateError:
 
 def test_suppress_on_a_table_needs_kstates_provider(spark, tmp_path) -> None:
     build = lambda d: d.kstate.suppress(  # noqa: E731
-        Suppressed.until_time_limit("1s", BufferConfig.unbounded()), key="k", timestamp="ts")
+        Suppressed.until_time_limit("1s", BufferConfig.unbounded()), key="k", timestamp="ts"
+    )
     error, _ = _first_batch(spark, tmp_path, build, ROCKSDB)
     e = _rejected_at_planning(error)
     assert "time-ordered suppression buffer" in e.message
 
 
 def test_final_results_spilling_to_disk_need_kstates_provider(spark, tmp_path) -> None:
-    build = lambda d: (d.kstate.windowed_by(TimeWindows.of_size("10s"), key="k", timestamp="ts").count()  # noqa: E731
-                       .kstate.suppress(Suppressed.until_window_closes(
-                           BufferConfig.max_records(100).spill_to_disk_when_full())))
+    build = lambda d: (
+        d.kstate.windowed_by(TimeWindows.of_size("10s"), key="k", timestamp="ts")
+        .count()  # noqa: E731
+        .kstate.suppress(Suppressed.until_window_closes(BufferConfig.max_records(100).spill_to_disk_when_full()))
+    )
     error, _ = _first_batch(spark, tmp_path, build, ROCKSDB)
     e = _rejected_at_planning(error)
     assert "spill_to_disk_when_full" in e.message
 
 
-@pytest.mark.parametrize("build", [
-    lambda d: dedup(d, "by_key", "10s"),
-    lambda d: d.kstate.windowed_by(TimeWindows.of_size("10s"), key="k", timestamp="ts").distinct(),
-    lambda d: (d.kstate.windowed_by(TimeWindows.of_size("10s"), key="k", timestamp="ts").count()
-               .kstate.suppress(Suppressed.until_window_closes(BufferConfig.max_records(100).shut_down_when_full()))),
-], ids=["dedup", "distinct", "final_results_shut_down"])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda d: dedup(d, "by_key", "10s"),
+        lambda d: d.kstate.windowed_by(TimeWindows.of_size("10s"), key="k", timestamp="ts").distinct(),
+        lambda d: (
+            d.kstate.windowed_by(TimeWindows.of_size("10s"), key="k", timestamp="ts")
+            .count()
+            .kstate.suppress(Suppressed.until_window_closes(BufferConfig.max_records(100).shut_down_when_full()))
+        ),
+    ],
+    ids=["dedup", "distinct", "final_results_shut_down"],
+)
 def test_features_that_run_on_sparks_rocksdb_provider(spark, tmp_path, build) -> None:
     error, progress = _first_batch(spark, tmp_path, build, ROCKSDB)
     assert error is None, str(error)[:2000]

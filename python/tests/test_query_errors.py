@@ -1,22 +1,23 @@
 """Errors raised while a streaming query runs reach Python as ``kstate.KStateError`` (with the
 kstate ``error_class``) from ``processAllAvailable``, ``awaitTermination`` and ``exception()``,
 and are still pyspark ``StreamingQueryException``s; other query failures are unchanged."""
+
 from __future__ import annotations
 
 import os
 
 import pytest
-from pyspark.errors import StreamingQueryException
-
-from kstate import BufferConfig, KStateError, TimeWindows
 from _streaming import FileStream, dedup, shuffle_partitions
 from _windowed import SCHEMA as WINDOWED_SCHEMA
 from _windowed import aggregate
+from kstate import BufferConfig, KStateError, TimeWindows
+from pyspark.errors import StreamingQueryException
 
 
 def _dedup_stream(spark, root: str, interval: str) -> FileStream:
-    return FileStream(spark, os.path.join(root, "src"), os.path.join(root, "ckpt"),
-                      lambda df: dedup(df, "by_key", interval))
+    return FileStream(
+        spark, os.path.join(root, "src"), os.path.join(root, "ckpt"), lambda df: dedup(df, "by_key", interval)
+    )
 
 
 def _config_changed_query(spark, root: str) -> FileStream:
@@ -63,8 +64,9 @@ def test_buffer_full_is_a_kstate_error_from_await_termination(spark, tmp_path) -
     windows = TimeWindows.of_size("10 seconds").grace("1 hour")
     build = aggregate(windows, True, BufferConfig.max_records(1).shut_down_when_full())
     with shuffle_partitions(spark, 1):
-        fs = FileStream(spark, str(tmp_path / "src"), str(tmp_path / "ckpt"), build,
-                        schema=WINDOWED_SCHEMA, output_mode="update").start()
+        fs = FileStream(
+            spark, str(tmp_path / "src"), str(tmp_path / "ckpt"), build, schema=WINDOWED_SCHEMA, output_mode="update"
+        ).start()
         try:
             fs.add_file([dict(seq=0, k="a", ts=0, v=1), dict(seq=1, k="b", ts=0, v=1)])
             with pytest.raises(KStateError) as ei:
@@ -83,8 +85,12 @@ def test_other_query_failures_stay_plain_streaming_query_exceptions(spark, tmp_p
     os.makedirs(src)
     with open(os.path.join(src, "0.json"), "w") as f:
         f.write('{"seq": 1, "k": "a", "id": "x", "ts": 0}\n')
-    q = (dedup(spark.readStream.schema("seq LONG, k STRING, id STRING, ts LONG").json(src), "by_key", "10s")
-         .writeStream.option("checkpointLocation", str(tmp_path / "ckpt")).foreachBatch(fail).start())
+    q = (
+        dedup(spark.readStream.schema("seq LONG, k STRING, id STRING, ts LONG").json(src), "by_key", "10s")
+        .writeStream.option("checkpointLocation", str(tmp_path / "ckpt"))
+        .foreachBatch(fail)
+        .start()
+    )
     try:
         with pytest.raises(StreamingQueryException) as ei:
             q.processAllAvailable()

@@ -1,19 +1,19 @@
 """``kstate.read_table``: a versioned table as of a time, read from its query's checkpoint while
 the query runs and after it stopped, compared with a Python reference (the table's versions per
 state partition, Kafka's versioned key query rules)."""
+
 from __future__ import annotations
 
 import datetime as dt
 import os
 import random
-from typing import Any, Dict, List, Optional, Sequence, Tuple
-
-import pytest
-from pyspark.sql import functions as F
+from typing import Any, Dict, List, Optional, Tuple
 
 import kstate
-from kstate import KStateError, VersionedTable
+import pytest
 from _streaming import FileStream, partition_map, shuffle_partitions
+from kstate import KStateError, VersionedTable
+from pyspark.sql import functions as F
 
 SCHEMA = "k STRING, v STRING, n INT, ts LONG"
 RETENTION, GRACE = 50, 20
@@ -26,10 +26,12 @@ def _build(name, versioned=VersionedTable(RETENTION, grace=GRACE)):
 def _build_joined(name, versioned=VersionedTable(RETENTION, grace=GRACE)):
     """The table joined by a stream straight from its source: the join keeps the table's only
     materialization (docs/tables.md, "One materialization per joined table"); the stream is empty."""
+
     def build(df):
         table = df.kstate.to_table(key="k", timestamp="ts", versioned=versioned, name=name)
         stream = df.filter(F.col("k") == "none").select("k", F.col("ts").alias("t"))
         return stream.kstate.join(table, key="k", timestamp="t", how="left")
+
     return build
 
 
@@ -84,8 +86,14 @@ def _random_batches(seed: int, n_batches: int = 6, per_batch: int = 12) -> List[
             now += rnd.randint(0, 6)
             ts = now - rnd.choice([0, 0, 0, 3, 10, 30])  # in order, out of order, late past grace
             tomb = rnd.random() < 0.2
-            rows.append({"k": rnd.choice("abcdefghijklmnop"), "v": None if tomb else f"v{rnd.randint(0, 99)}",
-                         "n": None if tomb else rnd.randint(0, 9), "ts": ts})
+            rows.append(
+                {
+                    "k": rnd.choice("abcdefghijklmnop"),
+                    "v": None if tomb else f"v{rnd.randint(0, 99)}",
+                    "n": None if tomb else rnd.randint(0, 9),
+                    "ts": ts,
+                }
+            )
         batches.append(rows)
     return batches
 
@@ -122,8 +130,12 @@ def test_running_then_stopped_query_matches_the_reference_on_three_partitions(sp
 
 def test_as_of_before_between_and_after_versions_with_tombstones(spark, tmp_path):
     """One key per case, all in one micro-batch: a@10=x, a@20=y, a@30 deleted; b@15=p."""
-    rows = [{"k": "a", "v": "x", "n": 1, "ts": 10}, {"k": "a", "v": "y", "n": 2, "ts": 20},
-            {"k": "b", "v": "p", "n": 3, "ts": 15}, {"k": "a", "v": None, "n": None, "ts": 30}]
+    rows = [
+        {"k": "a", "v": "x", "n": 1, "ts": 10},
+        {"k": "a", "v": "y", "n": 2, "ts": 20},
+        {"k": "b", "v": "p", "n": 3, "ts": 15},
+        {"k": "a", "v": None, "n": None, "ts": 30},
+    ]
     ckpt = str(tmp_path / "ckpt")
     with FileStream(spark, str(tmp_path / "src"), ckpt, _build("t", VersionedTable(1000)), schema=SCHEMA) as fs:
         fs.add_batch(rows)
@@ -145,12 +157,16 @@ def test_past_the_history_retention_only_the_latest_version_answers(spark, tmp_p
     """Retention 10, grace 0: a@0, a@4, b@30 (stream time 30, cutoff 20). As of 2 (past the
     retention) a's history is not served: its latest version a4@4 is after 2, so a has no row; as of
     5, a4 answers (it is the latest, and at or before 5). Kafka's rule, as the join's lookups."""
-    rows = [{"k": "a", "v": "a0", "n": 0, "ts": 0}, {"k": "a", "v": "a4", "n": 4, "ts": 4},
-            {"k": "b", "v": "b30", "n": 30, "ts": 30}]
+    rows = [
+        {"k": "a", "v": "a0", "n": 0, "ts": 0},
+        {"k": "a", "v": "a4", "n": 4, "ts": 4},
+        {"k": "b", "v": "b30", "n": 30, "ts": 30},
+    ]
     ckpt = str(tmp_path / "ckpt")
     with shuffle_partitions(spark, 1):
-        with FileStream(spark, str(tmp_path / "src"), ckpt, _build("t", VersionedTable(10, grace=0)),
-                        schema=SCHEMA) as fs:
+        with FileStream(
+            spark, str(tmp_path / "src"), ckpt, _build("t", VersionedTable(10, grace=0)), schema=SCHEMA
+        ) as fs:
             fs.add_batch(rows)
     assert _read(spark, ckpt, "t", 2) == []
     assert _read(spark, ckpt, "t", 5) == [("a", "a4", 4, 4)]
@@ -161,7 +177,9 @@ def test_past_the_history_retention_only_the_latest_version_answers(spark, tmp_p
 def test_timestamp_table_keeps_its_columns_and_takes_strings_and_datetimes(spark, tmp_path):
     def build(df):
         t = df.withColumn("at", F.timestamp_millis("ts")).drop("ts")
-        return t.kstate.to_table(key="k", timestamp="at", versioned=VersionedTable("1 hour"), name="ts_table").to_stream()
+        return t.kstate.to_table(
+            key="k", timestamp="at", versioned=VersionedTable("1 hour"), name="ts_table"
+        ).to_stream()
 
     base = 1_700_000_000_000  # 2023-11-14T22:13:20Z
     rows = [{"k": "a", "v": "x", "n": 1, "ts": base}, {"k": "a", "v": "y", "n": 2, "ts": base + 60_000}]
@@ -170,7 +188,11 @@ def test_timestamp_table_keeps_its_columns_and_takes_strings_and_datetimes(spark
         fs.add_batch(rows)
     df = kstate.read_table(spark, ckpt, "ts_table")
     assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [
-        ("k", "string"), ("v", "string"), ("n", "int"), ("at", "timestamp")]
+        ("k", "string"),
+        ("v", "string"),
+        ("n", "int"),
+        ("at", "timestamp"),
+    ]
 
     def vs(as_of):
         return [r["v"] for r in kstate.read_table(spark, ckpt, "ts_table", as_of).collect()]

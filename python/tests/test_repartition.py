@@ -24,6 +24,7 @@ the documented rule says):
 Pairs (N, M): (2, 5), (5, 2) and (1, 3): up, down, and from one partition. (3, 3) is
 ``KSTATE_REPARTITION_NOT_NEEDED``; every refused call leaves the checkpoint's files as they were.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,14 +33,12 @@ import zlib
 from collections import Counter
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-import pytest
-from pyspark.sql import functions as F
-
 import kstate
-from kstate import (BufferConfig, KStateError, SessionWindows, SlidingWindows, Suppressed, TimeWindows,
-                    VersionedTable)
+import pytest
 from _streaming import FileStream, checkpoint_files, partition_map, shuffle_partitions
+from kstate import BufferConfig, KStateError, SessionWindows, SlidingWindows, Suppressed, TimeWindows, VersionedTable
 from models.time_limit_model import TimeLimitModel
+from pyspark.sql import functions as F
 
 S = 1000
 KEYS = [f"k{i}" for i in range(12)]
@@ -51,26 +50,45 @@ FAR = 3600 * S  # a flush record's distance ahead: past every window, grace and 
 def _in_order(seed: int, n: int, sides: Sequence[str] = ("s",), start: int = 0) -> List[Dict[str, Any]]:
     """``n`` records, event times strictly increasing (1 s apart), random keys, ids and values."""
     rnd = random.Random(seed)
-    return [dict(seq=start + i, side=rnd.choice(list(sides)), k=rnd.choice(KEYS), id=f"i{rnd.randint(0, 5)}",
-                 v=rnd.randint(0, 9), ts=(start + i) * S) for i in range(n)]
+    return [
+        dict(
+            seq=start + i,
+            side=rnd.choice(list(sides)),
+            k=rnd.choice(KEYS),
+            id=f"i{rnd.randint(0, 5)}",
+            v=rnd.randint(0, 9),
+            ts=(start + i) * S,
+        )
+        for i in range(n)
+    ]
 
 
 def _split(records: List[Dict[str, Any]], sizes: Sequence[int]) -> List[List[Dict[str, Any]]]:
     out, i = [], 0
     for n in sizes:
-        out.append(records[i:i + n])
+        out.append(records[i : i + n])
         i += n
     return out
 
 
 def _flush(after: int, sides: Sequence[str]) -> List[Dict[str, Any]]:
     """One record per key and side, far ahead: every key's partition passes its windows and buffers."""
-    return [dict(seq=100000 + i, side=side, k=k, id="flush", v=0, ts=after + FAR + i)
-            for i, (side, k) in enumerate((s, k) for s in sides for k in KEYS)]
+    return [
+        dict(seq=100000 + i, side=side, k=k, id="flush", v=0, ts=after + FAR + i)
+        for i, (side, k) in enumerate((s, k) for s in sides for k in KEYS)
+    ]
 
 
-def _run(spark, workdir: str, build, batches, partitions: Tuple[int, ...], cut: Optional[int] = None,
-         output_mode: str = "append", progress: Optional[Dict[int, Any]] = None) -> Dict[int, List[Any]]:
+def _run(
+    spark,
+    workdir: str,
+    build,
+    batches,
+    partitions: Tuple[int, ...],
+    cut: Optional[int] = None,
+    output_mode: str = "append",
+    progress: Optional[Dict[int, Any]] = None,
+) -> Dict[int, List[Any]]:
     """Runs ``batches`` (one micro-batch each): with ``partitions[0]`` state partitions, and when
     ``cut`` is set, stops after that many micro-batches, repartitions to ``partitions[1]`` and
     continues on the same checkpoint. Returns batch id -> rows (the repartition's micro-batch has
@@ -114,6 +132,7 @@ def _total(out: Dict[int, List[Any]]) -> Counter:
 
 # --- operators whose output does not depend on the partition count on ordered input ------------
 
+
 def _dedup_chain(df):
     """The three KIP-655 operations, one after the other (three operators in one query)."""
     out = df.kstate.deduplicate("seq", "30 seconds", timestamp="ts", name="by-id")
@@ -124,10 +143,12 @@ def _dedup_chain(df):
 def _windows(windows, final: bool = False):
     def build(df):
         out = df.kstate.windowed_by(windows, key="k", timestamp="ts").agg(
-            F.count(F.lit(1)).alias("n"), F.sum("v").alias("s"))
+            F.count(F.lit(1)).alias("n"), F.sum("v").alias("s")
+        )
         if final:
             out = out.kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
         return out.select("k", "window_start", "window_end", "n", "s")
+
     return build
 
 
@@ -136,8 +157,11 @@ def _distinct(windows):
 
 
 def _stream_table_join(df):
-    table = (df.filter(F.col("side") == "t").select("k", F.col("v").alias("tv"), "ts")
-             .kstate.to_table("k", "ts", versioned=VersionedTable("1 hour", grace="10 seconds")))
+    table = (
+        df.filter(F.col("side") == "t")
+        .select("k", F.col("v").alias("tv"), "ts")
+        .kstate.to_table("k", "ts", versioned=VersionedTable("1 hour", grace="10 seconds"))
+    )
     stream = df.filter(F.col("side") == "s").select("seq", "k", "ts")
     return stream.kstate.join(table, key="k", timestamp="ts", how="left", grace="3 seconds").select("seq", "tv")
 
@@ -155,11 +179,16 @@ def _table_join(df):
 
 
 def _fk_join(df):
-    left = (df.filter(F.col("side") == "s").select("k", F.col("v").alias("lv"), "ts")
-            .kstate.to_table("k", "ts", versioned=VersionedTable("1 hour")))
-    right = (df.filter(F.col("side") == "t").select(F.concat(F.lit("c"), (F.col("v") % 4).cast("string")).alias("k"),
-                                                    F.col("v").alias("rv"), "ts")
-             .kstate.to_table("k", "ts"))
+    left = (
+        df.filter(F.col("side") == "s")
+        .select("k", F.col("v").alias("lv"), "ts")
+        .kstate.to_table("k", "ts", versioned=VersionedTable("1 hour"))
+    )
+    right = (
+        df.filter(F.col("side") == "t")
+        .select(F.concat(F.lit("c"), (F.col("v") % 4).cast("string")).alias("k"), F.col("v").alias("rv"), "ts")
+        .kstate.to_table("k", "ts")
+    )
     return left.join(right, foreign_key=F.concat(F.lit("c"), (F.col("lv") % 4).cast("string")), how="left").to_stream()
 
 
@@ -177,17 +206,42 @@ def _last_per_key(out: Dict[int, List[Any]], key: Callable[[Any], Any]) -> List[
 # name -> (build, sides, output mode, compare(whole, rescaled), flush at the end)
 CASES: Dict[str, Tuple[Any, Sequence[str], str, str, bool]] = {
     "dedup": (_dedup_chain, ("s",), "append", "per_batch", False),
-    "time_windows_updates": (_windows(TimeWindows.of_size("10 seconds").grace("2 seconds")), ("s",), "update",
-                             "per_batch", False),
-    "time_windows_final": (_windows(TimeWindows.of_size("10 seconds").grace("2 seconds"), final=True), ("s",),
-                           "append", "total", True),
-    "session_windows": (_windows(SessionWindows.with_inactivity_gap("4 seconds").grace("2 seconds")), ("s",),
-                        "update", "per_batch", False),
-    "sliding_windows": (_windows(SlidingWindows.of_time_difference("5 seconds").grace("2 seconds")), ("s",),
-                        "update", "per_batch", False),
+    "time_windows_updates": (
+        _windows(TimeWindows.of_size("10 seconds").grace("2 seconds")),
+        ("s",),
+        "update",
+        "per_batch",
+        False,
+    ),
+    "time_windows_final": (
+        _windows(TimeWindows.of_size("10 seconds").grace("2 seconds"), final=True),
+        ("s",),
+        "append",
+        "total",
+        True,
+    ),
+    "session_windows": (
+        _windows(SessionWindows.with_inactivity_gap("4 seconds").grace("2 seconds")),
+        ("s",),
+        "update",
+        "per_batch",
+        False,
+    ),
+    "sliding_windows": (
+        _windows(SlidingWindows.of_time_difference("5 seconds").grace("2 seconds")),
+        ("s",),
+        "update",
+        "per_batch",
+        False,
+    ),
     "distinct_tumbling": (_distinct(TimeWindows.of_size("10 seconds")), ("s",), "append", "per_batch", False),
-    "distinct_sessions": (_distinct(SessionWindows.with_inactivity_gap("4 seconds")), ("s",), "append",
-                          "per_batch", False),
+    "distinct_sessions": (
+        _distinct(SessionWindows.with_inactivity_gap("4 seconds")),
+        ("s",),
+        "append",
+        "per_batch",
+        False,
+    ),
     "stream_table_join": (_stream_table_join, ("s", "t"), "append", "total", True),
     "table_aggregate": (_table_aggregate, ("s",), "update", "last_per_key", False),
     "table_join": (_table_join, ("s", "t"), "update", "last_per_key", False),
@@ -221,8 +275,9 @@ def uninterrupted(spark, session_tmp) -> Dict[str, Dict[int, List[Any]]]:
     """Every case run with 2 state partitions throughout."""
     out = {}
     for name, (build, _, mode, _, _) in CASES.items():
-        out[name] = _run(spark, str(session_tmp.mktemp(f"whole_{name}")), build, _case_batches(name), (2,),
-                         output_mode=mode)
+        out[name] = _run(
+            spark, str(session_tmp.mktemp(f"whole_{name}")), build, _case_batches(name), (2,), output_mode=mode
+        )
     return out
 
 
@@ -236,8 +291,10 @@ def test_rescaled_run_equals_the_uninterrupted_run(spark, tmp_path, uninterrupte
 
 # --- until_time_limit: compared with the model moved at the cut as the rule says ---------------
 
-def _time_limit_model(batches, limit: int, parts: Tuple[int, ...], cut: int, spark,
-                      buffered: Optional[List[int]] = None) -> List[List[int]]:
+
+def _time_limit_model(
+    batches, limit: int, parts: Tuple[int, ...], cut: int, spark, buffered: Optional[List[int]] = None
+) -> List[List[int]]:
     """Emitted seqs per micro-batch: one model per partition; at the cut every buffered key moves
     to its new partition and every new partition's stream time is the largest old one; every
     partition evicts what is due at the end of each micro-batch (kstate's tasks do)."""
@@ -274,11 +331,13 @@ def _time_limit_model(batches, limit: int, parts: Tuple[int, ...], cut: int, spa
 @pytest.mark.parametrize("pair", [(2, 5), (5, 2)], ids=lambda p: f"{p[0]}to{p[1]}")
 def test_until_time_limit_follows_the_rule_after_a_rescale(spark, tmp_path, pair, spill) -> None:
     buffer = BufferConfig.max_bytes(256).spill_to_disk_when_full() if spill else BufferConfig.unbounded()
-    build = lambda df: df.kstate.suppress(Suppressed.until_time_limit("6 seconds", buffer), key="k",
-                                          timestamp="ts").select("seq")  # noqa: E731
+    build = lambda df: df.kstate.suppress(
+        Suppressed.until_time_limit("6 seconds", buffer), key="k", timestamp="ts"
+    ).select("seq")  # noqa: E731
     rnd = random.Random(7)
-    recs = [dict(seq=i, side="s", k=rnd.choice(KEYS), id="x", v=0, ts=i * S + rnd.randint(0, 2500))
-            for i in range(70)]  # slight disorder: kept keys' timers differ between partitions
+    recs = [
+        dict(seq=i, side="s", k=rnd.choice(KEYS), id="x", v=0, ts=i * S + rnd.randint(0, 2500)) for i in range(70)
+    ]  # slight disorder: kept keys' timers differ between partitions
     batches = _split(recs, [15, 15, 10, 15, 15])
     # one old partition's stream time 20 s ahead of the others' at the cut: after it, every new
     # partition has that stream time and emits what it makes due (with the old partitions' own
@@ -297,6 +356,7 @@ def test_until_time_limit_follows_the_rule_after_a_rescale(spark, tmp_path, pair
 
 
 # --- the rule's own example -------------------------------------------------------------------
+
 
 def test_a_record_on_time_before_the_rescale_can_be_late_after_it(spark, tmp_path) -> None:
     """Keys a and b in different partitions of 2: a's has stream time 100 s, b's 50 s. After the
@@ -317,6 +377,7 @@ def test_a_record_on_time_before_the_rescale_can_be_late_after_it(spark, tmp_pat
 
 
 # --- refused calls write nothing ----------------------------------------------------------------
+
 
 def _checkpoint(spark, workdir: str, partitions: int = 3, batches: int = 2) -> str:
     recs = _in_order(1, 20)
@@ -365,6 +426,7 @@ def test_a_checkpoint_without_a_committed_micro_batch_is_refused(spark, tmp_path
 
 
 # --- Spark's own repartition on a kstate checkpoint ----------------------------------------------
+
 
 def _spark_manager(spark):
     return spark._streamingCheckpointManager

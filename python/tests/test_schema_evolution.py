@@ -8,6 +8,7 @@ tables and their versions, the join's grace buffer, joins' sides, aggregates, wi
 written with the old rows, so a wrong conversion shows in the output. Refused changes fail with a
 named error that names the column, and leave the checkpoint restartable with the old schema.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,10 +16,9 @@ import random
 from typing import Any, Dict, List
 
 import pytest
-from pyspark.sql import functions as F
-
-from kstate import BufferConfig, KStateError, Suppressed, TimeWindows, VersionedTable
 from _streaming import FileStream, checkpoint_files
+from kstate import BufferConfig, KStateError, Suppressed, TimeWindows, VersionedTable
+from pyspark.sql import functions as F
 
 S = 1000
 BASE = "seq LONG, side STRING, k STRING, name STRING, v INT, ts LONG"
@@ -31,10 +31,18 @@ def _records(seed: int, n: int, start: int = 0) -> List[Dict[str, Any]]:
     is only ever read back, never replaced, after the change. Values negative too (a widened
     number read without conversion would lose its sign)."""
     rnd = random.Random(seed)
-    recs = [dict(seq=start + i, side=rnd.choice("st"), k=rnd.choice(KEYS if i < CUT * 12 else KEYS[2:] + ["f", "g"]),
-                 v=rnd.randint(-9, 9),
-                 name=f"n{rnd.randint(0, 3)}", extra=f"x{i % 3}", ts=(start + i) * S + rnd.randint(0, 1500))
-            for i in range(n)]
+    recs = [
+        dict(
+            seq=start + i,
+            side=rnd.choice("st"),
+            k=rnd.choice(KEYS if i < CUT * 12 else KEYS[2:] + ["f", "g"]),
+            v=rnd.randint(-9, 9),
+            name=f"n{rnd.randint(0, 3)}",
+            extra=f"x{i % 3}",
+            ts=(start + i) * S + rnd.randint(0, 1500),
+        )
+        for i in range(n)
+    ]
     for r in recs:  # a's and b's values negative
         if r["k"] in ("a", "b"):
             r["v"] = -abs(r["v"]) - 1
@@ -45,20 +53,24 @@ def _batches() -> List[List[Dict[str, Any]]]:
     """Four micro-batches; the column only the new schemas have (``extra``) is in the files written
     after the change only."""
     recs = _records(11, 48)
-    batches = [recs[i:i + 12] for i in range(0, 48, 12)]
+    batches = [recs[i : i + 12] for i in range(0, 48, 12)]
     return [[{k: v for k, v in r.items() if k != "extra"} for r in b] if i < CUT else b for i, b in enumerate(batches)]
 
 
 def _suppress(df):
     cols = [c for c in df.columns if c != "side"]
-    return (df.select(*cols).kstate.suppress(Suppressed.until_time_limit("3 seconds", BufferConfig.unbounded()),
-                                             key="k", timestamp="ts"))
+    return df.select(*cols).kstate.suppress(
+        Suppressed.until_time_limit("3 seconds", BufferConfig.unbounded()), key="k", timestamp="ts"
+    )
 
 
 def _stream_table_join(df):
     values = [c for c in df.columns if c not in ("seq", "side", "k", "ts")]
-    table = (df.filter(F.col("side") == "t").select("k", *[F.col(c).alias("t_" + c) for c in values], "ts")
-             .kstate.to_table("k", "ts", versioned=VersionedTable("1 hour", grace="5 seconds")))
+    table = (
+        df.filter(F.col("side") == "t")
+        .select("k", *[F.col(c).alias("t_" + c) for c in values], "ts")
+        .kstate.to_table("k", "ts", versioned=VersionedTable("1 hour", grace="5 seconds"))
+    )
     stream = df.filter(F.col("side") == "s").select("seq", "k", "ts", *values)
     return stream.kstate.join(table, key="k", timestamp="ts", how="left", grace="2 seconds")
 
@@ -76,14 +88,20 @@ def _table_aggregate(df):
 
 
 def _window_max(df):
-    return (df.kstate.windowed_by(TimeWindows.of_size("10 seconds").grace("2 seconds"), key="k", timestamp="ts")
-            .agg(F.max("v").alias("m"), F.count(F.lit(1)).alias("n"))
-            .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
+    return (
+        df.kstate.windowed_by(TimeWindows.of_size("10 seconds").grace("2 seconds"), key="k", timestamp="ts")
+        .agg(F.max("v").alias("m"), F.count(F.lit(1)).alias("n"))
+        .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+    )
 
 
-PIPELINES = {"suppress": (_suppress, "append"), "stream_table_join": (_stream_table_join, "append"),
-             "table_join": (_table_join, "update"), "table_aggregate": (_table_aggregate, "update"),
-             "window_max": (_window_max, "append")}
+PIPELINES = {
+    "suppress": (_suppress, "append"),
+    "stream_table_join": (_stream_table_join, "append"),
+    "table_join": (_table_join, "update"),
+    "table_aggregate": (_table_aggregate, "update"),
+    "window_max": (_window_max, "append"),
+}
 
 # change -> (old schema, new schema)
 CHANGES = {
@@ -105,8 +123,9 @@ def _run(spark, workdir: str, build, schemas: List[str], mode: str, cut: int) ->
         with fs:
             for b in part:
                 fs.add_batch(b)
-        out.update({i: sorted((tuple(sorted(r.asDict().items())) for r in rows), key=repr)
-                    for i, rows in fs.batches.items()})
+        out.update(
+            {i: sorted((tuple(sorted(r.asDict().items())) for r in rows), key=repr) for i, rows in fs.batches.items()}
+        )
     return out
 
 
@@ -125,7 +144,13 @@ def test_a_compatible_change_converts_the_state(spark, tmp_path, pipeline, chang
 REFUSED = {
     # (pipeline, new schema, the recorded type, the column named, the change named)
     "narrow_to_string": ("suppress", BASE.replace("v INT", "v STRING"), "rowType", "v", "int -> string"),
-    "long_to_double": ("table_aggregate", BASE.replace("v INT", "v DOUBLE"), "aggregateType", "sum", "bigint -> double"),
+    "long_to_double": (
+        "table_aggregate",
+        BASE.replace("v INT", "v DOUBLE"),
+        "aggregateType",
+        "sum",
+        "bigint -> double",
+    ),
     "key_type": ("table_join", BASE.replace("k STRING", "k INT"), "keyType", "keyType", "string -> int"),
 }
 
@@ -162,7 +187,7 @@ def test_a_re_run_of_the_converting_micro_batch_converts_again(spark, tmp_path) 
     src, ckpt = str(tmp_path / "src"), str(tmp_path / "ckpt")
     batches = _batches()
     out: Dict[int, List[tuple]] = {}
-    for schema, part in ((old, batches[:CUT]), (new, batches[CUT:CUT + 1])):
+    for schema, part in ((old, batches[:CUT]), (new, batches[CUT : CUT + 1])):
         with FileStream(spark, src, ckpt, build, schema=schema, output_mode=mode) as fs:
             for b in part:
                 fs.add_batch(b)
@@ -170,7 +195,7 @@ def test_a_re_run_of_the_converting_micro_batch_converts_again(spark, tmp_path) 
         os.remove(os.path.join(ckpt, "commits", name))
     with FileStream(spark, src, ckpt, build, schema=new, output_mode=mode) as fs:
         fs.process()  # re-runs micro-batch CUT
-        for b in batches[CUT + 1:]:
+        for b in batches[CUT + 1 :]:
             fs.add_batch(b)
     out = {i: sorted((tuple(sorted(r.asDict().items())) for r in rows), key=repr) for i, rows in fs.batches.items()}
     assert out == {b: rows for b, rows in reference.items() if b >= CUT}

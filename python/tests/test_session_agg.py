@@ -3,22 +3,31 @@ fused ``suppress(until_window_closes)``: Kafka's merge rule, tombstones for merg
 close time (grace + gap), restart, and a property test against the independent reference model
 (python/tests/models/session_agg_model.py) on random input split at random micro-batch
 boundaries, on one and on three state partitions."""
+
 from __future__ import annotations
 
 import random
 from typing import Any, Dict, List, Optional
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from pyspark.sql import functions as F
-
-from kstate import BufferConfig, SessionWindows
 from _property import PROPERTY_SETTINGS, micro_batches
 from _streaming import FileStream, partition_map, shuffle_partitions
-from _windowed import (KEYS, SCHEMA, aggregate, check_against_model, check_restart_between_every_batch,
-                       random_records, stream, tuples)
+from _windowed import (
+    KEYS,
+    SCHEMA,
+    aggregate,
+    check_against_model,
+    check_restart_between_every_batch,
+    random_records,
+    stream,
+    tuples,
+)
+from hypothesis import given
+from hypothesis import strategies as st
+from kstate import BufferConfig, SessionWindows
 from models.session_agg_model import SessionAggModel
+from pyspark.sql import functions as F
+
 
 def _aggregate(windows: SessionWindows, final: bool = False):
     return aggregate(windows, final)
@@ -34,21 +43,31 @@ def _stream(spark, workdir: str, build, batches, partitions: Optional[int] = Non
 
 def test_a_record_bridging_two_sessions_merges_them_and_tombstones_both(spark, tmp_path) -> None:
     windows = SessionWindows.with_inactivity_gap("10 seconds").grace("1 minute")
-    batches = [[dict(seq=0, k="a", ts=0, v=1), dict(seq=1, k="a", ts=10_000, v=2),  # gap inclusive
-                dict(seq=2, k="a", ts=25_000, v=3)],
-               [dict(seq=3, k="a", ts=17_000, v=None)]]  # within 10 s of both sessions
+    batches = [
+        [
+            dict(seq=0, k="a", ts=0, v=1),
+            dict(seq=1, k="a", ts=10_000, v=2),  # gap inclusive
+            dict(seq=2, k="a", ts=25_000, v=3),
+        ],
+        [dict(seq=3, k="a", ts=17_000, v=None)],
+    ]  # within 10 s of both sessions
     got = _stream(spark, str(tmp_path), _aggregate(windows), batches, partitions=1)
     assert got[0] == [("a", 0, 10_000, 2, 3, 2, 10_000, False), ("a", 25_000, 25_000, 1, 3, 3, 25_000, False)]
-    assert got[1] == [("a", 0, 10_000, None, None, None, 10_000, True), ("a", 0, 25_000, 4, 6, 3, 25_000, False),
-                      ("a", 25_000, 25_000, None, None, None, 25_000, True)]
+    assert got[1] == [
+        ("a", 0, 10_000, None, None, None, 10_000, True),
+        ("a", 0, 25_000, 4, 6, 3, 25_000, False),
+        ("a", 25_000, 25_000, None, None, None, 25_000, True),
+    ]
 
 
 def test_final_results_close_after_grace_plus_gap_exactly_once(spark, tmp_path) -> None:
     windows = SessionWindows.with_inactivity_gap("5 seconds").grace("2 seconds")
-    batches = [[dict(seq=0, k="a", ts=1000, v=1), dict(seq=1, k="a", ts=4000, v=1)],
-               [dict(seq=2, k="b", ts=10_999, v=1)],  # close time 3.999 s: [1,4] is still open (4 > 3.999)
-               [dict(seq=3, k="b", ts=11_000, v=1)],  # close time 4 s: [1,4] closes (4 <= 4, Kafka's)
-               [dict(seq=4, k="a", ts=8_000, v=1)]]  # within 5 s of the closed session: a new one
+    batches = [
+        [dict(seq=0, k="a", ts=1000, v=1), dict(seq=1, k="a", ts=4000, v=1)],
+        [dict(seq=2, k="b", ts=10_999, v=1)],  # close time 3.999 s: [1,4] is still open (4 > 3.999)
+        [dict(seq=3, k="b", ts=11_000, v=1)],  # close time 4 s: [1,4] closes (4 <= 4, Kafka's)
+        [dict(seq=4, k="a", ts=8_000, v=1)],
+    ]  # within 5 s of the closed session: a new one
     got = _stream(spark, str(tmp_path), _aggregate(windows, final=True), batches, partitions=1)
     assert got[0] == got[1] == [] and got.get(3, []) == []
     assert got[2] == [("a", 1000, 4000, 2, 2, 1, 4000, False)]
@@ -79,27 +98,48 @@ def test_kafka_drops_a_record_whose_only_session_within_the_gap_is_closed(spark,
 
 
 def test_session_windows_over_timestamp_columns_and_batch_dataframes(spark) -> None:
-    df = spark.createDataFrame([("a", 1500), ("a", 2500), ("a", 9000)], "k string, ms long") \
-        .select("k", F.timestamp_millis("ms").alias("ts"))
+    df = spark.createDataFrame([("a", 1500), ("a", 2500), ("a", 9000)], "k string, ms long").select(
+        "k", F.timestamp_millis("ms").alias("ts")
+    )
     out = df.kstate.windowed_by(SessionWindows.with_inactivity_gap("2 seconds"), key="k", timestamp="ts").count()
     assert [c for c, _ in out.dtypes] == ["k", "window_start", "window_end", "count", "timestamp", "tombstone"]
     assert dict(out.dtypes)["window_end"] == "timestamp"
     rows = sorted(out.collect(), key=lambda r: r["window_start"])
-    assert [(r["window_start"].microsecond, r["window_end"].second, r["count"], r["tombstone"]) for r in rows] == \
-        [(500000, 2, 2, False), (0, 9, 1, False)]
+    assert [(r["window_start"].microsecond, r["window_end"].second, r["count"], r["tombstone"]) for r in rows] == [
+        (500000, 2, 2, False),
+        (0, 9, 1, False),
+    ]
 
 
 def test_restart_between_every_batch_gives_the_same_output(spark, tmp_path) -> None:
-    check_restart_between_every_batch(spark, str(tmp_path), SessionWindows.with_inactivity_gap("2 seconds").grace("1 second"), seed=5, extra=("tombstone",))
+    check_restart_between_every_batch(
+        spark,
+        str(tmp_path),
+        SessionWindows.with_inactivity_gap("2 seconds").grace("1 second"),
+        seed=5,
+        extra=("tombstone",),
+    )
 
 
 def test_lateness_metrics_report_the_average_and_the_largest(spark, tmp_path) -> None:
     windows = SessionWindows.with_inactivity_gap("1 second").grace("1 minute")
-    batches = [[dict(seq=0, k="a", ts=10_000, v=1), dict(seq=1, k="d", ts=4_000, v=1),
-                dict(seq=2, k="g", ts=9_000, v=1), dict(seq=3, k="y", ts=10_000, v=1)]]
+    batches = [
+        [
+            dict(seq=0, k="a", ts=10_000, v=1),
+            dict(seq=1, k="d", ts=4_000, v=1),
+            dict(seq=2, k="g", ts=9_000, v=1),
+            dict(seq=3, k="y", ts=10_000, v=1),
+        ]
+    ]
     with shuffle_partitions(spark, 3):
-        fs = FileStream(spark, str(tmp_path / "src"), str(tmp_path / "ckpt"), _aggregate(windows), schema=SCHEMA,
-                        output_mode="update")
+        fs = FileStream(
+            spark,
+            str(tmp_path / "src"),
+            str(tmp_path / "ckpt"),
+            _aggregate(windows),
+            schema=SCHEMA,
+            output_mode="update",
+        )
         with fs:
             fs.add_batch(batches[0])
             progress = fs.query.lastProgress
@@ -121,18 +161,26 @@ def test_lateness_metrics_report_the_average_and_the_largest(spark, tmp_path) ->
 
 # --- property: kstate emits what the model emits, batch by batch ------------------------------
 
+
 @st.composite
 def scenarios(draw) -> Dict[str, Any]:
     recs = random_records(draw(st.randoms(use_true_random=True)), draw(st.integers(4, 24)), jump=(-6, 8))
     batches = draw(micro_batches(recs))
-    windows = SessionWindows.with_inactivity_gap(draw(st.sampled_from([500, 1000, 2500]))) \
-        .grace(draw(st.sampled_from([0, 1000, 3000])))
+    windows = SessionWindows.with_inactivity_gap(draw(st.sampled_from([500, 1000, 2500]))).grace(
+        draw(st.sampled_from([0, 1000, 3000]))
+    )
     return dict(records=recs, batches=batches, windows=windows, final=draw(st.booleans()))
 
 
 def check(spark, tmp_factory, sc: Dict[str, Any], partitions: int) -> None:
-    check_against_model(spark, str(tmp_factory.mktemp("sagg")), sc, partitions,
-                        lambda w, final: SessionAggModel(w.gap_ms, w.grace_ms, final), extra=("tombstone",))
+    check_against_model(
+        spark,
+        str(tmp_factory.mktemp("sagg")),
+        sc,
+        partitions,
+        lambda w, final: SessionAggModel(w.gap_ms, w.grace_ms, final),
+        extra=("tombstone",),
+    )
 
 
 @pytest.mark.parametrize("partitions", [1, 3])
@@ -145,8 +193,10 @@ def test_streaming_matches_model(spark, session_tmp, partitions, data) -> None:
 def test_spilling_final_results_equal_unbounded_ones(spark, tmp_path) -> None:
     rnd = random.Random(4)
     windows = SessionWindows.with_inactivity_gap("3 seconds").grace("2 seconds")
-    batches = [[dict(seq=i, k=f"k{rnd.randint(0, 2999)}", ts=5 * i + rnd.randint(0, 4000), v=i) for i in range(6000)],
-               [dict(seq=6000, k="z", ts=200_000, v=0)]]
+    batches = [
+        [dict(seq=i, k=f"k{rnd.randint(0, 2999)}", ts=5 * i + rnd.randint(0, 4000), v=i) for i in range(6000)],
+        [dict(seq=6000, k="z", ts=200_000, v=0)],
+    ]
     spill = BufferConfig.max_bytes(64 * 1024).spill_to_disk_when_full()
     unbounded = _stream(spark, str(tmp_path / "u"), aggregate(windows, True), batches, partitions=1)
     spilled = _stream(spark, str(tmp_path / "s"), aggregate(windows, True, spill), batches, partitions=1)

@@ -3,20 +3,20 @@ KIP-450) and their fused ``suppress(until_window_closes)``: Kafka's example, ear
 restart, construction-time errors, and a property test against the independent reference model
 (python/tests/models/sliding_agg_model.py, which recomputes each key's window set from scratch)
 on random input split at random micro-batch boundaries, on one and on three state partitions."""
+
 from __future__ import annotations
 
 from typing import Any, Dict
 
+import kstate
 import pytest
+from _property import PROPERTY_SETTINGS, micro_batches
+from _windowed import aggregate, check_against_model, check_restart_between_every_batch, random_records, stream, tuples
 from hypothesis import given
 from hypothesis import strategies as st
-
-import kstate
 from kstate import SlidingWindows
-from _property import PROPERTY_SETTINGS, micro_batches
-from _windowed import (aggregate, check_against_model, check_restart_between_every_batch,
-                       random_records, stream, tuples)
 from models.sliding_agg_model import SlidingAggModel
+
 
 def _aggregate(windows: SlidingWindows, final: bool = False):
     return aggregate(windows, final)
@@ -28,20 +28,30 @@ _stream = stream
 
 def test_kafkas_example_and_windows_created_by_a_later_batch(spark, tmp_path) -> None:
     windows = SlidingWindows.of_time_difference("5 seconds").grace("30 seconds")
-    batches = [[dict(seq=0, k="A", ts=8000, v=1), dict(seq=1, k="A", ts=9200, v=2)],
-               [dict(seq=2, k="A", ts=12400, v=3)]]
+    batches = [
+        [dict(seq=0, k="A", ts=8000, v=1), dict(seq=1, k="A", ts=9200, v=2)],
+        [dict(seq=2, k="A", ts=12400, v=3)],
+    ]
     got = _stream(spark, str(tmp_path), _aggregate(windows), batches, partitions=1)
-    assert got[0] == [("A", 3000, 8000, 1, 1, 1, 8000), ("A", 4200, 9200, 2, 3, 2, 9200),
-                      ("A", 8001, 13001, 1, 2, 2, 9200)]
+    assert got[0] == [
+        ("A", 3000, 8000, 1, 1, 1, 8000),
+        ("A", 4200, 9200, 2, 3, 2, 9200),
+        ("A", 8001, 13001, 1, 2, 2, 9200),
+    ]
     # 12400 joins [8001,13001], creates its left window from all three records and 9200's right window
-    assert got[1] == [("A", 7400, 12400, 3, 6, 3, 12400), ("A", 8001, 13001, 2, 5, 3, 12400),
-                      ("A", 9201, 14201, 1, 3, 3, 12400)]
+    assert got[1] == [
+        ("A", 7400, 12400, 3, 6, 3, 12400),
+        ("A", 8001, 13001, 2, 5, 3, 12400),
+        ("A", 9201, 14201, 1, 3, 3, 12400),
+    ]
 
 
 def test_final_results_and_early_records(spark, tmp_path) -> None:
     windows = SlidingWindows.of_time_difference("10 seconds")
-    batches = [[dict(seq=0, k="a", ts=3000, v=1), dict(seq=1, k="a", ts=7000, v=1)],
-               [dict(seq=2, k="a", ts=30_000, v=1)]]  # closes [0,10] and [3001,13001]
+    batches = [
+        [dict(seq=0, k="a", ts=3000, v=1), dict(seq=1, k="a", ts=7000, v=1)],
+        [dict(seq=2, k="a", ts=30_000, v=1)],
+    ]  # closes [0,10] and [3001,13001]
     got = _stream(spark, str(tmp_path), _aggregate(windows, final=True), batches, partitions=1)
     assert got[0] == []
     assert got[1] == [("a", 0, 10_000, 2, 2, 1, 7000), ("a", 3001, 13_001, 1, 1, 1, 7000)]
@@ -52,14 +62,18 @@ def test_a_record_is_kept_until_its_right_window_closes(spark, tmp_path) -> None
     # closed, but its right window [101, 111] would still be open, so a@100 must stay in state for
     # a later record to create that window from.
     windows = SlidingWindows.of_time_difference(10)
-    batches = [[dict(seq=0, k="a", ts=100, v=1), dict(seq=1, k="d", ts=111, v=1)],
-               [dict(seq=2, k="a", ts=105, v=7)]]  # 105 + 10 >= 111: on time; its left window is closed
+    batches = [
+        [dict(seq=0, k="a", ts=100, v=1), dict(seq=1, k="d", ts=111, v=1)],
+        [dict(seq=2, k="a", ts=105, v=7)],
+    ]  # 105 + 10 >= 111: on time; its left window is closed
     got = _stream(spark, str(tmp_path), _aggregate(windows), batches, partitions=1)
     assert got[1] == [("a", 101, 111, 1, 7, 7, 105)]
 
 
 def test_restart_between_every_batch_gives_the_same_output(spark, tmp_path) -> None:
-    check_restart_between_every_batch(spark, str(tmp_path), SlidingWindows.of_time_difference("2 seconds").grace("1 second"), seed=11, extra=())
+    check_restart_between_every_batch(
+        spark, str(tmp_path), SlidingWindows.of_time_difference("2 seconds").grace("1 second"), seed=11, extra=()
+    )
 
 
 def test_sliding_windows_are_rejected_for_distinct_and_bad_specs_are_named_errors(spark) -> None:
@@ -74,18 +88,26 @@ def test_sliding_windows_are_rejected_for_distinct_and_bad_specs_are_named_error
 
 # --- property: kstate emits what the model emits, batch by batch ------------------------------
 
+
 @st.composite
 def scenarios(draw) -> Dict[str, Any]:
     recs = random_records(draw(st.randoms(use_true_random=True)), draw(st.integers(4, 24)), jump=(-6, 8), low=-4)
     batches = draw(micro_batches(recs))
-    windows = SlidingWindows.of_time_difference(draw(st.sampled_from([0, 1000, 2500, 4000]))) \
-        .grace(draw(st.sampled_from([0, 1000, 3000])))
+    windows = SlidingWindows.of_time_difference(draw(st.sampled_from([0, 1000, 2500, 4000]))).grace(
+        draw(st.sampled_from([0, 1000, 3000]))
+    )
     return dict(records=recs, batches=batches, windows=windows, final=draw(st.booleans()))
 
 
 def check(spark, tmp_factory, sc: Dict[str, Any], partitions: int) -> None:
-    check_against_model(spark, str(tmp_factory.mktemp("slagg")), sc, partitions,
-                        lambda w, final: SlidingAggModel(w.time_difference_ms, w.grace_ms, final), extra=())
+    check_against_model(
+        spark,
+        str(tmp_factory.mktemp("slagg")),
+        sc,
+        partitions,
+        lambda w, final: SlidingAggModel(w.time_difference_ms, w.grace_ms, final),
+        extra=(),
+    )
 
 
 @pytest.mark.parametrize("partitions", [1, 3])

@@ -7,22 +7,31 @@ KIP-655 examples, a KIP-328 suppressed windowed count, a stream–table join, ta
 query restarted on its checkpoint, ``read_state``/``read_table``/``replica_status``, and the named
 errors (a bad argument when the DataFrame is built; a server without the plugin).
 """
+
 from __future__ import annotations
 
 import os
 import re
-from typing import Any, Dict, List
-
-import pytest
-from pyspark.errors import StreamingQueryException
-from pyspark.sql.connect import functions as CF
+from typing import Any, List
 
 import kstate
+import pytest
+from _streaming import (
+    SCHEMA,
+    STREAM_ORDER,
+    FileStream,
+    dedup,
+    file_name,
+    run_batch_df,
+    run_stream,
+    session_conf,
+    write_json_lines,
+)
+from connect_server import ConnectServer, remote_session
 from kstate import BufferConfig, KStateError, Suppressed, TimeWindows, VersionedTable
 from kstate._jvm_errors import kstate_error_of
-from _streaming import (SCHEMA, STREAM_ORDER, FileStream, dedup, file_name, run_batch_df, run_stream, session_conf,
-                        write_json_lines)
-from connect_server import ConnectServer, remote_session
+from pyspark.errors import StreamingQueryException
+from pyspark.sql.connect import functions as CF
 from test_dedup_kip_examples import EXAMPLES, MODES, TS_SCHEMA, example_records, expected_seqs, interval_arg
 
 S = 1000
@@ -50,6 +59,7 @@ def _sorted(rows: List[Any]) -> List[tuple]:
 
 # --- KIP-655 ------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("mode", MODES)
 def test_kip655_examples_batch_as_on_a_classic_session(spark, remote, mode) -> None:
     for example in EXAMPLES:
@@ -65,9 +75,14 @@ def test_kip655_example_streaming_one_record_per_micro_batch(remote, session_tmp
     example = "late_example_1"
     recs = example_records(example, mode)
     with session_conf(remote, STREAM_ORDER):
-        res = run_stream(remote, str(session_tmp.mktemp("kip655")),
-                         lambda df: dedup(df, mode, interval_arg(example, mode), ts="ts_ms"),
-                         [[r] for r in recs], schema=TS_SCHEMA, sink="memory")
+        res = run_stream(
+            remote,
+            str(session_tmp.mktemp("kip655")),
+            lambda df: dedup(df, mode, interval_arg(example, mode), ts="ts_ms"),
+            [[r] for r in recs],
+            schema=TS_SCHEMA,
+            sink="memory",
+        )
     assert res.seqs == expected_seqs(example)
 
 
@@ -83,15 +98,24 @@ WINDOW_BATCHES = [
 
 
 def _final_counts(df):
-    return (df.kstate.windowed_by(TimeWindows.of_size("10 seconds").grace("5 seconds"), key="k", timestamp="ts")
-            .count().kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
+    return (
+        df.kstate.windowed_by(TimeWindows.of_size("10 seconds").grace("5 seconds"), key="k", timestamp="ts")
+        .count()
+        .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+    )
 
 
 def test_kip328_final_window_counts_as_on_a_classic_session(spark, remote, session_tmp) -> None:
     def run(session):
         with session_conf(session, STREAM_ORDER):
-            res = run_stream(session, str(session_tmp.mktemp("kip328")), _final_counts, WINDOW_BATCHES,
-                             schema=WINDOW_SCHEMA, sink="memory")
+            res = run_stream(
+                session,
+                str(session_tmp.mktemp("kip328")),
+                _final_counts,
+                WINDOW_BATCHES,
+                schema=WINDOW_SCHEMA,
+                sink="memory",
+            )
         return sorted((r["k"], r["window_start"], r["count"]) for r in res.rows)
 
     got = run(remote)
@@ -103,9 +127,13 @@ def test_kip328_final_window_counts_as_on_a_classic_session(spark, remote, sessi
 # --- tables -------------------------------------------------------------------------------------
 
 JOIN_SCHEMA = "side STRING, k STRING, v STRING, ts LONG"
-JOIN_RECORDS = [dict(side="t", k="a", v="a0", ts=0), dict(side="t", k="a", v="a4", ts=4),
-                dict(side="s", k="a", v="s2", ts=2), dict(side="s", k="a", v="s5", ts=5),
-                dict(side="s", k="b", v="s6", ts=6)]
+JOIN_RECORDS = [
+    dict(side="t", k="a", v="a0", ts=0),
+    dict(side="t", k="a", v="a4", ts=4),
+    dict(side="s", k="a", v="s2", ts=2),
+    dict(side="s", k="a", v="s5", ts=5),
+    dict(side="s", k="b", v="s6", ts=6),
+]
 
 
 def _stream_table_join(df):
@@ -124,14 +152,22 @@ def test_stream_table_join_as_on_a_classic_session(spark, remote) -> None:
 
 def test_table_values_and_aggregations_as_on_a_classic_session(spark, remote) -> None:
     def describe(session):
-        df = session.createDataFrame([("u1", "eu", 10, 1), ("u2", "us", 20, 2), ("u1", "us", 30, 3)],
-                                     "k STRING, region STRING, amount INT, ts LONG")
+        df = session.createDataFrame(
+            [("u1", "eu", 10, 1), ("u2", "us", 20, 2), ("u1", "us", 30, 3)],
+            "k STRING, region STRING, amount INT, ts LONG",
+        )
         table = df.kstate.to_table(key="k", timestamp="ts", versioned=VersionedTable("1 day"))
         F = kstate._connect.functions(session)
         big = table.filter(F.col("amount") > 5)
         sums = big.group_by("region", value="amount").sum("amount").to_stream()
-        return (table.is_versioned, table.key_column, table.timestamp_column, table.value_columns,
-                big.is_versioned, _sorted(sums.collect()))
+        return (
+            table.is_versioned,
+            table.key_column,
+            table.timestamp_column,
+            table.value_columns,
+            big.is_versioned,
+            _sorted(sums.collect()),
+        )
 
     got = describe(remote)
     assert got[:5] == (True, "k", "ts", ["region", "amount"], True)
@@ -156,8 +192,13 @@ def _run_in_parts(session, root: str, parts) -> List[int]:
     n = 0
     for part in parts:
         source = session.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(src)
-        q = (source.kstate.deduplicate_by_key("10 seconds", key="k", timestamp="ts", name="dedup")
-             .writeStream.format("json").option("path", out).option("checkpointLocation", ckpt).start())
+        q = (
+            source.kstate.deduplicate_by_key("10 seconds", key="k", timestamp="ts", name="dedup")
+            .writeStream.format("json")
+            .option("path", out)
+            .option("checkpointLocation", ckpt)
+            .start()
+        )
         try:
             for b in part:
                 write_json_lines(src, file_name(n), b)
@@ -165,7 +206,9 @@ def _run_in_parts(session, root: str, parts) -> List[int]:
                 q.processAllAvailable()
             # the server's replica table: one store per state partition, no standby wanted
             assert sorted((e["partition"], e["store"], e["standbys"]) for e in kstate.replica_status(q)) == [
-                (0, "default", []), (1, "default", [])]
+                (0, "default", []),
+                (1, "default", []),
+            ]
         finally:
             q.stop()
     return sorted(r["seq"] for r in session.read.schema(SCHEMA).json(out).collect())
@@ -192,8 +235,12 @@ def test_a_running_querys_kstate_error_is_a_kstate_error(remote, session_tmp) ->
 
     def start(interval: str):
         source = remote.readStream.schema(SCHEMA).json(src)
-        return (source.kstate.deduplicate_by_key(interval, key="k", timestamp="ts", name="dedup")
-                .writeStream.format("noop").option("checkpointLocation", ckpt).start())
+        return (
+            source.kstate.deduplicate_by_key(interval, key="k", timestamp="ts", name="dedup")
+            .writeStream.format("noop")
+            .option("checkpointLocation", ckpt)
+            .start()
+        )
 
     q = start("10 seconds")
     q.processAllAvailable()
@@ -217,8 +264,14 @@ def test_a_running_querys_kstate_error_is_a_kstate_error(remote, session_tmp) ->
     assert (later.getCondition(), later.getMessageParameters()) == ("KSTATE_OPERATOR_CONFIG_CHANGED", params)
     # an error when the query starts: kstate's operators have no complete mode
     with pytest.raises(KStateError) as ei:
-        (remote.readStream.schema(SCHEMA).json(src).kstate.deduplicate("id", "10s", timestamp="ts")
-         .writeStream.format("noop").outputMode("complete").start())
+        (
+            remote.readStream.schema(SCHEMA)
+            .json(src)
+            .kstate.deduplicate("id", "10s", timestamp="ts")
+            .writeStream.format("noop")
+            .outputMode("complete")
+            .start()
+        )
     assert ei.value.error_class == "KSTATE_UNSUPPORTED_OUTPUT_MODE"
     assert ei.value.getCondition() == "KSTATE_UNSUPPORTED_OUTPUT_MODE.RETRACTION"
     assert ei.value.getMessageParameters()["mode"] == "complete", ei.value.getMessageParameters()
@@ -238,10 +291,13 @@ def test_read_table_as_on_a_classic_session(spark, remote, session_tmp) -> None:
         got = _sorted(kstate.read_table(remote, ckpt, "t", as_of).collect())
         assert got == _sorted(kstate.read_table(spark, ckpt, "t", as_of).collect())
     assert sorted((r["k"], r["id"]) for r in kstate.read_table(remote, ckpt, "t", 3 * S).collect()) == [
-        ("a", "v1"), ("b", "v1")]
+        ("a", "v1"),
+        ("b", "v1"),
+    ]
 
 
 # --- errors -------------------------------------------------------------------------------------
+
 
 def _events(session):
     return session.createDataFrame([(1, "a", "x", 1000)], "seq LONG, k STRING, id STRING, ts LONG")
@@ -250,14 +306,16 @@ def _events(session):
 BAD_ARGUMENTS = {
     "KSTATE_MISSING_COLUMN": lambda df: df.kstate.deduplicate_by_key("10s", key="nope", timestamp="ts"),
     "KSTATE_INVALID_TIMESTAMP_TYPE": lambda df: df.kstate.windowed_by(
-        TimeWindows.of_size("10s"), key="k", timestamp="id"),
+        TimeWindows.of_size("10s"), key="k", timestamp="id"
+    ),
     "KSTATE_INVALID_OPERATOR_NAME": lambda df: df.kstate.deduplicate("id", "10s", timestamp="ts", name="a b"),
     "KSTATE_INVALID_PROCESSING_ORDER": lambda df: df.kstate.deduplicate("id", "10s", timestamp="ts", order="x"),
     "KSTATE_NON_DETERMINISTIC_EXPRESSION": lambda df: df.kstate.deduplicate(
-        kstate._connect.functions(df.sparkSession).rand(), "10s", timestamp="ts"),
+        kstate._connect.functions(df.sparkSession).rand(), "10s", timestamp="ts"
+    ),
     "KSTATE_SUPPRESS_ON_VERSIONED_TABLE": lambda df: df.kstate.to_table(
-        key="k", timestamp="ts", versioned=VersionedTable(100)).suppress(
-        Suppressed.until_time_limit("1s", BufferConfig.unbounded())),
+        key="k", timestamp="ts", versioned=VersionedTable(100)
+    ).suppress(Suppressed.until_time_limit("1s", BufferConfig.unbounded())),
 }
 
 
@@ -281,15 +339,22 @@ def test_a_client_of_another_kstate_version_works_where_the_schema_allows(remote
     ignored) work; only an operation the server does not know is refused, by name."""
     from kstate.proto import connect_pb2 as pb
 
-    events = remote.createDataFrame([(1, "a", "x", 1000), (2, "a", "x", 2000), (3, "b", "y", 3000)],
-                                    "seq LONG, k STRING, id STRING, ts LONG")
+    events = remote.createDataFrame(
+        [(1, "a", "x", 1000), (2, "a", "x", 2000), (3, "b", "y", 3000)], "seq LONG, k STRING, id STRING, ts LONG"
+    )
     monkeypatch.setattr(kstate._jvm, "__version__", "0.0.1")
     got = events.kstate.deduplicate("id", "10s", timestamp="ts").select("seq").collect()
     assert sorted(r[0] for r in got) == [1, 3]
     # a newer client: a field the server's DeduplicateByKey does not have (number 99) is ignored
-    msg = kstate._connect.message(events.kstate._jkstate().deduplicateByKey(
-        kstate._connect.RemoteJvm(remote).java.time.Duration.ofMillis(10000), kstate._connect.ColumnArg(CF.col("k")),
-        kstate._connect.ColumnArg(CF.col("ts")), None), remote)
+    msg = kstate._connect.message(
+        events.kstate._jkstate().deduplicateByKey(
+            kstate._connect.RemoteJvm(remote).java.time.Duration.ofMillis(10000),
+            kstate._connect.ColumnArg(CF.col("k")),
+            kstate._connect.ColumnArg(CF.col("ts")),
+            None,
+        ),
+        remote,
+    )
     dedup = msg.stream.deduplicate_by_key.SerializeToString() + bytes([0x98, 0x06, 0x01])  # field 99, varint 1
     newer = pb.KStateRelation(client_version="9.9.9")
     newer.stream.deduplicate_by_key.ParseFromString(dedup)  # keeps the unknown field
@@ -297,7 +362,9 @@ def test_a_client_of_another_kstate_version_works_where_the_schema_allows(remote
     rows = _raw_extension_df(remote, newer.SerializeToString()).select("seq").collect()
     assert sorted(r[0] for r in rows) == [1, 3]
     # a newer client's operation: KStateRelation field 50, which this server does not know
-    unknown = pb.KStateRelation(client_version="9.9.9").SerializeToString() + bytes([0x92, 0x03, 0x00])  # field 50, empty
+    unknown = pb.KStateRelation(client_version="9.9.9").SerializeToString() + bytes(
+        [0x92, 0x03, 0x00]
+    )  # field 50, empty
     with pytest.raises(Exception) as ei:
         _raw_extension_df(remote, unknown).schema
     err = kstate_error_of(ei.value)
@@ -332,27 +399,35 @@ def test_every_other_operation_as_on_a_classic_session(spark, remote) -> None:
 
     def results(session):
         F = kstate._connect.functions(session)
-        orders = session.createDataFrame([("o1", "c1", 10, 1), ("o2", "c2", 20, 2), ("o1", "c2", 30, 3)],
-                                         "oid STRING, cid STRING, amount INT, ts LONG").kstate.to_table("oid", "ts")
-        customers = session.createDataFrame([("c1", "ann", 0), ("c2", "bob", 0)],
-                                            "cid STRING, name STRING, ts LONG").kstate.to_table("cid", "ts")
-        events = session.createDataFrame([("a", 1000, 1), ("a", 2000, 2), ("a", 9000, 3), ("b", 1500, 4)],
-                                         "k STRING, ts LONG, v LONG")
+        orders = session.createDataFrame(
+            [("o1", "c1", 10, 1), ("o2", "c2", 20, 2), ("o1", "c2", 30, 3)],
+            "oid STRING, cid STRING, amount INT, ts LONG",
+        ).kstate.to_table("oid", "ts")
+        customers = session.createDataFrame(
+            [("c1", "ann", 0), ("c2", "bob", 0)], "cid STRING, name STRING, ts LONG"
+        ).kstate.to_table("cid", "ts")
+        events = session.createDataFrame(
+            [("a", 1000, 1), ("a", 2000, 2), ("a", 9000, 3), ("b", 1500, 4)], "k STRING, ts LONG, v LONG"
+        )
         by_region = orders.group_by("cid", value="amount")
         out = {
             "fk_join": orders.join(customers, foreign_key="cid", how="left").to_stream(),
-            "pk_join": orders.map_values(F.col("amount")).join(
-                orders.map_values((F.col("amount") * 2).alias("double")), how="outer").to_stream(),
+            "pk_join": orders.map_values(F.col("amount"))
+            .join(orders.map_values((F.col("amount") * 2).alias("double")), how="outer")
+            .to_stream(),
             "agg": by_region.agg(F.count("*").alias("n"), F.sum("amount")).to_stream(),
             "reduce": by_region.reduce(lambda a, v: a + v, lambda a, v: a - v).to_stream(),
             "aggregate": by_region.aggregate(0, lambda a, v: a + v, lambda a, v: a - v).to_stream(),
             "filter_not": orders.filter_not(F.col("amount") > 15).to_stream(),
-            "sliding": events.kstate.windowed_by(SlidingWindows.of_time_difference("5 seconds"), key="k",
-                                                 timestamp="ts").sum("v"),
-            "session": events.kstate.windowed_by(SessionWindows.with_inactivity_gap("2 seconds"), key=["k"],
-                                                 timestamp="ts").distinct(),
-            "hopping": events.kstate.windowed_by(TimeWindows.of_size("4 seconds").advance_by("2 seconds"),
-                                                 key="k", timestamp="ts", order="event_time").max("v"),
+            "sliding": events.kstate.windowed_by(
+                SlidingWindows.of_time_difference("5 seconds"), key="k", timestamp="ts"
+            ).sum("v"),
+            "session": events.kstate.windowed_by(
+                SessionWindows.with_inactivity_gap("2 seconds"), key=["k"], timestamp="ts"
+            ).distinct(),
+            "hopping": events.kstate.windowed_by(
+                TimeWindows.of_size("4 seconds").advance_by("2 seconds"), key="k", timestamp="ts", order="event_time"
+            ).max("v"),
         }
         return {name: _sorted(df.collect()) for name, df in out.items()}
 
@@ -362,6 +437,7 @@ def test_every_other_operation_as_on_a_classic_session(spark, remote) -> None:
 
 
 # --- crafted messages: named errors, and the server stays healthy -------------------------------
+
 
 def _raw_extension_df(session: Any, value: bytes) -> Any:
     """A Connect DataFrame whose relation carries ``value`` as kstate's message, byte for byte:
@@ -394,6 +470,7 @@ def _varint(n: int) -> bytes:
 def _nested_tables(depth: int) -> bytes:
     """A table filtered ``depth`` times, as bytes (messages nested about twice as deep; too deep for
     the Python protobuf library to build, as for any well-behaved client)."""
+
     def field(number: int, payload: bytes) -> bytes:
         return _varint(number << 3 | 2) + _varint(len(payload)) + payload
 
@@ -428,7 +505,8 @@ def test_a_crafted_message_is_refused_by_name_and_the_server_stays_healthy(remot
     assert err is not None and err.error_class == expected, str(ei.value)[:2000]
     assert "same kstate version" not in err.message
     # the same session goes on: a kstate call answers as before
-    events = remote.createDataFrame([(1, "a", "x", 1000), (2, "a", "x", 2000), (3, "b", "y", 3000)],
-                                    "seq LONG, k STRING, id STRING, ts LONG")
+    events = remote.createDataFrame(
+        [(1, "a", "x", 1000), (2, "a", "x", 2000), (3, "b", "y", 3000)], "seq LONG, k STRING, id STRING, ts LONG"
+    )
     got = events.kstate.deduplicate("id", "10s", timestamp="ts").select("seq").collect()
     assert sorted(r[0] for r in got) == [1, 3]

@@ -3,17 +3,17 @@ kstate ships its own reader, ``kstate.read_state``, which works whatever the que
 was; Spark's ``format("statestore")`` reads kstate operators' state only when the query ran with
 kstate's provider query-wide (and then both readers return the same rows);
 ``format("state-metadata")`` lists kstate operators either way."""
+
 from __future__ import annotations
 
 import json
 import os
 from typing import Dict, List, Sequence, Tuple
 
-import pytest
-from pyspark.sql import functions as F
-
 import kstate
+import pytest
 from kstate import KStateError
+from pyspark.sql import functions as F
 
 KSTATE_PROVIDER = "io.kstate.KStateStoreProvider"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -25,15 +25,15 @@ DEDUP = "kstate_deduplicate_by_key"  # the operator name state-metadata lists
 def _run(spark, tmp, name, build, provider=None):
     src = os.path.join(tmp, "in")
     if not os.path.exists(src):
-        spark.createDataFrame([("a", 1000), ("b", 2000), ("a", 3000)], "k string, t long") \
-            .write.json(os.path.join(src, "0"))
+        spark.createDataFrame([("a", 1000), ("b", 2000), ("a", 3000)], "k string, t long").write.json(
+            os.path.join(src, "0")
+        )
     if provider:
         spark.conf.set(PROVIDER_KEY, provider)
     try:
         ckpt = os.path.join(tmp, name)
         df = build(spark.readStream.schema("k string, t long").json(os.path.join(src, "*")))
-        q = (df.writeStream.format("noop").option("checkpointLocation", ckpt)
-             .trigger(availableNow=True).start())
+        q = df.writeStream.format("noop").option("checkpointLocation", ckpt).trigger(availableNow=True).start()
         q.awaitTermination()
         return ckpt
     finally:
@@ -58,8 +58,9 @@ def test_statestore_reader_on_spark_operator_state_in_kstate_provider(spark, tmp
 
 
 def test_statestore_reader_on_kstate_operator_state(spark, tmp):
-    build = lambda d: d.withColumn("ts", (F.col("t") / 1000).cast("timestamp")) \
-        .kstate.deduplicate_by_key("10 seconds", "k", "ts")
+    build = lambda d: d.withColumn("ts", (F.col("t") / 1000).cast("timestamp")).kstate.deduplicate_by_key(
+        "10 seconds", "k", "ts"
+    )
     ckpt = _run(spark, tmp, "kstate_op", build, KSTATE_PROVIDER)
     op = _operator_id(spark, ckpt, "kstate_deduplicate_by_key")
     rows = spark.read.format("statestore").option("operatorId", op).load(ckpt).collect()
@@ -116,8 +117,7 @@ def _run_batches(spark, tmp, name, build, batches, provider=None):
     src = os.path.join(tmp, "in")
     ckpt = None
     for i, batch in enumerate(batches):
-        spark.createDataFrame(batch, "k string, t long").coalesce(1) \
-            .write.json(os.path.join(src, str(i)))
+        spark.createDataFrame(batch, "k string, t long").coalesce(1).write.json(os.path.join(src, str(i)))
         ckpt = _run(spark, tmp, name, build, provider)
     return ckpt
 
@@ -170,19 +170,16 @@ def test_read_state_errors_are_raised_at_call_time(spark, hdfs_dedup, tmp):
     e = error(hdfs_dedup, "deduplicate_by_key-0", batch_id=2)
     assert e.error_class == "KSTATE_STATE_NOT_FOUND" and "micro-batch 2" in e.message
     assert error(tmp, "deduplicate_by_key-0").error_class == "KSTATE_STATE_NOT_FOUND"
-    assert error(hdfs_dedup, "deduplicate_by_key-0", batch_id=-1).error_class == \
-        "KSTATE_INVALID_STATE_READ"
+    assert error(hdfs_dedup, "deduplicate_by_key-0", batch_id=-1).error_class == "KSTATE_INVALID_STATE_READ"
     assert error(hdfs_dedup, 1.5).error_class == "KSTATE_INVALID_STATE_READ"
-    assert error(hdfs_dedup, "deduplicate_by_key-0", store_name="other").error_class == \
-        "KSTATE_STATE_NOT_FOUND"
+    assert error(hdfs_dedup, "deduplicate_by_key-0", store_name="other").error_class == "KSTATE_STATE_NOT_FOUND"
 
 
 def test_read_state_matches_spark_reader_with_kstate_provider_query_wide(spark, tmp):
     ckpt = _run_batches(spark, tmp, "both", _dedup, BATCHES, KSTATE_PROVIDER)
     op = _operator_id(spark, ckpt, DEDUP)
     for batch_id in (0, 1):
-        spark_rows = spark.read.format("statestore").option("operatorId", op) \
-            .option("batchId", batch_id).load(ckpt)
+        spark_rows = spark.read.format("statestore").option("operatorId", op).option("batchId", batch_id).load(ckpt)
         ours = kstate.read_state(spark, ckpt, "deduplicate_by_key-0", batch_id=batch_id)
         assert ours.schema == spark_rows.schema
         assert sorted(ours.collect()) == sorted(spark_rows.collect())
@@ -200,5 +197,4 @@ def test_read_state_uses_the_provider_the_operator_recorded(spark, tmp):
         spark.conf.unset(KSTATE_PROVIDER_KEY)
     expected = _expected_states(BATCHES[:1])[-1]
     part = _state_partition(spark, expected)
-    assert _triples(kstate.read_state(spark, ckpt, "events")) == \
-        sorted((part[k], k, t) for k, t in expected.items())
+    assert _triples(kstate.read_state(spark, ckpt, "events")) == sorted((part[k], k, t) for k, t in expected.items())

@@ -4,15 +4,15 @@ Inputs come from one source with a ``side`` column (``s``: stream, ``t``: table 
 file is one micro-batch of both sides. The property test against the record-by-record model is
 the scalatest ``StreamTableJoinStreamingSuite`` (random input on 1 and 3 state partitions).
 """
+
 from __future__ import annotations
 
 import os
 
 import pytest
-from pyspark.sql import functions as F
-
-from kstate import KStateError, VersionedTable
 from _streaming import FileStream, run_batch_df, shuffle_partitions
+from kstate import KStateError, VersionedTable
+from pyspark.sql import functions as F
 
 SCHEMA = "side STRING, k STRING, v STRING, ts LONG"
 
@@ -48,8 +48,7 @@ def _streaming(spark, tmp_path, records, **kw):
     """One record per micro-batch, one state partition: the records are processed exactly in list
     order (Kafka's pipe order in its TopologyTestDriver)."""
     with shuffle_partitions(spark, 1):
-        fs = FileStream(spark, str(tmp_path / "src"), str(tmp_path / "ckpt"), lambda df: _join(df, **kw),
-                        schema=SCHEMA)
+        fs = FileStream(spark, str(tmp_path / "src"), str(tmp_path / "ckpt"), lambda df: _join(df, **kw), schema=SCHEMA)
         with fs:
             for r in records:
                 fs.add_batch([r])
@@ -75,12 +74,14 @@ def test_task_order_merges_both_inputs_even_when_they_share_one_partition(spark,
     """One shuffle partition and one input partition per side: Spark may union the two sides
     partition by partition, so both share an input partition; each side must still be its own
     queue (SidePositionsExec), or task order takes every stream row before any table update."""
+
     def build(df):
         one = df.coalesce(1)
         stream = one.filter(F.col("side") == "s").select("k", F.col("v").alias("sv"), "ts")
         updates = one.filter(F.col("side") == "t").select("k", F.col("v").alias("tv"), "ts")
         table = updates.kstate.to_table(key="k", timestamp="ts", versioned=versioned)
         return stream.kstate.join(table, key="k", timestamp="ts", order="task")
+
     rows = run_batch_df(spark, build, ASOF_TASK_ORDER, schema=SCHEMA, partitions=1)
     assert _pairs(rows) == expected
 
@@ -96,10 +97,13 @@ def test_kip914_lookup_as_of_the_stream_records_time_streaming(spark, tmp_path, 
 RETENTION = [t("a", "a0", 0), t("a", "a4", 4), t("b", "b30", 30), s("a", "s2", 2), s("a", "s5", 5), s("b", "s31", 31)]
 
 
-@pytest.mark.parametrize("how,expected", [
-    ("inner", [("s5", "a4", 5), ("s31", "b30", 31)]),
-    ("left", [("s2", None, 2), ("s5", "a4", 5), ("s31", "b30", 31)]),
-])
+@pytest.mark.parametrize(
+    "how,expected",
+    [
+        ("inner", [("s5", "a4", 5), ("s31", "b30", 31)]),
+        ("left", [("s2", None, 2), ("s5", "a4", 5), ("s31", "b30", 31)]),
+    ],
+)
 def test_kip914_past_the_history_retention_streaming(spark, tmp_path, how, expected):
     versioned = VersionedTable(10)
     assert _streaming(spark, tmp_path, RETENTION, versioned=versioned, how=how) == expected
@@ -109,12 +113,15 @@ def test_kip914_past_the_history_retention_streaming(spark, tmp_path, how, expec
 KIP923 = [t("a", "old", 0), s("a", "click", 10), t("a", "new", 8), s("a", "later", 15), s("b", "end", 30)]
 
 
-@pytest.mark.parametrize("grace,expected", [
-    # b@30 waits for stream time 35: not emitted yet
-    (5, [("click", "new", 10), ("later", "new", 15)]),
-    # without grace the click joins the table as it is when the click arrives
-    (None, [("click", "old", 10), ("later", "new", 15), ("end", None, 30)]),
-])
+@pytest.mark.parametrize(
+    "grace,expected",
+    [
+        # b@30 waits for stream time 35: not emitted yet
+        (5, [("click", "new", 10), ("later", "new", 15)]),
+        # without grace the click joins the table as it is when the click arrives
+        (None, [("click", "old", 10), ("later", "new", 15), ("end", None, 30)]),
+    ],
+)
 def test_kip923_grace_example_streaming(spark, tmp_path, grace, expected):
     got = _streaming(spark, tmp_path, KIP923, versioned=VersionedTable(20), how="left", grace=grace)
     assert got == expected
@@ -124,9 +131,15 @@ def test_kip923_grace_example_batch(spark):
     # a batch DataFrame is one micro-batch in event-time order: new@8 is put before the click
     # at 10 either way; with grace, b@30 is still within its grace period at the end
     versioned = VersionedTable(20)
-    assert _batch(spark, KIP923, versioned=versioned, how="left", grace=5) == [("click", "new", 10), ("later", "new", 15)]
+    assert _batch(spark, KIP923, versioned=versioned, how="left", grace=5) == [
+        ("click", "new", 10),
+        ("later", "new", 15),
+    ]
     assert _batch(spark, KIP923, versioned=versioned, how="left") == [
-        ("click", "new", 10), ("later", "new", 15), ("end", None, 30)]
+        ("click", "new", 10),
+        ("later", "new", 15),
+        ("end", None, 30),
+    ]
 
 
 def test_batch_join_auto_order_is_event_time(spark):
@@ -189,13 +202,16 @@ def test_restart_between_micro_batches_with_buffered_records(spark, tmp_path):
     assert uninterrupted == [("s3", "a2", 3), ("s4", "b1", 4), ("s6", "a2", 6), ("s9", "b5", 9), ("s12", "a2", 12)]
 
 
-@pytest.mark.parametrize("kw,error", [
-    (dict(grace=5), "KSTATE_JOIN_GRACE_ON_UNVERSIONED_TABLE"),
-    (dict(versioned=VersionedTable(10), grace=11), "KSTATE_JOIN_GRACE_EXCEEDS_RETENTION"),
-    (dict(versioned=VersionedTable(10), grace=-1), "KSTATE_INVALID_DURATION"),
-    (dict(how="outer"), "KSTATE_INVALID_JOIN_TYPE"),
-    (dict(name="bad name!"), "KSTATE_INVALID_OPERATOR_NAME"),
-])
+@pytest.mark.parametrize(
+    "kw,error",
+    [
+        (dict(grace=5), "KSTATE_JOIN_GRACE_ON_UNVERSIONED_TABLE"),
+        (dict(versioned=VersionedTable(10), grace=11), "KSTATE_JOIN_GRACE_EXCEEDS_RETENTION"),
+        (dict(versioned=VersionedTable(10), grace=-1), "KSTATE_INVALID_DURATION"),
+        (dict(how="outer"), "KSTATE_INVALID_JOIN_TYPE"),
+        (dict(name="bad name!"), "KSTATE_INVALID_OPERATOR_NAME"),
+    ],
+)
 def test_bad_join_arguments_fail_at_construction(spark, kw, error):
     df = spark.createDataFrame([("s", "a", "v", 1)], SCHEMA)
     with pytest.raises(KStateError) as e:
@@ -212,10 +228,13 @@ def test_table_value_named_like_a_stream_column_fails_at_construction(spark):
     assert "'v'" in e.value.message and "rename" in e.value.message.lower()
 
 
-@pytest.mark.parametrize("stream_key,stream_ts,what", [
-    (lambda: F.col("k").cast("binary"), lambda: F.col("ts"), "key"),
-    (lambda: F.col("k"), lambda: F.timestamp_millis("ts"), "timestamp"),
-])
+@pytest.mark.parametrize(
+    "stream_key,stream_ts,what",
+    [
+        (lambda: F.col("k").cast("binary"), lambda: F.col("ts"), "key"),
+        (lambda: F.col("k"), lambda: F.timestamp_millis("ts"), "timestamp"),
+    ],
+)
 def test_different_key_or_timestamp_types_fail_at_construction(spark, stream_key, stream_ts, what):
     stream_key, stream_ts = stream_key(), stream_ts()
     df = spark.createDataFrame([("s", "a", "v", 1)], SCHEMA)
@@ -275,8 +294,13 @@ def test_join_reports_the_versions_its_table_copy_holds(spark, tmp_path):
     passes on; an update at an existing version's timestamp replaces it); 0 for an unversioned one."""
     for versioned, expected in ((VersionedTable(1000), 3), (None, 0)):
         with shuffle_partitions(spark, 2):
-            fs = FileStream(spark, str(tmp_path / f"src{expected}"), str(tmp_path / f"ckpt{expected}"),
-                            lambda df: _join(df, versioned=versioned, how="left"), schema=SCHEMA)
+            fs = FileStream(
+                spark,
+                str(tmp_path / f"src{expected}"),
+                str(tmp_path / f"ckpt{expected}"),
+                lambda df: _join(df, versioned=versioned, how="left"),
+                schema=SCHEMA,
+            )
             with fs:
                 fs.add_batch([t("a", "a1", 1), t("a", "a2", 2), t("b", "b1", 1), s("a", "x", 3)])
                 fs.add_batch([t("a", "a2'", 2)])

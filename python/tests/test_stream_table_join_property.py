@@ -5,29 +5,33 @@ without a grace period and unversioned tables, inner and left, on random keys, v
 tombstones, null keys and timestamps, out-of-order and late rows on both sides, random
 micro-batch splits, 1 and 3 state partitions. One streaming query per example; results compared
 per micro-batch and per stream key, in order (see _tables_property.py)."""
+
 from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from pyspark.sql import functions as F
-
-from kstate import VersionedTable
 from _property import PROPERTY_SETTINGS
 from _tables_property import assert_matches_model, by_partition, scenarios, task_order
+from hypothesis import given
+from hypothesis import strategies as st
+from kstate import VersionedTable
 from models.stream_table_join_model import StreamTableJoinModel
 from models.table_model import TableModel
+from pyspark.sql import functions as F
 
 
 def _build(how: str, versioned, grace: Optional[int]):
     def build(df):
         vt = None if versioned is None else VersionedTable(versioned[0], grace=versioned[1])
         stream = df.filter(F.col("side") == "s").select("seq", "k", "ts")
-        table = (df.filter(F.col("side") == "t").select("k", F.col("v").alias("tv"), "ts")
-                 .kstate.to_table("k", "ts", versioned=vt))
+        table = (
+            df.filter(F.col("side") == "t")
+            .select("k", F.col("v").alias("tv"), "ts")
+            .kstate.to_table("k", "ts", versioned=vt)
+        )
         return stream.kstate.join(table, key="k", timestamp="ts", how=how, grace=grace)
+
     return build
 
 
@@ -69,6 +73,15 @@ def params(draw):
 def test_stream_table_join_matches_model(spark, session_tmp, partitions, data):
     how, versioned, grace = data.draw(params(), label="how, versioned, grace")
     sc = data.draw(scenarios(sides=["s", "t"]), label="scenario")
-    assert_matches_model(spark, session_tmp, sc, partitions, _build(how, versioned, grace),
-                         lambda part: expected(sc, part, how, versioned, grace),
-                         lambda r: (r["seq"], r["tv"], r["ts"]), how=how, versioned=versioned, grace=grace)
+    assert_matches_model(
+        spark,
+        session_tmp,
+        sc,
+        partitions,
+        _build(how, versioned, grace),
+        lambda part: expected(sc, part, how, versioned, grace),
+        lambda r: (r["seq"], r["tv"], r["ts"]),
+        how=how,
+        versioned=versioned,
+        grace=grace,
+    )

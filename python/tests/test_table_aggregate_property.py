@@ -11,29 +11,32 @@ results and the last one (``count`` and ``sum`` are commutative, a group's times
 maximum of its changes'). A non-commutative ``reduce`` depends on the interleaving even at the
 end of a micro-batch, so it is compared on 1 partition only.
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict
 
-import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from pyspark.sql import functions as F
-
-from kstate import VersionedTable
 from _property import PROPERTY_SETTINGS
 from _tables_property import assert_matches_model, by_partition, scenarios
-from models.table_aggregate_model import (TableAggregateModel, count_functions, reduce_functions,
-                                          sum_functions)
+from hypothesis import given
+from hypothesis import strategies as st
+from kstate import VersionedTable
+from models.table_aggregate_model import TableAggregateModel, count_functions, reduce_functions, sum_functions
 from models.table_model import TableModel
+from pyspark.sql import functions as F
 
 AGG_COLUMN = {"count": "count", "sum": "sum", "reduce": "v"}
 
 
 def _group_column():
     v = F.col("v")
-    return (F.when(v >= 8, F.lit(None)).when(v % 3 == 0, F.lit("A")).when(v % 3 == 1, F.lit("B"))
-            .otherwise(F.lit("C")).alias("g"))
+    return (
+        F.when(v >= 8, F.lit(None))
+        .when(v % 3 == 0, F.lit("A"))
+        .when(v % 3 == 1, F.lit("B"))
+        .otherwise(F.lit("C"))
+        .alias("g")
+    )
 
 
 def _group(k, v):
@@ -62,6 +65,7 @@ def _build(kind: str, versioned):
         if kind == "sum":
             return grouped.sum("v").to_stream()
         return grouped.reduce(lambda agg, v: agg * 2 + v, _reduce_subtract).to_stream()
+
     return build
 
 
@@ -76,7 +80,7 @@ def expected(sc: Dict[str, Any], part, kind: str, versioned):
             table = tables.setdefault(p, TableModel(versioned))
             for r in recs:
                 c = table.process(r["k"], r["v"], r["ts"])
-                for g, value, ts in ([] if c is None else agg.change(c.key, c.new, c.old, c.ts, c.latest)):
+                for g, value, ts in [] if c is None else agg.change(c.key, c.new, c.old, c.ts, c.latest):
                     out.setdefault(b, {}).setdefault(g, []).append((value, ts))
     return out
 
@@ -90,10 +94,19 @@ VERSIONINGS = [None, (10, 10), (25, 4)]
 
 def check(spark, tmp_factory, sc, kind, versioned, partitions):
     column = AGG_COLUMN[kind]
-    assert_matches_model(spark, tmp_factory, sc, partitions, _build(kind, versioned),
-                         lambda part: expected(sc, part, kind, versioned), lambda r: (r[column], r["ts"]),
-                         key_of=lambda r: r["g"], compared=(lambda c: c) if partitions == 1 else _count_and_last,
-                         kind=kind, versioned=versioned)
+    assert_matches_model(
+        spark,
+        tmp_factory,
+        sc,
+        partitions,
+        _build(kind, versioned),
+        lambda part: expected(sc, part, kind, versioned),
+        lambda r: (r[column], r["ts"]),
+        key_of=lambda r: r["g"],
+        compared=(lambda c: c) if partitions == 1 else _count_and_last,
+        kind=kind,
+        versioned=versioned,
+    )
 
 
 @PROPERTY_SETTINGS

@@ -3,21 +3,24 @@
 Both tables read one source of updates ``(side, k, v, ts)``: side "A" rows are the left table's
 (value column ``a``), side "B" rows the right table's (``b``); a null ``v`` is a tombstone.
 """
+
 from __future__ import annotations
 
 import pytest
-from pyspark.sql import functions as F
-
-from kstate import KStateError, VersionedTable
 from _streaming import FileStream
+from kstate import KStateError, VersionedTable
+from pyspark.sql import functions as F
 
 SCHEMA = "side STRING, k STRING, v STRING, ts LONG"
 V = VersionedTable("1 minute")
 
 
 def _side(df, side, value, versioned):
-    return (df.filter(F.col("side") == side).select("k", F.col("v").alias(value), "ts")
-            .kstate.to_table("k", "ts", versioned=versioned))
+    return (
+        df.filter(F.col("side") == side)
+        .select("k", F.col("v").alias(value), "ts")
+        .kstate.to_table("k", "ts", versioned=versioned)
+    )
 
 
 def _joined(df, how="inner", versioned=V):
@@ -45,12 +48,15 @@ def _stream(spark, tmp_path, seq, build):
     return _rows(fs.rows())
 
 
-@pytest.mark.parametrize("seq,versioned,expected", [
-    (FIRST, V, [("k", "a5", "b2", 5), ("k", "a5", "b3", 5), ("k", "a5", "b4", 5)]),
-    (SECOND, V, [("k", "a0", "b2", 2), ("k", "a5", "b2", 5)]),
-    (PROBLEM, V, [("k", "a4", "b2", 4)]),
-    (PROBLEM, None, [("k", "a4", "b2", 4), ("k", "a4", "b1", 4)]),
-])
+@pytest.mark.parametrize(
+    "seq,versioned,expected",
+    [
+        (FIRST, V, [("k", "a5", "b2", 5), ("k", "a5", "b3", 5), ("k", "a5", "b4", 5)]),
+        (SECOND, V, [("k", "a0", "b2", 2), ("k", "a5", "b2", 5)]),
+        (PROBLEM, V, [("k", "a4", "b2", 4)]),
+        (PROBLEM, None, [("k", "a4", "b2", 4), ("k", "a4", "b1", 4)]),
+    ],
+)
 def test_kip914_sequences_streaming(spark, tmp_path, seq, versioned, expected):
     assert _stream(spark, tmp_path, seq, lambda df: _joined(df, versioned=versioned)) == expected
 
@@ -65,18 +71,24 @@ def test_kip914_sequences_batch(spark):
     # updates in Kafka task order (each table's in its own order, merged by timestamp).
     assert _batch(spark, SECOND) == [("k", "a0", "b2", 2), ("k", "a5", "b2", 5)]  # the KIP's result
     # FIRST: a5 no longer arrives before b2..b4, so they join a0 first; a1 is out of order: nothing
-    assert _batch(spark, FIRST) == [("k", "a0", "b2", 2), ("k", "a0", "b3", 3), ("k", "a0", "b4", 4),
-                                    ("k", "a5", "b4", 5)]
+    assert _batch(spark, FIRST) == [
+        ("k", "a0", "b2", 2),
+        ("k", "a0", "b3", 3),
+        ("k", "a0", "b4", 4),
+        ("k", "a5", "b4", 5),
+    ]
     # PROBLEM, unversioned: b2 and b1 (B's order) both come before a4 (running maximum 2 < 4)
-    assert _batch(spark, PROBLEM, versioned=None) == [("k", "a0", "b2", 2), ("k", "a0", "b1", 1),
-                                                       ("k", "a4", "b1", 4)]
+    assert _batch(spark, PROBLEM, versioned=None) == [("k", "a0", "b2", 2), ("k", "a0", "b1", 1), ("k", "a4", "b1", 4)]
 
 
-@pytest.mark.parametrize("how,expected", [
-    ("inner", [("k", "a1", "b2", 2), ("k", None, None, 3)]),
-    ("left", [("k", "a1", None, 1), ("k", "a1", "b2", 2), ("k", None, None, 3)]),
-    ("outer", [("k", "a1", None, 1), ("k", "a1", "b2", 2), ("k", None, "b2", 3), ("k", None, None, 4)]),
-])
+@pytest.mark.parametrize(
+    "how,expected",
+    [
+        ("inner", [("k", "a1", "b2", 2), ("k", None, None, 3)]),
+        ("left", [("k", "a1", None, 1), ("k", "a1", "b2", 2), ("k", None, None, 3)]),
+        ("outer", [("k", "a1", None, 1), ("k", "a1", "b2", 2), ("k", None, "b2", 3), ("k", None, None, 4)]),
+    ],
+)
 def test_kinds_and_tombstones(spark, how, expected):
     seq = [("A", "a1", 1), ("B", "b2", 2), ("A", None, 3), ("B", None, 4)]
     assert _batch(spark, seq, how=how, versioned=None) == expected
@@ -91,8 +103,13 @@ def test_restart_between_micro_batches(spark, tmp_path):
         with FileStream(spark, src, ckpt, build, schema=SCHEMA) as fs:
             fs.add_batch([r])
         out += _rows(fs.rows())
-    assert out == [("k", "a1", None, 1), ("k", "a1", "b1", 2), ("k", "a1", "b2", 3), ("k", None, None, 4),
-                   ("k", "a5", "b2", 5)]
+    assert out == [
+        ("k", "a1", None, 1),
+        ("k", "a1", "b1", 2),
+        ("k", "a1", "b2", 3),
+        ("k", None, None, 4),
+        ("k", "a5", "b2", 5),
+    ]
 
 
 def test_result_is_an_unversioned_table(spark):
@@ -104,14 +121,21 @@ def test_result_is_an_unversioned_table(spark):
     assert [tuple(r) for r in out] == [("k", "X", None, 1)]
 
 
-@pytest.mark.parametrize("make,error", [
-    (lambda l, r: l.join(r, how="right"), "KSTATE_INVALID_JOIN_TYPE"),
-    (lambda l, r: l.join(l.map_values(F.col("a"))), "KSTATE_JOIN_COLUMN_CLASH"),
-    (lambda l, r: l.join(r.to_stream().withColumn("k", F.length("k")).kstate.to_table("k", "ts")),
-     "KSTATE_MISMATCHED_INPUTS"),
-    (lambda l, r: l.join(r.to_stream().withColumn("ts", F.timestamp_millis("ts")).kstate.to_table("k", "ts")),
-     "KSTATE_MISMATCHED_INPUTS"),
-])
+@pytest.mark.parametrize(
+    "make,error",
+    [
+        (lambda l, r: l.join(r, how="right"), "KSTATE_INVALID_JOIN_TYPE"),
+        (lambda l, r: l.join(l.map_values(F.col("a"))), "KSTATE_JOIN_COLUMN_CLASH"),
+        (
+            lambda l, r: l.join(r.to_stream().withColumn("k", F.length("k")).kstate.to_table("k", "ts")),
+            "KSTATE_MISMATCHED_INPUTS",
+        ),
+        (
+            lambda l, r: l.join(r.to_stream().withColumn("ts", F.timestamp_millis("ts")).kstate.to_table("k", "ts")),
+            "KSTATE_MISMATCHED_INPUTS",
+        ),
+    ],
+)
 def test_errors_at_construction(spark, make, error):
     df = spark.createDataFrame([("A", "k", "x", 1)], SCHEMA)
     with pytest.raises(KStateError) as e:

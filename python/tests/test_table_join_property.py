@@ -4,28 +4,31 @@ versioned or not, on random keys, values, tombstones, null keys and timestamps, 
 late updates on both sides, random micro-batch splits, 1 and 3 state partitions. One streaming
 query per example; results compared per micro-batch and per key, in order (see
 _tables_property.py)."""
+
 from __future__ import annotations
 
 from typing import Any, Dict
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from pyspark.sql import functions as F
-
-from kstate import VersionedTable
 from _property import PROPERTY_SETTINGS
 from _tables_property import assert_matches_model, by_partition, scenarios, task_order
+from hypothesis import given
+from hypothesis import strategies as st
+from kstate import VersionedTable
 from models.table_join_model import TableJoinModel
 from models.table_model import TableModel
+from pyspark.sql import functions as F
 
 SIDES = {"A": ("left", "a"), "B": ("right", "b")}
 
 
 def _table(df, side: str, versioned):
     vt = None if versioned is None else VersionedTable(versioned[0], grace=versioned[1])
-    return (df.filter(F.col("side") == side).select("k", F.col("v").alias(SIDES[side][1]), "ts")
-            .kstate.to_table("k", "ts", versioned=vt))
+    return (
+        df.filter(F.col("side") == side)
+        .select("k", F.col("v").alias(SIDES[side][1]), "ts")
+        .kstate.to_table("k", "ts", versioned=vt)
+    )
 
 
 def _build(how: str, left, right):
@@ -62,6 +65,15 @@ def test_table_join_matches_model(spark, session_tmp, partitions, data):
     left = data.draw(st.sampled_from(VERSIONINGS), label="left versioned")
     right = data.draw(st.sampled_from(VERSIONINGS), label="right versioned")
     sc = data.draw(scenarios(sides=["A", "B"]), label="scenario")
-    assert_matches_model(spark, session_tmp, sc, partitions, _build(how, left, right),
-                         lambda part: expected(sc, part, how, left, right),
-                         lambda r: (r["a"], r["b"], r["ts"]), how=how, left=left, right=right)
+    assert_matches_model(
+        spark,
+        session_tmp,
+        sc,
+        partitions,
+        _build(how, left, right),
+        lambda part: expected(sc, part, how, left, right),
+        lambda r: (r["a"], r["b"], r["ts"]),
+        how=how,
+        left=left,
+        right=right,
+    )

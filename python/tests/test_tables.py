@@ -1,13 +1,11 @@
 """Tables: ``to_table``, ``to_stream``, ``filter``/``map_values`` and versioned-ness (KIP-914)."""
+
 from __future__ import annotations
 
-import os
-
 import pytest
-from pyspark.sql import functions as F
-
-from kstate import KStateError, Suppressed, BufferConfig, VersionedTable
 from _streaming import FileStream, run_batch_df, shuffle_partitions
+from kstate import BufferConfig, KStateError, Suppressed, VersionedTable
+from pyspark.sql import functions as F
 
 SCHEMA = "k STRING, v STRING, ts LONG"
 
@@ -33,18 +31,17 @@ def _filtered(df, versioned):
     return t.filter(F.col("v").startswith("v")).to_stream()
 
 
-@pytest.mark.parametrize("versioned,expected", [(None, KIP_UNVERSIONED),
-                                                (VersionedTable("1 minute"), KIP_VERSIONED)])
+@pytest.mark.parametrize("versioned,expected", [(None, KIP_UNVERSIONED), (VersionedTable("1 minute"), KIP_VERSIONED)])
 def test_kip914_filter_example_batch(spark, versioned, expected):
     rows = run_batch_df(spark, lambda df: _filtered(df, versioned), KIP_FILTER_INPUT, schema=SCHEMA, partitions=1)
     assert _rows(rows) == expected
 
 
-@pytest.mark.parametrize("versioned,expected", [(None, KIP_UNVERSIONED),
-                                                (VersionedTable("1 minute"), KIP_VERSIONED)])
+@pytest.mark.parametrize("versioned,expected", [(None, KIP_UNVERSIONED), (VersionedTable("1 minute"), KIP_VERSIONED)])
 def test_kip914_filter_example_streaming_one_record_per_batch(spark, tmp_path, versioned, expected):
-    fs = FileStream(spark, str(tmp_path / "src"), str(tmp_path / "ckpt"),
-                    lambda df: _filtered(df, versioned), schema=SCHEMA)
+    fs = FileStream(
+        spark, str(tmp_path / "src"), str(tmp_path / "ckpt"), lambda df: _filtered(df, versioned), schema=SCHEMA
+    )
     with fs:
         for r in KIP_FILTER_INPUT:
             fs.add_batch([r])
@@ -65,11 +62,20 @@ def test_restart_keeps_the_materialization(spark, tmp_path):
 
 
 def test_versioned_table_drops_updates_older_than_grace(spark):
-    recs = [{"k": "a", "v": "p", "ts": 100}, {"k": "a", "v": "q", "ts": 90}, {"k": "a", "v": "r", "ts": 96},
-            {"k": "b", "v": "s", "ts": 94}]
+    recs = [
+        {"k": "a", "v": "p", "ts": 100},
+        {"k": "a", "v": "q", "ts": 90},
+        {"k": "a", "v": "r", "ts": 96},
+        {"k": "b", "v": "s", "ts": 94},
+    ]
     versioned = VersionedTable(history_retention=60, grace=5)
-    rows = run_batch_df(spark, lambda df: df.kstate.to_table("k", "ts", versioned=versioned).to_stream(),
-                        recs, schema=SCHEMA, partitions=1)
+    rows = run_batch_df(
+        spark,
+        lambda df: df.kstate.to_table("k", "ts", versioned=versioned).to_stream(),
+        recs,
+        schema=SCHEMA,
+        partitions=1,
+    )
     # stream time 100, grace 5: updates before 95 are not stored and not passed on (any key)
     assert _rows(rows) == [("a", "p", 100), ("a", "r", 96)]
 
@@ -89,8 +95,12 @@ def test_null_keys_and_timestamps_are_dropped(spark):
 def test_map_values_maps_new_and_old_and_keeps_tombstones(spark):
     recs = [{"k": "a", "v": "p", "ts": 1}, {"k": "a", "v": None, "ts": 2}, {"k": "a", "v": "q", "ts": 3}]
     rows = run_batch_df(
-        spark, lambda df: df.kstate.to_table("k", "ts").map_values(F.upper("v").alias("u")).to_stream(),
-        recs, schema=SCHEMA, partitions=1)
+        spark,
+        lambda df: df.kstate.to_table("k", "ts").map_values(F.upper("v").alias("u")).to_stream(),
+        recs,
+        schema=SCHEMA,
+        partitions=1,
+    )
     assert [(r["k"], r["u"], r["ts"]) for r in rows] == [("a", "P", 1), ("a", None, 2), ("a", "Q", 3)]
     assert rows[0].__fields__ == ["k", "u", "ts"]
 
@@ -99,9 +109,17 @@ def test_filter_then_map_values_then_filter_not(spark):
     recs = [{"k": "a", "v": "v1", "ts": 1}, {"k": "b", "v": "w", "ts": 2}, {"k": "a", "v": "vv", "ts": 3}]
     rows = run_batch_df(
         spark,
-        lambda df: (df.kstate.to_table("k", "ts").filter(F.col("v").startswith("v"))
-                    .map_values(F.length("v").alias("n")).filter_not(F.col("n") > 2).to_stream()),
-        recs, schema=SCHEMA, partitions=1)
+        lambda df: (
+            df.kstate.to_table("k", "ts")
+            .filter(F.col("v").startswith("v"))
+            .map_values(F.length("v").alias("n"))
+            .filter_not(F.col("n") > 2)
+            .to_stream()
+        ),
+        recs,
+        schema=SCHEMA,
+        partitions=1,
+    )
     # b: w filtered out (tombstone after nothing: dropped); a: v1 -> 2 kept, vv -> 2 kept
     assert [(r["k"], r["n"], r["ts"]) for r in rows] == [("a", 2, 1), ("a", 2, 3)]
 
@@ -126,12 +144,15 @@ def test_suppress_on_versioned_table_is_rejected_at_construction(spark):
     assert e.value.error_class == "KSTATE_SUPPRESS_ON_VERSIONED_TABLE"
 
 
-@pytest.mark.parametrize("kwargs,error", [
-    (dict(key=lambda: F.upper("k"), timestamp="ts"), "KSTATE_INVALID_TABLE_COLUMN"),
-    (dict(key="k", timestamp="k"), "KSTATE_INVALID_TIMESTAMP_TYPE"),
-    (dict(key="nope", timestamp="ts"), "KSTATE_MISSING_COLUMN"),
-    (dict(key="k", timestamp="ts", versioned=None, name="bad name!"), "KSTATE_INVALID_OPERATOR_NAME"),
-])
+@pytest.mark.parametrize(
+    "kwargs,error",
+    [
+        (dict(key=lambda: F.upper("k"), timestamp="ts"), "KSTATE_INVALID_TABLE_COLUMN"),
+        (dict(key="k", timestamp="k"), "KSTATE_INVALID_TIMESTAMP_TYPE"),
+        (dict(key="nope", timestamp="ts"), "KSTATE_MISSING_COLUMN"),
+        (dict(key="k", timestamp="ts", versioned=None, name="bad name!"), "KSTATE_INVALID_OPERATOR_NAME"),
+    ],
+)
 def test_bad_table_columns_fail_at_construction(spark, kwargs, error):
     df = spark.createDataFrame([("a", "v", 1)], SCHEMA)
     kwargs = {k: (v() if callable(v) else v) for k, v in kwargs.items()}
@@ -147,10 +168,13 @@ def test_table_needs_a_value_column(spark):
     assert e.value.error_class == "KSTATE_INVALID_TABLE_COLUMN"
 
 
-@pytest.mark.parametrize("make,error", [
-    (lambda: VersionedTable("1 minute", grace="2 minutes"), "KSTATE_INVALID_VERSIONED_STORE"),
-    (lambda: VersionedTable("-1 minute"), "KSTATE_INVALID_DURATION"),
-])
+@pytest.mark.parametrize(
+    "make,error",
+    [
+        (lambda: VersionedTable("1 minute", grace="2 minutes"), "KSTATE_INVALID_VERSIONED_STORE"),
+        (lambda: VersionedTable("-1 minute"), "KSTATE_INVALID_DURATION"),
+    ],
+)
 def test_bad_versioned_config(make, error):
     with pytest.raises(KStateError) as e:
         make()

@@ -7,15 +7,15 @@ unversioned table, grace > retention, negative grace, STRING vs BINARY keys, TIM
 times), test_table_join.py (INT vs STRING keys, TIMESTAMP vs BIGINT times), test_table_aggregate.py
 (unknown group and sum columns, non-numeric sum). docs/tables.md, "How it is tested", lists
 them all."""
+
 from __future__ import annotations
 
 import os
 
 import pytest
-from pyspark.sql import functions as F
-
-from kstate import BufferConfig, KStateError, Suppressed, VersionedTable
 from _streaming import FileStream
+from kstate import BufferConfig, KStateError, Suppressed, VersionedTable
+from pyspark.sql import functions as F
 from test_dedup_errors import _expect_query_error
 
 SCHEMA = "side STRING, k STRING, v STRING, ts LONG"
@@ -41,71 +41,110 @@ CONSTRUCTION = {
     # to_table
     "to_table: unknown timestamp column": (lambda df: df.kstate.to_table("k", "nope"), "KSTATE_MISSING_COLUMN"),
     "to_table: MAP key (not co-partitionable)": (
-        lambda df: df.withColumn("m", F.create_map("k", "v")).kstate.to_table("m", "ts"), "KSTATE_INVALID_KEY_TYPE"),
+        lambda df: df.withColumn("m", F.create_map("k", "v")).kstate.to_table("m", "ts"),
+        "KSTATE_INVALID_KEY_TYPE",
+    ),
     "to_table: STRING timestamp": (lambda df: df.kstate.to_table("k", "v"), "KSTATE_INVALID_TIMESTAMP_TYPE"),
     "to_table: negative grace": (lambda df: VersionedTable(10, grace=-1), "KSTATE_INVALID_DURATION"),
-    "to_table: negative grace, string": (lambda df: VersionedTable("1 minute", grace="-1 second"),
-                                         "KSTATE_INVALID_DURATION"),
+    "to_table: negative grace, string": (
+        lambda df: VersionedTable("1 minute", grace="-1 second"),
+        "KSTATE_INVALID_DURATION",
+    ),
     "to_table: suppress on a filtered versioned table": (
         lambda df: _table(df, versioned=V10).filter(F.col("tv") == "x").suppress(UNTIL),
-        "KSTATE_SUPPRESS_ON_VERSIONED_TABLE"),
+        "KSTATE_SUPPRESS_ON_VERSIONED_TABLE",
+    ),
     "to_table: suppress on a mapped versioned table": (
         lambda df: _table(df, versioned=V10).map_values(F.upper("tv").alias("u")).suppress(UNTIL),
-        "KSTATE_SUPPRESS_ON_VERSIONED_TABLE"),
+        "KSTATE_SUPPRESS_ON_VERSIONED_TABLE",
+    ),
     # stream-table join
-    "join: unknown stream key column": (lambda df: _stream(df).kstate.join(_table(df), key="nope", timestamp="ts"),
-                                        "KSTATE_MISSING_COLUMN"),
+    "join: unknown stream key column": (
+        lambda df: _stream(df).kstate.join(_table(df), key="nope", timestamp="ts"),
+        "KSTATE_MISSING_COLUMN",
+    ),
     "join: unknown stream timestamp column": (
-        lambda df: _stream(df).kstate.join(_table(df), key="k", timestamp="nope"), "KSTATE_MISSING_COLUMN"),
-    "join: STRING stream timestamp": (lambda df: _stream(df).kstate.join(_table(df), key="k", timestamp="v"),
-                                      "KSTATE_INVALID_TIMESTAMP_TYPE"),
+        lambda df: _stream(df).kstate.join(_table(df), key="k", timestamp="nope"),
+        "KSTATE_MISSING_COLUMN",
+    ),
+    "join: STRING stream timestamp": (
+        lambda df: _stream(df).kstate.join(_table(df), key="k", timestamp="v"),
+        "KSTATE_INVALID_TIMESTAMP_TYPE",
+    ),
     "join: INT stream key, BIGINT table key": (
-        lambda df: _stream(df).withColumn("k", F.length("k")).kstate.join(
-            _table(df.withColumn("k", F.length("k").cast("long"))), key="k", timestamp="ts"),
-        "KSTATE_MISMATCHED_INPUTS"),
+        lambda df: (
+            _stream(df)
+            .withColumn("k", F.length("k"))
+            .kstate.join(_table(df.withColumn("k", F.length("k").cast("long"))), key="k", timestamp="ts")
+        ),
+        "KSTATE_MISMATCHED_INPUTS",
+    ),
     "join: INT stream timestamp, BIGINT table timestamp": (
-        lambda df: _stream(df).withColumn("ts", F.col("ts").cast("int")).kstate.join(
-            _table(df), key="k", timestamp="ts"),
-        "KSTATE_MISMATCHED_INPUTS"),
+        lambda df: (
+            _stream(df).withColumn("ts", F.col("ts").cast("int")).kstate.join(_table(df), key="k", timestamp="ts")
+        ),
+        "KSTATE_MISMATCHED_INPUTS",
+    ),
     "join: MAP keys on both sides": (
         lambda df: df.select(F.create_map("k", "v").alias("m"), "ts").kstate.join(
             df.select(F.create_map("k", "v").alias("m"), F.col("v").alias("tv"), "ts").kstate.to_table("m", "ts"),
-            key="m", timestamp="ts"),
-        "KSTATE_INVALID_KEY_TYPE"),
+            key="m",
+            timestamp="ts",
+        ),
+        "KSTATE_INVALID_KEY_TYPE",
+    ),
     "join: grace on a filtered unversioned table": (
         lambda df: _stream(df).kstate.join(_table(df).filter(F.col("tv") == "x"), key="k", timestamp="ts", grace=1),
-        "KSTATE_JOIN_GRACE_ON_UNVERSIONED_TABLE"),
+        "KSTATE_JOIN_GRACE_ON_UNVERSIONED_TABLE",
+    ),
     "join: grace on a table join's result (unversioned)": (
-        lambda df: _stream(df).kstate.join(_table(df, versioned=V10).join(_table(df, "tw", V10)), key="k",
-                                           timestamp="ts", grace=1),
-        "KSTATE_JOIN_GRACE_ON_UNVERSIONED_TABLE"),
+        lambda df: _stream(df).kstate.join(
+            _table(df, versioned=V10).join(_table(df, "tw", V10)), key="k", timestamp="ts", grace=1
+        ),
+        "KSTATE_JOIN_GRACE_ON_UNVERSIONED_TABLE",
+    ),
     "join: grace on an aggregation's result (unversioned)": (
-        lambda df: _stream(df).withColumnRenamed("k", "tv").kstate.join(
-            _table(df, versioned=V10).group_by("tv").count(), key="tv", timestamp="ts", grace=1),
-        "KSTATE_JOIN_GRACE_ON_UNVERSIONED_TABLE"),
+        lambda df: (
+            _stream(df)
+            .withColumnRenamed("k", "tv")
+            .kstate.join(_table(df, versioned=V10).group_by("tv").count(), key="tv", timestamp="ts", grace=1)
+        ),
+        "KSTATE_JOIN_GRACE_ON_UNVERSIONED_TABLE",
+    ),
     "join: grace > retention of a filtered versioned table": (
-        lambda df: _stream(df).kstate.join(_table(df, versioned=V10).filter(F.col("tv") == "x"), key="k",
-                                           timestamp="ts", grace=11),
-        "KSTATE_JOIN_GRACE_EXCEEDS_RETENTION"),
+        lambda df: _stream(df).kstate.join(
+            _table(df, versioned=V10).filter(F.col("tv") == "x"), key="k", timestamp="ts", grace=11
+        ),
+        "KSTATE_JOIN_GRACE_EXCEEDS_RETENTION",
+    ),
     "join: negative grace, string": (
         lambda df: _stream(df).kstate.join(_table(df, versioned=V10), key="k", timestamp="ts", grace="-1 second"),
-        "KSTATE_INVALID_DURATION"),
+        "KSTATE_INVALID_DURATION",
+    ),
     # table-table join
     "table join: INT vs BIGINT keys": (
         lambda df: _table(df.withColumn("k", F.length("k"))).join(
-            _table(df.withColumn("k", F.length("k").cast("long")), "tw")),
-        "KSTATE_MISMATCHED_INPUTS"),
+            _table(df.withColumn("k", F.length("k").cast("long")), "tw")
+        ),
+        "KSTATE_MISMATCHED_INPUTS",
+    ),
     "table join: INT vs BIGINT timestamps": (
         lambda df: _table(df.withColumn("ts", F.col("ts").cast("int"))).join(_table(df, "tw")),
-        "KSTATE_MISMATCHED_INPUTS"),
+        "KSTATE_MISMATCHED_INPUTS",
+    ),
     # group_by
-    "group_by: MAP group key": (lambda df: _table(df).group_by(F.create_map("k", "tv")).count(),
-                                "KSTATE_INVALID_KEY_TYPE"),
-    "group_by: unknown value column": (lambda df: _table(df).group_by("k", value="nope").count(),
-                                       "KSTATE_MISSING_COLUMN"),
+    "group_by: MAP group key": (
+        lambda df: _table(df).group_by(F.create_map("k", "tv")).count(),
+        "KSTATE_INVALID_KEY_TYPE",
+    ),
+    "group_by: unknown value column": (
+        lambda df: _table(df).group_by("k", value="nope").count(),
+        "KSTATE_MISSING_COLUMN",
+    ),
     "group_by: reduce returning another type": (
         lambda df: _table(df).group_by("k", value="tv").reduce(lambda a, v: F.length(v), lambda a, v: a),
-        "KSTATE_INVALID_TABLE_AGGREGATE"),
+        "KSTATE_INVALID_TABLE_AGGREGATE",
+    ),
 }
 
 
@@ -117,11 +156,17 @@ def test_bad_input_fails_at_construction(df, case):
     assert e.value.error_class == error, e.value.message
 
 
-@pytest.mark.parametrize("make,error", [
-    (lambda jvm: jvm.io.kstate.tables.VersionedTable.ofMillis(-1), "KSTATE_INVALID_DURATION"),
-    (lambda jvm: jvm.io.kstate.tables.VersionedTable.ofMillis(10).withGraceMillis(-1), "KSTATE_INVALID_DURATION"),
-    (lambda jvm: jvm.io.kstate.tables.VersionedTable.ofMillis(10).withGraceMillis(11), "KSTATE_INVALID_VERSIONED_STORE"),
-])
+@pytest.mark.parametrize(
+    "make,error",
+    [
+        (lambda jvm: jvm.io.kstate.tables.VersionedTable.ofMillis(-1), "KSTATE_INVALID_DURATION"),
+        (lambda jvm: jvm.io.kstate.tables.VersionedTable.ofMillis(10).withGraceMillis(-1), "KSTATE_INVALID_DURATION"),
+        (
+            lambda jvm: jvm.io.kstate.tables.VersionedTable.ofMillis(10).withGraceMillis(11),
+            "KSTATE_INVALID_VERSIONED_STORE",
+        ),
+    ],
+)
 def test_scala_versioned_table_checks_its_durations(spark, make, error):
     """The Scala API checks what Python's VersionedTable checks (Python raises before the JVM)."""
     with pytest.raises(Exception) as e:
@@ -131,19 +176,31 @@ def test_scala_versioned_table_checks_its_durations(spark, make, error):
 
 # --- a changed configuration on restart ------------------------------------------------------
 
+
 def _versioned_source(versioned):
     return lambda df: _table(df, versioned=versioned).to_stream()
 
 
 def _join(versioned, grace):
-    return lambda df: (df.filter(F.col("side") == "s").select("k", "v", "ts")
-                       .kstate.join(_table(df.filter(F.col("side") == "t"), versioned=versioned), key="k",
-                                    timestamp="ts", how="left", grace=grace))
+    return lambda df: (
+        df.filter(F.col("side") == "s")
+        .select("k", "v", "ts")
+        .kstate.join(
+            _table(df.filter(F.col("side") == "t"), versioned=versioned),
+            key="k",
+            timestamp="ts",
+            how="left",
+            grace=grace,
+        )
+    )
 
 
 def _table_join(right_versioned):
-    return lambda df: _table(df.filter(F.col("side") == "t"), versioned=V10).join(
-        _table(df.filter(F.col("side") == "s"), "tw", right_versioned), how="outer").to_stream()
+    return lambda df: (
+        _table(df.filter(F.col("side") == "t"), versioned=V10)
+        .join(_table(df.filter(F.col("side") == "s"), "tw", right_versioned), how="outer")
+        .to_stream()
+    )
 
 
 def _count(versioned):
@@ -151,17 +208,32 @@ def _count(versioned):
 
 
 RESTART_CHANGES = {
-    "to_table: history retention": (_versioned_source(V10), _versioned_source(VersionedTable(20)),
-                                    ["historyRetentionMs=10", "historyRetentionMs=20"]),
-    "to_table: grace": (_versioned_source(VersionedTable(10, grace=4)), _versioned_source(VersionedTable(10, grace=3)),
-                        ["graceMs=4", "graceMs=3"]),
+    "to_table: history retention": (
+        _versioned_source(V10),
+        _versioned_source(VersionedTable(20)),
+        ["historyRetentionMs=10", "historyRetentionMs=20"],
+    ),
+    "to_table: grace": (
+        _versioned_source(VersionedTable(10, grace=4)),
+        _versioned_source(VersionedTable(10, grace=3)),
+        ["graceMs=4", "graceMs=3"],
+    ),
     "join: grace": (_join(V10, 5), _join(V10, 3), ["graceMs=5", "graceMs=3"]),
-    "join: the table's history retention": (_join(V10, 5), _join(VersionedTable(20), 5),
-                                            ["historyRetentionMs=10", "historyRetentionMs=20"]),
-    "table join: a side's grace": (_table_join(V10), _table_join(VersionedTable(10, grace=2)),
-                                   ["graceMs=10", "graceMs=2"]),
-    "group_by: the table's history retention": (_count(V10), _count(VersionedTable(20)),
-                                                ["historyRetentionMs=10", "historyRetentionMs=20"]),
+    "join: the table's history retention": (
+        _join(V10, 5),
+        _join(VersionedTable(20), 5),
+        ["historyRetentionMs=10", "historyRetentionMs=20"],
+    ),
+    "table join: a side's grace": (
+        _table_join(V10),
+        _table_join(VersionedTable(10, grace=2)),
+        ["graceMs=10", "graceMs=2"],
+    ),
+    "group_by: the table's history retention": (
+        _count(V10),
+        _count(VersionedTable(20)),
+        ["historyRetentionMs=10", "historyRetentionMs=20"],
+    ),
 }
 
 
@@ -195,6 +267,11 @@ def test_versioned_to_unversioned_on_restart_fails_with_sparks_operator_mismatch
     another operator (its id in the checkpoint differs), so Spark's state-metadata check fails
     the query before kstate's fingerprint check is reached; the error is Spark's, not a KSTATE_
     one (docs/tables.md, "How it is tested")."""
-    text = _restart_with(spark, session_tmp, _versioned_source(V10), _versioned_source(None),
-                         "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA")
+    text = _restart_with(
+        spark,
+        session_tmp,
+        _versioned_source(V10),
+        _versioned_source(None),
+        "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA",
+    )
     assert "kstate_table" in text

@@ -3,19 +3,19 @@
 keys, values, tombstones, null keys and timestamps, out-of-order and late updates, random
 micro-batch splits, on 1 and 3 state partitions. Each example is ONE streaming query; its output
 is compared per micro-batch and per key, in order (see _tables_property.py)."""
+
 from __future__ import annotations
 
 from typing import Any, Dict, Optional, Tuple
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from pyspark.sql import functions as F
-
-from kstate import VersionedTable
 from _property import PROPERTY_SETTINGS
 from _tables_property import KEYS, assert_matches_model, by_partition, key_partitioner, scenarios
+from hypothesis import given
+from hypothesis import strategies as st
+from kstate import VersionedTable
 from models.table_model import TableModel, filter_change, map_change
+from pyspark.sql import functions as F
 
 DOWNSTREAM = ("none", "filter", "map_values")
 
@@ -27,9 +27,14 @@ def _build(versioned: Optional[Tuple[int, int]], downstream: str):
         if downstream == "filter":
             t = t.filter(F.col("v") % 2 == 0)
         elif downstream == "map_values":  # 0 maps to null: a value becomes a tombstone
-            t = t.map_values(F.when(F.col("v") == 0, F.lit(None)).otherwise(F.col("v") * 10 + F.col("ts") % 3)
-                             .cast("long").alias("v"))
+            t = t.map_values(
+                F.when(F.col("v") == 0, F.lit(None))
+                .otherwise(F.col("v") * 10 + F.col("ts") % 3)
+                .cast("long")
+                .alias("v")
+            )
         return t.to_stream()
+
     return build
 
 
@@ -38,7 +43,9 @@ def _downstream(downstream: str, versioned: bool):
         return lambda c: filter_change(c, lambda k, v, ts: v % 2 == 0, versioned)
     if downstream == "map_values":
         # Spark's % keeps the dividend's sign (Python's does not): -4 % 3 is -1 in Spark
-        return lambda c: map_change(c, lambda k, v, ts: None if v == 0 else v * 10 + (abs(ts) % 3) * (1 if ts >= 0 else -1))
+        return lambda c: map_change(
+            c, lambda k, v, ts: None if v == 0 else v * 10 + (abs(ts) % 3) * (1 if ts >= 0 else -1)
+        )
     return lambda c: c
 
 
@@ -75,6 +82,14 @@ def test_partition_alphabet_spread(spark):
 def test_table_updates_match_model(spark, session_tmp, partitions, data):
     versioned, downstream = data.draw(params(), label="versioned, downstream")
     sc = data.draw(scenarios(sides=["t"]), label="scenario")
-    assert_matches_model(spark, session_tmp, sc, partitions, _build(versioned, downstream),
-                         lambda part: expected(sc, part, versioned, downstream), lambda r: (r["v"], r["ts"]),
-                         versioned=versioned, downstream=downstream)
+    assert_matches_model(
+        spark,
+        session_tmp,
+        sc,
+        partitions,
+        _build(versioned, downstream),
+        lambda part: expected(sc, part, versioned, downstream),
+        lambda r: (r["v"], r["ts"]),
+        versioned=versioned,
+        downstream=downstream,
+    )

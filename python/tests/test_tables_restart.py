@@ -6,16 +6,15 @@ stream times, the grace buffer, aggregates). The uninterrupted run is checked ag
 reference model; a run stopped and restarted from its checkpoint between every two micro-batches,
 and a run whose driver is killed (SIGKILL, driver and JVM) mid-batch and restarted, must give
 the same sink rows, micro-batch by micro-batch."""
+
 from __future__ import annotations
 
-import json
 import os
 import random
 import time
 from typing import Any, Dict, List
 
 import pytest
-
 from _streaming import FileStream, file_name, write_json_lines
 from _table_operators import OPERATORS
 from _tables_property import SCHEMA, canonical, key_partitioner, random_records
@@ -28,7 +27,7 @@ NAMES = sorted(OPERATORS)
 
 def _batches(name: str) -> List[List[Dict[str, Any]]]:
     recs = random_records(random.Random(15), BATCHES * PER_BATCH, OPERATORS[name].sides)
-    return [recs[i * PER_BATCH:(i + 1) * PER_BATCH] for i in range(BATCHES)]
+    return [recs[i * PER_BATCH : (i + 1) * PER_BATCH] for i in range(BATCHES)]
 
 
 def _run_restarting(spark, workdir: str, name: str, restart: bool) -> Dict[int, List[Any]]:
@@ -57,8 +56,9 @@ def _model_check(spark, name: str, batches: Dict[int, List[Any]]) -> None:
 
 @pytest.fixture(scope="module")
 def uninterrupted(spark, session_tmp) -> Dict[str, Dict[int, List[Any]]]:
-    return {name: _run_restarting(spark, str(session_tmp.mktemp(f"whole_{name}")), name, restart=False)
-            for name in NAMES}
+    return {
+        name: _run_restarting(spark, str(session_tmp.mktemp(f"whole_{name}")), name, restart=False) for name in NAMES
+    }
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -68,8 +68,9 @@ def test_uninterrupted_run_matches_the_model(spark, uninterrupted, name) -> None
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_restart_between_every_two_micro_batches_gives_identical_output(spark, session_tmp, uninterrupted,
-                                                                        name) -> None:
+def test_restart_between_every_two_micro_batches_gives_identical_output(
+    spark, session_tmp, uninterrupted, name
+) -> None:
     got = _run_restarting(spark, str(session_tmp.mktemp(f"restart_{name}")), name, restart=True)
     assert _rows(got) == _rows(uninterrupted[name])
 

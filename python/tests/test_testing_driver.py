@@ -1,23 +1,24 @@
 """``kstate.testing.PipelineTestDriver``: KIP-655's and KIP-328's examples through the driver,
 restart in the middle, state and metrics after a batch, Spark's operators and two inputs in the
 same query, determinism, and bad usage raising named errors before anything runs."""
+
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal
 import os
+from decimal import Decimal
 
 import pytest
-from pyspark.sql import functions as F
-
 from kstate import BufferConfig, KStateError, Suppressed, TimeWindows, VersionedTable
 from kstate.testing import PipelineTestDriver
+from pyspark.sql import functions as F
 from test_dedup_kip_examples import EXAMPLES
 
 S, MIN = 1000, 60_000
 
 
 # --- KIP-655: the deduplication examples ---------------------------------------------------
+
 
 def _dedup(interval_ms):
     return lambda events: events.kstate.deduplicate_by_key(interval_ms, key="k", timestamp="ts")
@@ -33,9 +34,12 @@ def test_kip_655_examples_each_one_micro_batch(spark, interval) -> None:
     # interval, so each example starts as on a fresh operator (keys are also prefixed).
     examples = {name: ex for name, ex in EXAMPLES.items() if ex[0] == interval}
     with PipelineTestDriver(spark, "seq INT, k STRING, ts LONG", _dedup(interval)) as driver:
-        got = {name: [r.seq for r in driver.pipe(
-            [(i, f"{name}/{k}", slot * SLOT + t * S) for i, (k, t) in enumerate(events)])]
-            for slot, (name, (_, events, _)) in enumerate(examples.items())}
+        got = {
+            name: [
+                r.seq for r in driver.pipe([(i, f"{name}/{k}", slot * SLOT + t * S) for i, (k, t) in enumerate(events)])
+            ]
+            for slot, (name, (_, events, _)) in enumerate(examples.items())
+        }
     assert got == {name: [i for i, f in enumerate(fwd) if f] for name, (_, _, fwd) in examples.items()}
 
 
@@ -52,6 +56,7 @@ def test_kip_655_example_one_record_per_micro_batch(spark) -> None:
 
 # --- KIP-328: final results, an alert for fewer than 3 events in an hour -------------------
 
+
 def _fewer_than_3_an_hour(events):
     windows = TimeWindows.of_size("1 hour").grace("10 minutes")
     counts = events.kstate.windowed_by(windows, key="user", timestamp="ts").count()
@@ -61,15 +66,14 @@ def _fewer_than_3_an_hour(events):
 
 def test_kip_328_final_window_results_only(spark) -> None:
     with PipelineTestDriver(spark, "user STRING, ts LONG", _fewer_than_3_an_hour) as driver:
-        assert driver.pipe([("alice", 5 * MIN), ("bob", 6 * MIN), ("alice", 20 * MIN),
-                            ("alice", 40 * MIN)]) == []
-        assert driver.pipe([("bob", 65 * MIN)]) == []   # stream time 65 min: hour 0 in grace
-        assert driver.pipe([("bob", 55 * MIN)]) == []   # late within grace: counted
+        assert driver.pipe([("alice", 5 * MIN), ("bob", 6 * MIN), ("alice", 20 * MIN), ("alice", 40 * MIN)]) == []
+        assert driver.pipe([("bob", 65 * MIN)]) == []  # stream time 65 min: hour 0 in grace
+        assert driver.pipe([("bob", 55 * MIN)]) == []  # late within grace: counted
         # stream time 70 min = end + grace: hour 0 closes, exactly one result per user;
         # alice had 3 events (no alert), bob 2
         closed = driver.pipe([("alice", 71 * MIN)])
         assert [tuple(r) for r in closed] == [("bob", 0, 2)]
-        assert driver.pipe([("bob", 30 * MIN)]) == []   # after the window closed: dropped
+        assert driver.pipe([("bob", 30 * MIN)]) == []  # after the window closed: dropped
         assert driver.custom_metrics()["kstate_windowed_aggregate"]["lateRecordsDropped"] == 1
         assert [tuple(r) for r in driver.outputs()] == [("bob", 0, 2)]
 
@@ -91,8 +95,7 @@ def _dedup_then_count(events):
 
 def _run(spark, restart_after=None):
     outputs = []
-    with PipelineTestDriver(spark, "k STRING, ts LONG, v INT", _dedup_then_count,
-                            output_mode="update") as driver:
+    with PipelineTestDriver(spark, "k STRING, ts LONG, v INT", _dedup_then_count, output_mode="update") as driver:
         for i, batch in enumerate(BATCHES):
             outputs.append(sorted(tuple(r) for r in driver.pipe(batch)))
             if i == restart_after:
@@ -103,19 +106,26 @@ def _run(spark, restart_after=None):
 
 def test_restart_in_the_middle_equals_the_uninterrupted_run(spark) -> None:
     # One state partition: one stream time for all keys (no grace: a window closes at its end).
-    expected = ([[("a", 0, 10 * S, 2, 3 * S), ("b", 0, 10 * S, 1, 2 * S)],  # (a, 3, 3) deduplicated
-                 [("b", 10 * S, 20 * S, 1, 12 * S), ("c", 10 * S, 20 * S, 1, 14 * S)],  # a@9 late
-                 [("b", 20 * S, 30 * S, 1, 26 * S), ("c", 20 * S, 30 * S, 1, 25 * S)],  # a@2 late
-                 [("a", 30 * S, 40 * S, 1, 31 * S)]],  # c@29 late: stream time 31
-                3)
+    expected = (
+        [
+            [("a", 0, 10 * S, 2, 3 * S), ("b", 0, 10 * S, 1, 2 * S)],  # (a, 3, 3) deduplicated
+            [("b", 10 * S, 20 * S, 1, 12 * S), ("c", 10 * S, 20 * S, 1, 14 * S)],  # a@9 late
+            [("b", 20 * S, 30 * S, 1, 26 * S), ("c", 20 * S, 30 * S, 1, 25 * S)],  # a@2 late
+            [("a", 30 * S, 40 * S, 1, 31 * S)],
+        ],  # c@29 late: stream time 31
+        3,
+    )
     assert _run(spark) == expected  # run twice (below): the same output on every run
     assert _run(spark, restart_after=1) == expected
 
 
 def _open_windows(buffer):
     windows = TimeWindows.of_size("10 seconds").grace("1 hour")  # nothing closes: the buffer fills
-    return lambda events: (events.kstate.windowed_by(windows, key="k", timestamp="ts").count()
-                           .kstate.suppress(Suppressed.until_window_closes(buffer)))
+    return lambda events: (
+        events.kstate.windowed_by(windows, key="k", timestamp="ts")
+        .count()
+        .kstate.suppress(Suppressed.until_window_closes(buffer))
+    )
 
 
 def test_restart_with_a_larger_buffer_runs_the_failed_micro_batch_again(spark) -> None:
@@ -133,6 +143,7 @@ def test_restart_with_a_larger_buffer_runs_the_failed_micro_batch_again(spark) -
 
 
 # --- state, metrics, progress after a batch ------------------------------------------------
+
 
 def test_state_and_progress_after_each_micro_batch(spark) -> None:
     with PipelineTestDriver(spark, "k STRING, ts LONG", _dedup(10 * S)) as driver:
@@ -153,6 +164,7 @@ def test_state_and_progress_after_each_micro_batch(spark) -> None:
 
 # --- Spark's operators and two inputs in the same query -----------------------------------
 
+
 def test_sparks_own_aggregation_after_kstate_dedup_in_update_mode(spark) -> None:
     def pipeline(events):
         return _dedup(10 * S)(events).groupBy("k").count()
@@ -164,8 +176,11 @@ def test_sparks_own_aggregation_after_kstate_dedup_in_update_mode(spark) -> None
 
 def test_sparks_drop_duplicates_within_watermark_before_a_kstate_window(spark) -> None:
     def pipeline(events):
-        once = (events.withColumn("t", F.timestamp_millis("ts")).withWatermark("t", "5 seconds")
-                .dropDuplicatesWithinWatermark(["id"]))
+        once = (
+            events.withColumn("t", F.timestamp_millis("ts"))
+            .withWatermark("t", "5 seconds")
+            .dropDuplicatesWithinWatermark(["id"])
+        )
         return once.kstate.windowed_by(TimeWindows.of_size("10 seconds"), key="k", timestamp="ts").count()
 
     with PipelineTestDriver(spark, "id STRING, k STRING, ts LONG", pipeline, output_mode="update") as driver:
@@ -230,19 +245,35 @@ def test_unknown_input_invalid_pipeline_and_closed_driver(spark) -> None:
         PipelineTestDriver(spark, "k STRING", lambda df: df, output_mode="upsert")
 
 
-@pytest.mark.parametrize("schema,record", [
-    # flat: written with pyarrow
-    ("i BYTE, d DECIMAL(10,3), day DATE, t TIMESTAMP, n TIMESTAMP_NTZ, b BINARY, f FLOAT",
-     (7, Decimal("1.250"), dt.date(2026, 11, 24), dt.datetime(2026, 11, 24, 10, 0, 0, 123456),
-      dt.datetime(2026, 11, 24, 10, 0, 0, 1), bytearray(b"\x00\x01"), 1.5)),
-    # nested: written by Spark
-    ("s STRUCT<a: INT, t: TIMESTAMP>, xs ARRAY<STRING>, m MAP<STRING, INT>",
-     ((1, dt.datetime(2026, 11, 24, 10, 0)), ["x", None], {"k": 1})),
-])
+@pytest.mark.parametrize(
+    "schema,record",
+    [
+        # flat: written with pyarrow
+        (
+            "i BYTE, d DECIMAL(10,3), day DATE, t TIMESTAMP, n TIMESTAMP_NTZ, b BINARY, f FLOAT",
+            (
+                7,
+                Decimal("1.250"),
+                dt.date(2026, 11, 24),
+                dt.datetime(2026, 11, 24, 10, 0, 0, 123456),
+                dt.datetime(2026, 11, 24, 10, 0, 0, 1),
+                bytearray(b"\x00\x01"),
+                1.5,
+            ),
+        ),
+        # nested: written by Spark
+        (
+            "s STRUCT<a: INT, t: TIMESTAMP>, xs ARRAY<STRING>, m MAP<STRING, INT>",
+            ((1, dt.datetime(2026, 11, 24, 10, 0)), ["x", None], {"k": 1}),
+        ),
+    ],
+)
 def test_records_arrive_exactly_as_given(spark, schema, record) -> None:
     with PipelineTestDriver(spark, schema, lambda df: df) as driver:
-        assert [tuple(r) for r in driver.pipe([record, tuple(None for _ in record)])] == \
-            [record, tuple(None for _ in record)]
+        assert [tuple(r) for r in driver.pipe([record, tuple(None for _ in record)])] == [
+            record,
+            tuple(None for _ in record),
+        ]
 
 
 def test_readme_example(spark) -> None:
@@ -251,7 +282,7 @@ def test_readme_example(spark) -> None:
 
     with PipelineTestDriver(spark, "user STRING, ts LONG, v STRING", dedup) as driver:
         assert [r.v for r in driver.pipe([("a", 100_000, "first")])] == ["first"]
-        assert driver.pipe([("a", 108_000, "dup")]) == []             # within 10 s: dropped
-        driver.restart()                                              # from the checkpoint
+        assert driver.pipe([("a", 108_000, "dup")]) == []  # within 10 s: dropped
+        driver.restart()  # from the checkpoint
         assert [r.v for r in driver.pipe([("a", 111_000, "again")])] == ["again"]
         assert driver.state("deduplicate_by_key-0").count() == 1

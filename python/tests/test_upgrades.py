@@ -22,6 +22,7 @@ Also here: a checkpoint claiming a format newer than this kstate reads (its stat
 operators' configuration records) fails with ``KSTATE_CHECKPOINT_FROM_NEWER_KSTATE`` and is left
 as it was.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -30,10 +31,9 @@ import os
 import struct
 from typing import Dict, List
 
+import kstate
 import pyspark
 import pytest
-
-import kstate
 import upgrade_fixtures as fx
 
 THIS = fx.spark_minor(pyspark.__version__)
@@ -54,8 +54,11 @@ def _state(spark, root: str, batch_id: int) -> Dict[str, List[str]]:
 
 def _tables(spark, name: str, root: str) -> Dict[str, List[str]]:
     ckpt = fx.paths(root)["checkpoint"]
-    return {f"{t}@{a}": _json(kstate.read_table(spark, ckpt, t, as_of=a).collect())
-            for t in fx.PIPELINES[name].tables for a in AS_OF}
+    return {
+        f"{t}@{a}": _json(kstate.read_table(spark, ckpt, t, as_of=a).collect())
+        for t in fx.PIPELINES[name].tables
+        for a in AS_OF
+    }
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +72,7 @@ def uninterrupted(spark, session_tmp):
             fx.run(spark, name, root, range(fx.BATCHES))
             runs[name] = root
         return runs[name]
+
     return get
 
 
@@ -102,10 +106,12 @@ def test_a_checkpoint_of_the_other_spark_minor_restarts_here(spark, session_tmp,
     assert after == fx.store_contents(whole_ckpt, fx.BATCHES)
     assert sum(len(entries) for entries in after.values()) > 0
     assert _tables(spark, name, root) == _tables(spark, name, whole)
+
     # the restart restored the fixture's state: from its snapshots where it has them (else from
     # its changelogs, replayed record by record)
     def restored(metric: str) -> int:
         return sum(op["customMetrics"].get(metric, 0) for p in progress for op in p["stateOperators"])
+
     if fx.PIPELINES[name].snapshot:
         assert restored("kstateStoreRestoredFromSnapshot") > 0, progress
     else:
@@ -116,6 +122,7 @@ def test_a_checkpoint_of_the_other_spark_minor_restarts_here(spark, session_tmp,
 
 
 # --- a checkpoint of a newer kstate -----------------------------------------------------------
+
 
 def _files(root: str) -> Dict[str, str]:
     """relative path -> sha256 of every file under ``root``."""
@@ -133,8 +140,12 @@ def _restart_fails_and_leaves_the_checkpoint(spark, name: str, root: str):
     query's ``StreamingQueryException``, also a ``KStateError``. Nothing of kstate's in the
     checkpoint changed, no micro-batch was committed, the sink got nothing."""
     from pyspark.errors import StreamingQueryException
+
     ckpt = fx.paths(root)["checkpoint"]
-    state_before, commits_before = _files(os.path.join(ckpt, "state")), sorted(os.listdir(os.path.join(ckpt, "commits")))
+    state_before, commits_before = (
+        _files(os.path.join(ckpt, "state")),
+        sorted(os.listdir(os.path.join(ckpt, "commits"))),
+    )
     output_before = _files(fx.paths(root)["output"])
     with pytest.raises(kstate.KStateError) as e:
         fx.run(spark, name, root, [fx.FIXTURE_BATCHES])
@@ -179,8 +190,11 @@ def test_an_operator_record_of_a_newer_format_fails_with_a_named_error_and_stays
     root = str(session_tmp.mktemp("newer_record")) + "/run"
     fx.install(_fixture(name), root)
     state = os.path.join(fx.paths(root)["checkpoint"], "state")
-    records = [os.path.join(state, op, "_kstate", "operator.properties") for op in os.listdir(state)
-               if os.path.isfile(os.path.join(state, op, "_kstate", "operator.properties"))]
+    records = [
+        os.path.join(state, op, "_kstate", "operator.properties")
+        for op in os.listdir(state)
+        if os.path.isfile(os.path.join(state, op, "_kstate", "operator.properties"))
+    ]
     assert len(records) == 3
     for p in records:
         with open(p) as f:

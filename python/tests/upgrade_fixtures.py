@@ -27,6 +27,7 @@ its input files as already read and its sink as already holding the first micro-
 ``.crc`` checksum files are left out (Hadoop reads a file without one; a rewritten log would not
 match its old checksum). No other file of a checkpoint holds a path (the generator checks).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,6 +68,7 @@ class Pipeline(NamedTuple):
 
 def _spilling():
     from kstate import BufferConfig
+
     # 256 bytes: a micro-batch's eight records pass it, so the buffer's store spills to disk
     return BufferConfig.max_bytes(256).spill_to_disk_when_full()
 
@@ -78,45 +80,60 @@ def _dedup(mode: str):
         if mode == "by_key_value":
             return df.kstate.deduplicate_by_key_value("id", "6 seconds", key="k", timestamp="ts", name="dedup")
         return df.kstate.deduplicate("id", "3 seconds", timestamp="ts", name="dedup")
+
     return build
 
 
 def _windowed(windows: Any):
     def build(df):
         from kstate import BufferConfig, Suppressed
-        return (df.kstate.windowed_by(windows, key="k", timestamp="ts")
-                .agg(F.count(F.lit(1)).alias("n"), F.sum("v").alias("s"), F.max("v").alias("m"), name="agg")
-                .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())))
+
+        return (
+            df.kstate.windowed_by(windows, key="k", timestamp="ts")
+            .agg(F.count(F.lit(1)).alias("n"), F.sum("v").alias("s"), F.max("v").alias("m"), name="agg")
+            .kstate.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+        )
+
     return build
 
 
 def _distinct(df):
     from kstate import TimeWindows
-    return df.kstate.windowed_by(TimeWindows.of_size("5 seconds").grace("1 second"), key="k",
-                                 timestamp="ts").distinct(name="distinct")
+
+    return df.kstate.windowed_by(TimeWindows.of_size("5 seconds").grace("1 second"), key="k", timestamp="ts").distinct(
+        name="distinct"
+    )
 
 
 def _time_limit(buffer: Callable[[], Any]):
     def build(df):
         from kstate import Suppressed
-        return df.kstate.suppress(Suppressed.until_time_limit("5 seconds", buffer()), key="k", timestamp="ts",
-                                  name="limit")
+
+        return df.kstate.suppress(
+            Suppressed.until_time_limit("5 seconds", buffer()), key="k", timestamp="ts", name="limit"
+        )
+
     return build
 
 
 def _unbounded():
     from kstate import BufferConfig
+
     return BufferConfig.unbounded()
 
 
 def _versioned():
     from kstate import VersionedTable
+
     return VersionedTable("20 seconds", grace="5 seconds")
 
 
 def _table(df, side: str, value: str, versioned: bool, name: str):
-    return (df.filter(F.col("side") == side).select("k", F.col("v").alias(value), "ts")
-            .kstate.to_table("k", "ts", versioned=_versioned() if versioned else None, name=name))
+    return (
+        df.filter(F.col("side") == side)
+        .select("k", F.col("v").alias(value), "ts")
+        .kstate.to_table("k", "ts", versioned=_versioned() if versioned else None, name=name)
+    )
 
 
 def _to_table(versioned: bool):
@@ -124,8 +141,11 @@ def _to_table(versioned: bool):
 
 
 def _table_join(df):
-    return _table(df, "A", "a", False, "left").join(_table(df, "B", "b", True, "right"), how="outer",
-                                                     name="join").to_stream()
+    return (
+        _table(df, "A", "a", False, "left")
+        .join(_table(df, "B", "b", True, "right"), how="outer", name="join")
+        .to_stream()
+    )
 
 
 def _fk_join(df):
@@ -152,17 +172,21 @@ def _stream_table_join(df):
 
 def _pipelines() -> Dict[str, Pipeline]:
     from kstate import SessionWindows, SlidingWindows, TimeWindows
+
     return {
         "deduplicate_by_key": Pipeline(_dedup("by_key"), ["e"]),
         "deduplicate_by_key_value": Pipeline(_dedup("by_key_value"), ["e"]),
         "deduplicate": Pipeline(_dedup("by_id"), ["e"], snapshot=True),
         "windowed_distinct": Pipeline(_distinct, ["e"]),
         "time_windows_until_window_closes": Pipeline(
-            _windowed(TimeWindows.of_size("5 seconds").advance_by("2500ms").grace("2 seconds")), ["e"]),
+            _windowed(TimeWindows.of_size("5 seconds").advance_by("2500ms").grace("2 seconds")), ["e"]
+        ),
         "session_windows_until_window_closes": Pipeline(
-            _windowed(SessionWindows.with_inactivity_gap("2 seconds").grace("1 second")), ["e"], snapshot=True),
+            _windowed(SessionWindows.with_inactivity_gap("2 seconds").grace("1 second")), ["e"], snapshot=True
+        ),
         "sliding_windows_until_window_closes": Pipeline(
-            _windowed(SlidingWindows.of_time_difference("3 seconds").grace("2 seconds")), ["e"]),
+            _windowed(SlidingWindows.of_time_difference("3 seconds").grace("2 seconds")), ["e"]
+        ),
         "until_time_limit": Pipeline(_time_limit(_unbounded), ["e"]),
         "until_time_limit_spilling": Pipeline(_time_limit(_spilling), ["e"], snapshot=True),
         "to_table": Pipeline(_to_table(False), ["t"]),
@@ -194,15 +218,23 @@ def batches(name: str) -> List[List[Dict[str, Any]]]:
             side = rnd.choice(list(sides))
             keys = ORDERS if side == "L" else CUSTOMERS if side == "R" else KEYS
             tombstone = side not in ("e", "s") and rnd.random() < 0.125
-            recs.append(dict(seq=seq, side=side, k=rnd.choice(keys), id=rnd.choice("xyz"),
-                             v=None if tombstone else rnd.randint(0, 9),
-                             ts=max(0, b * 4000 + rnd.randint(-3000, 3000))))
+            recs.append(
+                dict(
+                    seq=seq,
+                    side=side,
+                    k=rnd.choice(keys),
+                    id=rnd.choice("xyz"),
+                    v=None if tombstone else rnd.randint(0, 9),
+                    ts=max(0, b * 4000 + rnd.randint(-3000, 3000)),
+                )
+            )
             seq += 1
         out.append(recs)
     return out
 
 
 # --- running a pipeline ---------------------------------------------------------------------
+
 
 def paths(root: str) -> Dict[str, str]:
     return {d: os.path.join(root, d) for d in ("input", "checkpoint", "output")}
@@ -212,21 +244,35 @@ def start(spark: SparkSession, name: str, root: str, conf: Optional[Dict[str, st
     """Starts the pipeline's query on ``root``'s input, checkpoint and output (new or existing),
     with session settings ``conf`` besides the tests' processing order."""
     from _streaming import STREAM_ORDER, session_conf
+
     p = paths(root)
     os.makedirs(p["input"], exist_ok=True)
     with session_conf(spark, dict(STREAM_ORDER, **(conf or {}))):
         source = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(p["input"])
-        return (PIPELINES[name].build(source).writeStream.format("json").outputMode("append")
-                .option("checkpointLocation", p["checkpoint"]).option("path", p["output"]).start())
+        return (
+            PIPELINES[name]
+            .build(source)
+            .writeStream.format("json")
+            .outputMode("append")
+            .option("checkpointLocation", p["checkpoint"])
+            .option("path", p["output"])
+            .start()
+        )
 
 
-def run(spark: SparkSession, name: str, root: str, indexes: Sequence[int],
-        before_stop: Callable[[], None] = lambda: None,
-        conf: Optional[Dict[str, str]] = None) -> List[Dict[str, Any]]:
+def run(
+    spark: SparkSession,
+    name: str,
+    root: str,
+    indexes: Sequence[int],
+    before_stop: Callable[[], None] = lambda: None,
+    conf: Optional[Dict[str, str]] = None,
+) -> List[Dict[str, Any]]:
     """Runs micro-batches ``indexes`` of the pipeline (one input file each) on ``root``, from
     its checkpoint if it has one, calls ``before_stop`` and stops; returns the query's progress
     reports."""
     from _streaming import file_name, write_json_lines
+
     # Spark's file source skips a file older than the newest it has read minus maxFileAge (7
     # days): a new file is dated no earlier than the newest the checkpoint's source log records,
     # whatever this machine's clock says against the one that wrote a fixture.
@@ -236,6 +282,7 @@ def run(spark: SparkSession, name: str, root: str, indexes: Sequence[int],
         recs = batches(name)
         for i in indexes:
             import time
+
             write_json_lines(paths(root)["input"], file_name(i), recs[i], mtime=max(time.time(), floor))
             q.processAllAvailable()
         before_stop()
@@ -298,6 +345,7 @@ def _read_state_file(path: str, visit: Callable[[str, Any], None]) -> None:
     ``visit(kind, args)`` in order: ``put (key, value)``, ``delete key``, ``family (cf, name)``,
     ``drop cf``. Reads formats 1 and 2 (no checksum check: kstate verifies its files itself)."""
     import struct
+
     with open(path, "rb") as f:
         data = f.read()
     magic, fv = struct.unpack_from(">ii", data, 0)
@@ -312,7 +360,8 @@ def _read_state_file(path: str, visit: Callable[[str, Any], None]) -> None:
         nonlocal pos
         (n,) = struct.unpack_from(">i", data, pos)
         pos += 4 + n
-        return data[pos - n:pos]
+        return data[pos - n : pos]
+
     while True:
         tag = data[pos]
         pos += 1
@@ -326,7 +375,7 @@ def _read_state_file(path: str, visit: Callable[[str, Any], None]) -> None:
         elif tag == 3:
             (cf, n) = struct.unpack_from(">hH", data, pos)
             pos += 4 + n
-            visit("family", (cf, data[pos - n:pos].decode()))
+            visit("family", (cf, data[pos - n : pos].decode()))
         elif tag == 4:
             (cf,) = struct.unpack_from(">h", data, pos)
             pos += 2
@@ -345,7 +394,9 @@ def store_contents(checkpoint: str, version: int) -> Dict[str, Dict[str, str]]:
         names = os.listdir(d)
         snaps = [v for v in range(version + 1) if f"{v}.kstate.snapshot" in names]
         base = max(snaps) if snaps else 0
-        files = ([f"{base}.kstate.snapshot"] if snaps else []) + [f"{v}.kstate.changelog" for v in range(base + 1, version + 1)]
+        files = ([f"{base}.kstate.snapshot"] if snaps else []) + [
+            f"{v}.kstate.changelog" for v in range(base + 1, version + 1)
+        ]
         families: Dict[int, str] = {0: "default"}  # Spark's default family is id 0, never declared
         entries: Dict[bytes, bytes] = {}
 
@@ -360,11 +411,12 @@ def store_contents(checkpoint: str, version: int) -> Dict[str, Dict[str, str]]:
                 prefix = arg.to_bytes(2, "big", signed=True)
                 for k in [k for k in entries if k[:2] == prefix]:
                     del entries[k]
+
         for f in files:
             _read_state_file(os.path.join(d, f), visit)
         out[os.path.relpath(d, os.path.join(checkpoint, "state"))] = {
-            f"{families[int.from_bytes(k[:2], 'big', signed=True)]}/{k[2:].hex()}": v.hex()
-            for k, v in entries.items()}
+            f"{families[int.from_bytes(k[:2], 'big', signed=True)]}/{k[2:].hex()}": v.hex() for k, v in entries.items()
+        }
     return out
 
 
@@ -385,7 +437,9 @@ def _path_logs(root: str) -> List[str]:
 
 def _copy_tree(src: str, dst: str) -> None:
     """``src`` to ``dst`` without Hadoop's checksum files and the writer's staging directory."""
-    shutil.copytree(src, dst, ignore=lambda d, names: [n for n in names if n.endswith(".crc") or n.startswith("_staging_")])
+    shutil.copytree(
+        src, dst, ignore=lambda d, names: [n for n in names if n.endswith(".crc") or n.startswith("_staging_")]
+    )
 
 
 def save(root: str, dst: str) -> None:
@@ -438,6 +492,7 @@ def store_dirs(checkpoint: str) -> List[str]:
 def _await_snapshots(root: str, version: int) -> None:
     """Waits until Spark's maintenance thread wrote ``<version>.kstate.snapshot`` in every store."""
     import time
+
     deadline = time.monotonic() + SNAPSHOT_WAIT_SECONDS
     dirs = store_dirs(paths(root)["checkpoint"])
     assert dirs
@@ -452,6 +507,7 @@ def spark_minor(version: str) -> str:
 
 def generate(spark: SparkSession, out: str, names: Sequence[str]) -> str:
     import pyspark
+
     minor_dir = os.path.join(out, f"spark-{spark_minor(pyspark.__version__)}")
     os.makedirs(minor_dir, exist_ok=True)
     work = tempfile.mkdtemp(prefix="kstate-fixtures-")
@@ -459,21 +515,31 @@ def generate(spark: SparkSession, out: str, names: Sequence[str]) -> str:
         for name in names:
             root = os.path.join(work, name)
             if PIPELINES[name].snapshot:
-                run(spark, name, root, range(FIXTURE_BATCHES), lambda: _await_snapshots(root, FIXTURE_BATCHES),
-                    {"spark.sql.streaming.stateStore.minDeltasForSnapshot": str(FIXTURE_BATCHES)})
+                run(
+                    spark,
+                    name,
+                    root,
+                    range(FIXTURE_BATCHES),
+                    lambda: _await_snapshots(root, FIXTURE_BATCHES),
+                    {"spark.sql.streaming.stateStore.minDeltasForSnapshot": str(FIXTURE_BATCHES)},
+                )
             else:
                 run(spark, name, root, range(FIXTURE_BATCHES))
             rows = output_rows(spark, name, root)
             assert sorted(rows) == list(range(FIXTURE_BATCHES)), (name, sorted(rows))
             save(root, os.path.join(minor_dir, name))
-            print(f"{name}: {sum(len(r) for r in rows.values())} output rows, operators {operators(root + '/checkpoint')}",
-                  flush=True)
+            print(
+                f"{name}: {sum(len(r) for r in rows.values())} output rows, operators {operators(root + '/checkpoint')}",
+                flush=True,
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     with open(os.path.join(minor_dir, "README.md"), "w") as f:
-        f.write(f"Upgrade fixtures written by kstate on pyspark {pyspark.__version__} with "
-                f"`python/tests/upgrade_fixtures.py` ({FIXTURE_BATCHES} micro-batches each; "
-                "docs/upgrades.md). Regenerate, do not edit.\n")
+        f.write(
+            f"Upgrade fixtures written by kstate on pyspark {pyspark.__version__} with "
+            f"`python/tests/upgrade_fixtures.py` ({FIXTURE_BATCHES} micro-batches each; "
+            "docs/upgrades.md). Regenerate, do not edit.\n"
+        )
     return minor_dir
 
 
@@ -483,6 +549,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--only", action="append", choices=NAMES, help="only this pipeline (repeatable)")
     args = ap.parse_args(argv)
     from _streaming import session_builder
+
     # Spark's maintenance thread writes the snapshots of the pipelines that have them
     # (minDeltasForSnapshot, per query) within a fraction of a second.
     spark = session_builder().config("spark.sql.streaming.stateStore.maintenanceInterval", "250ms").getOrCreate()

@@ -13,6 +13,7 @@ Scala code, straight from the rules in docs/deduplication.md:
 The model never forgets a window or session (it needs no purge: any forgotten one could never
 change a decision), which makes it a check on kstate's purging too.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

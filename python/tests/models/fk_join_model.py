@@ -14,6 +14,7 @@ code, straight from the rules in docs/tables.md ("Foreign-key joins"):
 
 ``update`` returns the result changes a record causes: ``(left key, new result or None)``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -72,11 +73,11 @@ class FkJoin:
                 self.results[k] = new
         return changes
 
-    def update(self, is_left: bool, key: object, value: object, ts: Optional[int]
-               ) -> List[Tuple[object, Optional[Result]]]:
+    def update(
+        self, is_left: bool, key: object, value: object, ts: Optional[int]
+    ) -> List[Tuple[object, Optional[Result]]]:
         if is_left:
             return self._rejoin([key]) if self.left.put(key, value, ts) else []
         if not self.right.put(key, value, ts):
             return []
-        return self._rejoin(sorted((k for k, v in self.left.values.items() if self.foreign_key(v) == key),
-                                   key=str))
+        return self._rejoin(sorted((k for k, v in self.left.values.items() if self.foreign_key(v) == key), key=str))

@@ -21,6 +21,7 @@ docs/windows.md:
 Aggregates kept: count, sum and max of ``v`` (null ``v`` ignored by sum and max), and the
 largest record timestamp (for sessions, its end).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -104,7 +105,7 @@ class SessionAggModel:
         if not self.final:
             for key, before in self.at_start.items():
                 now = {(s.start, s.end) for s in self.sessions.get(key, [])}
-                for (start, end, ts) in before:
+                for start, end, ts in before:
                     if (start, end) not in now:
                         out.append((key, start, end, None, None, None, ts, True))
             for key, ss in self.changed.items():

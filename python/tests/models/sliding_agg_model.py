@@ -17,13 +17,13 @@ key's whole window set from every record accepted so far, following docs/windows
 
 Aggregates kept: count, sum and max of ``v`` (null ``v`` ignored), and the largest timestamp.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
 
 from models.window_agg_model import NEG_INF, Agg  # the same aggregates as for time windows
-
 
 Row = Tuple[object, int, int, int, Optional[int], Optional[int], int]  # key, start, end, count, sum, max, ts
 
@@ -87,7 +87,7 @@ class SlidingAggModel:
         out = [] if self.final else [self._row(k, s) for k, s in self.changed]
         self.changed = []
         close = self.stream_time - self.grace
-        for (k, s) in sorted(self.windows, key=lambda ks: ks[1]):
+        for k, s in sorted(self.windows, key=lambda ks: ks[1]):
             if s + self.d < close:
                 if self.final:
                     out.append(self._row(k, s))

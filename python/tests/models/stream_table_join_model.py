@@ -20,6 +20,7 @@ Stream side, row ``(k, v, ts)``:
 
 An emitted result is ``(key, stream value, table value or None, ts)``.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -34,6 +35,7 @@ Result = Tuple[Any, Any, Any, Optional[int]]
 @dataclass
 class VersionedLookup:
     """A key's versions by timestamp (a later version at the same timestamp replaces it)."""
+
     retention: int
     versions: Dict[Any, List[Tuple[int, Any]]] = field(default_factory=dict)
     stream_time: int = NEG_INF

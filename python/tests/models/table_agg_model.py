@@ -13,6 +13,7 @@ aggregation") and ``agg``'s Spark semantics:
   (the change's aggregate is None, a tombstone);
 - a change's timestamp is the record's, or the group's previous aggregate's when later.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -65,8 +66,9 @@ class TableAggModel:
             out.append(self._change(new_g, None, new[1], ts, subtracts=False))
         return out
 
-    def _change(self, g: str, old_v: Optional[int], new_v: Optional[int], ts: int,
-                subtracts: bool = True, adds: bool = True) -> Change:
+    def _change(
+        self, g: str, old_v: Optional[int], new_v: Optional[int], ts: int, subtracts: bool = True, adds: bool = True
+    ) -> Change:
         group = self.groups.get(g)
         result_ts = ts if group is None else max(ts, group.ts)
         if subtracts and group is not None:

@@ -15,10 +15,11 @@ Per group change, on the group's aggregate ``(agg, ts)``:
   the group had no aggregate; an aggregate of None deletes the group (a tombstone);
 - one result ``(group, agg, ts)`` per group change that was not skipped.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 Result = Tuple[Any, Any, int]
 Fn = Callable[[Any, Any], Any]

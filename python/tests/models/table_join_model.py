@@ -17,10 +17,11 @@ order. For a change of side X ("left" or "right"):
 An emitted result is ``(key, left value or None, right value or None, ts)``; a tombstone is
 ``(key, None, None, ts)``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 Result = Tuple[Any, Any, Any, int]
 KEPT_ALONE = {"inner": set(), "left": {"left"}, "outer": {"left", "right"}}
@@ -31,8 +32,7 @@ class TableJoinModel:
     how: str = "inner"
     left_versioned: bool = False
     right_versioned: bool = False
-    values: Dict[str, Dict[Any, Tuple[Any, int]]] = field(
-        default_factory=lambda: {"left": {}, "right": {}})
+    values: Dict[str, Dict[Any, Tuple[Any, int]]] = field(default_factory=lambda: {"left": {}, "right": {}})
 
     def __post_init__(self) -> None:
         assert self.how in KEPT_ALONE
@@ -53,7 +53,10 @@ class TableJoinModel:
             return None
         other_value = None if other is None else other[0]
         left, right = (new, other_value) if side == "left" else (other_value, new)
-        row = ((left is not None and right is not None)
-               or (left is not None and "left" in alone) or (right is not None and "right" in alone))
+        row = (
+            (left is not None and right is not None)
+            or (left is not None and "left" in alone)
+            or (right is not None and "right" in alone)
+        )
         result_ts = ts if other is None else max(ts, other[1])
         return (key, left, right, result_ts) if row else (key, None, None, result_ts)

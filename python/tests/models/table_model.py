@@ -17,6 +17,7 @@ Written from KIP-889/914 and docs/tables.md, independently of kstate's code:
 
 A value is any non-None Python value; None is a tombstone.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ class Change:
 @dataclass
 class TableModel:
     """One state partition of a table source. ``versioned`` is ``(history_retention, grace)``."""
+
     versioned: Optional[Tuple[int, int]] = None
     latest: Dict[Any, Tuple[Any, int]] = field(default_factory=dict)  # key -> (value or None, ts)
     stream_time: int = NEG_INF
@@ -65,6 +67,7 @@ class TableModel:
 
 def filter_change(change: Change, predicate: Callable[[Any, Any, int], bool], versioned: bool) -> Optional[Change]:
     """``filter(predicate)`` on a change; ``predicate(key, value, ts)`` on each non-null value."""
+
     def keep(v: Any) -> Any:
         return v if v is not None and predicate(change.key, v, change.ts) else None
 
@@ -76,14 +79,18 @@ def filter_change(change: Change, predicate: Callable[[Any, Any, int], bool], ve
 
 def map_change(change: Change, mapper: Callable[[Any, Any, int], Any]) -> Change:
     """``map_values(mapper)`` on a change; ``mapper(key, value, ts)`` on each non-null value."""
+
     def f(v: Any) -> Any:
         return None if v is None else mapper(change.key, v, change.ts)
 
     return Change(change.key, f(change.new), f(change.old), change.ts, change.latest)
 
 
-def run_table(records: List[Tuple[Any, Any, Optional[int]]], versioned: Optional[Tuple[int, int]] = None,
-              downstream: Callable[[Change], Optional[Change]] = lambda c: c) -> List[Change]:
+def run_table(
+    records: List[Tuple[Any, Any, Optional[int]]],
+    versioned: Optional[Tuple[int, int]] = None,
+    downstream: Callable[[Change], Optional[Change]] = lambda c: c,
+) -> List[Change]:
     """The changes one partition's table passes on (after ``downstream``) for ``records``."""
     model, out = TableModel(versioned), []
     for k, v, ts in records:

@@ -31,20 +31,28 @@ def feed(model: DedupModel, recs: Sequence[Rec]) -> List[bool]:
 
 # --- Identity and null dedup key ("Null deduplication key") -----------------
 
+
 def test_identity_per_mode() -> None:
     # by_key ignores id; by_id ignores key; by_key_value needs both equal.
     assert run([Rec("a", 1, 0), Rec("a", 2, 1)], IV, "by_key") == [True, False]
     assert run([Rec("a", 1, 0), Rec("b", 1, 1)], IV, "by_id") == [True, False]
-    assert run([Rec("a", 1, 0), Rec("a", 2, 1), Rec("b", 1, 2), Rec("a", 1, 3)],
-               IV, "by_key_value") == [True, True, True, False]
+    assert run([Rec("a", 1, 0), Rec("a", 2, 1), Rec("b", 1, 2), Rec("a", 1, 3)], IV, "by_key_value") == [
+        True,
+        True,
+        True,
+        False,
+    ]
 
 
-@pytest.mark.parametrize("mode,rec", [
-    ("by_key", Rec(None, 1, 5)),
-    ("by_id", Rec("a", None, 5)),
-    ("by_key_value", Rec(None, 1, 5)),   # null key
-    ("by_key_value", Rec("a", None, 5)),  # null id
-])
+@pytest.mark.parametrize(
+    "mode,rec",
+    [
+        ("by_key", Rec(None, 1, 5)),
+        ("by_id", Rec("a", None, 5)),
+        ("by_key_value", Rec(None, 1, 5)),  # null key
+        ("by_key_value", Rec("a", None, 5)),  # null id
+    ],
+)
 def test_null_identity_always_forwarded_never_stored(mode: str, rec: Rec) -> None:
     # "records whose key (respectively id) is null are always forwarded";
     # by_key_value: "if one of them is null, we forward the record".
@@ -65,6 +73,7 @@ def test_null_identity_advances_stream_time_and_purges() -> None:
 
 # --- Null timestamp (kstate decision) ------------------------------------------
 
+
 def test_null_timestamp_forwarded_not_stored_no_stream_time() -> None:
     m = DedupModel(IV, "by_key")
     assert m.process(k("a", 10)) is True
@@ -83,6 +92,7 @@ def test_null_identity_takes_precedence_over_null_timestamp() -> None:
 
 # --- Stream time ------------------------------------------------------------
 
+
 def test_stream_time_is_max_and_starts_at_long_min() -> None:
     m = DedupModel(IV, "by_key")
     assert m.stream_time == -(2**63)
@@ -100,6 +110,7 @@ def test_stream_time_updated_before_decision() -> None:
 
 
 # --- "Duplicate sequence" ---------------------------------------------------
+
 
 def test_duplicate_sequence_in_order() -> None:
     # a1@t fwd+saved; a2@t+8 not fwd, store not updated; a3@t+11 forwarded.
@@ -121,6 +132,7 @@ def test_duplicate_sequence_out_of_order() -> None:
 
 # --- "Deduplication interval boundaries" (inclusive) --------------------------
 
+
 def test_boundaries_in_order() -> None:
     assert run([k("a", 5), k("a", 15), k("a", 16)], IV, "by_key") == [True, False, True]
 
@@ -134,6 +146,7 @@ def test_boundaries_interval_zero() -> None:
 
 
 # --- "Late events by more than deduplicationInterval" -------------------------
+
 
 def test_late_example_1() -> None:
     m = DedupModel(IV, "by_key")
@@ -163,6 +176,7 @@ def test_late_forwarded_record_is_not_stored() -> None:
 
 
 # --- "first record received ... is the one forwarded" ----------------------------
+
 
 def test_first_record_wins_out_of_order_within_interval() -> None:
     m = DedupModel(IV, "by_key")

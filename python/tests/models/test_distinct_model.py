@@ -1,4 +1,5 @@
 """The distinct model on the KIP's worked examples and Kafka's grace rules."""
+
 from .distinct_model import SessionDistinct, TumblingDistinct
 
 BURSTS = [4, 5, 6, 23, 22, 24, 34, 33, 32, 7, 22, 35]  # seconds; last three are late arrivals
@@ -10,7 +11,10 @@ def emitted(model, records):
 
 def test_tumbling_10s_kip_example():
     assert emitted(TumblingDistinct(10_000), BURSTS) == [
-        (4, (0, 10_000)), (23, (20_000, 30_000)), (34, (30_000, 40_000))]
+        (4, (0, 10_000)),
+        (23, (20_000, 30_000)),
+        (34, (30_000, 40_000)),
+    ]
 
 
 def test_session_gap_10s_kip_example():

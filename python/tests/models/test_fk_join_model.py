@@ -1,4 +1,5 @@
 """The foreign-key join model on hand-checked sequences (KIP-213's rules)."""
+
 from models.fk_join_model import FkJoin, Side
 
 
@@ -8,11 +9,11 @@ def fk(v):
 
 def test_inner_join_rejoins_on_both_sides_and_never_keeps_a_stale_result():
     j = FkJoin(fk, left_join=False)
-    assert j.update(True, "o1", ("c1", 5), 1) == []            # no customer yet: no result
+    assert j.update(True, "o1", ("c1", 5), 1) == []  # no customer yet: no result
     assert j.update(False, "c1", "Ann", 2) == [("o1", (("c1", 5), "Ann"))]
     assert j.update(True, "o1", ("c2", 5), 3) == [("o1", None)]  # moved to c2 (absent): the old result goes
     assert j.update(False, "c2", "Bob", 4) == [("o1", (("c2", 5), "Bob"))]
-    assert j.update(False, "c1", "Al", 5) == []                  # nobody refers to c1 any more
+    assert j.update(False, "c1", "Al", 5) == []  # nobody refers to c1 any more
     assert j.update(False, "c2", None, 6) == [("o1", None)]
     assert j.results == {}
 
@@ -31,5 +32,5 @@ def test_versioned_sides_ignore_out_of_order_updates():
     j.update(False, "c1", "Ann", 5)
     assert j.update(False, "c1", "old", 4) == []
     assert j.update(True, "o1", ("c1", 1), 3) == [("o1", (("c1", 1), "Ann"))]
-    assert j.update(True, "o1", ("c9", 1), 2) == []              # older than o1's latest version
-    assert j.update(True, "o1", None, 3) == [("o1", None)]      # equal timestamp: replaces
+    assert j.update(True, "o1", ("c9", 1), 2) == []  # older than o1's latest version
+    assert j.update(True, "o1", None, 3) == [("o1", None)]  # equal timestamp: replaces

@@ -1,4 +1,5 @@
 """The session-aggregation model against hand-worked cases (so the model itself is checked)."""
+
 from models.session_agg_model import SessionAggModel
 
 
@@ -10,8 +11,10 @@ def test_records_within_the_gap_merge_and_a_bridge_joins_two_sessions() -> None:
     assert sorted(m.end_batch(), key=repr) == [("a", 0, 10, 2, 3, 2, 10, False), ("a", 25, 25, 1, 3, 3, 25, False)]
     m.process("a", 17, None)  # within 10 of both: bridges them into [0, 25]
     assert sorted(m.end_batch(), key=repr) == [
-        ("a", 0, 10, None, None, None, 10, True), ("a", 0, 25, 4, 6, 3, 25, False),
-        ("a", 25, 25, None, None, None, 25, True)]
+        ("a", 0, 10, None, None, None, 10, True),
+        ("a", 0, 25, 4, 6, 3, 25, False),
+        ("a", 25, 25, None, None, None, 25, True),
+    ]
 
 
 def test_a_session_created_and_merged_in_one_batch_leaves_no_tombstone() -> None:
@@ -33,7 +36,10 @@ def test_close_time_subtracts_grace_and_gap_and_closed_sessions_never_reopen() -
     m.process("a", 90, 1)  # no open session within 10, and 90 < close time 100: late
     assert m.late_dropped == 1
     m.process("c", 200, 1)
-    assert sorted(m.end_batch(), key=repr) == [("a", 105, 114, 2, 2, 1, 114, False), ("b", 115, 115, 1, 1, 1, 115, False)]
+    assert sorted(m.end_batch(), key=repr) == [
+        ("a", 105, 114, 2, 2, 1, 114, False),
+        ("b", 115, 115, 1, 1, 1, 115, False),
+    ]
 
 
 def test_a_closed_session_in_the_gap_does_not_merge_within_the_batch_either() -> None:

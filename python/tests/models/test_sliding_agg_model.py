@@ -1,4 +1,5 @@
 """The sliding-aggregation model against hand-worked cases (so the model itself is checked)."""
+
 from models.sliding_agg_model import SlidingAggModel, window_starts
 
 
@@ -9,9 +10,12 @@ def test_kafkas_example_gives_its_five_windows() -> None:
     for ts, v in ((8000, 1), (9200, 2), (12400, 3)):
         m.process("A", ts, v)
     assert sorted(m.end_batch()) == [
-        ("A", 3000, 8000, 1, 1, 1, 8000), ("A", 4200, 9200, 2, 3, 2, 9200),
-        ("A", 7400, 12400, 3, 6, 3, 12400), ("A", 8001, 13001, 2, 5, 3, 12400),
-        ("A", 9201, 14201, 1, 3, 3, 12400)]
+        ("A", 3000, 8000, 1, 1, 1, 8000),
+        ("A", 4200, 9200, 2, 3, 2, 9200),
+        ("A", 7400, 12400, 3, 6, 3, 12400),
+        ("A", 8001, 13001, 2, 5, 3, 12400),
+        ("A", 9201, 14201, 1, 3, 3, 12400),
+    ]
 
 
 def test_early_records_share_the_window_from_zero() -> None:
@@ -44,7 +48,10 @@ def test_kafka_difference_a_a_record_whose_left_window_is_closed_counts_where_it
     for k, ts in (("b", 16), ("a", 14), ("a", 16)):
         m.process(k, ts, 1)
     assert sorted((r[0], r[1], r[2], r[3]) for r in m.end_batch()) == [
-        ("a", 11, 16, 2), ("a", 15, 20, 1), ("b", 11, 16, 1)]
+        ("a", 11, 16, 2),
+        ("a", 15, 20, 1),
+        ("b", 11, 16, 1),
+    ]
 
 
 def test_kafka_difference_b_a_keys_windows_do_not_depend_on_other_keys() -> None:
@@ -54,5 +61,8 @@ def test_kafka_difference_b_a_keys_windows_do_not_depend_on_other_keys() -> None
     for k, ts in (("b", 1), ("c", 1), ("c", 2), ("b", 2)):
         m.process(k, ts, 1)
     rows = sorted((r[0], r[1], r[2], r[3]) for r in m.end_batch())
-    assert [r[1:] for r in rows if r[0] == "b"] == [r[1:] for r in rows if r[0] == "c"] == [
-        (0, 1, 1), (1, 2, 2), (2, 3, 1)]
+    assert (
+        [r[1:] for r in rows if r[0] == "b"]
+        == [r[1:] for r in rows if r[0] == "c"]
+        == [(0, 1, 1), (1, 2, 2), (2, 3, 1)]
+    )

@@ -1,4 +1,5 @@
 """The stream–table join model against KIP-914 / KIP-923 examples in docs/tables.md."""
+
 from models.stream_table_join_model import StreamTableJoinModel
 
 
@@ -21,21 +22,30 @@ def test_kip914_lookup_as_of_the_stream_rows_time() -> None:
 
 
 def test_past_the_history_retention_only_the_latest_version_if_old_enough() -> None:
-    events = [("t", "a", "a0", 0), ("t", "a", "a4", 4), ("t", "b", "b30", 30), ("s", "a", "s2", 2),
-              ("s", "a", "s5", 5)]
+    events = [("t", "a", "a0", 0), ("t", "a", "a4", 4), ("t", "b", "b30", 30), ("s", "a", "s2", 2), ("s", "a", "s5", 5)]
     assert _run(StreamTableJoinModel("inner", retention=10), events) == [("s5", "a4", 5)]
     assert _run(StreamTableJoinModel("left", retention=10), events) == [("s2", None, 2), ("s5", "a4", 5)]
 
 
-KIP923 = [("t", "a", "old", 0), ("s", "a", "click", 10), ("t", "a", "new", 8), ("s", "a", "later", 15),
-          ("s", "b", "end", 30)]
+KIP923 = [
+    ("t", "a", "old", 0),
+    ("s", "a", "click", 10),
+    ("t", "a", "new", 8),
+    ("s", "a", "later", 15),
+    ("s", "b", "end", 30),
+]
 
 
 def test_kip923_grace_example() -> None:
     assert _run(StreamTableJoinModel("left", retention=20, grace=5), KIP923) == [
-        ("click", "new", 10), ("later", "new", 15)]
+        ("click", "new", 10),
+        ("later", "new", 15),
+    ]
     assert _run(StreamTableJoinModel("left", retention=20), KIP923) == [
-        ("click", "old", 10), ("later", "new", 15), ("end", None, 30)]
+        ("click", "old", 10),
+        ("later", "new", 15),
+        ("end", None, 30),
+    ]
 
 
 def test_late_rows_join_at_once_and_null_keys_never_wait() -> None:

@@ -1,6 +1,6 @@
 """The table aggregation model against KIP-914's example and docs/tables.md's rules table."""
-from models.table_aggregate_model import (TableAggregateModel, count_functions, reduce_functions,
-                                          sum_functions)
+
+from models.table_aggregate_model import TableAggregateModel, count_functions, reduce_functions, sum_functions
 from models.table_model import TableModel
 
 
@@ -29,8 +29,14 @@ REKEY = [("a", 3, 1), ("b", 4, 2), ("a", 5, 3), ("b", None, 4), ("a", 25, 5)]
 
 
 def test_rekeyed_sum_and_kip904_one_update_per_same_group_change() -> None:
-    assert _run(REKEY, sum_functions()) == [("A", 3, 1), ("A", 7, 2), ("A", 9, 3), ("A", 5, 4), ("A", 0, 5),
-                                           ("B", 25, 5)]
+    assert _run(REKEY, sum_functions()) == [
+        ("A", 3, 1),
+        ("A", 7, 2),
+        ("A", 9, 3),
+        ("A", 5, 4),
+        ("A", 0, 5),
+        ("B", 25, 5),
+    ]
 
 
 def test_reduce_deleting_on_null_then_subtract_without_aggregate_is_skipped() -> None:
@@ -42,5 +48,4 @@ def test_reduce_deleting_on_null_then_subtract_without_aggregate_is_skipped() ->
 
 def test_no_group_for_a_null_group_key() -> None:
     group = lambda k, v: None if v == 0 else "A"  # noqa: E731
-    assert _run([("a", 0, 1), ("a", 2, 2), ("a", 0, 3)], count_functions(), group=group) == [
-        ("A", 1, 2), ("A", 0, 3)]
+    assert _run([("a", 0, 1), ("a", 2, 2), ("a", 0, 3)], count_functions(), group=group) == [("A", 1, 2), ("A", 0, 3)]

@@ -1,4 +1,5 @@
 """The table source model against the KIP-914 / docs/tables.md examples (the model itself checked)."""
+
 from models.table_model import Change, TableModel, filter_change, map_change, run_table
 
 KIP914_FILTER = [("a", "v1", 1), ("a", "x", 2), ("a", "y", 4), ("a", "v2", 3)]
@@ -28,8 +29,12 @@ def test_versioned_grace_drops_updates_older_than_stream_time_minus_grace() -> N
 def test_old_value_is_the_latest_and_a_tombstone_is_a_version() -> None:
     # docs D3: c:6@33, c:null@33, c:3@19, c:7@26 (retention = grace = 15): the key stays deleted
     out = run_table([("c", 6, 33), ("c", None, 33), ("c", 3, 19), ("c", 7, 26)], (15, 15))
-    assert out == [Change("c", 6, None, 33), Change("c", None, 6, 33), Change("c", 3, None, 19, False),
-                   Change("c", 7, None, 26, False)]
+    assert out == [
+        Change("c", 6, None, 33),
+        Change("c", None, 6, 33),
+        Change("c", 3, None, 19, False),
+        Change("c", 7, None, 26, False),
+    ]
 
 
 def test_unversioned_passes_every_update_on_and_drops_null_keys_and_timestamps() -> None:
@@ -42,6 +47,7 @@ def test_unversioned_passes_every_update_on_and_drops_null_keys_and_timestamps()
 
 
 def test_map_values_keeps_tombstones_and_maps_old_values() -> None:
-    out = run_table([("a", "p", 1), ("a", None, 2), ("a", "q", 3)], None,
-                    lambda c: map_change(c, lambda k, v, ts: v.upper()))
+    out = run_table(
+        [("a", "p", 1), ("a", None, 2), ("a", "q", 3)], None, lambda c: map_change(c, lambda k, v, ts: v.upper())
+    )
     assert [(c.new, c.old) for c in out] == [("P", None), (None, "P"), ("Q", None)]

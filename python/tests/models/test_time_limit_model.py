@@ -1,4 +1,5 @@
 """The time-limit suppression model against hand-worked cases (so the model itself is checked)."""
+
 import pytest
 
 from models.time_limit_model import BufferFull, TimeLimitModel

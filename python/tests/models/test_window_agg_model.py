@@ -1,4 +1,5 @@
 """The windowed-aggregation model against hand-worked cases (so the model itself is checked)."""
+
 from models.window_agg_model import WindowAggModel, windows_for
 
 

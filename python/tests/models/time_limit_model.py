@@ -10,6 +10,7 @@ partition. Written from KIP-328 and docs/windows.md, independently of the Scala 
   limit;
 - over ``max_records``: emit early (oldest first) until within it, or fail (shut down).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -15,6 +15,7 @@ independently of the Scala code, from Kafka's rules (KIP-328) and docs/windows.m
 Aggregates kept: count, sum and max of ``v`` (null ``v`` ignored by sum and max, as in SQL), and
 the largest record timestamp.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -86,7 +87,7 @@ class WindowAggModel:
         """The rows this micro-batch emits (in no particular order)."""
         out = [] if self.final else [self._row(k, s) for k, s in self.changed]
         self.changed = []
-        for (k, s) in sorted(self.windows, key=lambda ks: ks[1]):
+        for k, s in sorted(self.windows, key=lambda ks: ks[1]):
             if s + self.size <= self.stream_time - self.grace:
                 if self.final:
                     out.append(self._row(k, s))

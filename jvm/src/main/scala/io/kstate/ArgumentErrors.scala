@@ -33,7 +33,12 @@ object ArgumentErrors {
       if (retentionMs < 0) "the history retention is negative"
       else if (graceMs < 0) "the grace period is negative"
       else "the grace period exceeds the history retention"
-    err("KSTATE_INVALID_VERSIONED_STORE", "store" -> store, "historyRetentionMs" -> retentionMs,
-      "graceMs" -> graceMs, "reason" -> why)
+    err(
+      "KSTATE_INVALID_VERSIONED_STORE",
+      "store" -> store,
+      "historyRetentionMs" -> retentionMs,
+      "graceMs" -> graceMs,
+      "reason" -> why
+    )
   }
 }

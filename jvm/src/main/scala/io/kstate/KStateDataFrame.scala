@@ -13,7 +13,17 @@ import org.apache.spark.sql.{AnalysisException, Column, DataFrame}
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Expression, NamedExpression}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, EventTimeWatermark, LogicalPlan}
 import org.apache.spark.sql.kstate.planning.{ExpressionLineage, OperatorIdentity}
-import org.apache.spark.sql.kstate.plans.{AggregateSpec, KStateDeduplicate, KStateStatefulNode, KStateStreamTableJoin, KStateSuppress, KStateTableSource, KStateWindowedAggregate, KStateWindowedDistinct, TableChangeColumns}
+import org.apache.spark.sql.kstate.plans.{
+  AggregateSpec,
+  KStateDeduplicate,
+  KStateStatefulNode,
+  KStateStreamTableJoin,
+  KStateSuppress,
+  KStateTableSource,
+  KStateWindowedAggregate,
+  KStateWindowedDistinct,
+  TableChangeColumns
+}
 import org.apache.spark.sql.kstate.shim.{RunningQuery, SparkShim}
 import org.apache.spark.sql.types._
 
@@ -35,6 +45,7 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
    * `df.kstate.withProcessingOrder(ProcessingOrder.EventTime).deduplicateByKey(...)`.
    */
   def withProcessingOrder(order: ProcessingOrder): KStateDataFrame = new KStateDataFrame(df, Option(order))
+
   /** [[withProcessingOrder]] by name: `auto`, `task` or `event_time`. */
   def withProcessingOrder(order: String): KStateDataFrame =
     withProcessingOrder(ProcessingOrder.parse("withProcessingOrder", order))
@@ -58,10 +69,20 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
   def deduplicateByKeyValue(id: Column, interval: String, key: Column, timestamp: Column): DataFrame =
     dedup(DedupMode.ByKeyValue, Durations.toMillis("interval", interval), Some(key), Some(id), timestamp, None)
   def deduplicateByKeyValue(
-      id: Column, interval: String, key: Column, timestamp: Column, name: String): DataFrame =
+      id: Column,
+      interval: String,
+      key: Column,
+      timestamp: Column,
+      name: String
+  ): DataFrame =
     dedup(DedupMode.ByKeyValue, Durations.toMillis("interval", interval), Some(key), Some(id), timestamp, Option(name))
   def deduplicateByKeyValue(
-      id: Column, interval: JDuration, key: Column, timestamp: Column, name: String): DataFrame =
+      id: Column,
+      interval: JDuration,
+      key: Column,
+      timestamp: Column,
+      name: String
+  ): DataFrame =
     dedup(DedupMode.ByKeyValue, Durations.toMillis("interval", interval), Some(key), Some(id), timestamp, Option(name))
 
   /**
@@ -113,20 +134,34 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
    * open (Spark: the watermark delay). Each window's latest row is emitted once, when stream
    * time >= window end + grace; an update for a window already closed is dropped.
    */
-  def suppressWindows(suppressed: UntilWindowCloses, key: Column, windowEnd: Column, timestamp: Column,
-      grace: String, name: String): DataFrame =
+  def suppressWindows(
+      suppressed: UntilWindowCloses,
+      key: Column,
+      windowEnd: Column,
+      timestamp: Column,
+      grace: String,
+      name: String
+  ): DataFrame =
     suppressTable(suppressed, key, timestamp, windowEnd, grace, name)
 
   /** Both `suppress` forms, for Python: `windowEnd`/`grace` null except for windowed tables. */
-  def suppressTable(suppressed: Suppressed, key: Column, timestamp: Column, windowEnd: Column,
-      grace: String, name: String): DataFrame = {
+  def suppressTable(
+      suppressed: Suppressed,
+      key: Column,
+      timestamp: Column,
+      windowEnd: Column,
+      grace: String,
+      name: String
+  ): DataFrame = {
     Option(name).foreach(OperatorIdentity.validateName)
     val plan = SparkShim.logicalPlan(df)
     val named = key != null || timestamp != null || windowEnd != null || grace != null
     (plan, suppressed) match {
       case (a: KStateWindowedAggregate, u: UntilWindowCloses) if !named =>
         if (a.finalResults.isDefined) {
-          throw KStateErrors.unsupportedSuppress("this windowed aggregation is already suppressed until its windows close")
+          throw KStateErrors.unsupportedSuppress(
+            "this windowed aggregation is already suppressed until its windows close"
+          )
         }
         KStateDataFrame.withNode(df, a.copy(finalResults = Some(u)))
       case (_: KStateWindowedAggregate, _: UntilWindowCloses) =>
@@ -142,10 +177,16 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
           "table (e.g. Spark's own windowed aggregation), its key=, window_end=, timestamp= and grace=")
       case (_, u: UntilWindowCloses) =>
         if (key == null || timestamp == null || windowEnd == null || grace == null) {
-          throw KStateErrors.missingColumn(Seq("key" -> key, "timestamp" -> timestamp, "window_end" -> windowEnd,
-            "grace" -> grace).collectFirst { case (n, null) => n }.get,
+          throw KStateErrors.missingColumn(
+            Seq(
+              "key" -> key,
+              "timestamp" -> timestamp,
+              "window_end" -> windowEnd,
+              "grace" -> grace
+            ).collectFirst { case (n, null) => n }.get,
             "until_window_closes on a table that is not a kstate windowed aggregation needs key=, " +
-              "window_end=, timestamp= and grace= (e.g. Spark's window struct's end and its watermark delay)")
+              "window_end=, timestamp= and grace= (e.g. Spark's window struct's end and its watermark delay)"
+          )
         }
         suppressNode(u, Durations.toMillis("grace", grace), key, timestamp, Some(windowEnd), name)
       case (_, u: UntilTimeLimit) =>
@@ -157,24 +198,45 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
           case (a: KStateWindowedAggregate, None, None) =>
             // a window is (key, start); a session is (key, start, end), as Kafka's Windowed key
             val window = Seq(a.keyAttr, a.windowStart) ++ a.tombstoneAttr.map(_ => a.windowEnd)
-            (org.apache.spark.sql.functions.struct(window.map(w => df.col(w.name)): _*),
-              df.col(a.timestampAttr.name))
-          case _ => throw KStateErrors.missingColumn(if (key == null) "key" else "timestamp",
-            "until_time_limit needs the table's key and timestamp columns (key=..., timestamp=...), " +
-              "unless it follows a kstate windowed aggregation directly")
+            (
+              org.apache.spark.sql.functions.struct(window.map(w => df.col(w.name)): _*),
+              df.col(a.timestampAttr.name)
+            )
+          case _ => throw KStateErrors.missingColumn(
+              if (key == null) "key" else "timestamp",
+              "until_time_limit needs the table's key and timestamp columns (key=..., timestamp=...), " +
+                "unless it follows a kstate windowed aggregation directly"
+            )
         }
         suppressNode(u, u.timeLimitMs, k, ts, None, name)
     }
   }
 
-  private def suppressNode(suppressed: Suppressed, limitMs: Long, key: Column, timestamp: Column,
-      windowEnd: Option[Column], name: String): DataFrame = {
+  private def suppressNode(
+      suppressed: Suppressed,
+      limitMs: Long,
+      key: Column,
+      timestamp: Column,
+      windowEnd: Option[Column],
+      name: String
+  ): DataFrame = {
     RunningQuery.register(SparkShim.session(df))
     val keyE = checked("key", key, comparable).expr
     val tsE = checked("timestamp", timestamp, eventTime).expr
     val endE = windowEnd.map(c => checked("window_end", c, eventTime).expr)
-    KStateDataFrame.withNode(df, KStateSuppress(suppressed, limitMs, Option(name), keyE, tsE, endE, order,
-      SparkShim.logicalPlan(df)))
+    KStateDataFrame.withNode(
+      df,
+      KStateSuppress(
+        suppressed,
+        limitMs,
+        Option(name),
+        keyE,
+        tsE,
+        endE,
+        order,
+        SparkShim.logicalPlan(df)
+      )
+    )
   }
 
   private def dedup(
@@ -183,13 +245,17 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
       key: Option[Column],
       id: Option[Column],
       timestamp: Column,
-      name: Option[String]): DataFrame = {
+      name: Option[String]
+  ): DataFrame = {
     name.foreach(OperatorIdentity.validateName)
     RunningQuery.register(SparkShim.session(df))
     val keyE = key.map(c => checked("key", c, comparable).expr)
     val idE = id.map(c => checked("id", c, comparable).expr)
     val tsE = checked("timestamp", timestamp, eventTime).expr
-    KStateDataFrame.withNode(df, KStateDeduplicate(mode, intervalMs, name, keyE, idE, tsE, order, SparkShim.logicalPlan(df)))
+    KStateDataFrame.withNode(
+      df,
+      KStateDeduplicate(mode, intervalMs, name, keyE, idE, tsE, order, SparkShim.logicalPlan(df))
+    )
   }
 
   /**
@@ -214,8 +280,11 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
     val plan = SparkShim.logicalPlan(df)
     val k = tableColumn("key", key, plan, comparable)
     val ts = tableColumn("timestamp", timestamp, plan, eventTime)
-    if (k.exprId == ts.exprId) throw KStateErrors.invalidTableColumn("timestamp", "is the key column: a " +
-      "table needs a key column and a separate event-time column")
+    if (k.exprId == ts.exprId) throw KStateErrors.invalidTableColumn(
+      "timestamp",
+      "is the key column: a " +
+        "table needs a key column and a separate event-time column"
+    )
     val names = plan.output.map(_.name)
     names.groupBy(_.toLowerCase).collectFirst { case (_, ns) if ns.size > 1 => ns.head }.foreach { n =>
       throw KStateErrors.invalidTableColumn("columns", s"include '$n' twice: rename one (withColumnRenamed)")
@@ -224,12 +293,31 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
       throw KStateErrors.invalidTableColumn("columns", s"include '$n': names starting with __kstate_ are kstate's own")
     }
     val values = plan.output.filterNot(a => a.exprId == k.exprId || a.exprId == ts.exprId)
-    if (values.isEmpty) throw KStateErrors.invalidTableColumn("value", "is empty: the DataFrame has only " +
-      "the key and timestamp columns; a table needs at least one value column")
-    val node = KStateTableSource(k, ts, values, Option(versioned), Option(name), order,
-      TableChangeColumns.oldValueAttribute(values), TableChangeColumns.latestAttribute(), plan)
-    new KTable(KStateDataFrame.withNode(df, node), k.name, ts.name, values.map(_.name), Option(versioned),
-      Option(name).getOrElse(node.kind), order)
+    if (values.isEmpty) throw KStateErrors.invalidTableColumn(
+      "value",
+      "is empty: the DataFrame has only " +
+        "the key and timestamp columns; a table needs at least one value column"
+    )
+    val node = KStateTableSource(
+      k,
+      ts,
+      values,
+      Option(versioned),
+      Option(name),
+      order,
+      TableChangeColumns.oldValueAttribute(values),
+      TableChangeColumns.latestAttribute(),
+      plan
+    )
+    new KTable(
+      KStateDataFrame.withNode(df, node),
+      k.name,
+      ts.name,
+      values.map(_.name),
+      Option(versioned),
+      Option(name).getOrElse(node.kind),
+      order
+    )
   }
 
   /**
@@ -248,7 +336,8 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
    *   val enriched = clicks.kstate.join(profiles, col("user"), col("ts"), "left", "10 seconds", "enrich")
    * }}}
    */
-  def join(table: KTable, key: Column, timestamp: Column): DataFrame = join(table, key, timestamp, "inner", null: String, null)
+  def join(table: KTable, key: Column, timestamp: Column): DataFrame =
+    join(table, key, timestamp, "inner", null: String, null)
   def join(table: KTable, key: Column, timestamp: Column, how: String): DataFrame =
     join(table, key, timestamp, how, null: String, null)
   def join(table: KTable, key: Column, timestamp: Column, how: String, grace: JDuration, name: String): DataFrame =
@@ -256,8 +345,14 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
   def join(table: KTable, key: Column, timestamp: Column, how: String, grace: String, name: String): DataFrame =
     streamTableJoin(table, key, timestamp, how, Option(grace).map(g => Durations.toMillis("grace", g)), name)
 
-  private def streamTableJoin(table: KTable, key: Column, timestamp: Column, how: String, graceMs: Option[Long],
-      name: String): DataFrame = {
+  private def streamTableJoin(
+      table: KTable,
+      key: Column,
+      timestamp: Column,
+      how: String,
+      graceMs: Option[Long],
+      name: String
+  ): DataFrame = {
     if (table == null) throw KStateErrors.missingColumn("table", "no table was given")
     val leftJoin = Option(how).map(_.toLowerCase) match {
       case Some("inner") => false
@@ -274,19 +369,35 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
         case e => e
       }
     }
-    val node = KStateStreamTableJoin(leftJoin, graceMs, table.versioning, Option(name), order,
-      plan, resolved("key", key, comparable), resolved("timestamp", timestamp, eventTime), table.spec)
+    val node = KStateStreamTableJoin(
+      leftJoin,
+      graceMs,
+      table.versioning,
+      Option(name),
+      order,
+      plan,
+      resolved("key", key, comparable),
+      resolved("timestamp", timestamp, eventTime),
+      table.spec
+    )
     KStateDataFrame.withNode(df, node)
   }
 
   /** A key or timestamp of a table: resolved and checked as any column, and a column of the DataFrame. */
-  private def tableColumn(role: String, c: Column, plan: LogicalPlan,
-      typeCheck: (String, DataType) => Unit): Attribute = {
+  private def tableColumn(
+      role: String,
+      c: Column,
+      plan: LogicalPlan,
+      typeCheck: (String, DataType) => Unit
+  ): Attribute = {
     checked(role, c, typeCheck)
     SparkShim.logicalPlan(df.select(c)).expressions.head match {
       case a: Attribute if plan.outputSet.contains(a) => a
-      case e => throw KStateErrors.invalidTableColumn(role, s"must be a column of the DataFrame, got " +
-        s"${e.sql}: add it with withColumn first")
+      case e => throw KStateErrors.invalidTableColumn(
+          role,
+          s"must be a column of the DataFrame, got " +
+            s"${e.sql}: add it with withColumn first"
+        )
     }
   }
 
@@ -310,18 +421,27 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
    * Resolves `c` against the DataFrame now, so a bad column fails at construction; returns its
    * (unresolved) expression for the plan and its resolved type.
    */
-  private[kstate] def checked(role: String, c: Column, typeCheck: (String, DataType) => Unit): KStateDataFrame.Checked = {
+  private[kstate] def checked(
+      role: String,
+      c: Column,
+      typeCheck: (String, DataType) => Unit
+  ): KStateDataFrame.Checked = {
     if (c == null) throw KStateErrors.missingColumn(role, "no column was given")
-    val resolved = try SparkShim.logicalPlan(df.select(c)) catch {
-      case e: AnalysisException => throw KStateErrors.missingColumn(role, e.getMessage)
-    }
+    val resolved =
+      try SparkShim.logicalPlan(df.select(c))
+      catch {
+        case e: AnalysisException => throw KStateErrors.missingColumn(role, e.getMessage)
+      }
     val expr = resolved.expressions.head
     if (!expr.deterministic) throw KStateErrors.nonDeterministic(role, expr.sql)
     ExpressionLineage.nonDeterministicDependency(expr, resolved).foreach { d =>
       throw KStateErrors.nonDeterministicColumn(role, d.column, d.expr.sql)
     }
     typeCheck(role, expr.dataType)
-    val name = expr match { case n: NamedExpression => n.name case _ => role }
+    val name = expr match {
+      case n: NamedExpression => n.name
+      case _ => role
+    }
     KStateDataFrame.Checked(SparkShim.expression(df, c), expr.dataType, name)
   }
 }
@@ -331,8 +451,13 @@ final class KStateDataFrame(df: DataFrame, order: Option[ProcessingOrder]) {
  * created by [[KStateDataFrame.windowedBy]].
  */
 final class KStateWindowedStream private[kstate] (
-    df: DataFrame, windows: Windows, keyArg: KStateDataFrame.Checked, timestamp: Expression,
-    timestampType: DataType, order: Option[ProcessingOrder]) {
+    df: DataFrame,
+    windows: Windows,
+    keyArg: KStateDataFrame.Checked,
+    timestamp: Expression,
+    timestampType: DataType,
+    order: Option[ProcessingOrder]
+) {
   private def key: Expression = keyArg.expr
 
   /** Window bounds and result timestamps: TIMESTAMP for timestamp columns, else epoch ms. */
@@ -347,8 +472,10 @@ final class KStateWindowedStream private[kstate] (
    * propagates (docs/windows.md, "Chaining"), so no `withWatermark` is needed (or allowed) after it.
    */
   private def windowEndMetadata: Metadata =
-    if (boundType != LongType &&
-        SparkShim.logicalPlan(df).output.exists(_.metadata.contains(EventTimeWatermark.delayKey))) {
+    if (
+      boundType != LongType &&
+      SparkShim.logicalPlan(df).output.exists(_.metadata.contains(EventTimeWatermark.delayKey))
+    ) {
       new MetadataBuilder().putLong(EventTimeWatermark.delayKey, 0L).build()
     } else Metadata.empty
 
@@ -378,15 +505,19 @@ final class KStateWindowedStream private[kstate] (
    * merged into a larger session), with null aggregates.
    */
   def agg(first: Column, rest: Column*): DataFrame = aggregate(first +: rest, null)
+
   /** [[agg]] with an operator name (recorded in the checkpoint), for Python. */
   def aggregate(columns: Seq[Column], name: String): DataFrame = {
     Option(name).foreach(OperatorIdentity.validateName)
     if (columns.isEmpty) throw KStateErrors.unsupportedAggregate("", "no aggregate column was given")
-    val analyzed = try SparkShim.logicalPlan(df.groupBy().agg(columns.head, columns.tail: _*)) catch {
-      case e: AnalysisException => throw KStateErrors.unsupportedAggregate(columns.mkString(", "), e.getMessage)
-    }
+    val analyzed =
+      try SparkShim.logicalPlan(df.groupBy().agg(columns.head, columns.tail: _*))
+      catch {
+        case e: AnalysisException => throw KStateErrors.unsupportedAggregate(columns.mkString(", "), e.getMessage)
+      }
     val aggregates = analyzed.collectFirst { case a: Aggregate => a.aggregateExpressions }.getOrElse(
-      throw KStateErrors.internal(s"no Aggregate in the analysed plan of the aggregate columns: $analyzed"))
+      throw KStateErrors.internal(s"no Aggregate in the analysed plan of the aggregate columns: $analyzed")
+    )
     val spec = AggregateSpec.of(aggregates)
     val keyName = keyArg.name
     val sessions = windows.isInstanceOf[SessionWindows]
@@ -394,19 +525,31 @@ final class KStateWindowedStream private[kstate] (
       (if (sessions) Seq("tombstone") else Nil)
     names.groupBy(_.toLowerCase).collectFirst { case (_, ns) if ns.size > 1 => ns.head }
       .foreach(n => throw KStateErrors.duplicateOutputColumn(n, names))
-    KStateDataFrame.withNode(df, KStateWindowedAggregate(
-      windows, Option(name), key, timestamp,
-      spec.bufferAttributes, spec.initialValues, spec.updateExpressions, spec.inputBufferAttributes,
-      spec.mergeExpressions, spec.results.map(_._2),
-      finalResults = None,
-      AttributeReference(keyName, keyArg.dataType, nullable = false)(),
-      AttributeReference("window_start", boundType, nullable = false)(),
-      AttributeReference("window_end", boundType, nullable = false, windowEndMetadata)(),
-      // a session's tombstone row has null aggregates
-      spec.results.map { case (n, e) => AttributeReference(n, e.dataType, e.nullable || sessions)() },
-      AttributeReference("timestamp", boundType, nullable = false)(),
-      if (sessions) Some(AttributeReference("tombstone", BooleanType, nullable = false)()) else None,
-      order, SparkShim.logicalPlan(df)))
+    KStateDataFrame.withNode(
+      df,
+      KStateWindowedAggregate(
+        windows,
+        Option(name),
+        key,
+        timestamp,
+        spec.bufferAttributes,
+        spec.initialValues,
+        spec.updateExpressions,
+        spec.inputBufferAttributes,
+        spec.mergeExpressions,
+        spec.results.map(_._2),
+        finalResults = None,
+        AttributeReference(keyName, keyArg.dataType, nullable = false)(),
+        AttributeReference("window_start", boundType, nullable = false)(),
+        AttributeReference("window_end", boundType, nullable = false, windowEndMetadata)(),
+        // a session's tombstone row has null aggregates
+        spec.results.map { case (n, e) => AttributeReference(n, e.dataType, e.nullable || sessions)() },
+        AttributeReference("timestamp", boundType, nullable = false)(),
+        if (sessions) Some(AttributeReference("tombstone", BooleanType, nullable = false)()) else None,
+        order,
+        SparkShim.logicalPlan(df)
+      )
+    )
   }
 
   /**
@@ -423,15 +566,24 @@ final class KStateWindowedStream private[kstate] (
       case s: SlidingWindows => throw KStateErrors.unsupportedWindowsForDistinct(s.describe)
       case _ =>
     }
-    KStateDataFrame.withNode(df, KStateWindowedDistinct(
-      windows, Option(name), key, timestamp,
-      AttributeReference("window_start", boundType, nullable = false)(),
-      AttributeReference("window_end", boundType, nullable = false)(),
-      order, SparkShim.logicalPlan(df)))
+    KStateDataFrame.withNode(
+      df,
+      KStateWindowedDistinct(
+        windows,
+        Option(name),
+        key,
+        timestamp,
+        AttributeReference("window_start", boundType, nullable = false)(),
+        AttributeReference("window_end", boundType, nullable = false)(),
+        order,
+        SparkShim.logicalPlan(df)
+      )
+    )
   }
 }
 
 object KStateDataFrame {
+
   /** A checked argument: its expression for the plan and its resolved type. */
   private[kstate] final case class Checked(expr: Expression, dataType: DataType, name: String)
 

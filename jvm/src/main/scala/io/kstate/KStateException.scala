@@ -31,9 +31,9 @@ import org.apache.spark.{ErrorClassesJsonReader, SparkThrowable}
 final class KStateException(
     condition: String,
     parameters: Map[String, String],
-    cause: Throwable)
-  extends IllegalArgumentException(KStateException.render(condition, parameters), cause)
-  with SparkThrowable {
+    cause: Throwable
+) extends IllegalArgumentException(KStateException.render(condition, parameters), cause)
+    with SparkThrowable {
 
   override def getCondition: String = condition
 
@@ -50,6 +50,7 @@ final class KStateException(
 }
 
 object KStateException {
+
   /** Where the conditions file is in the jar (build.sbt copies it from the Python package). */
   val ConditionsResource: String = "io/kstate/error-conditions.json"
 

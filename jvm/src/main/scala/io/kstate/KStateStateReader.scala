@@ -32,6 +32,7 @@ import org.apache.spark.sql.kstate.reader.{OperatorSelector, StateReader}
  *  - Lazy and repeatable: each action reads the files again.
  */
 object KStateStateReader {
+
   /** The store every kstate operator keeps its state in. */
   val DefaultStoreName: String = org.apache.spark.sql.kstate.reader.StateReadTarget.DefaultStoreName
 
@@ -44,9 +45,15 @@ object KStateStateReader {
       checkpointLocation: String,
       operatorName: String,
       batchId: Option[Long] = None,
-      storeName: String = DefaultStoreName): DataFrame =
-    StateReader.read(spark, checkpointLocation, OperatorSelector.ByName(operatorName), batchId,
-      storeName)
+      storeName: String = DefaultStoreName
+  ): DataFrame =
+    StateReader.read(
+      spark,
+      checkpointLocation,
+      OperatorSelector.ByName(operatorName),
+      batchId,
+      storeName
+    )
 
   /**
    * Reads the state of the kstate operator with Spark operator id `operatorId`, as listed by
@@ -57,7 +64,13 @@ object KStateStateReader {
       checkpointLocation: String,
       operatorId: Long,
       batchId: Option[Long] = None,
-      storeName: String = DefaultStoreName): DataFrame =
-    StateReader.read(spark, checkpointLocation, OperatorSelector.ById(operatorId), batchId,
-      storeName)
+      storeName: String = DefaultStoreName
+  ): DataFrame =
+    StateReader.read(
+      spark,
+      checkpointLocation,
+      OperatorSelector.ById(operatorId),
+      batchId,
+      storeName
+    )
 }

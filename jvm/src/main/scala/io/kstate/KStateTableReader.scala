@@ -32,9 +32,14 @@ import org.apache.spark.sql.kstate.reader.TableReader
  *    files again (a version older than the retained batches fails then).
  */
 object KStateTableReader {
+
   /** The table as of `asOfMs` (epoch ms), or its latest values (None). */
-  def readTable(spark: SparkSession, checkpointLocation: String, name: String,
-      asOfMs: Option[Long] = None): DataFrame =
+  def readTable(
+      spark: SparkSession,
+      checkpointLocation: String,
+      name: String,
+      asOfMs: Option[Long] = None
+  ): DataFrame =
     TableReader.read(spark, checkpointLocation, name, asOfMs)
 
   /** The table as of an instant. */

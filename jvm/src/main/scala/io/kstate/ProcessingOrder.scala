@@ -1,6 +1,5 @@
 package io.kstate
 
-
 /**
  * The order in which a kstate operator processes the records one state partition receives in
  * one micro-batch (or, for a static DataFrame, in the whole input). Kafka Streams has a single

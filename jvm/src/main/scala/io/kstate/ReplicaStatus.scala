@@ -11,6 +11,7 @@ import org.apache.spark.sql.kstate.replica.ReplicaCoordinator
  * 0) or has not planned a micro-batch with them yet.
  */
 object ReplicaStatus {
+
   /** The table as JSON (see `ReplicaCoordinator.statusJson`); needs kstate's plugin. */
   def json(queryId: String): String =
     ReplicaCoordinator.current.map(_.statusJson(queryId))

@@ -10,7 +10,16 @@ import io.kstate.testing.KStateSparkSuite
 import org.apache.spark.sql.{DataFrame, Encoders, Row, SQLContext}
 import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
 import org.apache.spark.sql.functions.{col, count, struct}
-import org.apache.spark.sql.streaming.{OutputMode, StatefulProcessor, StreamingQuery, StreamingQueryException, TimeMode, TimerValues, TTLConfig, ValueState}
+import org.apache.spark.sql.streaming.{
+  OutputMode,
+  StatefulProcessor,
+  StreamingQuery,
+  StreamingQueryException,
+  TimeMode,
+  TimerValues,
+  TTLConfig,
+  ValueState
+}
 
 /** Wiring of the dedup operator into micro-batch queries: state, restart, metrics, plan rules. */
 class DeduplicateStreamingSuite extends KStateSparkSuite {
@@ -44,8 +53,12 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
     } finally q.stop()
   }
 
-  private val example1 = Seq(Seq(("k", 20000L, 1)), Seq(("k", 25000L, 2)), Seq(("k", 11000L, 3)),
-    Seq(("k", 9000L, 4)))
+  private val example1 = Seq(
+    Seq(("k", 20000L, 1)),
+    Seq(("k", 25000L, 2)),
+    Seq(("k", 11000L, 3)),
+    Seq(("k", 9000L, 4))
+  )
 
   test("KIP-655 Example 1 across micro-batches: late record forwarded only without duplicate") {
     val (out, q) = runAll(example1, byKey("10 seconds"))
@@ -56,10 +69,15 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
 
   test("standby replicas without kstate's plugin, or a bad replica setting: named errors at the first micro-batch") {
     val standbys = "spark.kstate.standbyReplicas"
-    for ((key, value, errorClass) <- Seq((standbys, "1", "KSTATE_STANDBY_REPLICAS_NEED_PLUGIN"),
-        (standbys, "-1", "KSTATE_INVALID_STANDBY_REPLICAS"), (standbys, "one", "KSTATE_INVALID_STANDBY_REPLICAS"),
+    for (
+      (key, value, errorClass) <- Seq(
+        (standbys, "1", "KSTATE_STANDBY_REPLICAS_NEED_PLUGIN"),
+        (standbys, "-1", "KSTATE_INVALID_STANDBY_REPLICAS"),
+        (standbys, "one", "KSTATE_INVALID_STANDBY_REPLICAS"),
         ("spark.kstate.maxWarmupReplicas", "-1", "KSTATE_INVALID_REPLICA_SETTING"),
-        ("spark.kstate.acceptableRecoveryLag", "1 batch", "KSTATE_INVALID_REPLICA_SETTING"))) {
+        ("spark.kstate.acceptableRecoveryLag", "1 batch", "KSTATE_INVALID_REPLICA_SETTING")
+      )
+    ) {
       spark.conf.set(key, value)
       try {
         val in = input()
@@ -78,19 +96,27 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
     try {
       val (out, _) = runAll(
         Seq(Seq(("k1", 10000L, 1)), Seq(("k2", 21000L, 2)), Seq(("k1", 9000L, 3))),
-        byKey("10 seconds"))
+        byKey("10 seconds")
+      )
       assert(out === Seq(1, 2, 3))
       // Example 2: with k2 at 20 s, k1@10 s is still stored, so k1@9 s is a duplicate.
       val (out2, _) = runAll(
         Seq(Seq(("k1", 10000L, 1)), Seq(("k2", 20000L, 2)), Seq(("k1", 9000L, 3))),
-        byKey("10 seconds"))
+        byKey("10 seconds")
+      )
       assert(out2 === Seq(1, 2))
     } finally spark.conf.set("spark.sql.shuffle.partitions", "3")
   }
 
   test("stream time is per state partition and persists across micro-batches and restarts") {
-    val batches = Seq(Seq(("a", 100000L, 1)), Seq(("a", 105000L, 2)), Seq(("a", 80000L, 3)),
-      Seq(("a", 116000L, 4)), Seq(("a", 95000L, 5)), Seq(("a", 126000L, 6)))
+    val batches = Seq(
+      Seq(("a", 100000L, 1)),
+      Seq(("a", 105000L, 2)),
+      Seq(("a", 80000L, 3)),
+      Seq(("a", 116000L, 4)),
+      Seq(("a", 95000L, 5)),
+      Seq(("a", 126000L, 6))
+    )
     val (uninterrupted, _) = runAll(batches, byKey("10 seconds"))
     // a@126 is exactly 10 s after the stored a@116: a duplicate (inclusive bound).
     assert(uninterrupted === Seq(1, 3, 4, 5))
@@ -138,7 +164,9 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
       in.addData(("k", 2000L, 2))
       val e = intercept[StreamingQueryException](q2.processAllAvailable())
       assert(e.getMessage.contains("KSTATE_OPERATOR_CONFIG_CHANGED"), e.getMessage)
-      assert(e.getMessage.contains("stateStoreProvider=" + classOf[org.apache.spark.sql.kstate.OtherRocksDBProvider].getName))
+      assert(
+        e.getMessage.contains("stateStoreProvider=" + classOf[org.apache.spark.sql.kstate.OtherRocksDBProvider].getName)
+      )
       q2.stop()
     } finally spark.conf.unset(KStateConf.StateStoreProvider.key)
   }
@@ -167,8 +195,11 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
       q1.stop()
       val op = operatorDir(ckpt)
       val name = "2.kstate.changelog" // written by micro-batch 1 in both partitions
-      java.nio.file.Files.copy(new java.io.File(op, s"1/$name").toPath, new java.io.File(op, s"0/$name").toPath,
-        java.nio.file.StandardCopyOption.REPLACE_EXISTING)
+      java.nio.file.Files.copy(
+        new java.io.File(op, s"1/$name").toPath,
+        new java.io.File(op, s"0/$name").toPath,
+        java.nio.file.StandardCopyOption.REPLACE_EXISTING
+      )
 
       val q2 = start(byKey("10 seconds")(frame(in)), ckpt)
       in.addData((a, 3000L, 5), (b, 31000L, 6))
@@ -177,8 +208,11 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
       val k = kstateCause(e).getOrElse(fail("no KStateException in the cause chain", e))
       info(k.getMessage)
       assert(k.errorClass === "KSTATE_STATE_FILE_CORRUPT")
-      assert(k.getMessage.contains(s"0/$name") && k.getMessage.contains("partition 0") &&
-        k.getMessage.contains("partition 1"), k.getMessage)
+      assert(
+        k.getMessage.contains(s"0/$name") && k.getMessage.contains("partition 0") &&
+          k.getMessage.contains("partition 1"),
+        k.getMessage
+      )
     } finally spark.conf.set("spark.sql.shuffle.partitions", "3")
   }
 
@@ -215,8 +249,10 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
       intercept[StreamingQueryException](q1.processAllAvailable())
       q1.stop()
       val partition = new java.io.File(operatorDir(ckpt), "0")
-      assert(partition.isDirectory && !partition.list().exists(_.endsWith(".kstate.changelog")),
-        partition.list().toSeq)
+      assert(
+        partition.isDirectory && !partition.list().exists(_.endsWith(".kstate.changelog")),
+        partition.list().toSeq
+      )
       // a failed first batch without its configuration record (e.g. it failed before recording)
       assert(new java.io.File(operatorDir(ckpt), "_kstate/operator.properties").delete())
 
@@ -226,7 +262,8 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
       q2.stop()
       assert(seqs(q2) === Seq(1, 2)) // batch 0 re-runs: boom@1 s and k@2 s; k@3 s is a duplicate
       val recorded = scala.io.Source.fromFile(new java.io.File(operatorDir(ckpt), "_kstate/operator.properties"))
-      try assert(recorded.mkString.contains("intervalMs=20000")) finally recorded.close()
+      try assert(recorded.mkString.contains("intervalMs=20000"))
+      finally recorded.close()
     } finally spark.conf.set("spark.sql.shuffle.partitions", "3")
   }
 
@@ -242,8 +279,14 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
   test("metrics: duplicates, late records, null keys, stored entries in progress customMetrics") {
     val in = input()
     val q = start(byKey("10 seconds")(frame(in)), tempDir("ckpt"))
-    in.addData(("k", 20000L, 1), ("k", 25000L, 2), ("k", 11000L, 3), ("k", 9000L, 4),
-      (null, 30000L, 5), ("j", 30000L, 6))
+    in.addData(
+      ("k", 20000L, 1),
+      ("k", 25000L, 2),
+      ("k", 11000L, 3),
+      ("k", 9000L, 4),
+      (null, 30000L, 5),
+      ("j", 30000L, 6)
+    )
     q.processAllAvailable()
     val op = q.lastProgress.stateOperators.head
     val m = op.customMetrics.asScala.map { case (k, v) => k -> v.longValue() }
@@ -309,8 +352,10 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
   test("kstate and Spark's own stateful operators in one query, with a different query-wide provider") {
     val provider = "spark.sql.streaming.stateStore.providerClass"
     val old = spark.conf.getOption(provider)
-    spark.conf.set(provider,
-      "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider")
+    spark.conf.set(
+      provider,
+      "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+    )
     try {
       val in = input()
       val counted = byKey("10 seconds")(frame(in)).groupBy("k").agg(count("*").as("n"))
@@ -327,15 +372,17 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
         Set("kstate_deduplicate_by_key", "stateStoreSave"))
       q.stop()
     } finally old match {
-      case Some(v) => spark.conf.set(provider, v)
-      case None => spark.conf.unset(provider)
-    }
+        case Some(v) => spark.conf.set(provider, v)
+        case None => spark.conf.unset(provider)
+      }
   }
 
   test("kstate dedup upstream of transformWithState in one query") {
     val provider = "spark.sql.streaming.stateStore.providerClass"
-    spark.conf.set(provider,
-      "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+    spark.conf.set(
+      provider,
+      "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+    )
     try {
       val session = spark; import session.implicits._
       val in = input()
@@ -410,14 +457,19 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
     val stateDirs = new java.io.File(ckpt, "state").list().toSet
     assert(stateDirs === Set(org.apache.spark.sql.kstate.planning.OperatorIdentity.operatorId("clicks").toString))
     val recorded = scala.io.Source.fromFile(
-      new java.io.File(ckpt, s"state/${stateDirs.head}/_kstate/operator.properties")).mkString
+      new java.io.File(ckpt, s"state/${stateDirs.head}/_kstate/operator.properties")
+    ).mkString
     assert(recorded.contains("name=clicks") && recorded.contains("intervalMs=10000"))
   }
 
   test("floating point keys: -0.0 equals 0.0 and NaN equals NaN, as in Spark's grouping") {
     val s = spark; import s.implicits._
-    val df = Seq((0.0d, 1000L, 1), (-0.0d, 2000L, 2), (Double.NaN, 1000L, 3),
-      (java.lang.Double.longBitsToDouble(0x7ff8000000000001L), 2000L, 4)).toDF("k", "ts", "seq")
+    val df = Seq(
+      (0.0d, 1000L, 1),
+      (-0.0d, 2000L, 2),
+      (Double.NaN, 1000L, 3),
+      (java.lang.Double.longBitsToDouble(0x7ff8000000000001L), 2000L, 4)
+    ).toDF("k", "ts", "seq")
       .coalesce(1)
     val out = df.kstate.deduplicateByKey("10 seconds", col("k"), col("ts"))
     assert(out.collect().map(_.getAs[Int]("seq")).sorted.toSeq === Seq(1, 3))
@@ -457,7 +509,7 @@ class CountingProcessor extends StatefulProcessor[String, (String, Int), (String
   override def init(outputMode: OutputMode, timeMode: TimeMode): Unit =
     seen = getHandle.getValueState[Long]("seen", Encoders.scalaLong, TTLConfig.NONE)
   override def handleInputRows(key: String, rows: Iterator[(String, Int)], timerValues: TimerValues)
-    : Iterator[(String, Long)] = {
+      : Iterator[(String, Long)] = {
     val n = (if (seen.exists()) seen.get() else 0L) + rows.size
     seen.update(n)
     Iterator((key, n))

@@ -35,7 +35,8 @@ class KStateStateReaderSuite extends KStateSparkSuite {
     spark.conf.set(KStateConf.StateStoreProvider.key, provider)
     try {
       val q = df.writeStream.format("noop").option("checkpointLocation", ckpt).start()
-      try batches.foreach { b => in.addData(b); q.processAllAvailable() } finally q.stop()
+      try batches.foreach { b => in.addData(b); q.processAllAvailable() }
+      finally q.stop()
     } finally spark.conf.unset(KStateConf.StateStoreProvider.key)
     ckpt
   }
@@ -82,8 +83,11 @@ class KStateStateReaderSuite extends KStateSparkSuite {
     val ckpt = dedupCheckpoint(batches, KStateConf.StateStoreProvider.default)
     val id = org.apache.spark.sql.kstate.planning.OperatorIdentity.operatorId("deduplicate_by_key-0")
     val op = new File(ckpt, s"state/$id")
-    java.nio.file.Files.copy(new File(op, "1/2.kstate.changelog").toPath,
-      new File(op, "0/2.kstate.changelog").toPath, java.nio.file.StandardCopyOption.REPLACE_EXISTING)
+    java.nio.file.Files.copy(
+      new File(op, "1/2.kstate.changelog").toPath,
+      new File(op, "0/2.kstate.changelog").toPath,
+      java.nio.file.StandardCopyOption.REPLACE_EXISTING
+    )
     val e = intercept[Exception](KStateStateReader.readState(spark, ckpt, "deduplicate_by_key-0").collect())
     val k = Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null)
       .collectFirst { case k: KStateException => k }.getOrElse(fail("no KStateException", e))
@@ -123,9 +127,19 @@ class TrackedKStateProvider extends KStateStoreProvider {
       storeConfs: StateStoreConf,
       hadoopConf: org.apache.hadoop.conf.Configuration,
       useMultipleValuesPerKey: Boolean,
-      stateSchemaProvider: Option[StateSchemaProvider]): Unit = {
-    super.init(stateStoreId, keySchema, valueSchema, keyStateEncoderSpec, useColumnFamilies,
-      storeConfs, hadoopConf, useMultipleValuesPerKey, stateSchemaProvider)
+      stateSchemaProvider: Option[StateSchemaProvider]
+  ): Unit = {
+    super.init(
+      stateStoreId,
+      keySchema,
+      valueSchema,
+      keyStateEncoderSpec,
+      useColumnFamilies,
+      storeConfs,
+      hadoopConf,
+      useMultipleValuesPerKey,
+      stateSchemaProvider
+    )
     TrackedKStateProvider.all.add(this)
   }
 

@@ -51,7 +51,9 @@ class KafkaStreamsDifferentialSuite extends KStateSparkSuite {
     batches.map { b =>
       val last = b.groupBy(o => (o.key, o.start, o.end)).map { case (_, os) => os.last }.toSeq
       val kept = last.filter(o => o.value.isDefined || table.contains((o.key, o.start, o.end)))
-      kept.foreach(o => if (o.value.isDefined) table += ((o.key, o.start, o.end)) else table -= ((o.key, o.start, o.end)))
+      kept.foreach(o =>
+        if (o.value.isDefined) table += ((o.key, o.start, o.end)) else table -= ((o.key, o.start, o.end))
+      )
       kept.sorted
     }
   }
@@ -78,7 +80,9 @@ class KafkaStreamsDifferentialSuite extends KStateSparkSuite {
     }
     val last = kafka.zipWithIndex.flatMap { case (b, i) => b.map(o => (o, i)) }
       .groupBy { case (o, _) => (o.key, o.start, o.end) }.map { case (_, os) => os.last }
-    val moved = last.toSeq.flatMap { case (o, i) => (i until closes.length).find(j => closes(j) > o.end).map(j => (j, o)) }
+    val moved = last.toSeq.flatMap { case (o, i) =>
+      (i until closes.length).find(j => closes(j) > o.end).map(j => (j, o))
+    }
     kafka.indices.map(j => moved.filter(_._1 == j).map(_._2).sorted)
   }
 
@@ -104,9 +108,13 @@ class KafkaStreamsDifferentialSuite extends KStateSparkSuite {
   private val value: Gen[Option[Long]] = Gen.frequency(1 -> Gen.const(None), 6 -> Gen.choose(0L, 9L).map(Some(_)))
 
   /** `n` records: time mostly moves forward, some records are behind (some far behind). */
-  private def records(n: Int): Gen[Seq[Ev]] = Gen.listOfN(n, for {
-    k <- key; v <- value; step <- Gen.frequency(6 -> Gen.choose(0L, 4L), 2 -> Gen.choose(-6L, -1L), 1 -> Gen.choose(-20L, -7L))
-  } yield (k, v, step)).map { steps =>
+  private def records(n: Int): Gen[Seq[Ev]] = Gen.listOfN(
+    n,
+    for {
+      k <- key; v <- value;
+      step <- Gen.frequency(6 -> Gen.choose(0L, 4L), 2 -> Gen.choose(-6L, -1L), 1 -> Gen.choose(-20L, -7L))
+    } yield (k, v, step)
+  ).map { steps =>
     var t = 20L
     steps.map { case (k, v, step) =>
       val ts = math.max(0L, t + step)
@@ -175,34 +183,40 @@ class KafkaStreamsDifferentialSuite extends KStateSparkSuite {
 
   // ---- sliding windows --------------------------------------------------------------------
 
-  for (s <- Seq(false, true)) test(s"sliding windows (count), suppressed=$s: as Kafka outside the documented differences") {
-    var compared = 0
-    var seed = 0L
-    while (compared < Examples) {
-      seed += 1
-      val d = sample(Gen.choose(1L, 5L), seed)
-      val grace = sample(Gen.choose(0L, 6L), seed + 100)
-      val in = inputs(seed + 20)
-      if (outsideSlidingDifferences(d, grace, in)) {
-        val c = SlidingCount(d, grace, s)
-        // Kafka's sliding aggregation drops records with a null value; kstate has no record value
-        compare(c, in.map(_.filter(_.value.isDefined)), kafkaIn = in)
-        compared += 1
+  for (s <- Seq(false, true))
+    test(s"sliding windows (count), suppressed=$s: as Kafka outside the documented differences") {
+      var compared = 0
+      var seed = 0L
+      while (compared < Examples) {
+        seed += 1
+        val d = sample(Gen.choose(1L, 5L), seed)
+        val grace = sample(Gen.choose(0L, 6L), seed + 100)
+        val in = inputs(seed + 20)
+        if (outsideSlidingDifferences(d, grace, in)) {
+          val c = SlidingCount(d, grace, s)
+          // Kafka's sliding aggregation drops records with a null value; kstate has no record value
+          compare(c, in.map(_.filter(_.value.isDefined)), kafkaIn = in)
+          compared += 1
+        }
       }
     }
-  }
 
   // The documented differences (docs/windows.md, "Differences from Kafka Streams"): Kafka's
   // output and kstate's, each asserted exactly.
 
-  test("sliding difference (a): a record whose own left window is closed still counts in the windows it is on time for") {
+  test(
+    "sliding difference (a): a record whose own left window is closed still counts in the windows it is on time for"
+  ) {
     val c = SlidingCount(5, 0, suppressed = false)
     val in = Seq(Seq(e("b", 16), e("a", 14), e("a", 16)))
     // Kafka: a@14 joins no window (its left window [9,14] is closed), and a@16's left window is
     // built from existing windows, which miss it
     assert(lastUpdates(KafkaOracle.run(c, in).batches) === Seq(Seq(w("a", 11, 16, 1), w("b", 11, 16, 1))))
     // kstate (KIP-450's definition): [11,16] holds a@14 and a@16, a@14's right window holds a@16
-    assert(kstate.run(c, in).batches.map(_.sorted) === Seq(Seq(w("a", 11, 16, 2), w("a", 15, 20, 1), w("b", 11, 16, 1))))
+    assert(kstate.run(
+      c,
+      in
+    ).batches.map(_.sorted) === Seq(Seq(w("a", 11, 16, 2), w("a", 15, 20, 1), w("b", 11, 16, 1))))
   }
 
   test("sliding difference (b): a key's windows do not expire by another key's window start") {
@@ -221,8 +235,11 @@ class KafkaStreamsDifferentialSuite extends KStateSparkSuite {
     val in = Seq(Seq(e("a", 10)), Seq(e("a", 7)), Seq(e("b", 20)))
     // Kafka's suppress emits [5,10] at stream time 10 (end <= stream time - grace), then a@7
     // (on time: its windows end at or after 10) updates it and it is emitted again
-    assert(KafkaOracle.run(c, in).batches === Seq(Seq(w("a", 5, 10, 1)), Seq(w("a", 5, 10, 2)),
-      Seq(w("a", 8, 13, 1), w("b", 15, 20, 1))))
+    assert(KafkaOracle.run(c, in).batches === Seq(
+      Seq(w("a", 5, 10, 1)),
+      Seq(w("a", 5, 10, 2)),
+      Seq(w("a", 8, 13, 1), w("b", 15, 20, 1))
+    ))
     // kstate emits a window once its end < stream time - grace: once, final
     assert(kstate.run(c, in).batches.map(_.sorted) === Seq(Nil, Nil, Seq(w("a", 5, 10, 2), w("a", 8, 13, 1))))
   }

@@ -33,12 +33,14 @@ class LayeringSuite extends AnyFunSuite {
     DescribedPredicate.describe[JavaClass](description, (c: JavaClass) => files(sourceFile(c)))
 
   test("the classes were found") {
-    assert(classes.contain(classOf[KStateDataFrame]) && classes.contain(classOf[org.apache.spark.sql.kstate.planning.KStateStrategy]))
+    assert(classes.contain(classOf[KStateDataFrame]) && classes.contain(
+      classOf[org.apache.spark.sql.kstate.planning.KStateStrategy]
+    ))
   }
 
   test("public classes depend on no kstate internals, except the entry points") {
     noClasses().that(resideInAPackage("io.kstate..")
-        .and(DescribedPredicate.not(fromFiles("are entry points", LayeringSuite.EntryPoints))))
+      .and(DescribedPredicate.not(fromFiles("are entry points", LayeringSuite.EntryPoints))))
       .should().dependOnClassesThat(resideInAPackage("org.apache.spark.sql.kstate.."))
       .because("the public API must not expose or need kstate's internals (docs/contributing.md)")
       .check(classes)
@@ -46,7 +48,10 @@ class LayeringSuite extends AnyFunSuite {
 
   test("internal classes depend on no entry point of the public API") {
     noClasses().that(resideInAPackage("org.apache.spark.sql.kstate.."))
-      .should().dependOnClassesThat(resideInAPackage("io.kstate..").and(fromFiles("are entry points", LayeringSuite.EntryPoints)))
+      .should().dependOnClassesThat(resideInAPackage("io.kstate..").and(fromFiles(
+        "are entry points",
+        LayeringSuite.EntryPoints
+      )))
       .because("the internals are used by the entry points, never the other way round (docs/contributing.md)")
       .check(classes)
   }
@@ -70,6 +75,7 @@ class LayeringSuite extends AnyFunSuite {
 }
 
 object LayeringSuite {
+
   /**
    * Public files that may use internals: they build kstate's plans (`KStateDataFrame`), install
    * its rules (`KStateExtensions`), read its state (`KStateStateReader`), give the internal
@@ -80,8 +86,20 @@ object LayeringSuite {
    * or rescale a checkpoint's state (`KStateRepartition`).
    */
   val EntryPoints: Set[String] =
-    Set("KStateDataFrame.scala", "KStateExtensions.scala", "KStateStateReader.scala", "KStateTableReader.scala", "KStateStoreProvider.scala",
-      "KTable.scala", "KGroupedTable.scala", "KStatePlugin.scala", "ReplicaStatus.scala",
-      "KStateConnectPlugin.scala", "KStateRelationPlugin.scala", "KStateConnectPlanner.scala", "KStateRepartition.scala")
+    Set(
+      "KStateDataFrame.scala",
+      "KStateExtensions.scala",
+      "KStateStateReader.scala",
+      "KStateTableReader.scala",
+      "KStateStoreProvider.scala",
+      "KTable.scala",
+      "KGroupedTable.scala",
+      "KStatePlugin.scala",
+      "ReplicaStatus.scala",
+      "KStateConnectPlugin.scala",
+      "KStateRelationPlugin.scala",
+      "KStateConnectPlanner.scala",
+      "KStateRepartition.scala"
+    )
 
 }

@@ -21,13 +21,16 @@ class MaintenanceStreamingSuite extends KStateSparkSuite {
   // Spark's maintenance task is one per JVM, started with the interval of the first store
   // loaded: stop the one an earlier suite started, so this suite's interval applies.
   override def beforeAll(): Unit = { StateStore.stop(); super.beforeAll() }
-  override def afterAll(): Unit = try super.afterAll() finally StateStore.stop()
+  override def afterAll(): Unit =
+    try super.afterAll()
+    finally StateStore.stop()
 
   override protected def extraConf: Map[String, String] = Map(
     "spark.sql.shuffle.partitions" -> "2",
     "spark.sql.streaming.stateStore.maintenanceInterval" -> "100ms",
     "spark.sql.streaming.stateStore.minDeltasForSnapshot" -> "2",
-    "spark.sql.streaming.minBatchesToRetain" -> "2")
+    "spark.sql.streaming.minBatchesToRetain" -> "2"
+  )
 
   private def eventually(what: => String)(cond: => Boolean): Unit = {
     val deadline = System.nanoTime() + 60L * 1000 * 1000 * 1000
@@ -42,8 +45,11 @@ class MaintenanceStreamingSuite extends KStateSparkSuite {
     val session = spark; import session.implicits._
     val in = MemoryStream[(String, Long, Int)]
     val ckpt = tempDir("ckpt")
-    val q = CollectSink.start(in.toDF().toDF("k", "ts", "seq").kstate.deduplicateByKey("1 second", col("k"), col("ts")),
-      ckpt, "append")
+    val q = CollectSink.start(
+      in.toDF().toDF("k", "ts", "seq").kstate.deduplicateByKey("1 second", col("k"), col("ts")),
+      ckpt,
+      "append"
+    )
     try {
       for (b <- 0 until 6) {
         in.addData((0 until 8).map(i => (s"k$i", b * 10000L + i, b * 8 + i)))

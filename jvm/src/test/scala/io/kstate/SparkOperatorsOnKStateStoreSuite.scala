@@ -47,8 +47,12 @@ class SparkOperatorsOnKStateStoreSuite extends KStateSparkSuite {
    * Runs `build` over `batches` with `provider`, restarting halfway; returns the sorted output
    * and the last progress' state operator row counts.
    */
-  private def run(provider: String, mode: String, inputs: Int = 1, maxWriteSet: Option[String] = None)
-      (build: Seq[DataFrame] => DataFrame): (Seq[String], Seq[Long], Long) = {
+  private def run(
+      provider: String,
+      mode: String,
+      inputs: Int = 1,
+      maxWriteSet: Option[String] = None
+  )(build: Seq[DataFrame] => DataFrame): (Seq[String], Seq[Long], Long) = {
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", provider)
     maxWriteSet.foreach(spark.conf.set(KStateConf.MaxWriteSetBytes.key, _))
     var spills = 0L
@@ -81,8 +85,11 @@ class SparkOperatorsOnKStateStoreSuite extends KStateSparkSuite {
     }
   }
 
-  private def agree(mode: String, reference: String = Hdfs, inputs: Int = 1)
-      (build: Seq[DataFrame] => DataFrame): Unit = {
+  private def agree(
+      mode: String,
+      reference: String = Hdfs,
+      inputs: Int = 1
+  )(build: Seq[DataFrame] => DataFrame): Unit = {
     val (expected, expectedRows, _) = run(reference, mode, inputs)(build)
     assert(expected.nonEmpty, "the reference run produced no output: the case tests nothing")
     val (actual, actualRows, _) = run(KState, mode, inputs)(build)
@@ -133,14 +140,21 @@ class SparkOperatorsOnKStateStoreSuite extends KStateSparkSuite {
       val l = dfs(0).withWatermark("ts", "10 seconds").select(col("k").as("lk"), col("ts").as("lts"), col("v").as("lv"))
       val r = dfs(1).filter("v < 2").withWatermark("ts", "10 seconds")
         .select(col("k").as("rk"), col("ts").as("rts"), col("v").as("rv"))
-      l.join(r, expr("lk = rk AND lv = rv AND rts BETWEEN lts - interval 2 seconds AND lts + interval 2 seconds"), "leftOuter")
+      l.join(
+        r,
+        expr("lk = rk AND lv = rv AND rts BETWEEN lts - interval 2 seconds AND lts + interval 2 seconds"),
+        "leftOuter"
+      )
     }
   }
 
-  test("checkpoint format 2: a windowed count and a stream-stream join (four stores, four ids per partition) on kstate's provider agree with HDFS on format 1, across the restart") {
+  test(
+    "checkpoint format 2: a windowed count and a stream-stream join (four stores, four ids per partition) on kstate's provider agree with HDFS on format 1, across the restart"
+  ) {
     val format = "spark.sql.streaming.stateStore.checkpointFormatVersion"
-    val windowed = (dfs: Seq[DataFrame]) => dfs.head.withWatermark("ts", "10 seconds")
-      .groupBy(window(col("ts"), "30 seconds"), col("k")).agg(count("*").as("n"))
+    val windowed = (dfs: Seq[DataFrame]) =>
+      dfs.head.withWatermark("ts", "10 seconds")
+        .groupBy(window(col("ts"), "30 seconds"), col("k")).agg(count("*").as("n"))
     val joined = (dfs: Seq[DataFrame]) => {
       val l = dfs(0).withWatermark("ts", "10 seconds").select(col("k").as("lk"), col("ts").as("lts"), col("v").as("lv"))
       val r = dfs(1).withWatermark("ts", "10 seconds").select(col("k").as("rk"), col("ts").as("rts"), col("v").as("rv"))

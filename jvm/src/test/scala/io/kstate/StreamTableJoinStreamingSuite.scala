@@ -51,7 +51,12 @@ class StreamTableJoinStreamingSuite extends KStateSparkSuite {
     CollectSink.rows(q).map(r => (r.getAs[String]("sv"), r.getAs[String]("tv"))).sortBy(_._1)
 
   /** Runs `batches` through one query, or one query per micro-batch on one checkpoint (`restart`). */
-  private def run(cfg: Cfg, batches: Seq[Seq[Rec]], partitions: Int, restart: Boolean): (Seq[(String, String)], Seq[Long]) = {
+  private def run(
+      cfg: Cfg,
+      batches: Seq[Seq[Rec]],
+      partitions: Int,
+      restart: Boolean
+  ): (Seq[(String, String)], Seq[Long]) = {
     spark.conf.set("spark.sql.shuffle.partitions", partitions.toString)
     try {
       val ckpt = tempDir("stj")
@@ -63,12 +68,13 @@ class StreamTableJoinStreamingSuite extends KStateSparkSuite {
       def stopQuery(): Unit = { out ++= results(q); q.stop() }
       startQuery()
       try batches.foreach { b =>
-        in.addData(b)
-        q.processAllAvailable()
-        q.recentProgress.lastOption.flatMap(_.stateOperators.find(_.operatorName == "kstate_stream_table_join"))
-          .foreach(op => buffered += op.customMetrics.get("bufferRecords"))
-        if (restart) { stopQuery(); startQuery() }
-      } finally stopQuery()
+          in.addData(b)
+          q.processAllAvailable()
+          q.recentProgress.lastOption.flatMap(_.stateOperators.find(_.operatorName == "kstate_stream_table_join"))
+            .foreach(op => buffered += op.customMetrics.get("bufferRecords"))
+          if (restart) { stopQuery(); startQuery() }
+        }
+      finally stopQuery()
       (out.sortBy(_._1).toSeq, buffered.toSeq)
     } finally spark.conf.set("spark.sql.shuffle.partitions", "3")
   }
@@ -101,7 +107,8 @@ class StreamTableJoinStreamingSuite extends KStateSparkSuite {
     Cfg(left = false, Some(15L), 15L, None),
     Cfg(left = true, Some(15L), 6L, None),
     Cfg(left = false, Some(15L), 15L, Some(5L)),
-    Cfg(left = true, Some(12L), 4L, Some(8L)))
+    Cfg(left = true, Some(12L), 4L, Some(8L))
+  )
 
   for (partitions <- Seq(1, 3)) {
     test(s"random input, micro-batches and configurations: the model's results ($partitions state partitions)") {
@@ -131,8 +138,13 @@ class StreamTableJoinStreamingSuite extends KStateSparkSuite {
   }
 
   test("KIP-923's example, one record per micro-batch: the late but older table update counts") {
-    val batches = Seq(Seq(t("a", "old", 0)), Seq(s("a", "a#click", 10)), Seq(t("a", "new", 8)),
-      Seq(s("a", "a#later", 15)), Seq(s("b", "b#end", 30)))
+    val batches = Seq(
+      Seq(t("a", "old", 0)),
+      Seq(s("a", "a#click", 10)),
+      Seq(t("a", "new", 8)),
+      Seq(s("a", "a#later", 15)),
+      Seq(s("b", "b#end", 30))
+    )
     val withGrace = Cfg(left = true, Some(20L), 20L, Some(5L))
     assert(run(withGrace, batches, 1, restart = false)._1 === Seq(("a#click", "new"), ("a#later", "new")))
     val noGrace = withGrace.copy(grace = None)
@@ -172,39 +184,50 @@ class StreamTableJoinStreamingSuite extends KStateSparkSuite {
     val stream = all.filter(col("side") === "s").select(col("k"), col("v").as("sv"), col("ts"))
     val updates = all.filter(col("side") === "t").select(col("k"), col("v").as("tv"), col("ts")).repartition(2)
     val source = cfg.retention match {
-      case Some(r) => updates.kstate.toTable(col("k"), col("ts"), VersionedTable.ofMillis(r).withGraceMillis(cfg.tableGrace))
+      case Some(r) =>
+        updates.kstate.toTable(col("k"), col("ts"), VersionedTable.ofMillis(r).withGraceMillis(cfg.tableGrace))
       case None => updates.kstate.toTable(col("k"), col("ts"))
     }
     val table = if (stageBetween) source.mapValues(col("tv")) else source
-    stream.kstate.join(table, col("k"), col("ts"), if (cfg.left) "left" else "inner", cfg.grace.map(_.toString).orNull,
-      "enrich")
+    stream.kstate.join(
+      table,
+      col("k"),
+      col("ts"),
+      if (cfg.left) "left" else "inner",
+      cfg.grace.map(_.toString).orNull,
+      "enrich"
+    )
   }
 
   for (partitions <- Seq(1, 3)) {
-    test(s"a join reading its table's source directly stores the table once, with the results of two stages ($partitions state partitions)") {
+    test(
+      s"a join reading its table's source directly stores the table once, with the results of two stages ($partitions state partitions)"
+    ) {
       spark.conf.set("spark.sql.shuffle.partitions", partitions.toString)
       try configs.zipWithIndex.foreach { case (cfg, i) =>
-        // table updates with a null key are left out: see docs/tables.md, "One materialization per joined table"
-        val batches = randomBatches(new Random(1000 + 100 * partitions + i))
-          .map(_.filterNot { case (side, k, _, _) => side == "t" && k == null })
-        def runOnce(stageBetween: Boolean): (Seq[(String, String)], Set[String]) = {
-          val in = input()
-          val q = CollectSink.start(taskOrderJoin(in, cfg, stageBetween), tempDir("stj"), "append")
-          val operators = mutable.Set.empty[String]
-          try batches.foreach { b =>
-            in.addData(b)
-            q.processAllAvailable()
-            operators ++= q.lastProgress.stateOperators.map(_.operatorName)
-          } finally q.stop()
-          (results(q), operators.toSet)
+          // table updates with a null key are left out: see docs/tables.md, "One materialization per joined table"
+          val batches = randomBatches(new Random(1000 + 100 * partitions + i))
+            .map(_.filterNot { case (side, k, _, _) => side == "t" && k == null })
+          def runOnce(stageBetween: Boolean): (Seq[(String, String)], Set[String]) = {
+            val in = input()
+            val q = CollectSink.start(taskOrderJoin(in, cfg, stageBetween), tempDir("stj"), "append")
+            val operators = mutable.Set.empty[String]
+            try batches.foreach { b =>
+                in.addData(b)
+                q.processAllAvailable()
+                operators ++= q.lastProgress.stateOperators.map(_.operatorName)
+              }
+            finally q.stop()
+            (results(q), operators.toSet)
+          }
+          val (oneStage, oneStageOperators) = runOnce(stageBetween = false)
+          val (twoStages, twoStagesOperators) = runOnce(stageBetween = true)
+          assert(oneStageOperators === Set("kstate_stream_table_join"), cfg)
+          assert(twoStagesOperators === Set("kstate_table", "kstate_stream_table_join"), cfg)
+          assert(oneStage === twoStages, s"$cfg\n${batches.mkString("\n")}")
+          assert(oneStage.nonEmpty, cfg)
         }
-        val (oneStage, oneStageOperators) = runOnce(stageBetween = false)
-        val (twoStages, twoStagesOperators) = runOnce(stageBetween = true)
-        assert(oneStageOperators === Set("kstate_stream_table_join"), cfg)
-        assert(twoStagesOperators === Set("kstate_table", "kstate_stream_table_join"), cfg)
-        assert(oneStage === twoStages, s"$cfg\n${batches.mkString("\n")}")
-        assert(oneStage.nonEmpty, cfg)
-      } finally spark.conf.set("spark.sql.shuffle.partitions", "3")
+      finally spark.conf.set("spark.sql.shuffle.partitions", "3")
     }
   }
 
@@ -239,7 +262,9 @@ class StreamTableJoinStreamingSuite extends KStateSparkSuite {
       q.processAllAvailable()
       val op = q.lastProgress.stateOperators.find(_.operatorName == "kstate_stream_table_join").get
       val m = op.customMetrics
-      assert(m.get("streamRecordsBuffered") === 2L && m.get("bufferedRecordsJoined") === 1L && m.get("bufferRecords") === 1L)
+      assert(
+        m.get("streamRecordsBuffered") === 2L && m.get("bufferedRecordsJoined") === 1L && m.get("bufferRecords") === 1L
+      )
       assert(m.get("tableUpdates") === 1L && m.get("joinResults") === 1L)
       assert(results(q) === Seq(("a#1", "v")))
     } finally q.stop()
@@ -247,6 +272,7 @@ class StreamTableJoinStreamingSuite extends KStateSparkSuite {
 }
 
 object StreamTableJoinStreamingSuite {
+
   /** side ("s" stream, "t" table), key, value (table: null = tombstone), timestamp (None = null). */
   type Rec = (String, String, String, Option[Long])
 

@@ -40,18 +40,24 @@ class WindowedDistinctSuite extends KStateSparkSuite {
   }
 
   test("tumbling 10 s: one record per epoch-aligned window (KIP example)") {
-    both(TimeWindows.ofSize("10 seconds"),
-      Seq((4000L, 0L, 10000L), (23000L, 20000L, 30000L), (34000L, 30000L, 40000L)))
+    both(
+      TimeWindows.ofSize("10 seconds"),
+      Seq((4000L, 0L, 10000L), (23000L, 20000L, 30000L), (34000L, 30000L, 40000L))
+    )
   }
 
   test("session gap 10 s: all records from 23 s on stick together (KIP example)") {
-    both(SessionWindows.withInactivityGap("10 seconds"),
-      Seq((4000L, 4000L, 4000L), (23000L, 23000L, 23000L)))
+    both(
+      SessionWindows.withInactivityGap("10 seconds"),
+      Seq((4000L, 4000L, 4000L), (23000L, 23000L, 23000L))
+    )
   }
 
   test("session gap 9 s: three sessions (KIP example)") {
-    both(SessionWindows.withInactivityGap("9 seconds"),
-      Seq((4000L, 4000L, 4000L), (23000L, 23000L, 23000L), (34000L, 34000L, 34000L)))
+    both(
+      SessionWindows.withInactivityGap("9 seconds"),
+      Seq((4000L, 4000L, 4000L), (23000L, 23000L, 23000L), (34000L, 34000L, 34000L))
+    )
   }
 
   test("late records for a closed window are dropped; grace keeps the window open") {

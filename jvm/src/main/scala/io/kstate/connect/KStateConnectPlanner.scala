@@ -4,11 +4,28 @@ import java.time.{Duration => JDuration}
 
 import scala.jdk.CollectionConverters._
 
-import io.kstate.{KStateDataFrame, KStateStateReader, KStateTableReader, KStateWindowedStream, ReplicaStatus => PublicReplicaStatus}
+import io.kstate.{
+  KStateDataFrame,
+  KStateStateReader,
+  KStateTableReader,
+  KStateWindowedStream,
+  ReplicaStatus => PublicReplicaStatus
+}
 import org.apache.spark.sql.kstate.errors.KStateErrors
-import io.kstate.suppress.{BufferConfig => PublicBufferConfig, StrictBufferConfig, Suppressed => PublicSuppressed, UntilTimeLimit, UntilWindowCloses}
+import io.kstate.suppress.{
+  BufferConfig => PublicBufferConfig,
+  StrictBufferConfig,
+  Suppressed => PublicSuppressed,
+  UntilTimeLimit,
+  UntilWindowCloses
+}
 import io.kstate.tables.{KGroupedTable, KTable, VersionedTable => PublicVersionedTable}
-import io.kstate.windows.{SessionWindows => PublicSessionWindows, SlidingWindows => PublicSlidingWindows, TimeWindows => PublicTimeWindows, Windows => PublicWindows}
+import io.kstate.windows.{
+  SessionWindows => PublicSessionWindows,
+  SlidingWindows => PublicSlidingWindows,
+  TimeWindows => PublicTimeWindows,
+  Windows => PublicWindows
+}
 
 import org.apache.spark.sql.{Column => SparkColumn, DataFrame}
 import org.apache.spark.sql.connect.planner.SparkConnectPlanner
@@ -55,8 +72,10 @@ private[connect] final class KStateConnectPlanner(planner: SparkConnectPlanner) 
     case KStateRelation.CallCase.READ_TABLE =>
       val t = r.getReadTable
       t.getAsOfCase match {
-        case ReadTable.AsOfCase.AS_OF_MS => KStateTableReader.readTable(session, t.getCheckpoint, t.getName, Some(t.getAsOfMs))
-        case ReadTable.AsOfCase.AS_OF_TEXT => KStateTableReader.readTableAt(session, t.getCheckpoint, t.getName, t.getAsOfText)
+        case ReadTable.AsOfCase.AS_OF_MS =>
+          KStateTableReader.readTable(session, t.getCheckpoint, t.getName, Some(t.getAsOfMs))
+        case ReadTable.AsOfCase.AS_OF_TEXT =>
+          KStateTableReader.readTableAt(session, t.getCheckpoint, t.getName, t.getAsOfText)
         case ReadTable.AsOfCase.ASOF_NOT_SET => KStateTableReader.readTable(session, t.getCheckpoint, t.getName, None)
         case _ => throw notSet(t, "ReadTable.as_of")
       }
@@ -71,30 +90,58 @@ private[connect] final class KStateConnectPlanner(planner: SparkConnectPlanner) 
   private def notSet(m: org.sparkproject.connect.protobuf.Message, what: String): Throwable = {
     val fields = m.getUnknownFields.asMap.keySet.asScala.toSeq.sorted
     if (fields.nonEmpty) {
-      KStateErrors.connectUnknownOperation(s"$what: field ${fields.mkString(", ")} of ${m.getDescriptorForType.getName}")
+      KStateErrors.connectUnknownOperation(
+        s"$what: field ${fields.mkString(", ")} of ${m.getDescriptorForType.getName}"
+      )
     } else KStateErrors.connectInvalidCall(s"$what: the message sets none of its cases")
   }
 
   private def stream(s: Stream): DataFrame = s.getOpCase match {
     case Stream.OpCase.DEDUPLICATE_BY_KEY =>
       val d = s.getDeduplicateByKey
-      input(d.getInput).deduplicateByKey(ms(d.getIntervalMs), column(d.getKey), column(d.getTimestamp), name(d.hasName, d.getName))
+      input(d.getInput).deduplicateByKey(
+        ms(d.getIntervalMs),
+        column(d.getKey),
+        column(d.getTimestamp),
+        name(d.hasName, d.getName)
+      )
     case Stream.OpCase.DEDUPLICATE_BY_KEY_VALUE =>
       val d = s.getDeduplicateByKeyValue
-      input(d.getInput).deduplicateByKeyValue(column(d.getId), ms(d.getIntervalMs), column(d.getKey), column(d.getTimestamp),
-        name(d.hasName, d.getName))
+      input(d.getInput).deduplicateByKeyValue(
+        column(d.getId),
+        ms(d.getIntervalMs),
+        column(d.getKey),
+        column(d.getTimestamp),
+        name(d.hasName, d.getName)
+      )
     case Stream.OpCase.DEDUPLICATE =>
       val d = s.getDeduplicate
-      input(d.getInput).deduplicate(column(d.getId), ms(d.getIntervalMs), column(d.getTimestamp), name(d.hasName, d.getName))
+      input(d.getInput).deduplicate(
+        column(d.getId),
+        ms(d.getIntervalMs),
+        column(d.getTimestamp),
+        name(d.hasName, d.getName)
+      )
     case Stream.OpCase.SUPPRESS =>
       val p = s.getSuppress
-      input(p.getInput).suppressTable(suppressed(p.getSuppressed), optColumn(p.hasKey, p.getKey),
-        optColumn(p.hasTimestamp, p.getTimestamp), optColumn(p.hasWindowEnd, p.getWindowEnd),
-        if (p.hasGraceMs) p.getGraceMs.toString else null, name(p.hasName, p.getName))
+      input(p.getInput).suppressTable(
+        suppressed(p.getSuppressed),
+        optColumn(p.hasKey, p.getKey),
+        optColumn(p.hasTimestamp, p.getTimestamp),
+        optColumn(p.hasWindowEnd, p.getWindowEnd),
+        if (p.hasGraceMs) p.getGraceMs.toString else null,
+        name(p.hasName, p.getName)
+      )
     case Stream.OpCase.JOIN =>
       val j = s.getJoin
-      input(j.getInput).join(table(j.getTable), column(j.getKey), column(j.getTimestamp), j.getHow,
-        if (j.hasGraceMs) j.getGraceMs.toString else null: String, name(j.hasName, j.getName))
+      input(j.getInput).join(
+        table(j.getTable),
+        column(j.getKey),
+        column(j.getTimestamp),
+        j.getHow,
+        if (j.hasGraceMs) j.getGraceMs.toString else null: String,
+        name(j.hasName, j.getName)
+      )
     case Stream.OpCase.WINDOWED =>
       val w = s.getWindowed
       val ws = windowed(w.getStream)
@@ -114,8 +161,12 @@ private[connect] final class KStateConnectPlanner(planner: SparkConnectPlanner) 
   private def table(t: Table): KTable = t.getOpCase match {
     case Table.OpCase.TO_TABLE =>
       val tt = t.getToTable
-      input(tt.getInput).toTable(column(tt.getKey), column(tt.getTimestamp),
-        if (tt.hasVersioned) versioned(tt.getVersioned) else null, name(tt.hasName, tt.getName))
+      input(tt.getInput).toTable(
+        column(tt.getKey),
+        column(tt.getTimestamp),
+        if (tt.hasVersioned) versioned(tt.getVersioned) else null,
+        name(tt.hasName, tt.getName)
+      )
     case Table.OpCase.FILTER => table(t.getFilter.getTable).filter(column(t.getFilter.getCondition))
     case Table.OpCase.FILTER_NOT => table(t.getFilterNot.getTable).filterNot(column(t.getFilterNot.getCondition))
     case Table.OpCase.MAP_VALUES =>
@@ -133,7 +184,8 @@ private[connect] final class KStateConnectPlanner(planner: SparkConnectPlanner) 
       a.getOpCase match {
         case TableAggregation.OpCase.COUNT => g.count(n)
         case TableAggregation.OpCase.SUM => g.sum(column(a.getSum), n)
-        case TableAggregation.OpCase.REDUCE => g.reduceColumns(column(a.getReduce.getAdded), column(a.getReduce.getSubtracted), n)
+        case TableAggregation.OpCase.REDUCE =>
+          g.reduceColumns(column(a.getReduce.getAdded), column(a.getReduce.getSubtracted), n)
         case TableAggregation.OpCase.AGG => g.aggColumns(columns(a.getAgg), n)
         case TableAggregation.OpCase.AGGREGATE =>
           val x = a.getAggregate
@@ -178,9 +230,11 @@ private[connect] final class KStateConnectPlanner(planner: SparkConnectPlanner) 
     s.getModeCase match {
       case Suppressed.ModeCase.UNTIL_TIME_LIMIT_MS => UntilTimeLimit(s.getUntilTimeLimitMs, buffer)
       case Suppressed.ModeCase.UNTIL_WINDOW_CLOSES => buffer match {
-        case strict: StrictBufferConfig => UntilWindowCloses(strict)
-        case _ => throw KStateErrors.connectInvalidCall("until_window_closes takes a strict buffer (shut down or spill to disk)")
-      }
+          case strict: StrictBufferConfig => UntilWindowCloses(strict)
+          case _ => throw KStateErrors.connectInvalidCall(
+              "until_window_closes takes a strict buffer (shut down or spill to disk)"
+            )
+        }
       case _ => throw notSet(s, "Suppressed.mode")
     }
   }

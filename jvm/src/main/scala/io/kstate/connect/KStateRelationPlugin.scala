@@ -36,13 +36,17 @@ import org.sparkproject.connect.protobuf.{Any => ProtoAny, CodedInputStream, Inv
  */
 class KStateRelationPlugin extends RelationPlugin {
   override def transform(any: Array[Byte], planner: SparkConnectPlanner): Optional[LogicalPlan] = {
-    val wrapper = try ProtoAny.parseFrom(any) catch {
-      case e: InvalidProtocolBufferException => throw KStateErrors.connectMalformedMessage(e.getMessage)
-    }
+    val wrapper =
+      try ProtoAny.parseFrom(any)
+      catch {
+        case e: InvalidProtocolBufferException => throw KStateErrors.connectMalformedMessage(e.getMessage)
+      }
     if (wrapper.getTypeUrl != KStateRelationPlugin.TypeUrl) Optional.empty()
     else {
-      val relation = KStateRelationPlugin.parse(wrapper.getValue.toByteArray,
-        KStateRelationPlugin.recursionLimit(ConnectPlannerShim.session(planner).sparkContext.getConf))
+      val relation = KStateRelationPlugin.parse(
+        wrapper.getValue.toByteArray,
+        KStateRelationPlugin.recursionLimit(ConnectPlannerShim.session(planner).sparkContext.getConf)
+      )
       Optional.of(KStateRelationPlugin.planOf(new KStateConnectPlanner(planner).plan(relation)))
     }
   }
@@ -75,7 +79,9 @@ private[kstate] object KStateRelationPlugin {
         case s: Seq[_] => s.map(String.valueOf)
         case v => Seq(String.valueOf(v))
       }
-      LocalRelation(Seq(AttributeReference("value", StringType, nullable = true)()),
-        texts.map(t => InternalRow(UTF8String.fromString(t))))
+      LocalRelation(
+        Seq(AttributeReference("value", StringType, nullable = true)()),
+        texts.map(t => InternalRow(UTF8String.fromString(t)))
+      )
   }
 }

@@ -11,6 +11,7 @@ sealed trait Suppressed extends Serializable {
 }
 
 object Suppressed {
+
   /**
    * Exactly one final result per key and window, emitted once the window closes (stream time
    * >= window end + grace). Windowed input only; the buffer must be strict.

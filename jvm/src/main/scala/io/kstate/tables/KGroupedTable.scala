@@ -8,7 +8,14 @@ import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeRef
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LocalRelation, Project}
 import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.kstate.planning.OperatorIdentity
-import org.apache.spark.sql.kstate.plans.{DeclarativeTableAggregates, KStateTableAggregate, KStateTableRegroup, TableAggregateSpec, TableChangeColumns, TableTransforms}
+import org.apache.spark.sql.kstate.plans.{
+  DeclarativeTableAggregates,
+  KStateTableAggregate,
+  KStateTableRegroup,
+  TableAggregateSpec,
+  TableChangeColumns,
+  TableTransforms
+}
 import org.apache.spark.sql.kstate.shim.SparkShim
 import org.apache.spark.sql.types.DataType
 
@@ -51,6 +58,7 @@ final class KGroupedTable private[kstate] (table: KTable, key: Column, values: S
       values.foreach(v => KStateDataFrame(stream).checked("group_by value", v, (_, _) => ()))
       resolvedOverTable("group_by value", values)
     }
+
   /** The grouped value's columns as the aggregations' expressions read them. */
   private val valueAttrs: Seq[Attribute] = valueExprs.map(e => AttributeReference(e.name, e.dataType)())
 
@@ -70,8 +78,11 @@ final class KGroupedTable private[kstate] (table: KTable, key: Column, values: S
   def sum(column: Column, name: String): KTable = {
     val input = resolvedOver(valueAttrs, column, "sum", e => KStateErrors.missingColumn("sum", e.getMessage))
     if (TableAggregateSpec.sumType(input.dataType).isEmpty) {
-      throw KStateErrors.invalidTableAggregate(s"sum(${input.sql})", s"it has type ${input.dataType.sql}, not a " +
-        "numeric type (cast it, e.g. F.col('amount').cast('bigint'))")
+      throw KStateErrors.invalidTableAggregate(
+        s"sum(${input.sql})",
+        s"it has type ${input.dataType.sql}, not a " +
+          "numeric type (cast it, e.g. F.col('amount').cast('bigint'))"
+      )
     }
     val substituted = substitute(input)
     val v = AttributeReference("sum", input.dataType)()
@@ -102,8 +113,17 @@ final class KGroupedTable private[kstate] (table: KTable, key: Column, values: S
     val t = TableAggregateSpec.placeholderType(valueAttrs)
     val aggP = AttributeReference(TableAggregateSpec.AggregatePlaceholder, t)()
     val valueP = AttributeReference(TableAggregateSpec.ValuePlaceholder, t)()
-    aggregate(TableAggregateSpec.reduce(valueAttrs, function("reduce adder", adder, aggP, valueP, t),
-      function("reduce subtractor", subtractor, aggP, valueP, t), aggP, valueP), valueExprs, name)
+    aggregate(
+      TableAggregateSpec.reduce(
+        valueAttrs,
+        function("reduce adder", adder, aggP, valueP, t),
+        function("reduce subtractor", subtractor, aggP, valueP, t),
+        aggP,
+        valueP
+      ),
+      valueExprs,
+      name
+    )
   }
 
   /**
@@ -121,15 +141,25 @@ final class KGroupedTable private[kstate] (table: KTable, key: Column, values: S
 
   /** [[agg]] with an operator name (the Python API's path). */
   def aggColumns(columns: Seq[Column], name: String): KTable = {
-    if (columns.isEmpty) throw KStateErrors.invalidTableAggregate("agg()", "it has no aggregate column " +
-      "(pass e.g. count(\"*\"), sum(\"v\"))")
-    val plan = try SparkShim.logicalPlan(SparkShim.ofRows(stream, LocalRelation(valueAttrs)).agg(columns.head,
-      columns.tail: _*)) catch {
-      case e: AnalysisException if Option(e.getCondition).exists(_.startsWith("UNRESOLVED_")) =>
-        throw KStateErrors.missingColumn("agg", e.getMessage)
-      case e: AnalysisException => throw KStateErrors.invalidTableAggregate("agg", "each column must be an " +
-        s"aggregate function of the grouped value columns, or an expression over such aggregates (${e.getMessage})")
-    }
+    if (columns.isEmpty) throw KStateErrors.invalidTableAggregate(
+      "agg()",
+      "it has no aggregate column " +
+        "(pass e.g. count(\"*\"), sum(\"v\"))"
+    )
+    val plan =
+      try SparkShim.logicalPlan(SparkShim.ofRows(stream, LocalRelation(valueAttrs)).agg(
+          columns.head,
+          columns.tail: _*
+        ))
+      catch {
+        case e: AnalysisException if Option(e.getCondition).exists(_.startsWith("UNRESOLVED_")) =>
+          throw KStateErrors.missingColumn("agg", e.getMessage)
+        case e: AnalysisException => throw KStateErrors.invalidTableAggregate(
+            "agg",
+            "each column must be an " +
+              s"aggregate function of the grouped value columns, or an expression over such aggregates (${e.getMessage})"
+          )
+      }
     val exprs = plan match {
       case a: Aggregate => a.aggregateExpressions
       case other => throw KStateErrors.invalidTableAggregate("agg", s"it is not an aggregation (${other.nodeName})")
@@ -151,32 +181,54 @@ final class KGroupedTable private[kstate] (table: KTable, key: Column, values: S
    * null (all columns null) deletes the group (a tombstone); its next value starts again from the
    * initializer.
    */
-  def aggregate(initializer: Column, adder: (Column, Column) => Column, subtractor: (Column, Column) => Column): KTable =
+  def aggregate(
+      initializer: Column,
+      adder: (Column, Column) => Column,
+      subtractor: (Column, Column) => Column
+  ): KTable =
     aggregate(initializer, adder, subtractor, null)
-  def aggregate(initializer: Column, adder: (Column, Column) => Column, subtractor: (Column, Column) => Column,
-      name: String): KTable = {
+  def aggregate(
+      initializer: Column,
+      adder: (Column, Column) => Column,
+      subtractor: (Column, Column) => Column,
+      name: String
+  ): KTable = {
     val (agg, value) = (col(TableAggregateSpec.AggregatePlaceholder), col(TableAggregateSpec.ValuePlaceholder))
     aggregateColumns(initializer, adder(agg, value), subtractor(agg, value), name)
   }
 
   /** [[aggregate]] with the functions already applied to the placeholder columns (the Python API's path). */
   def aggregateColumns(initializer: Column, adder: Column, subtractor: Column, name: String): KTable = {
-    val init = try SparkShim.logicalPlan(SparkShim.ofRows(stream, LocalRelation(Nil)).select(initializer)) catch {
-      case e: AnalysisException => throw KStateErrors.invalidTableAggregate("aggregate initializer",
-        s"it must be an expression over no column, e.g. lit(0L) (${e.getMessage})")
-    }
+    val init =
+      try SparkShim.logicalPlan(SparkShim.ofRows(stream, LocalRelation(Nil)).select(initializer))
+      catch {
+        case e: AnalysisException => throw KStateErrors.invalidTableAggregate(
+            "aggregate initializer",
+            s"it must be an expression over no column, e.g. lit(0L) (${e.getMessage})"
+          )
+      }
     val (initExpr, aggName) = init match {
       case Project(Seq(e), _) if e.deterministic =>
         (unaliased(e), SparkShim.expression(stream, initializer) match { case Alias(_, n) => n; case _ => "aggregate" })
-      case _ => throw KStateErrors.invalidTableAggregate("aggregate initializer", "it must be one deterministic " +
-        "expression over no column, e.g. lit(0L) or struct(lit(0L).as(\"n\"), lit(0.0).as(\"s\"))")
+      case _ => throw KStateErrors.invalidTableAggregate(
+          "aggregate initializer",
+          "it must be one deterministic " +
+            "expression over no column, e.g. lit(0L) or struct(lit(0L).as(\"n\"), lit(0.0).as(\"s\"))"
+        )
     }
     val t = initExpr.dataType
     val aggP = AttributeReference(TableAggregateSpec.AggregatePlaceholder, t)()
-    val valueP = AttributeReference(TableAggregateSpec.ValuePlaceholder, TableAggregateSpec.placeholderType(valueAttrs))()
-    val spec = TableAggregateSpec.aggregate(valueAttrs, initExpr, aggName,
-      function("aggregate adder", adder, aggP, valueP, t), function("aggregate subtractor", subtractor, aggP, valueP, t),
-      aggP, valueP)
+    val valueP =
+      AttributeReference(TableAggregateSpec.ValuePlaceholder, TableAggregateSpec.placeholderType(valueAttrs))()
+    val spec = TableAggregateSpec.aggregate(
+      valueAttrs,
+      initExpr,
+      aggName,
+      function("aggregate adder", adder, aggP, valueP, t),
+      function("aggregate subtractor", subtractor, aggP, valueP, t),
+      aggP,
+      valueP
+    )
     aggregate(spec, valueExprs, name)
   }
 
@@ -184,8 +236,11 @@ final class KGroupedTable private[kstate] (table: KTable, key: Column, values: S
   private def function(role: String, c: Column, aggP: Attribute, valueP: Attribute, t: DataType): Expression = {
     val e = resolvedOver(Seq(aggP, valueP), c, role, e => KStateErrors.invalidTableAggregate(role, e.getMessage))
     if (!DataType.equalsStructurally(e.dataType, t, ignoreNullability = true)) {
-      throw KStateErrors.invalidTableAggregate(s"$role ${e.sql}", s"it returns ${e.dataType.sql}, not the " +
-        s"aggregate's type ${t.sql} (cast the result)")
+      throw KStateErrors.invalidTableAggregate(
+        s"$role ${e.sql}",
+        s"it returns ${e.dataType.sql}, not the " +
+          s"aggregate's type ${t.sql} (cast the result)"
+      )
     }
     e
   }
@@ -198,22 +253,50 @@ final class KGroupedTable private[kstate] (table: KTable, key: Column, values: S
     val groupName = groupExpr.name
     val names = (groupName +: spec.output.map(_.name)) :+ table.timestampColumn
     names.groupBy(_.toLowerCase).collectFirst { case (_, ns) if ns.size > 1 => ns.head }.foreach { n =>
-      throw KStateErrors.invalidTableAggregate(s"group key '$groupName'", s"the result would have two columns " +
-        s"named '$n' (${names.mkString(", ")}): name the group key otherwise, e.g. col(...).alias(\"group\")")
+      throw KStateErrors.invalidTableAggregate(
+        s"group key '$groupName'",
+        s"the result would have two columns " +
+          s"named '$n' (${names.mkString(", ")}): name the group key otherwise, e.g. col(...).alias(\"group\")"
+      )
     }
     val group = unaliased(groupExpr)
     val stage1 = stage1Values.map(unaliased)
-    val regroup = KStateTableRegroup(group, stage1, TableTransforms.onOld(changes, group),
-      stage1.map(TableTransforms.onOld(changes, _)), changes.valueAttrs, changes.oldValue, changes.latest,
-      changes.attr(changes.timestamp), table.isVersioned,
-      KStateTableRegroup.outputOf(groupName, group, spec.valueType), changes.plan)
+    val regroup = KStateTableRegroup(
+      group,
+      stage1,
+      TableTransforms.onOld(changes, group),
+      stage1.map(TableTransforms.onOld(changes, _)),
+      changes.valueAttrs,
+      changes.oldValue,
+      changes.latest,
+      changes.attr(changes.timestamp),
+      table.isVersioned,
+      KStateTableRegroup.outputOf(groupName, group, spec.valueType),
+      changes.plan
+    )
     val ts = changes.attr(changes.timestamp)
-    val node = KStateTableAggregate(spec, Option(name), regroup.groupAttr, regroup.addAttr, regroup.subtractAttr,
-      regroup.timestampAttr, spec.output,
+    val node = KStateTableAggregate(
+      spec,
+      Option(name),
+      regroup.groupAttr,
+      regroup.addAttr,
+      regroup.subtractAttr,
+      regroup.timestampAttr,
+      spec.output,
       AttributeReference(ts.name, ts.dataType, nullable = false)(),
-      TableChangeColumns.oldValueAttribute(spec.output), TableChangeColumns.latestAttribute(), regroup)
-    new KTable(KStateDataFrame.withNode(stream, node), groupName, ts.name, spec.output.map(_.name), None,
-      Option(name).getOrElse(node.kind), table.processingOrder)
+      TableChangeColumns.oldValueAttribute(spec.output),
+      TableChangeColumns.latestAttribute(),
+      regroup
+    )
+    new KTable(
+      KStateDataFrame.withNode(stream, node),
+      groupName,
+      ts.name,
+      spec.output.map(_.name),
+      None,
+      Option(name).getOrElse(node.kind),
+      table.processingOrder
+    )
   }
 
   private def unaliased(e: Expression): Expression = e match {
@@ -229,28 +312,42 @@ final class KGroupedTable private[kstate] (table: KTable, key: Column, values: S
 
   /** `columns` resolved over the table's key, value and timestamp columns. */
   private def resolvedOverTable(role: String, columns: Seq[Column]): Seq[NamedExpression] = {
-    val plan = try SparkShim.logicalPlan(stream.select(columns: _*)) catch {
-      case e: AnalysisException => throw KStateErrors.missingColumn(role, e.getMessage)
-    }
+    val plan =
+      try SparkShim.logicalPlan(stream.select(columns: _*))
+      catch {
+        case e: AnalysisException => throw KStateErrors.missingColumn(role, e.getMessage)
+      }
     plan match {
       case Project(exprs, _) => exprs
-      case _ => throw KStateErrors.invalidTableAggregate(role, "it is an aggregate function; group_by takes " +
-        "expressions over a table row")
+      case _ => throw KStateErrors.invalidTableAggregate(
+          role,
+          "it is an aggregate function; group_by takes " +
+            "expressions over a table row"
+        )
     }
   }
 
   /** `c` resolved over `attrs` alone (a one-column row expression), without its alias. */
-  private def resolvedOver(attrs: Seq[Attribute], c: Column, role: String,
-      unresolved: AnalysisException => Exception): Expression = {
-    val plan = try SparkShim.logicalPlan(SparkShim.ofRows(stream, LocalRelation(attrs)).select(c)) catch {
-      case e: AnalysisException => throw unresolved(e)
-    }
+  private def resolvedOver(
+      attrs: Seq[Attribute],
+      c: Column,
+      role: String,
+      unresolved: AnalysisException => Exception
+  ): Expression = {
+    val plan =
+      try SparkShim.logicalPlan(SparkShim.ofRows(stream, LocalRelation(attrs)).select(c))
+      catch {
+        case e: AnalysisException => throw unresolved(e)
+      }
     plan match {
       case Project(Seq(e), _) =>
         if (!e.deterministic) throw KStateErrors.nonDeterministic(role, e.sql)
         unaliased(e)
-      case _ => throw KStateErrors.invalidTableAggregate(role, "it is an aggregate function; it takes an " +
-        "expression over one grouped value (and the aggregate)")
+      case _ => throw KStateErrors.invalidTableAggregate(
+          role,
+          "it is an aggregate function; it takes an " +
+            "expression over one grouped value (and the aggregate)"
+        )
     }
   }
 }

@@ -36,9 +36,11 @@ final class KTable private[kstate] (
     val valueColumns: Seq[String],
     versioned: Option[VersionedTable],
     val name: String,
-    order: Option[ProcessingOrder]) {
+    order: Option[ProcessingOrder]
+) {
 
   def isVersioned: Boolean = versioned.isDefined
+
   /** The versioned materialization, or null for an unversioned table. */
   def versionedTable: VersionedTable = versioned.orNull
 
@@ -71,8 +73,10 @@ final class KTable private[kstate] (
 
   /** [[filter]] with the negated condition (Kafka's `filterNot`: null counts as not holding). */
   def filterNot(condition: Column): KTable =
-    filter(org.apache.spark.sql.functions.not(org.apache.spark.sql.functions.coalesce(condition,
-      org.apache.spark.sql.functions.lit(false))))
+    filter(org.apache.spark.sql.functions.not(org.apache.spark.sql.functions.coalesce(
+      condition,
+      org.apache.spark.sql.functions.lit(false)
+    )))
 
   /**
    * New value columns computed from each value (Kafka's `KTable#mapValues`), e.g.
@@ -86,8 +90,13 @@ final class KTable private[kstate] (
     val names = exprs.map(_.name)
     (names ++ Seq(keyColumn, timestampColumn)).groupBy(_.toLowerCase).collectFirst {
       case (_, ns) if ns.size > 1 => ns.head
-    }.foreach(n => throw KStateErrors.invalidTableColumn("value", s"column '$n' is named twice or like the " +
-      "key or timestamp column: name each mapped column uniquely (.as(...))"))
+    }.foreach(n =>
+      throw KStateErrors.invalidTableColumn(
+        "value",
+        s"column '$n' is named twice or like the " +
+          "key or timestamp column: name each mapped column uniquely (.as(...))"
+      )
+    )
     val (plan, values) = TableTransforms.mapValues(spec, exprs)
     withChanges(plan, values)
   }
@@ -123,8 +132,15 @@ final class KTable private[kstate] (
   def join(other: KTable, how: String, name: String): KTable = {
     Option(name).foreach(OperatorIdentity.validateName)
     val node = KStateTableJoin.of(spec, versioned, other.spec, other.versioning, how, Option(name))
-    new KTable(KStateDataFrame.withNode(changes, node), keyColumn, timestampColumn, valueColumns ++ other.valueColumns,
-      None, Option(name).getOrElse(node.kind), order)
+    new KTable(
+      KStateDataFrame.withNode(changes, node),
+      keyColumn,
+      timestampColumn,
+      valueColumns ++ other.valueColumns,
+      None,
+      Option(name).getOrElse(node.kind),
+      order
+    )
   }
 
   /**
@@ -157,8 +173,15 @@ final class KTable private[kstate] (
     checks.checked("foreign_key", foreignKey, checks.comparable)
     val fk = resolved("foreign_key", Seq(foreignKey)).head
     val node = KStateFkJoin.of(spec, other.spec, other.versioning, fk, how, Option(name))
-    new KTable(KStateDataFrame.withNode(changes, node), keyColumn, timestampColumn, valueColumns ++ other.valueColumns,
-      None, Option(name).getOrElse(node.kind), order)
+    new KTable(
+      KStateDataFrame.withNode(changes, node),
+      keyColumn,
+      timestampColumn,
+      valueColumns ++ other.valueColumns,
+      None,
+      Option(name).getOrElse(node.kind),
+      order
+    )
   }
 
   /**
@@ -178,9 +201,11 @@ final class KTable private[kstate] (
   private def quoted(n: String): String = "`" + n.replace("`", "``") + "`"
 
   private def resolved(role: String, columns: Seq[Column]): Seq[NamedExpression] = {
-    val plan = try SparkShim.logicalPlan(changes.select(columns: _*)) catch {
-      case e: AnalysisException => throw KStateErrors.missingColumn(role, e.getMessage)
-    }
+    val plan =
+      try SparkShim.logicalPlan(changes.select(columns: _*))
+      catch {
+        case e: AnalysisException => throw KStateErrors.missingColumn(role, e.getMessage)
+      }
     plan.expressions.map(_.asInstanceOf[NamedExpression])
   }
 

@@ -33,7 +33,8 @@ final case class VersionedTable private (historyRetentionMs: Long, graceMs: Long
 
 object VersionedTable {
   def of(historyRetention: String): VersionedTable = ofMillis(Durations.toMillis("history_retention", historyRetention))
-  def of(historyRetention: JDuration): VersionedTable = ofMillis(Durations.toMillis("history_retention", historyRetention))
+  def of(historyRetention: JDuration): VersionedTable =
+    ofMillis(Durations.toMillis("history_retention", historyRetention))
   def ofMillis(historyRetentionMs: Long): VersionedTable = {
     val ms = Durations.toMillis("history_retention", historyRetentionMs)
     new VersionedTable(ms, ms)

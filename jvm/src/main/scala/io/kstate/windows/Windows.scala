@@ -10,6 +10,7 @@ import io.kstate.{ArgumentErrors, Durations}
  */
 sealed trait Windows extends Serializable {
   def graceMs: Long
+
   /** Recorded in the checkpoint: a change on restart is an error. */
   def describe: String
 }
@@ -35,6 +36,7 @@ final case class TimeWindows private (sizeMs: Long, advanceMs: Long, graceMs: Lo
 }
 
 object TimeWindows {
+
   /** Tumbling windows of `size`, no grace (Kafka's `ofSizeWithNoGrace`); add `.grace(...)`. */
   def ofSize(size: String): TimeWindows = ofSize(Durations.toMillis("size", size))
   def ofSize(size: JDuration): TimeWindows = ofSize(Durations.toMillis("size", size))
@@ -56,6 +58,7 @@ final case class SessionWindows private (gapMs: Long, graceMs: Long) extends Win
 }
 
 object SessionWindows {
+
   /** Sessions split by an inactivity gap, no grace; add `.grace(...)`. */
   def withInactivityGap(gap: String): SessionWindows = withInactivityGap(Durations.toMillis("gap", gap))
   def withInactivityGap(gap: JDuration): SessionWindows = withInactivityGap(Durations.toMillis("gap", gap))
@@ -80,13 +83,15 @@ final case class SlidingWindows private (timeDifferenceMs: Long, graceMs: Long) 
 }
 
 object SlidingWindows {
+
   /** Windows of records at most `timeDifference` apart (inclusive), no grace; add `.grace(...)`. */
   def ofTimeDifference(timeDifference: String): SlidingWindows =
     ofTimeDifference(Durations.toMillis("time difference", timeDifference))
   def ofTimeDifference(timeDifference: JDuration): SlidingWindows =
     ofTimeDifference(Durations.toMillis("time difference", timeDifference))
   def ofTimeDifference(timeDifferenceMs: Long): SlidingWindows = {
-    if (timeDifferenceMs < 0) throw ArgumentErrors.invalidWindow(s"time difference must be >= 0, got $timeDifferenceMs ms")
+    if (timeDifferenceMs < 0)
+      throw ArgumentErrors.invalidWindow(s"time difference must be >= 0, got $timeDifferenceMs ms")
     SlidingWindows(timeDifferenceMs, 0L)
   }
 }

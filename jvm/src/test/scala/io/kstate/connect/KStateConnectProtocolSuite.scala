@@ -21,7 +21,8 @@ class KStateConnectProtocolSuite extends AnyFunSuite {
     out.write(v.toInt)
     out.toByteArray
   }
-  private def field(n: Int, payload: Array[Byte]): Array[Byte] = varint(n.toLong << 3 | 2) ++ varint(payload.length) ++ payload
+  private def field(n: Int, payload: Array[Byte]): Array[Byte] =
+    varint(n.toLong << 3 | 2) ++ varint(payload.length) ++ payload
 
   test("a message of the schema reads back as written, each operation its own typed message") {
     val m = KStateRelation.newBuilder().setClientVersion("0.1.0").setStream(Stream.newBuilder()
@@ -56,7 +57,8 @@ class KStateConnectProtocolSuite extends AnyFunSuite {
   }
 
   test("a field this server does not know is kept as unknown (a newer client); the type URL names the message") {
-    val newer = KStateRelation.newBuilder().setClientVersion("9.9.9").build().toByteArray ++ field(50, Array.emptyByteArray)
+    val newer =
+      KStateRelation.newBuilder().setClientVersion("9.9.9").build().toByteArray ++ field(50, Array.emptyByteArray)
     val r = KStateRelationPlugin.parse(newer, 1024)
     assert(r.getCallCase == KStateRelation.CallCase.CALL_NOT_SET && r.getUnknownFields.hasField(50))
     assert(KStateRelationPlugin.TypeUrl == "type.googleapis.com/" + KStateRelation.getDescriptor.getFullName)

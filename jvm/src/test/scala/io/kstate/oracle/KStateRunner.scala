@@ -42,7 +42,8 @@ final class KStateRunner(spark: SparkSession) {
       while (failedAt.isEmpty && it.hasNext) {
         val (batch, i) = it.next()
         in.addData(batch.map(e => (e.key, e.ts, e.value)))
-        try q.processAllAvailable() catch {
+        try q.processAllAvailable()
+        catch {
           case e: StreamingQueryException if String.valueOf(e.getMessage).contains("KSTATE_BUFFER_FULL") =>
             failedAt = Some(i)
         }
@@ -54,8 +55,12 @@ final class KStateRunner(spark: SparkSession) {
 
   private def windowed(r: Row): Out = {
     val tombstone = r.schema.fieldNames.contains("tombstone") && r.getAs[Boolean]("tombstone")
-    Out(r.getAs[String]("k"), r.getAs[Long]("window_start"), r.getAs[Long]("window_end"),
-      if (tombstone) None else Some(r.getAs[Long]("count")))
+    Out(
+      r.getAs[String]("k"),
+      r.getAs[Long]("window_start"),
+      r.getAs[Long]("window_end"),
+      if (tombstone) None else Some(r.getAs[Long]("count"))
+    )
   }
 
   private def build(c: OracleCase, df: DataFrame): (DataFrame, String, Row => Out) = {
@@ -77,10 +82,23 @@ final class KStateRunner(spark: SparkSession) {
           case MaxRecordsEmitEarly(n) => BufferConfig.maxRecords(n)
           case MaxRecordsShutDown(n) => BufferConfig.maxRecords(n).shutDownWhenFull
         }
-        val limited = df.kstate.suppress(Suppressed.untilTimeLimit(java.time.Duration.ofMillis(limit), config),
-          col("k"), col("ts"), null)
-        (limited, "update", (r: Row) => Out(r.getAs[String]("k"), r.getAs[Long]("ts"), r.getAs[Long]("ts"),
-          Option(r.getAs[java.lang.Long]("v")).map(_.longValue)))
+        val limited = df.kstate.suppress(
+          Suppressed.untilTimeLimit(java.time.Duration.ofMillis(limit), config),
+          col("k"),
+          col("ts"),
+          null
+        )
+        (
+          limited,
+          "update",
+          (r: Row) =>
+            Out(
+              r.getAs[String]("k"),
+              r.getAs[Long]("ts"),
+              r.getAs[Long]("ts"),
+              Option(r.getAs[java.lang.Long]("v")).map(_.longValue)
+            )
+        )
     }
   }
 }

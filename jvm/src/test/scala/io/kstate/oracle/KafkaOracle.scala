@@ -6,8 +6,16 @@ import scala.collection.mutable.ArrayBuffer
 
 import org.apache.kafka.common.serialization.{LongSerializer, Serdes, StringSerializer}
 import org.apache.kafka.streams.{StreamsBuilder, TopologyTestDriver}
-import org.apache.kafka.streams.kstream.{Consumed, ForeachAction, KTable, Suppressed => KSuppressed,
-  SessionWindows => KSessionWindows, SlidingWindows => KSlidingWindows, TimeWindows => KTimeWindows, Windowed}
+import org.apache.kafka.streams.kstream.{
+  Consumed,
+  ForeachAction,
+  KTable,
+  Suppressed => KSuppressed,
+  SessionWindows => KSessionWindows,
+  SlidingWindows => KSlidingWindows,
+  TimeWindows => KTimeWindows,
+  Windowed
+}
 import org.apache.kafka.streams.kstream.Suppressed.BufferConfig
 
 import OracleCase._
@@ -44,7 +52,10 @@ object KafkaOracle {
         collectWindowed(if (suppressed) t.suppress(KSuppressed.untilWindowCloses(BufferConfig.unbounded())) else t)
       case SlidingCount(diff, grace, suppressed) =>
         val t = builder.stream(In, consumed).groupByKey()
-          .windowedBy(KSlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(diff), Duration.ofMillis(grace))).count()
+          .windowedBy(KSlidingWindows.ofTimeDifferenceAndGrace(
+            Duration.ofMillis(diff),
+            Duration.ofMillis(grace)
+          )).count()
         collectWindowed(if (suppressed) t.suppress(KSuppressed.untilWindowCloses(BufferConfig.unbounded())) else t)
       case TimeLimit(limit, buffer) =>
         val config = buffer match {
@@ -53,10 +64,12 @@ object KafkaOracle {
           case MaxRecordsShutDown(n) => BufferConfig.maxRecords(n).shutDownWhenFull()
         }
         builder.table(In, consumed).suppress(KSuppressed.untilTimeLimit(Duration.ofMillis(limit), config))
-          .toStream().process(() => new org.apache.kafka.streams.processor.api.Processor[String, java.lang.Long, Void, Void] {
-            override def process(r: org.apache.kafka.streams.processor.api.Record[String, java.lang.Long]): Unit =
-              out += Out(r.key(), r.timestamp(), r.timestamp(), Option(r.value()).map(_.longValue))
-          })
+          .toStream().process(() =>
+            new org.apache.kafka.streams.processor.api.Processor[String, java.lang.Long, Void, Void] {
+              override def process(r: org.apache.kafka.streams.processor.api.Record[String, java.lang.Long]): Unit =
+                out += Out(r.key(), r.timestamp(), r.timestamp(), Option(r.value()).map(_.longValue))
+            }
+          )
     }
     val driver = new TopologyTestDriver(builder.build(), OracleDriver.props())
     try {
@@ -68,7 +81,9 @@ object KafkaOracle {
         val (batch, i) = it.next()
         out.clear()
         try {
-          batch.foreach(e => input.pipeInput(e.key, e.value.map(java.lang.Long.valueOf).orNull, Instant.ofEpochMilli(e.ts)))
+          batch.foreach(e =>
+            input.pipeInput(e.key, e.value.map(java.lang.Long.valueOf).orNull, Instant.ofEpochMilli(e.ts))
+          )
           emitted += out.toList
         } catch {
           case e: org.apache.kafka.streams.errors.StreamsException if isBufferFull(e) => failedAt = Some(i)
@@ -79,5 +94,7 @@ object KafkaOracle {
   }
 
   private def isBufferFull(e: Throwable): Boolean =
-    Iterator.iterate(e)(_.getCause).takeWhile(_ != null).exists(t => String.valueOf(t.getMessage).contains("buffer exceeded"))
+    Iterator.iterate(e)(_.getCause).takeWhile(_ != null).exists(t =>
+      String.valueOf(t.getMessage).contains("buffer exceeded")
+    )
 }

@@ -23,8 +23,10 @@ import org.apache.kafka.streams.state.Stores
  */
 object KafkaStreamTableJoinOracle {
   sealed trait In { def key: String; def ts: Long }
+
   /** A stream record (values are never null). */
   final case class StreamIn(key: String, value: String, ts: Long) extends In
+
   /** A table update; a null value is a tombstone. */
   final case class TableIn(key: String, value: String, ts: Long) extends In
 
@@ -39,12 +41,21 @@ object KafkaStreamTableJoinOracle {
     val strings = Consumed.`with`(Serdes.String(), Serdes.String())
     val table: KTable[String, String] = join.historyRetentionMs match {
       case Some(r) =>
-        builder.table("table", strings, Materialized.as[String, String](
-          Stores.persistentVersionedKeyValueStore("table-store", Duration.ofMillis(r)))
-          .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()))
+        builder.table(
+          "table",
+          strings,
+          Materialized.as[String, String](
+            Stores.persistentVersionedKeyValueStore("table-store", Duration.ofMillis(r))
+          )
+            .withKeySerde(Serdes.String()).withValueSerde(Serdes.String())
+        )
       case None =>
-        builder.table("table", strings, Materialized.as[String, String](Stores.inMemoryKeyValueStore("table-store"))
-          .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()))
+        builder.table(
+          "table",
+          strings,
+          Materialized.as[String, String](Stores.inMemoryKeyValueStore("table-store"))
+            .withKeySerde(Serdes.String()).withValueSerde(Serdes.String())
+        )
     }
     val stream = builder.stream("stream", strings)
     val joiner: ValueJoiner[String, String, (String, String)] = (s: String, t: String) => (s, t)
@@ -53,10 +64,12 @@ object KafkaStreamTableJoinOracle {
       join.graceMs.fold(j)(g => j.withGracePeriod(Duration.ofMillis(g)))
     }
     val results = if (join.left) stream.leftJoin(table, joiner, joined) else stream.join(table, joiner, joined)
-    results.process(() => new Processor[String, (String, String), Void, Void] {
-      override def process(r: Record[String, (String, String)]): Unit =
-        out += Result(r.key(), r.value()._1, r.value()._2, r.timestamp())
-    })
+    results.process(() =>
+      new Processor[String, (String, String), Void, Void] {
+        override def process(r: Record[String, (String, String)]): Unit =
+          out += Result(r.key(), r.value()._1, r.value()._2, r.timestamp())
+      }
+    )
     OracleDriver.using(builder.build()) { driver =>
       val streamTopic = driver.createInputTopic("stream", new StringSerializer, new StringSerializer)
       val tableTopic = driver.createInputTopic("table", new StringSerializer, new StringSerializer)

@@ -6,8 +6,16 @@ import scala.collection.mutable.ArrayBuffer
 
 import org.apache.kafka.common.serialization.{LongSerializer, Serdes, StringSerializer}
 import org.apache.kafka.streams.{KeyValue, StreamsBuilder}
-import org.apache.kafka.streams.kstream.{Aggregator, Consumed, Grouped, Initializer, KTable, KeyValueMapper,
-  Materialized, Reducer}
+import org.apache.kafka.streams.kstream.{
+  Aggregator,
+  Consumed,
+  Grouped,
+  Initializer,
+  KTable,
+  KeyValueMapper,
+  Materialized,
+  Reducer
+}
 import org.apache.kafka.streams.processor.api.{Processor, Record}
 import org.apache.kafka.common.utils.Bytes
 import org.apache.kafka.streams.state.{KeyValueStore, Stores}
@@ -33,8 +41,14 @@ object KafkaTableAggregateOracle {
     val builder = new StreamsBuilder()
     val consumed = Consumed.`with`(Serdes.String(), Serdes.Long())
     val table: KTable[String, java.lang.Long] = historyRetentionMs match {
-      case Some(r) => builder.table(In, consumed,
-        Materialized.as[String, java.lang.Long](Stores.persistentVersionedKeyValueStore("source", Duration.ofMillis(r))))
+      case Some(r) => builder.table(
+          In,
+          consumed,
+          Materialized.as[String, java.lang.Long](Stores.persistentVersionedKeyValueStore(
+            "source",
+            Duration.ofMillis(r)
+          ))
+        )
       case None => builder.table(In, consumed)
     }
     val mapper: KeyValueMapper[String, java.lang.Long, KeyValue[String, java.lang.Long]] =
@@ -52,18 +66,26 @@ object KafkaTableAggregateOracle {
           (g: String, v: java.lang.Long, a: java.lang.Long) => TableAggCase.chainAdd(g, v, a)
         val subtractor: Aggregator[String, java.lang.Long, java.lang.Long] =
           (g: String, v: java.lang.Long, a: java.lang.Long) => TableAggCase.chainSubtract(g, v, a)
-        grouped.aggregate(init, adder, subtractor,
-          Materialized.`with`[String, java.lang.Long, KeyValueStore[Bytes, Array[Byte]]](Serdes.String(), Serdes.Long()))
+        grouped.aggregate(
+          init,
+          adder,
+          subtractor,
+          Materialized.`with`[String, java.lang.Long, KeyValueStore[Bytes, Array[Byte]]](Serdes.String(), Serdes.Long())
+        )
     }
-    result.toStream().process(() => new Processor[String, java.lang.Long, Void, Void] {
-      override def process(r: Record[String, java.lang.Long]): Unit =
-        out += AggOut(r.key(), Option(r.value()).map(_.longValue), r.timestamp())
-    })
+    result.toStream().process(() =>
+      new Processor[String, java.lang.Long, Void, Void] {
+        override def process(r: Record[String, java.lang.Long]): Unit =
+          out += AggOut(r.key(), Option(r.value()).map(_.longValue), r.timestamp())
+      }
+    )
     OracleDriver.using(builder.build()) { driver =>
       val input = driver.createInputTopic(In, new StringSerializer, new LongSerializer)
       batches.map { batch =>
         out.clear()
-        batch.foreach(e => input.pipeInput(e.key, e.value.map(java.lang.Long.valueOf).orNull, Instant.ofEpochMilli(e.ts)))
+        batch.foreach(e =>
+          input.pipeInput(e.key, e.value.map(java.lang.Long.valueOf).orNull, Instant.ofEpochMilli(e.ts))
+        )
         out.toList
       }
     }
@@ -77,10 +99,13 @@ sealed trait TableAggCase {
 }
 
 object TableAggCase {
+
   /** `count()`: a group's count reaches 0 and stays (never deleted). */
   case object Count extends TableAggCase
+
   /** Kafka: `reduce(+, −)`; kstate: its `sum` (an aggregate from 0): the same values. */
   case object Sum extends TableAggCase
+
   /** `reduce(+, (a, v) -> a − v == 0 ? null : a − v)`: a subtract can delete the group. */
   case object DeletingReduce extends TableAggCase {
     override def reduceSubtract(a: java.lang.Long, v: java.lang.Long): java.lang.Long = {
@@ -88,6 +113,7 @@ object TableAggCase {
       if (r == 0L) null else r
     }
   }
+
   /** `aggregate(1, a*3 + v, (a − v) % 4 == 0 ? null : a − v)`: order-sensitive, can delete. */
   case object Chain extends TableAggCase
 
@@ -95,6 +121,7 @@ object TableAggCase {
 
   /** The group of a table value: null (no group) for v % 5 == 4, else "g" + v % 3. */
   def group(v: java.lang.Long): String = if (v % 5 == 4) null else "g" + (v % 3)
+
   /** The value a table value contributes: null (nothing) for 8, else the value. */
   def groupValue(v: java.lang.Long): java.lang.Long = if (v == 8L) null else v
 

@@ -24,31 +24,42 @@ import org.apache.kafka.streams.state.{KeyValueStore, Stores}
  * (caches off), which processes each record depth-first, repartition topics included.
  */
 object KafkaTableJoinOracle {
+
   /** One table update: `left` side or right, `value` None = tombstone, `key` null = null key. */
   final case class TEv(left: Boolean, key: String, ts: Long, value: Option[Long]) {
     override def toString: String =
       s"${if (left) "L" else "R"}:${Option(key).getOrElse("null")}=${value.fold("null")(_.toString)}@$ts"
   }
+
   /** One emitted join result. */
   final case class JOut(key: String, value: Option[String], ts: Long)
 
   sealed trait Join
+
   /** Primary-key join: "inner", "left" or "outer". */
   final case class PkJoin(how: String) extends Join
+
   /** Foreign-key join ("inner" or "left") with the left value's foreign key `fk(value)`. */
   final case class FkJoin(how: String, fk: Long => String) extends Join
 
   def show(v: Any): String = if (v == null) "null" else v.toString
+
   /** The joiner both engines use. */
   def joined(l: java.lang.Long, r: java.lang.Long): String = s"${show(l)}+${show(r)}"
 
-  def run(join: Join, leftVersioned: Boolean, rightVersioned: Boolean, retentionMs: Long,
-      batches: Seq[Seq[TEv]]): Seq[Seq[JOut]] = {
+  def run(
+      join: Join,
+      leftVersioned: Boolean,
+      rightVersioned: Boolean,
+      retentionMs: Long,
+      batches: Seq[Seq[TEv]]
+  ): Seq[Seq[JOut]] = {
     val builder = new StreamsBuilder()
     val consumed = Consumed.`with`(Serdes.String(), Serdes.Long())
     def table(topic: String, versioned: Boolean): KTable[String, java.lang.Long] = {
       val m: Materialized[String, java.lang.Long, KeyValueStore[Bytes, Array[Byte]]] =
-        if (versioned) Materialized.as(Stores.persistentVersionedKeyValueStore(s"$topic-store", Duration.ofMillis(retentionMs)))
+        if (versioned)
+          Materialized.as(Stores.persistentVersionedKeyValueStore(s"$topic-store", Duration.ofMillis(retentionMs)))
         else Materialized.as(Stores.inMemoryKeyValueStore(s"$topic-store"))
       builder.table(topic, consumed, m.withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
     }
@@ -69,9 +80,12 @@ object KafkaTableJoinOracle {
       case other => throw new IllegalArgumentException(s"unknown join $other")
     }
     val out = ArrayBuffer.empty[JOut]
-    result.toStream().process(() => new Processor[String, String, Void, Void] {
-      override def process(rec: Record[String, String]): Unit = out += JOut(rec.key(), Option(rec.value()), rec.timestamp())
-    })
+    result.toStream().process(() =>
+      new Processor[String, String, Void, Void] {
+        override def process(rec: Record[String, String]): Unit =
+          out += JOut(rec.key(), Option(rec.value()), rec.timestamp())
+      }
+    )
     OracleDriver.using(builder.build()) { driver =>
       val inL = driver.createInputTopic("left", new StringSerializer, new LongSerializer)
       val inR = driver.createInputTopic("right", new StringSerializer, new LongSerializer)

@@ -6,8 +6,15 @@ import scala.collection.mutable.ArrayBuffer
 
 import org.apache.kafka.common.serialization.{LongSerializer, Serdes, StringSerializer}
 import org.apache.kafka.streams.StreamsBuilder
-import org.apache.kafka.streams.kstream.{Consumed, KTable, Materialized, Predicate, ValueMapperWithKey, ValueTransformerWithKey,
-  ValueTransformerWithKeySupplier}
+import org.apache.kafka.streams.kstream.{
+  Consumed,
+  KTable,
+  Materialized,
+  Predicate,
+  ValueMapperWithKey,
+  ValueTransformerWithKey,
+  ValueTransformerWithKeySupplier
+}
 import org.apache.kafka.streams.kstream.internals.KTableImpl
 import org.apache.kafka.streams.processor.ProcessorContext
 import org.apache.kafka.streams.processor.api.{Processor, Record}
@@ -53,12 +60,12 @@ object KafkaTableOracle {
     build(p, recs) { t =>
       val probed = t.transformValues[Probe](new ValueTransformerWithKeySupplier[String, V, Probe] {
         override def get(): ValueTransformerWithKey[String, V, Probe] = new ValueTransformerWithKey[String, V, Probe] {
-        private var pending: Probe = _
-        override def init(context: ProcessorContext): Unit = ()
-        override def transform(k: String, v: V): Probe =
-          if (pending == null) { pending = new Probe(Option(v).map(_.longValue)); pending }
-          else { pending.old = Option(v).map(_.longValue); pending = null; null }
-        override def close(): Unit = ()
+          private var pending: Probe = _
+          override def init(context: ProcessorContext): Unit = ()
+          override def transform(k: String, v: V): Probe =
+            if (pending == null) { pending = new Probe(Option(v).map(_.longValue)); pending }
+            else { pending.old = Option(v).map(_.longValue); pending = null; null }
+          override def close(): Unit = ()
         }
       })
       probed.asInstanceOf[KTableImpl[String, _, Probe]].enableSendingOldValues(true)
@@ -70,9 +77,11 @@ object KafkaTableOracle {
 
   private def toStream[W, O](t: KTable[String, W])(f: Record[String, W] => O): ArrayBuffer[O] = {
     val out = ArrayBuffer.empty[O]
-    t.toStream().process(() => new Processor[String, W, Void, Void] {
-      override def process(r: Record[String, W]): Unit = out += f(r)
-    })
+    t.toStream().process(() =>
+      new Processor[String, W, Void, Void] {
+        override def process(r: Record[String, W]): Unit = out += f(r)
+      }
+    )
     out
   }
 
@@ -82,16 +91,26 @@ object KafkaTableOracle {
     val source: KTable[String, V] = p.source match {
       case Unmaterialized => builder.table(In, consumed)
       case Unversioned =>
-        builder.table(In, consumed, Materialized.as[String, V](Stores.inMemoryKeyValueStore("src"))
-          .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+        builder.table(
+          In,
+          consumed,
+          Materialized.as[String, V](Stores.inMemoryKeyValueStore("src"))
+            .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long())
+        )
       case Versioned(retention, grace) =>
         require(grace == retention, s"Kafka's grace is its history retention: $grace != $retention")
-        builder.table(In, consumed, Materialized.as[String, V](
-          Stores.persistentVersionedKeyValueStore("src", Duration.ofMillis(retention)))
-          .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+        builder.table(
+          In,
+          consumed,
+          Materialized.as[String, V](
+            Stores.persistentVersionedKeyValueStore("src", Duration.ofMillis(retention))
+          )
+            .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long())
+        )
     }
     val pred = new Predicate[String, V] { override def test(k: String, v: V): Boolean = TablePipeline.predicate(k, v) }
-    val map = new ValueMapperWithKey[String, V, V] { override def apply(k: String, v: V): V = TablePipeline.mapper(k, v) }
+    val map =
+      new ValueMapperWithKey[String, V, V] { override def apply(k: String, v: V): V = TablePipeline.mapper(k, v) }
     val table = p.steps.foldLeft(source) {
       case (t, Filter) => t.filter(pred)
       case (t, FilterNot) => t.filterNot(pred)

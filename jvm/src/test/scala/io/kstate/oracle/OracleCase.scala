@@ -14,12 +14,16 @@ final case class Out(key: String, start: Long, end: Long, value: Option[Long])
 sealed trait OracleCase { def describe: String = toString }
 
 object OracleCase {
+
   /** `windowedBy(TimeWindows).count()`, optionally `suppress(untilWindowCloses(unbounded))`. */
   final case class TimeCount(sizeMs: Long, advanceMs: Long, graceMs: Long, suppressed: Boolean) extends OracleCase
+
   /** `windowedBy(SessionWindows).count()`, optionally suppressed until the sessions close. */
   final case class SessionCount(gapMs: Long, graceMs: Long, suppressed: Boolean) extends OracleCase
+
   /** `windowedBy(SlidingWindows).count()`, optionally suppressed until the windows close. */
   final case class SlidingCount(diffMs: Long, graceMs: Long, suppressed: Boolean) extends OracleCase
+
   /** A table (key, value, timestamp) rate-limited by `suppress(untilTimeLimit(limit, buffer))`. */
   final case class TimeLimit(limitMs: Long, buffer: Buffer) extends OracleCase
 

@@ -25,6 +25,7 @@ object OracleDriver {
   /** Runs `f` on a driver of `topology`, closing it afterwards. */
   def using[A](topology: Topology)(f: TopologyTestDriver => A): A = {
     val driver = new TopologyTestDriver(topology, props())
-    try f(driver) finally driver.close()
+    try f(driver)
+    finally driver.close()
   }
 }

@@ -40,7 +40,8 @@ class ForeignKeyJoinStreamingSuite extends KStateSparkSuite {
     MemoryStream[Upd]
   }
 
-  private val foreignKey = when(col("lv") % 4 === 3, lit(null)).otherwise(concat(lit("f"), (col("lv") % 3).cast("string")))
+  private val foreignKey =
+    when(col("lv") % 4 === 3, lit(null)).otherwise(concat(lit("f"), (col("lv") % 3).cast("string")))
   private def fkOf(v: java.lang.Long): String = if (v % 4 == 3) null else s"f${v % 3}"
 
   private def tables(src: DataFrame, lv: Option[VersionedTable], rv: Option[VersionedTable]): (KTable, KTable) = {
@@ -52,8 +53,12 @@ class ForeignKeyJoinStreamingSuite extends KStateSparkSuite {
     (l, r)
   }
 
-  private def joined(how: String, lv: Option[VersionedTable] = None, rv: Option[VersionedTable] = None,
-      fk: org.apache.spark.sql.Column = foreignKey)(src: DataFrame): DataFrame = {
+  private def joined(
+      how: String,
+      lv: Option[VersionedTable] = None,
+      rv: Option[VersionedTable] = None,
+      fk: org.apache.spark.sql.Column = foreignKey
+  )(src: DataFrame): DataFrame = {
     val (l, r) = tables(src, lv, rv)
     l.join(r, fk, how, "fk").toStream()
   }
@@ -62,7 +67,7 @@ class ForeignKeyJoinStreamingSuite extends KStateSparkSuite {
 
   /** Each micro-batch's output rows (k, lv, rv, ts), restarting the query before each batch if asked. */
   private def run(batches: Seq[Seq[Upd]], build: DataFrame => DataFrame, restartEach: Boolean = false)
-    : Seq[Seq[Row]] = {
+      : Seq[Seq[Row]] = {
     val in = input()
     val ckpt = tempDir("ckpt")
     val out = mutable.ArrayBuffer.empty[Seq[Row]]
@@ -96,14 +101,25 @@ class ForeignKeyJoinStreamingSuite extends KStateSparkSuite {
   }
 
   /** The Spark-free pipeline's result table after each micro-batch (input order, one partition). */
-  private def pipeline(batches: Seq[Seq[Upd]], leftJoin: Boolean, lv: Option[VersionedTable],
-      rv: Option[VersionedTable]): Seq[Map[String, Value]] = {
-    def state[K](v: Option[VersionedTable]): () => TableState[K, java.lang.Long] = () => v match {
-      case Some(t) => InMemoryTableState.versioned[K, java.lang.Long](t.historyRetentionMs, t.graceMs)
-      case None => InMemoryTableState.unversioned[K, java.lang.Long]()
-    }
-    val d = new ForeignKeyJoinDriver[java.lang.Long, String, java.lang.Long, Value](leftJoin, fkOf,
-      (l, r) => (Option(l).map(_.longValue), Option(r).map(_.longValue)), state[String](lv), state[String](rv), 1)
+  private def pipeline(
+      batches: Seq[Seq[Upd]],
+      leftJoin: Boolean,
+      lv: Option[VersionedTable],
+      rv: Option[VersionedTable]
+  ): Seq[Map[String, Value]] = {
+    def state[K](v: Option[VersionedTable]): () => TableState[K, java.lang.Long] = () =>
+      v match {
+        case Some(t) => InMemoryTableState.versioned[K, java.lang.Long](t.historyRetentionMs, t.graceMs)
+        case None => InMemoryTableState.unversioned[K, java.lang.Long]()
+      }
+    val d = new ForeignKeyJoinDriver[java.lang.Long, String, java.lang.Long, Value](
+      leftJoin,
+      fkOf,
+      (l, r) => (Option(l).map(_.longValue), Option(r).map(_.longValue)),
+      state[String](lv),
+      state[String](rv),
+      1
+    )
     var t = Map.empty[String, Value]
     batches.map { b =>
       d.runBatch(b.map { case (left, k, v, ts) =>
@@ -118,7 +134,7 @@ class ForeignKeyJoinStreamingSuite extends KStateSparkSuite {
     val recs = (0 until n).map { _ =>
       val left = rnd.nextInt(5) < 3
       val k = if (rnd.nextInt(12) == 0) null
-        else if (left) Seq("a", "b", "c", "d")(rnd.nextInt(4)) else Seq("f0", "f1", "f2")(rnd.nextInt(3))
+      else if (left) Seq("a", "b", "c", "d")(rnd.nextInt(4)) else Seq("f0", "f1", "f2")(rnd.nextInt(3))
       val v = if (rnd.nextInt(5) == 0) None else Some(rnd.nextInt(12).toLong)
       (left, k, v, (rnd.nextInt(60) - 20).toLong)
     }
@@ -128,7 +144,8 @@ class ForeignKeyJoinStreamingSuite extends KStateSparkSuite {
 
   private def withPartitions[A](n: Int)(f: => A): A = {
     spark.conf.set("spark.sql.shuffle.partitions", n.toString)
-    try f finally spark.conf.set("spark.sql.shuffle.partitions", "3")
+    try f
+    finally spark.conf.set("spark.sql.shuffle.partitions", "3")
   }
 
   // a retention no update exceeds: nothing is dropped as late, so input order and task order
@@ -137,14 +154,22 @@ class ForeignKeyJoinStreamingSuite extends KStateSparkSuite {
 
   test("random updates: the result table after every micro-batch is the pipeline's (Kafka's), 1 and 3 partitions") {
     val rnd = new Random(213)
-    val cases = Seq(("inner", None, None, 1), ("left", None, None, 1), ("inner", None, None, 3),
-      ("left", versioned, None, 3), ("inner", versioned, versioned, 3), ("left", None, versioned, 1))
+    val cases = Seq(
+      ("inner", None, None, 1),
+      ("left", None, None, 1),
+      ("inner", None, None, 3),
+      ("left", versioned, None, 3),
+      ("inner", versioned, versioned, 3),
+      ("left", None, versioned, 1)
+    )
     cases.foreach { case (how, lv, rv, n) =>
       val batches = randomBatches(rnd, 40)
       val got = withPartitions(n)(run(batches, joined(how, lv, rv) _))
       val expected = pipeline(batches, how == "left", lv, rv)
-      assert(tablesAfter(got) === expected,
-        s"$how lv=$lv rv=$rv partitions=$n batches=$batches\nrows ${got.map(_.mkString(" ")).mkString("\n")}")
+      assert(
+        tablesAfter(got) === expected,
+        s"$how lv=$lv rv=$rv partitions=$n batches=$batches\nrows ${got.map(_.mkString(" ")).mkString("\n")}"
+      )
       assert(expected.exists(_.nonEmpty))
     }
   }
@@ -156,8 +181,10 @@ class ForeignKeyJoinStreamingSuite extends KStateSparkSuite {
       val build = joined(how, versioned, None) _
       val restarted = withPartitions(n)(run(batches, build, restartEach = true))
       assert(restarted.map(_.map(_.toSeq).toSet) === withPartitions(n)(run(batches, build)).map(_.map(_.toSeq).toSet))
-      assert(tablesAfter(restarted) === pipeline(batches, how == "left", versioned, None),
-        s"$how $n\nbatches $batches\nrows ${restarted.map(_.mkString(" ")).mkString("\n")}")
+      assert(
+        tablesAfter(restarted) === pipeline(batches, how == "left", versioned, None),
+        s"$how $n\nbatches $batches\nrows ${restarted.map(_.mkString(" ")).mkString("\n")}"
+      )
     }
   }
 
@@ -165,7 +192,8 @@ class ForeignKeyJoinStreamingSuite extends KStateSparkSuite {
     // a -> f1 (lv=1) joins r1; then in one batch a moves to f2 (lv=2) and f1 changes: only (2, r2) survives
     val batches = Seq(
       Seq((false, "f1", Some(10L), 1L), (false, "f2", Some(20L), 1L), (true, "a", Some(1L), 2L)),
-      Seq((true, "a", Some(2L), 3L), (false, "f1", Some(11L), 4L)))
+      Seq((true, "a", Some(2L), 3L), (false, "f1", Some(11L), 4L))
+    )
     withPartitions(3) {
       val out = run(batches, joined("inner") _)
       assert(tablesAfter(out) === Seq(Map("a" -> (Some(1L), Some(10L))), Map("a" -> (Some(2L), Some(20L)))))
@@ -178,9 +206,16 @@ class ForeignKeyJoinStreamingSuite extends KStateSparkSuite {
     // gets f1's response (old version) first, then f2's: the newer one must win, so versions must
     // carry the micro-batch id (with the position alone, 0 < 3 would drop f2's response as stale)
     val batches = Seq(
-      Seq((false, "f1", Some(10L), 1L), (false, "f2", Some(20L), 1L), (true, "b", Some(4L), 10L),
-        (true, "c", Some(4L), 10L), (true, "d", Some(4L), 10L), (true, "a", Some(1L), 10L)),
-      Seq((false, "f1", Some(11L), 5L), (true, "a", Some(2L), 20L)))
+      Seq(
+        (false, "f1", Some(10L), 1L),
+        (false, "f2", Some(20L), 1L),
+        (true, "b", Some(4L), 10L),
+        (true, "c", Some(4L), 10L),
+        (true, "d", Some(4L), 10L),
+        (true, "a", Some(1L), 10L)
+      ),
+      Seq((false, "f1", Some(11L), 5L), (true, "a", Some(2L), 20L))
+    )
     withPartitions(1) {
       val out = run(batches, joined("inner") _)
       assert(tablesAfter(out).last("a") === ((Some(2L), Some(20L))), out)
@@ -203,16 +238,21 @@ class ForeignKeyJoinStreamingSuite extends KStateSparkSuite {
 
   test("a batch DataFrame: inner and left join, the result's columns") {
     val session = spark; import session.implicits._
-    val orders = Seq(("o1", "c1", 5L, 1L), ("o2", "c2", 7L, 2L), ("o3", null, 9L, 3L)).toDF("id", "cust", "amount", "ts")
-      .kstate.toTable(col("id"), col("ts"))
+    val orders =
+      Seq(("o1", "c1", 5L, 1L), ("o2", "c2", 7L, 2L), ("o3", null, 9L, 3L)).toDF("id", "cust", "amount", "ts")
+        .kstate.toTable(col("id"), col("ts"))
     val customers = Seq(("c1", "Ann", 1L)).toDF("cid", "name", "ts").kstate.toTable(col("cid"), col("ts"))
     val inner = orders.join(customers, col("cust"))
     assert(!inner.isVersioned && inner.keyColumn == "id" && inner.valueColumns == Seq("cust", "amount", "name"))
     assert(inner.toStream().collect().map(_.toSeq).toSeq === Seq(Seq("o1", "c1", 5L, "Ann", 1L)))
     // o1 arrives before its customer (equal timestamps: the left side first): joined with null, then with Ann
     val left = orders.join(customers, col("cust"), "left").toStream().collect().map(_.toSeq).toSeq
-    assert(left.sortBy(_.head.toString) === Seq(Seq("o1", "c1", 5L, null, 1L), Seq("o1", "c1", 5L, "Ann", 1L),
-      Seq("o2", "c2", 7L, null, 2L), Seq("o3", null, 9L, null, 3L)))
+    assert(left.sortBy(_.head.toString) === Seq(
+      Seq("o1", "c1", 5L, null, 1L),
+      Seq("o1", "c1", 5L, "Ann", 1L),
+      Seq("o2", "c2", 7L, null, 2L),
+      Seq("o3", null, 9L, null, 3L)
+    ))
   }
 
   test("errors at construction: join type, foreign key type, non-deterministic or missing foreign key, clash") {

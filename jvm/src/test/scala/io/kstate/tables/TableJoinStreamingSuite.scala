@@ -51,12 +51,16 @@ class TableJoinStreamingSuite extends KStateSparkSuite {
     if (l == null && r == null) None else Some(s"(${show(l)},${show(r)})")
   private def result(row: Row): TableTableJoinModel.Res = {
     val old = row.getStruct(4)
-    TableTableJoinModel.Res(row.getString(0), pair(row.getString(1), row.getString(2)),
-      if (old == null) None else pair(old.getString(0), old.getString(1)), row.getLong(3))
+    TableTableJoinModel.Res(
+      row.getString(0),
+      pair(row.getString(1), row.getString(2)),
+      if (old == null) None else pair(old.getString(0), old.getString(1)),
+      row.getLong(3)
+    )
   }
 
   private def run(batches: Seq[Seq[Upd]], build: DataFrame => DataFrame, restartEach: Boolean = false)
-    : Seq[TableTableJoinModel.Res] = {
+      : Seq[TableTableJoinModel.Res] = {
     val in = input()
     val ckpt = tempDir("ckpt")
     val out = mutable.ArrayBuffer.empty[Row]
@@ -80,8 +84,14 @@ class TableJoinStreamingSuite extends KStateSparkSuite {
   // ------------------------------------------------------------------ KIP-914's sequences
 
   test("KIP-914 accepted rule, first sequence, one record per micro-batch: (a5,b2), (a5,b3), (a5,b4) at 5") {
-    val seq = Seq((true, "k", "a0", 0L), (true, "k", "a5", 5L), (false, "k", "b2", 2L), (false, "k", "b3", 3L),
-      (false, "k", "b4", 4L), (true, "k", "a1", 1L))
+    val seq = Seq(
+      (true, "k", "a0", 0L),
+      (true, "k", "a5", 5L),
+      (false, "k", "b2", 2L),
+      (false, "k", "b3", 3L),
+      (false, "k", "b4", 4L),
+      (true, "k", "a1", 1L)
+    )
     assert(run(seq.map(Seq(_)), joined(_, "inner", versioned, versioned)) ===
       Seq(r("(a5,b2)", null, 5), r("(a5,b3)", "(a5,b2)", 5), r("(a5,b4)", "(a5,b3)", 5)))
   }
@@ -94,8 +104,14 @@ class TableJoinStreamingSuite extends KStateSparkSuite {
   }
 
   test("KIP-914 Attempt-1 sequence: only latest records join") {
-    val seq = Seq((true, "k", "a0", 0L), (false, "k", "b0", 0L), (true, "k", "a4", 4L), (false, "k", "b3", 3L),
-      (false, "k", "b2", 2L), (true, "k", "a1", 1L))
+    val seq = Seq(
+      (true, "k", "a0", 0L),
+      (false, "k", "b0", 0L),
+      (true, "k", "a4", 4L),
+      (false, "k", "b3", 3L),
+      (false, "k", "b2", 2L),
+      (true, "k", "a1", 1L)
+    )
     assert(run(seq.map(Seq(_)), joined(_, "inner", versioned, versioned)) ===
       Seq(r("(a0,b0)", null, 0), r("(a4,b0)", "(a0,b0)", 4), r("(a4,b3)", "(a4,b0)", 4)))
   }
@@ -145,7 +161,9 @@ class TableJoinStreamingSuite extends KStateSparkSuite {
 
   private def partitionOf(keys: Seq[String], n: Int): Map[String, Int] = {
     val session = spark; import session.implicits._
-    keys.toDF("k").select(col("k"), pmod(hash(col("k")), lit(n))).collect().map(x => x.getString(0) -> x.getInt(1)).toMap
+    keys.toDF("k").select(col("k"), pmod(hash(col("k")), lit(n))).collect().map(x =>
+      x.getString(0) -> x.getInt(1)
+    ).toMap
   }
 
   /**
@@ -155,8 +173,13 @@ class TableJoinStreamingSuite extends KStateSparkSuite {
    * and the join merges the two tables' changes in Kafka task order (each table's changes in
    * order, the one whose running maximum timestamp is lowest next, left first on ties).
    */
-  private def model(batches: Seq[Seq[Upd]], kind: TableTableJoinKind, lv: Option[VersionedTable],
-      rv: Option[VersionedTable], n: Int): Map[String, Seq[TableTableJoinModel.Res]] = {
+  private def model(
+      batches: Seq[Seq[Upd]],
+      kind: TableTableJoinKind,
+      lv: Option[VersionedTable],
+      rv: Option[VersionedTable],
+      n: Int
+  ): Map[String, Seq[TableTableJoinModel.Res]] = {
     val part = partitionOf(Seq("a", "b", "c", "d", "e"), n)
     val grace = lv.orElse(rv).map(_.graceMs).getOrElse(0L)
     val joins = mutable.Map.empty[Int, TableTableJoinModel.Join]
@@ -177,8 +200,16 @@ class TableJoinStreamingSuite extends KStateSparkSuite {
         }
         val merged = (ordered(true) ++ ordered(false)).zipWithIndex
           .sortBy { case ((m, s, _), i) => (m, s, i) }.map(_._1._3)
-        val j = joins.getOrElseUpdate(p, new TableTableJoinModel.Join(kind, lv.isDefined, rv.isDefined, grace,
-          (l, r) => s"(${show(l)},${show(r)})"))
+        val j = joins.getOrElseUpdate(
+          p,
+          new TableTableJoinModel.Join(
+            kind,
+            lv.isDefined,
+            rv.isDefined,
+            grace,
+            (l, r) => s"(${show(l)},${show(r)})"
+          )
+        )
         merged.foreach(u => out ++= j.update(TableTableJoinModel.Upd(u._1, u._2, u._3, Some(u._4))))
       }
     }
@@ -194,12 +225,18 @@ class TableJoinStreamingSuite extends KStateSparkSuite {
   test("random updates of both tables agree with the model, on 1 and 3 state partitions") {
     val rnd = new Random(15)
     val grace = Some(VersionedTable.ofMillis(40).withGraceMillis(10))
-    val cases = Seq(("inner", None, None, 1), ("left", grace, None, 3), ("outer", grace, grace, 3),
-      ("inner", None, grace, 3))
+    val cases = Seq(
+      ("inner", None, None, 1),
+      ("left", grace, None, 3),
+      ("outer", grace, grace, 3),
+      ("inner", None, grace, 3)
+    )
     cases.foreach { case (how, lv, rv, n) =>
       val batches = randomBatches(rnd, 45)
       spark.conf.set("spark.sql.shuffle.partitions", n.toString)
-      val got = try run(batches, joined(_, how, lv, rv)) finally spark.conf.set("spark.sql.shuffle.partitions", "3")
+      val got =
+        try run(batches, joined(_, how, lv, rv))
+        finally spark.conf.set("spark.sql.shuffle.partitions", "3")
       val expected = model(batches, kindOf(how), lv, rv, n)
       assert(got.groupBy(_.key) === expected, s"$how lv=$lv rv=$rv partitions=$n batches=$batches")
       assert(got.nonEmpty)

@@ -30,7 +30,8 @@ abstract class KStateSparkSuite extends AnyFunSuite with BeforeAndAfterAll {
   }
 
   override def afterAll(): Unit = {
-    try if (_spark != null) _spark.stop() finally super.afterAll()
+    try if (_spark != null) _spark.stop()
+    finally super.afterAll()
   }
 
   protected def tempDir(prefix: String): String =

@@ -41,8 +41,11 @@ class WindowBoundsSuite extends AnyFunSuite {
   }
 
   test("windowed distinct's tumbling windows saturate too") {
-    val p = new TumblingDistinctProcessor[String](10000L, 0L,
-      new InMemoryDedupState[String](identity))
+    val p = new TumblingDistinctProcessor[String](
+      10000L,
+      0L,
+      new InMemoryDedupState[String](identity)
+    )
     assert(p.windowStart(NearMin) === Long.MinValue)
     assert(p.windowEnd(p.windowStart(NearMax)) === Long.MaxValue)
   }

@@ -67,26 +67,35 @@ class CheckpointFormatV2StreamingSuite extends KStateSparkSuite {
     Seq(("s", "a", "1", 1000L), ("t", "a", "A1", 500L), ("s", "b", "2", 1500L), ("t", "b", "B1", 800L)),
     Seq(("s", "a", "3", 12000L), ("t", "a", "A2", 11000L), ("s", "c", "4", 3000L), ("s", "a", "3b", 12500L)),
     Seq(("s", "a", "5", 25000L), ("s", "b", "6", 26000L), ("t", "b", "B2", 24000L)),
-    Seq(("s", "c", "7", 40000L), ("s", "a", "8", 41000L)))
+    Seq(("s", "c", "7", 40000L), ("s", "a", "8", 41000L))
+  )
 
   private def withFormat[T](format: Int)(body: => T): T = {
     spark.conf.set(Format, format.toString)
-    try body finally spark.conf.set(Format, "2")
+    try body
+    finally spark.conf.set(Format, "2")
   }
 
   /** Runs `batches` through `build` on `ckpt`: one query, or one per micro-batch (`restart`). */
-  private def run(build: MemoryStream[Rec] => DataFrame, mode: String, restart: Boolean,
-      ckpt: String = tempDir("v2"), in: MemoryStream[Rec] = input(), data: Seq[Seq[Rec]] = batches): Seq[String] = {
+  private def run(
+      build: MemoryStream[Rec] => DataFrame,
+      mode: String,
+      restart: Boolean,
+      ckpt: String = tempDir("v2"),
+      in: MemoryStream[Rec] = input(),
+      data: Seq[Seq[Rec]] = batches
+  ): Seq[String] = {
     val out = mutable.ArrayBuffer.empty[String]
     var q: StreamingQuery = null
     def startQuery(): Unit = q = CollectSink.start(build(in), ckpt, mode)
     def stopQuery(): Unit = { out ++= CollectSink.rows(q).map(show); q.stop() }
     startQuery()
     try data.foreach { b =>
-      in.addData(b)
-      q.processAllAvailable()
-      if (restart) { stopQuery(); startQuery() }
-    } finally stopQuery()
+        in.addData(b)
+        q.processAllAvailable()
+        if (restart) { stopQuery(); startQuery() }
+      }
+    finally stopQuery()
     out.sorted.toSeq
   }
 
@@ -102,7 +111,8 @@ class CheckpointFormatV2StreamingSuite extends KStateSparkSuite {
 
   private def lineageOf(ckpt: String, op: Long, p: Int, version: Long, id: String): Seq[StateFile.LineageEntry] = {
     val in = new FileInputStream(s"$ckpt/state/$op/$p/${version}_$id.kstate.changelog")
-    try StateFile.readHeader(in, StateFile.Changelog, version, "f").checkpoint.get.lineage finally in.close()
+    try StateFile.readHeader(in, StateFile.Changelog, version, "f").checkpoint.get.lineage
+    finally in.close()
   }
 
   /**
@@ -120,18 +130,24 @@ class CheckpointFormatV2StreamingSuite extends KStateSparkSuite {
       for (p <- 0 until partitions) {
         val id = ids(op)(p).head
         assert(new File(s"$ckpt/state/$op/$p/${b + 1}_$id.kstate.changelog").exists, s"batch $b partition $p")
-        if (b > 0) assert(lineageOf(ckpt, op, p, b + 1, id).last == StateFile.LineageEntry(b, idsOf(ckpt, b - 1)(op)(p).head))
+        if (b > 0)
+          assert(lineageOf(ckpt, op, p, b + 1, id).last == StateFile.LineageEntry(b, idsOf(ckpt, b - 1)(op)(p).head))
       }
     }
     val all = batchIds.flatMap(b => idsOf(ckpt, b).values.flatten.flatten)
     assert(all.distinct.size == all.size, "every commit has a fresh id")
   }
 
-  for ((name, build, mode) <- Seq[(String, MemoryStream[Rec] => DataFrame, String)](
+  for (
+    (name, build, mode) <- Seq[(String, MemoryStream[Rec] => DataFrame, String)](
       ("deduplication", dedup, "append"),
       ("a windowed count suppressed until its windows close", finalCounts, "append"),
-      ("a versioned table and a stream-table join", enrich, "append"))) {
-    test(s"$name: restarted after every micro-batch on format 2 gives the uninterrupted run's output on format 1; the commit log holds the ids") {
+      ("a versioned table and a stream-table join", enrich, "append")
+    )
+  ) {
+    test(
+      s"$name: restarted after every micro-batch on format 2 gives the uninterrupted run's output on format 1; the commit log holds the ids"
+    ) {
       val expected = withFormat(1)(run(build, mode, restart = false))
       val ckpt = tempDir("v2")
       assert(run(build, mode, restart = true, ckpt) == expected)
@@ -140,7 +156,9 @@ class CheckpointFormatV2StreamingSuite extends KStateSparkSuite {
     }
   }
 
-  test("a task that fails after its store committed is retried: the commit log holds the retry's id, and the query restarts from it") {
+  test(
+    "a task that fails after its store committed is retried: the commit log holds the retry's id, and the query restarts from it"
+  ) {
     // Spark's "checkpointFormatVersion2 validate ID - task retry": the first attempt commits a
     // version under its own id, then fails; the retry commits the same version under another id
     spark.conf.set("spark.sql.shuffle.partitions", "1")
@@ -150,12 +168,16 @@ class CheckpointFormatV2StreamingSuite extends KStateSparkSuite {
         k
       }
       // a windowed count emits its updates after the store committed
-      val counts = (in: MemoryStream[Rec]) => stream(in).kstate.windowedBy(TimeWindows.ofSize("10 seconds"), col("k"), col("ts"))
-        .count("counts").withColumn("k", failOnce(col("k")))
+      val counts = (in: MemoryStream[Rec]) =>
+        stream(in).kstate.windowedBy(TimeWindows.ofSize("10 seconds"), col("k"), col("ts"))
+          .count("counts").withColumn("k", failOnce(col("k")))
       val ckpt = tempDir("v2")
       val in = input()
-      val data = Seq(Seq(("s", "a", "1", 1000L)), Seq(("s", "boom", "2", 2000L), ("s", "a", "3", 3000L)),
-        Seq(("s", "a", "4", 4000L)))
+      val data = Seq(
+        Seq(("s", "a", "1", 1000L)),
+        Seq(("s", "boom", "2", 2000L), ("s", "a", "3", 3000L)),
+        Seq(("s", "a", "4", 4000L))
+      )
       val out = run(counts, "update", restart = true, ckpt, in, data)
       assert(out == Seq("a,0,10000,1,1000", "a,0,10000,2,3000", "a,0,10000,3,4000", "boom,0,10000,1,2000"))
       val op = kstateOperators(ckpt).head
@@ -168,7 +190,9 @@ class CheckpointFormatV2StreamingSuite extends KStateSparkSuite {
     } finally spark.conf.set("spark.sql.shuffle.partitions", "3")
   }
 
-  test("a micro-batch whose stateful stage runs twice (two jobs) commits two attempts per partition; either is a valid base for the next batch and a restart") {
+  test(
+    "a micro-batch whose stateful stage runs twice (two jobs) commits two attempts per partition; either is a valid base for the next batch and a restart"
+  ) {
     // Spark's "checkpointFormatVersion2 validate ID - two jobs launched": a foreachBatch sink
     // that runs two jobs over the batch runs kstate's tasks twice
     val ckpt = tempDir("v2")
@@ -178,10 +202,11 @@ class CheckpointFormatV2StreamingSuite extends KStateSparkSuite {
       .foreachBatch { (b: DataFrame, _: Long) => b.count(); rows ++= b.collect().map(show); () }.start()
     var q = startQuery()
     try batches.take(3).zipWithIndex.foreach { case (b, i) =>
-      in.addData(b)
-      q.processAllAvailable()
-      if (i == 1) { q.stop(); q = startQuery() }
-    } finally q.stop()
+        in.addData(b)
+        q.processAllAvailable()
+        if (i == 1) { q.stop(); q = startQuery() }
+      }
+    finally q.stop()
     assert(rows.sorted.toSeq == withFormat(1)(run(dedup, "append", restart = false, data = batches.take(3))))
     val op = kstateOperators(ckpt).head
     for (p <- 0 until 3) {
@@ -192,22 +217,36 @@ class CheckpointFormatV2StreamingSuite extends KStateSparkSuite {
     checkIds(ckpt, 0L to 2L, partitions = 3)
   }
 
-  test("kstate.read_state and read_table on a format-2 checkpoint read the committed ids' state, at the latest and an older batch") {
+  test(
+    "kstate.read_state and read_table on a format-2 checkpoint read the committed ids' state, at the latest and an older batch"
+  ) {
     val ckpt = tempDir("v2")
-    run(in => dedup(in).unionByName(enrich(in).select(col("k"), col("sv").as("v"), col("ts")), true), "append",
-      restart = true, ckpt)
+    run(
+      in => dedup(in).unionByName(enrich(in).select(col("k"), col("sv").as("v"), col("ts")), true),
+      "append",
+      restart = true,
+      ckpt
+    )
     val v1 = tempDir("v1")
-    withFormat(1)(run(in => dedup(in).unionByName(enrich(in).select(col("k"), col("sv").as("v"), col("ts")), true),
-      "append", restart = false, v1))
+    withFormat(1)(run(
+      in => dedup(in).unionByName(enrich(in).select(col("k"), col("sv").as("v"), col("ts")), true),
+      "append",
+      restart = false,
+      v1
+    ))
     for (batch <- Seq(None, Some(1L))) {
       val state = (c: String) => KStateStateReader.readState(spark, c, "dedup", batch).collect().map(show).sorted.toSeq
       assert(state(ckpt) == state(v1) && state(ckpt).nonEmpty, s"batch $batch")
     }
-    val table = (c: String, at: Option[Long]) => KStateTableReader.readTable(spark, c, "profiles", at).collect().map(show).sorted.toSeq
-    for (at <- Seq(None, Some(900L), Some(11500L))) assert(table(ckpt, at) == table(v1, at) && table(ckpt, at).nonEmpty, s"as of $at")
+    val table = (c: String, at: Option[Long]) =>
+      KStateTableReader.readTable(spark, c, "profiles", at).collect().map(show).sorted.toSeq
+    for (at <- Seq(None, Some(900L), Some(11500L)))
+      assert(table(ckpt, at) == table(v1, at) && table(ckpt, at).nonEmpty, s"as of $at")
   }
 
-  test("a format-2 checkpoint repartitioned to 5 partitions: new snapshots with ids, the repartition batch's commit log entry names them, the restart equals the uninterrupted run") {
+  test(
+    "a format-2 checkpoint repartitioned to 5 partitions: new snapshots with ids, the repartition batch's commit log entry names them, the restart equals the uninterrupted run"
+  ) {
     val expected = withFormat(1)(run(dedup, "append", restart = false))
     val ckpt = tempDir("v2")
     val in = input()
@@ -217,7 +256,8 @@ class CheckpointFormatV2StreamingSuite extends KStateSparkSuite {
     val op = kstateOperators(ckpt).head
     val ids = idsOf(ckpt, r)(op)
     assert(ids.size == 5)
-    for (p <- 0 until 5) assert(new File(s"$ckpt/state/$op/$p/${r + 1}_${ids(p).head}.kstate.snapshot").exists, s"partition $p")
+    for (p <- 0 until 5)
+      assert(new File(s"$ckpt/state/$op/$p/${r + 1}_${ids(p).head}.kstate.snapshot").exists, s"partition $p")
     val rest = run(dedup, "append", restart = false, ckpt, in, batches.drop(2))
     assert((first ++ rest).sorted == expected)
     // the batch after the repartition continued from the new snapshots' ids
@@ -227,7 +267,9 @@ class CheckpointFormatV2StreamingSuite extends KStateSparkSuite {
     }
   }
 
-  test("a checkpoint restarted with the other format: Spark 4.3 keeps the checkpoint's format; on 4.2 kstate refuses the switch") {
+  test(
+    "a checkpoint restarted with the other format: Spark 4.3 keeps the checkpoint's format; on 4.2 kstate refuses the switch"
+  ) {
     val pinned = org.apache.spark.SPARK_VERSION.startsWith("4.3")
     for ((written, asked) <- Seq(1 -> 2, 2 -> 1)) {
       val ckpt = tempDir("switch")
@@ -242,7 +284,9 @@ class CheckpointFormatV2StreamingSuite extends KStateSparkSuite {
             assert(idsOf(ckpt, 1).nonEmpty == (written == 2), s"$written -> $asked")
           } else {
             val e = intercept[StreamingQueryException](q.processAllAvailable())
-            val k = Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).collectFirst { case k: KStateException => k }
+            val k = Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).collectFirst {
+              case k: KStateException => k
+            }
             assert(k.exists(_.errorClass == "KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT"), s"$written -> $asked: $e")
             assert(k.get.getMessage.contains(s"written with state checkpoint format $written"), k.get.getMessage)
           }
@@ -280,8 +324,12 @@ class CheckpointFormatV2StreamingSuite extends KStateSparkSuite {
     val stale = UUID.randomUUID().toString
     editCommit(ckpt, 1)(_.replace(committed, stale))
     val e = restartFailure(ckpt, in)
-    assert(e.errorClass == "KSTATE_CHECKPOINT_ID_UNKNOWN" && e.getMessage.contains(stale) && e.getMessage.contains(committed),
-      e.getMessage)
+    assert(
+      e.errorClass == "KSTATE_CHECKPOINT_ID_UNKNOWN" && e.getMessage.contains(stale) && e.getMessage.contains(
+        committed
+      ),
+      e.getMessage
+    )
     // lost: the entry names no ids for the operator
     editCommit(ckpt, 1)(_ => original.replaceAll("\"" + op + "\":\\[\\[[^]]*\\](,\\[[^]]*\\])*\\]", "\"0\":[]"))
     assert(!idsOf(ckpt, 1).contains(op))
@@ -290,13 +338,15 @@ class CheckpointFormatV2StreamingSuite extends KStateSparkSuite {
     // put back: the query goes on as if nothing happened
     editCommit(ckpt, 1)(_ => original)
     val q = CollectSink.start(dedup(in), ckpt, "append")
-    try q.processAllAvailable() finally q.stop()
+    try q.processAllAvailable()
+    finally q.stop()
     assert(q.exception.isEmpty)
   }
 
 }
 
 object CheckpointFormatV2StreamingSuite {
+
   /** side ("s" stream, "t" table update), key, value, event time (ms). */
   type Rec = (String, String, String, Long)
 

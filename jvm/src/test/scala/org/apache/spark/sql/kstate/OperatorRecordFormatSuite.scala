@@ -19,8 +19,13 @@ import org.scalatest.funsuite.AnyFunSuite
  */
 class OperatorRecordFormatSuite extends AnyFunSuite {
   private val conf = new Configuration
-  private val fingerprint = Map("kind" -> "deduplicate_by_key", "intervalMs" -> "6000", "identityTypes" -> "string",
-    "timestampType" -> "bigint", "stateStoreProvider" -> "io.kstate.KStateStoreProvider")
+  private val fingerprint = Map(
+    "kind" -> "deduplicate_by_key",
+    "intervalMs" -> "6000",
+    "identityTypes" -> "string",
+    "timestampType" -> "bigint",
+    "stateStoreProvider" -> "io.kstate.KStateStoreProvider"
+  )
 
   private def stateDir(): JPath = Files.createTempDirectory("kstate-op")
   private def record(dir: JPath): JPath = dir.resolve("_kstate").resolve("operator.properties")
@@ -32,9 +37,12 @@ class OperatorRecordFormatSuite extends AnyFunSuite {
   private def path(dir: JPath): Path = new Path(dir.toUri)
 
   /** A record written by the release before the marker (a checkpoint of commit 4dcec41). */
-  private val withoutMarker: String = new String(Files.readAllBytes(
-    new File(getClass.getResource("/operator-record-without-marker/operator.properties").toURI).toPath),
-    StandardCharsets.UTF_8)
+  private val withoutMarker: String = new String(
+    Files.readAllBytes(
+      new File(getClass.getResource("/operator-record-without-marker/operator.properties").toURI).toPath
+    ),
+    StandardCharsets.UTF_8
+  )
 
   test("a record is written with its format marker and reads back as the configuration") {
     val dir = stateDir()
@@ -45,7 +53,9 @@ class OperatorRecordFormatSuite extends AnyFunSuite {
     OperatorIdentity.checkOrRecordConfig(path(dir), "dedup", fingerprint, conf, 1L) // a restart: the same
   }
 
-  test("a record without the marker (the previous release's) is format 1: it reads, a restart accepts it and leaves it") {
+  test(
+    "a record without the marker (the previous release's) is format 1: it reads, a restart accepts it and leaves it"
+  ) {
     assert(!withoutMarker.contains("kstate-format"))
     val dir = stateDir()
     put(dir, withoutMarker)
@@ -53,25 +63,35 @@ class OperatorRecordFormatSuite extends AnyFunSuite {
     OperatorIdentity.checkOrRecordConfig(path(dir), "dedup", fingerprint, conf, 1L)
     assert(text(dir) == withoutMarker)
     val e = intercept[KStateException](
-      OperatorIdentity.checkOrRecordConfig(path(dir), "dedup", fingerprint + ("intervalMs" -> "7000"), conf, 1L))
+      OperatorIdentity.checkOrRecordConfig(path(dir), "dedup", fingerprint + ("intervalMs" -> "7000"), conf, 1L)
+    )
     assert(e.errorClass == "KSTATE_OPERATOR_CONFIG_CHANGED")
   }
 
-  test("a record of a newer format is KSTATE_CHECKPOINT_FROM_NEWER_KSTATE, on restart and on read, and stays as it is") {
+  test(
+    "a record of a newer format is KSTATE_CHECKPOINT_FROM_NEWER_KSTATE, on restart and on read, and stays as it is"
+  ) {
     for (found <- Seq("2", "10", "2.1")) {
       val dir = stateDir()
-      val newer = withoutMarker.replace("#kstate operator configuration; do not edit\n",
-        s"#kstate operator configuration; do not edit\n#kstate-format=$found\n") + "aKeyOfTheNewerFormat=1\n"
+      val newer = withoutMarker.replace(
+        "#kstate operator configuration; do not edit\n",
+        s"#kstate operator configuration; do not edit\n#kstate-format=$found\n"
+      ) + "aKeyOfTheNewerFormat=1\n"
       put(dir, newer)
-      for (attempt <- Seq(
+      for (
+        attempt <- Seq(
           () => OperatorIdentity.checkOrRecordConfig(path(dir), "dedup", fingerprint, conf, 1L),
-          () => OperatorIdentity.readConfig(path(dir), conf))) {
+          () => OperatorIdentity.readConfig(path(dir), conf)
+        )
+      ) {
         val e = intercept[KStateException](attempt())
         assert(e.errorClass == "KSTATE_CHECKPOINT_FROM_NEWER_KSTATE", e.getMessage)
-        assert(e.getMessage.contains(s"Operator configuration record ${path(dir)}") &&
-          e.getMessage.contains("_kstate/operator.properties") &&
-          e.getMessage.contains(s"format version $found") && e.getMessage.contains("reads format version 1."),
-          e.getMessage)
+        assert(
+          e.getMessage.contains(s"Operator configuration record ${path(dir)}") &&
+            e.getMessage.contains("_kstate/operator.properties") &&
+            e.getMessage.contains(s"format version $found") && e.getMessage.contains("reads format version 1."),
+          e.getMessage
+        )
       }
       assert(text(dir) == newer)
     }

@@ -19,8 +19,10 @@ import org.apache.spark.sql.internal.SQLConf
 object KStateConf {
   final case class Entry[T](key: String, default: T, doc: String)(val parse: String => T) {
     def get(conf: SQLConf): T = Option(conf.getConfString(key, null)).map(parse).getOrElse(default)
+
     /** For settings read at application start (the plugin's), from the Spark configuration. */
     def get(conf: SparkConf): T = conf.getOption(key).map(parse).getOrElse(default)
+
     /** The default as a setting's string (what `spark.conf.get(key)` shows); parses to `default`. */
     def defaultString: String = default.toString
   }
@@ -34,8 +36,10 @@ object KStateConf {
       "RocksDBStateStoreProvider also runs deduplication, windowed distinct and unsuppressed or " +
       "unbounded / shut-down-when-full suppressed windowed aggregations, but not suppress on a " +
       "table (until_time_limit, or until_window_closes on another table) nor " +
-      "spill_to_disk_when_full; Spark's HDFS provider runs none.")(
-    identity)
+      "spill_to_disk_when_full; Spark's HDFS provider runs none."
+  )(
+    identity
+  )
 
   val StreamTimeFollowsWatermark: Entry[Boolean] = Entry(
     "spark.kstate.streamTime.followWatermark",
@@ -43,7 +47,8 @@ object KStateConf {
     "When true, each kstate operator raises its per-partition stream time to the query's " +
       "event-time watermark at the start of each micro-batch, so idle partitions make progress. " +
       "Default false: stream time is the largest event timestamp the partition has seen, as " +
-      "in Kafka Streams.")(_.trim.toBoolean)
+      "in Kafka Streams."
+  )(_.trim.toBoolean)
 
   val ProcessingOrderPolicy: Entry[ProcessingOrder] = Entry[ProcessingOrder](
     "spark.kstate.processingOrder",
@@ -51,8 +56,10 @@ object KStateConf {
     "Order in which kstate operators process the records of one state partition's micro-batch, " +
       "unless an operator sets its own: 'auto' (Kafka task order where every source of the " +
       "operator's input is an ordered log such as Kafka, event-time order otherwise; a static " +
-      "DataFrame's own order), 'task' or 'event_time'. Default auto.")(
-    ProcessingOrder.parse("spark.kstate.processingOrder", _))
+      "DataFrame's own order), 'task' or 'event_time'. Default auto."
+  )(
+    ProcessingOrder.parse("spark.kstate.processingOrder", _)
+  )
 
   val OrderSpillThreshold: Entry[Long] = Entry(
     "spark.kstate.processingOrder.spillThreshold",
@@ -61,7 +68,8 @@ object KStateConf {
       "micro-batch; past it sorted runs are written to local disk and merged as they are read " +
       "(Spark's external sorter). Independently of it, the sort spills whenever Spark's task " +
       "memory manager cannot grant more execution memory. Accepts sizes such as '64m'. " +
-      "Default: no limit of its own.")(parseBytes)
+      "Default: no limit of its own."
+  )(parseBytes)
 
   /**
    * Read by kstate's state store provider from the store's configuration, hence the
@@ -73,7 +81,8 @@ object KStateConf {
     "Most heap bytes (estimated) one state store version of kstate's provider holds in " +
       "uncommitted changes; past it they are spilled to the store's local RocksDB and its " +
       "pending changelog, so a large micro-batch does not need a large heap. Accepts sizes such " +
-      "as '64m'. Default 64m.")(parseBytes)
+      "as '64m'. Default 64m."
+  )(parseBytes)
 
   /** Read by kstate's state store provider, like [[MaxWriteSetBytes]]. */
   val HeapStateBytes: Entry[Long] = Entry(
@@ -83,8 +92,8 @@ object KStateConf {
       "their committed state on the heap, where reads and commits are fastest. A store whose " +
       "state does not fit moves it to its local RocksDB (it returns to the heap when it is next " +
       "restored and fits). 0 keeps every store in RocksDB. Accepts sizes such as '512m'. " +
-      "Default (-1): an eighth of the executor's maximum heap.")(
-    s => if (s.trim == "-1") -1L else parseBytes(s))
+      "Default (-1): an eighth of the executor's maximum heap."
+  )(s => if (s.trim == "-1") -1L else parseBytes(s))
 
   val StandbyReplicas: Entry[Int] = Entry(
     "spark.kstate.standbyReplicas",
@@ -94,8 +103,8 @@ object KStateConf {
       "checkpoint's changelogs: after the active executor is lost, the partition's next task " +
       "runs where a standby is and replays only the versions it lacks (Kafka Streams' " +
       "num.standby.replicas). Needs kstate's plugin (spark.plugins=io.kstate.KStatePlugin). " +
-      "Read when a micro-batch is planned. Default 0: none.")(
-    s => s.trim.toIntOption.filter(_ >= 0).getOrElse(throw KStateErrors.invalidStandbyReplicas(s)))
+      "Read when a micro-batch is planned. Default 0: none."
+  )(s => s.trim.toIntOption.filter(_ >= 0).getOrElse(throw KStateErrors.invalidStandbyReplicas(s)))
 
   val MaxWarmupReplicas: Entry[Int] = Entry(
     "spark.kstate.maxWarmupReplicas",
@@ -105,8 +114,13 @@ object KStateConf {
       "failovers piled partitions onto one), kstate moves partitions to the emptier executors, " +
       "each only after a warm-up copy there caught up; at most this many warm at once, so balance " +
       "comes over several micro-batches. Needs kstate's plugin (without it Spark's placement is kept). " +
-      "0: partitions move only to an executor holding their standby. Read when a micro-batch is planned. Default 2.")(
-    s => s.trim.toIntOption.filter(_ >= 0).getOrElse(throw KStateErrors.invalidReplicaSetting("spark.kstate.maxWarmupReplicas", s)))
+      "0: partitions move only to an executor holding their standby. Read when a micro-batch is planned. Default 2."
+  )(s =>
+    s.trim.toIntOption.filter(_ >= 0).getOrElse(throw KStateErrors.invalidReplicaSetting(
+      "spark.kstate.maxWarmupReplicas",
+      s
+    ))
+  )
 
   val AcceptableRecoveryLag: Entry[Long] = Entry(
     "spark.kstate.acceptableRecoveryLag",
@@ -114,16 +128,21 @@ object KStateConf {
     "How many versions (micro-batches) a warm-up or standby copy may lag behind the newest " +
       "committed version for its partition to move there (Kafka Streams' acceptable.recovery.lag, " +
       "counted in micro-batches, not records): the batch that moves it replays at most this many " +
-      "versions' changelogs. Read when a micro-batch is planned. Default 1.")(
-    s => s.trim.toLongOption.filter(_ >= 0).getOrElse(throw KStateErrors.invalidReplicaSetting("spark.kstate.acceptableRecoveryLag", s)))
+      "versions' changelogs. Read when a micro-batch is planned. Default 1."
+  )(s =>
+    s.trim.toLongOption.filter(_ >= 0).getOrElse(throw KStateErrors.invalidReplicaSetting(
+      "spark.kstate.acceptableRecoveryLag",
+      s
+    ))
+  )
 
   val ReplicaPollInterval: Entry[Long] = Entry(
     "spark.kstate.replicas.pollInterval",
     1000L,
     "How often (milliseconds, or a duration such as '1s') each executor's standby follower asks " +
       "the driver which standbys to hold and the newest committed version, and replays the " +
-      "changelogs after its own. A Spark setting read at application start. Default 1s.")(
-    s => org.apache.spark.network.util.JavaUtils.timeStringAsMs(s.trim))
+      "changelogs after its own. A Spark setting read at application start. Default 1s."
+  )(s => org.apache.spark.network.util.JavaUtils.timeStringAsMs(s.trim))
 
   /**
    * Spark store settings kstate sets for its own stores unless the user set them: changelog
@@ -133,12 +152,22 @@ object KStateConf {
    */
   val StoreDefaults: Map[String, String] = Map(
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled" -> "true",
-    "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows" -> "false")
+    "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows" -> "false"
+  )
 
   /** Every entry, for registration with Spark's SQL configuration. */
-  val entries: Seq[Entry[_]] = Seq(StateStoreProvider, StreamTimeFollowsWatermark, ProcessingOrderPolicy,
-    OrderSpillThreshold, MaxWriteSetBytes, HeapStateBytes, StandbyReplicas, MaxWarmupReplicas,
-    AcceptableRecoveryLag, ReplicaPollInterval)
+  val entries: Seq[Entry[_]] = Seq(
+    StateStoreProvider,
+    StreamTimeFollowsWatermark,
+    ProcessingOrderPolicy,
+    OrderSpillThreshold,
+    MaxWriteSetBytes,
+    HeapStateBytes,
+    StandbyReplicas,
+    MaxWarmupReplicas,
+    AcceptableRecoveryLag,
+    ReplicaPollInterval
+  )
 
   private def parseBytes(s: String): Long = org.apache.spark.network.util.JavaUtils.byteStringAsBytes(s.trim)
 }

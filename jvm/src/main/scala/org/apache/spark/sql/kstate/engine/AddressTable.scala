@@ -157,10 +157,12 @@ private[kstate] final class AddressTable(expectedEntries: Int = 0) {
 }
 
 private[kstate] object AddressTable {
+
   /** No address (an empty slot, an absent key). Records never start at page -1. */
   final val Empty: Long = -1L
   final val MinCapacity = 16
   final val MaxCapacity: Int = 1 << 30
+
   /** Entries per slot before the table doubles. */
   final val MaxLoad = 0.6
 

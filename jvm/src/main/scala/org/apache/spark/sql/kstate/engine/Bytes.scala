@@ -20,7 +20,7 @@ private[kstate] object Bytes {
    */
   def prefixEnd(prefix: Array[Byte]): Option[Array[Byte]] = {
     var i = prefix.length - 1
-    while (i >= 0 && prefix(i) == 0xFF.toByte) i -= 1
+    while (i >= 0 && prefix(i) == 0xff.toByte) i -= 1
     if (i < 0) None
     else {
       val end = Arrays.copyOf(prefix, i + 1)

@@ -14,6 +14,7 @@ private[kstate] final class ChecksummedInput(in: InputStream, bufferSize: Int = 
   private val buf = new Array[Byte](bufferSize)
   private var pos = 0
   private var limit = 0
+
   /** Bytes of `buf` before this index are already in the checksum. */
   private var summed = 0
   private val crc = new CRC32C

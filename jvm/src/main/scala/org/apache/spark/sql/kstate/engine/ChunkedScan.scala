@@ -15,8 +15,8 @@ private[kstate] final class ChunkedScan(
     from: Array[Byte],
     until: Option[Array[Byte]],
     changesFrom: (Array[Byte], Int) => Array[(Array[Byte], Array[Byte])],
-    dbScan: (Array[Byte], Option[Array[Byte]]) => StateScan)
-  extends Iterator[(Array[Byte], Array[Byte])] with AutoCloseable {
+    dbScan: (Array[Byte], Option[Array[Byte]]) => StateScan
+) extends Iterator[(Array[Byte], Array[Byte])] with AutoCloseable {
   import ChunkedScan._
 
   private var chunk = FirstChunk
@@ -28,7 +28,8 @@ private[kstate] final class ChunkedScan(
   private def openChunk(): Unit = {
     val changes = changesFrom(nextFrom, chunk)
     // A full chunk may have stopped short of `until`: this scan ends at its last change.
-    val bound = if (changes.length < chunk) { lastChunk = true; until } else Some(Bytes.successor(changes.last._1))
+    val bound = if (changes.length < chunk) { lastChunk = true; until }
+    else Some(Bytes.successor(changes.last._1))
     current = new MergedScan(changes, dbScan(nextFrom, bound))
     nextFrom = bound.orNull
     chunk = math.min(chunk * 2, MaxChunk)

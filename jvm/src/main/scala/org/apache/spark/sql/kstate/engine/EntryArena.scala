@@ -88,8 +88,10 @@ private[kstate] final class EntryArena(expectedBytes: Long = 0L) {
 }
 
 private[kstate] object EntryArena {
+
   /** Page size: at least half a G1 region of a heap up to 32 GB, so pages are humongous. */
   final val PageBytes: Int = 1 << 20
+
   /** The first page's size when nothing is expected. */
   final val MinPageBytes: Int = 4096
   final val HeaderBytes = 8
@@ -129,7 +131,10 @@ private[kstate] object EntryArena {
 
   def keyEquals(pages: Array[Array[Byte]], addr: Long, key: Array[Byte]): Boolean = {
     val p = pages(pageOf(addr)); val o = offsetOf(addr)
-    keyLengthAt(p, o) == key.length && Arrays.equals(p, o + HeaderBytes, o + HeaderBytes + key.length, key, 0, key.length)
+    keyLengthAt(
+      p,
+      o
+    ) == key.length && Arrays.equals(p, o + HeaderBytes, o + HeaderBytes + key.length, key, 0, key.length)
   }
 
   /** The record's key compared with `key`, as unsigned bytes ([[Bytes.Order]]). */
@@ -141,7 +146,7 @@ private[kstate] object EntryArena {
   def startsWith(pages: Array[Array[Byte]], addr: Long, prefix: Array[Byte]): Boolean = {
     val p = pages(pageOf(addr)); val o = offsetOf(addr)
     keyLengthAt(p, o) >= prefix.length &&
-      Arrays.equals(p, o + HeaderBytes, o + HeaderBytes + prefix.length, prefix, 0, prefix.length)
+    Arrays.equals(p, o + HeaderBytes, o + HeaderBytes + prefix.length, prefix, 0, prefix.length)
   }
 
   /** The record key's hash, equal to [[HashedKey.hashOf]] of the key's bytes. */

@@ -3,7 +3,12 @@ package org.apache.spark.sql.kstate.engine
 import java.nio.ByteBuffer
 
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
-import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec, RocksDBKeyStateEncoder, UnsafeRowDataEncoder}
+import org.apache.spark.sql.execution.streaming.state.{
+  KeyStateEncoderSpec,
+  NoPrefixKeyStateEncoderSpec,
+  RocksDBKeyStateEncoder,
+  UnsafeRowDataEncoder
+}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.unsafe.Platform
 
@@ -26,7 +31,8 @@ private[kstate] final class FamilyCodec(
     val keySchema: StructType,
     val valueSchema: StructType,
     val keySpec: KeyStateEncoderSpec,
-    val multipleValues: Boolean) {
+    val multipleValues: Boolean
+) {
 
   val prefix: Array[Byte] = FamilyCodec.prefixOf(id)
   private val keyFields = keySchema.length
@@ -51,7 +57,8 @@ private[kstate] final class FamilyCodec(
   def encodePrefix(prefixKey: UnsafeRow): Array[Byte] = sparkKeyEncoder match {
     case Some(enc) if enc.supportPrefixKeyScan => Bytes.concat(prefix, enc.encodePrefixKey(prefixKey))
     case _ => throw new UnsupportedOperationException(
-      s"column family '$name' was not registered with a prefix-scan key encoder spec")
+        s"column family '$name' was not registered with a prefix-scan key encoder spec"
+      )
   }
 
   def decodeKey(bytes: Array[Byte]): UnsafeRow = sparkKeyEncoder match {
@@ -72,8 +79,13 @@ private[kstate] final class FamilyCodec(
     val out = ByteBuffer.allocate(size)
     values.foreach { v =>
       out.putInt(v.getSizeInBytes)
-      Platform.copyMemory(v.getBaseObject, v.getBaseOffset, out.array(),
-        Platform.BYTE_ARRAY_OFFSET + out.position(), v.getSizeInBytes)
+      Platform.copyMemory(
+        v.getBaseObject,
+        v.getBaseOffset,
+        out.array(),
+        Platform.BYTE_ARRAY_OFFSET + out.position(),
+        v.getSizeInBytes
+      )
       out.position(out.position() + v.getSizeInBytes)
     }
     out.array()
@@ -134,8 +146,13 @@ private[kstate] object FamilyCodec {
   def rowBytes(row: UnsafeRow, headroom: Int): Array[Byte] = {
     val size = row.getSizeInBytes
     val out = new Array[Byte](headroom + size)
-    Platform.copyMemory(row.getBaseObject, row.getBaseOffset, out,
-      Platform.BYTE_ARRAY_OFFSET + headroom, size)
+    Platform.copyMemory(
+      row.getBaseObject,
+      row.getBaseOffset,
+      out,
+      Platform.BYTE_ARRAY_OFFSET + headroom,
+      size
+    )
     out
   }
 }

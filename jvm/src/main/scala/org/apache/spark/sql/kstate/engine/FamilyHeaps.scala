@@ -212,7 +212,8 @@ private[kstate] final class FamilyHeaps(minGarbageBytes: Long = HeapState.MinGar
    * before the family's first key, `until` None when it ends at or after its last.
    */
   private def forRange(from: Array[Byte], until: Option[Array[Byte]])(
-      f: (Int, Option[Array[Byte]], Option[Array[Byte]]) => Unit): Unit = {
+      f: (Int, Option[Array[Byte]], Option[Array[Byte]]) => Unit
+  ): Unit = {
     var id = 0
     while (id < heaps.length) {
       if (heaps(id) != null) {
@@ -239,7 +240,9 @@ private[kstate] object FamilyHeaps {
   def idOf(key: Array[Byte]): Int = {
     val id = WriteSet.bucketOf(key)
     if (id < 0) {
-      throw new IllegalArgumentException(s"a state store key has a ${PrefixLength}-byte family prefix, got ${key.length} bytes")
+      throw new IllegalArgumentException(
+        s"a state store key has a ${PrefixLength}-byte family prefix, got ${key.length} bytes"
+      )
     }
     id
   }

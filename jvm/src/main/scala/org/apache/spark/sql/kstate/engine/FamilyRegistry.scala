@@ -22,6 +22,7 @@ private[kstate] final case class FamilyRegistry(ids: Map[String, Short], nextId:
 }
 
 private[kstate] object FamilyRegistry {
+
   /** Every store has Spark's default column family, id 0. */
   def initial(defaultName: String): FamilyRegistry = FamilyRegistry(Map(defaultName -> 0.toShort), 1)
 }

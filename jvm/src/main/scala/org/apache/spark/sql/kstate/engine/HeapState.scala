@@ -52,8 +52,10 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
   private var index: Array[Long] = NoAddresses
   private var indexSize = 0
   private var indexed = true
+
   /** Whether an ordered read used the index since the last version was applied. */
   private var indexUsed = false
+
   /** Bytes of the live records in the arena. */
   private var live = 0L
 
@@ -122,8 +124,10 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
     table.ensureCapacity(before + count)
     indexUsed = false
     if (!indexed) applyToTable(changes, from, until)
-    else if (count > 0 && noDeletes(changes, from, until) &&
-        (indexSize == 0 || EntryArena.compareKey(arena.pages, index(indexSize - 1), changes(from).key) < 0)) {
+    else if (
+      count > 0 && noDeletes(changes, from, until) &&
+      (indexSize == 0 || EntryArena.compareKey(arena.pages, index(indexSize - 1), changes(from).key) < 0)
+    ) {
       appendSorted(changes, from, until)
     } else {
       val size = indexSize
@@ -249,7 +253,7 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
       private def wanted(slot: Int): Boolean = {
         val a = addrs(slot)
         a != AddressTable.Empty && EntryArena.startsWith(pages, a, prefix) &&
-          !skip(HashedKey.withHash(EntryArena.key(pages, a), hashes(slot)))
+        !skip(HashedKey.withHash(EntryArena.key(pages, a), hashes(slot)))
       }
       override def hasNext: Boolean = s < addrs.length
       override def next(): (Array[Byte], Array[Byte]) = {
@@ -410,6 +414,7 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
 }
 
 private[kstate] object HeapState {
+
   /** Garbage below this many bytes never triggers a compaction (small states; tests lower it). */
   final val MinGarbageBytes: Long = 256L * 1024
 
@@ -431,7 +436,7 @@ private[kstate] object HeapState {
 
   /** A scan over the index array and arena pages captured when it was opened; hands out copies. */
   private final class IndexScan(pages: Array[Array[Byte]], index: Array[Long], from: Int, until: Int)
-    extends StateScan {
+      extends StateScan {
     private var i = from
     private var closed = false
     override def valid: Boolean = !closed && i < until

@@ -17,12 +17,13 @@ private[kstate] trait KeyGroups {
 }
 
 private[kstate] object KeyGroups {
+
   /** Groups led by a 4-byte big-endian length and that many bytes (`klen:4 key`). */
   val LengthPrefixed: KeyGroups = (key: Array[Byte], offset: Int) =>
     if (key.length - offset < 4) key.length - offset
     else {
-      val n = ((key(offset) & 0xFF) << 24) | ((key(offset + 1) & 0xFF) << 16) |
-        ((key(offset + 2) & 0xFF) << 8) | (key(offset + 3) & 0xFF)
+      val n = ((key(offset) & 0xff) << 24) | ((key(offset + 1) & 0xff) << 16) |
+        ((key(offset + 2) & 0xff) << 8) | (key(offset + 3) & 0xff)
       math.min(key.length - offset, 4 + math.max(0, n))
     }
 }
@@ -58,6 +59,7 @@ private[kstate] final class GroupIndex(groups: KeyGroups, prefixLength: Int) {
 }
 
 private[kstate] object GroupIndex {
+
   /** Heap estimate of a group: its map node, key wrapper and list (with a 2-slot array). */
   final val GroupBytes: Long = 32L + 24L + 24L + 24L
 

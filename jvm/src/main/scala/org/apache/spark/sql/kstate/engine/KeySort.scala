@@ -20,6 +20,7 @@ import java.util.Arrays
  * comparing keys. The result equals a comparison sort's.
  */
 private[kstate] object KeySort {
+
   /** Below this many keys, insertion sort by comparison. */
   private val Small = 24
 
@@ -84,7 +85,7 @@ private[kstate] object KeySort {
     var b = 0
     while (b < 8) {
       val at = from + b
-      v = (v << 8) | (if (at < key.length) (key(at) & 0xFFL) else 0L)
+      v = (v << 8) | (if (at < key.length) (key(at) & 0xffL) else 0L)
       b += 1
     }
     v >>> (64 - count)

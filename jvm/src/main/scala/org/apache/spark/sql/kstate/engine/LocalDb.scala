@@ -57,13 +57,17 @@ private[kstate] final class LocalDb(root: File) extends AutoCloseable {
 
   /** Bytes of memory RocksDB uses for this instance (memtables and table readers). */
   def memoryBytes: Long = {
-    def prop(p: String) = try db.getLongProperty(p) catch { case _: RocksDBException => 0L }
+    def prop(p: String) =
+      try db.getLongProperty(p)
+      catch { case _: RocksDBException => 0L }
     prop("rocksdb.cur-size-all-mem-tables") + prop("rocksdb.estimate-table-readers-mem")
   }
 
   /** Bytes of data in this instance: its table files on local disk and its memtables. */
   def dataBytes: Long = {
-    def prop(p: String) = try db.getLongProperty(p) catch { case _: RocksDBException => 0L }
+    def prop(p: String) =
+      try db.getLongProperty(p)
+      catch { case _: RocksDBException => 0L }
     prop("rocksdb.total-sst-files-size") + prop("rocksdb.cur-size-all-mem-tables")
   }
 
@@ -131,8 +135,13 @@ private[kstate] final class DbView(db: RocksDB) extends AutoCloseable {
 }
 
 /** A forward scan of [from, until) over a database snapshot (its own, or a view's). */
-private[kstate] final class DbScan(db: RocksDB, from: Array[Byte], until: Option[Array[Byte]],
-    view: Option[DbView], onClose: () => Unit = () => ()) extends StateScan {
+private[kstate] final class DbScan(
+    db: RocksDB,
+    from: Array[Byte],
+    until: Option[Array[Byte]],
+    view: Option[DbView],
+    onClose: () => Unit = () => ()
+) extends StateScan {
   private val snapshot = view.map(_.snapshot).getOrElse(db.getSnapshot)
   private val upper = until.map(new Slice(_))
   private val options = {

@@ -8,10 +8,12 @@ package org.apache.spark.sql.kstate.engine
  */
 private[kstate] final class MergedScan(
     changes: Array[(Array[Byte], Array[Byte])],
-    db: StateScan) extends Iterator[(Array[Byte], Array[Byte])] with AutoCloseable {
+    db: StateScan
+) extends Iterator[(Array[Byte], Array[Byte])] with AutoCloseable {
 
   private var ci = 0
   private var nextItem: (Array[Byte], Array[Byte]) = _
+
   /** The committed scan's current key, read once per position (null: exhausted). */
   private var dbKey: Array[Byte] = _
   moveDb(first = true)

@@ -33,12 +33,16 @@ private[kstate] object StateFile {
   val Magic: Int = 0x4b53544c // "KSTL"
   /** The format written for checkpoint format v1: 2, with the writer's identity in the header. */
   val FormatVersion: Int = 2
+
   /** The format written for checkpoint format v2: 3, the identity plus a [[Checkpoint]]. */
   val FormatWithCheckpointId: Int = 3
+
   /** The previous release's format, without identity: still read, its owner unverifiable. */
   val FormatWithoutIdentity: Int = 1
+
   /** The formats read, oldest first. */
   val FormatsRead: Seq[Int] = Seq(FormatWithoutIdentity, FormatVersion, FormatWithCheckpointId)
+
   /** The newest format read. */
   val NewestFormat: Int = FormatWithCheckpointId
 
@@ -81,8 +85,13 @@ private[kstate] object StateFile {
    * Writes one file of store `identity`; `close()` writes the trailer. Not thread-safe. With a
    * `checkpoint` (a store of checkpoint format v2) the file is format 3, else format 2.
    */
-  final class Writer(raw: OutputStream, kind: Kind, storeVersion: Long, identity: StateFileIdentity,
-      checkpoint: Option[Checkpoint] = None) {
+  final class Writer(
+      raw: OutputStream,
+      kind: Kind,
+      storeVersion: Long,
+      identity: StateFileIdentity,
+      checkpoint: Option[Checkpoint] = None
+  ) {
     private val out = new ChecksummedOutput(raw)
     private var records = 0L
     private var written: Option[Int] = None
@@ -143,8 +152,13 @@ private[kstate] object StateFile {
    * What a fully read and verified file said; `identity` is None for a file of format 1, whose
    * owner cannot be verified; `checkpoint` is the checkpoint fields of a file of format 3.
    */
-  final case class Summary(records: Long, numKeys: Long, identity: Option[StateFileIdentity],
-      checkpoint: Option[Checkpoint] = None, checksum: Option[Int] = None)
+  final case class Summary(
+      records: Long,
+      numKeys: Long,
+      identity: Option[StateFileIdentity],
+      checkpoint: Option[Checkpoint] = None,
+      checksum: Option[Int] = None
+  )
 
   /** Receives records and drops them: the rest of a file of another store is only verified. */
   private object Discard extends Visitor {
@@ -167,8 +181,15 @@ private[kstate] object StateFile {
    * none where one is), is refused the same way, after it was verified: it is a valid file of
    * another attempt of the version under this file's name.
    */
-  def read(in: InputStream, kind: Kind, storeVersion: Long, expected: StateFileIdentity,
-      describe: => String, visitor: Visitor, expectedId: Option[String] = None): Summary = {
+  def read(
+      in: InputStream,
+      kind: Kind,
+      storeVersion: Long,
+      expected: StateFileIdentity,
+      describe: => String,
+      visitor: Visitor,
+      expectedId: Option[String] = None
+  ): Summary = {
     val data = new ChecksummedInput(in)
     def corrupt(why: String) = KStateErrors.stateFileCorrupt(describe, storeVersion, why)
     try {
@@ -232,8 +253,13 @@ private[kstate] object StateFile {
     }
   }
 
-  private def readHeaderFields(data: ChecksummedInput, kind: Kind, storeVersion: Long, describe: => String,
-      corrupt: String => Throwable): (Int, Option[StateFileIdentity], Option[Checkpoint]) = {
+  private def readHeaderFields(
+      data: ChecksummedInput,
+      kind: Kind,
+      storeVersion: Long,
+      describe: => String,
+      corrupt: String => Throwable
+  ): (Int, Option[StateFileIdentity], Option[Checkpoint]) = {
     if (data.readInt() != Magic) throw corrupt("not a kstate state file (bad magic number)")
     val fv = data.readInt()
     // A newer kstate's file: refused by its version alone (its layout after it is unknown).
@@ -246,7 +272,8 @@ private[kstate] object StateFile {
     val v = data.readLong()
     if (v != storeVersion) throw corrupt(s"file says version $v")
     val found = if (fv == FormatWithoutIdentity) None else Some(StateFileIdentity.readFrom(data))
-    val checkpoint = if (fv < FormatWithCheckpointId) None else {
+    val checkpoint = if (fv < FormatWithCheckpointId) None
+    else {
       val id = data.readUTF()
       val n = data.readInt()
       if (n < 0 || n > MaxLineage) throw corrupt(s"invalid lineage length $n")
@@ -255,7 +282,7 @@ private[kstate] object StateFile {
       val contiguous =
         if (kind == Snapshot || v <= 1) lineage.isEmpty
         else lineage.nonEmpty && lineage.head.version >= 1 && lineage.last.version == v - 1 &&
-          lineage.indices.forall(i => lineage(i).version == lineage.head.version + i)
+        lineage.indices.forall(i => lineage(i).version == lineage.head.version + i)
       if (!contiguous) throw corrupt(s"its lineage ${lineage.mkString(", ")} does not lead to version ${v - 1}")
       Some(Checkpoint(id, lineage))
     }

@@ -14,6 +14,7 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreId
  * restores at its new location.
  */
 private[kstate] final case class StateFileIdentity(operatorId: Long, storeName: String, partitionId: Int) {
+
   /** Appends the identity's header fields: operatorId:long storeName:utf partitionId:int. */
   def writeTo(out: ChecksummedOutput): Unit = {
     out.writeLong(operatorId); out.writeUTF(storeName); out.writeInt(partitionId)

@@ -34,11 +34,13 @@ private[kstate] trait StateFiles {
   def open(path: Path): InputStream
   def list(): Seq[String]
   def delete(path: Path): Unit
+
   /** The file's length and modification time, or None when there is no such file. */
   def stamp(path: Path): Option[StateFiles.Stamp]
 }
 
 private[kstate] object StateFiles {
+
   /**
    * Tells one write of a file from another: a file rewritten under the same name (a
    * micro-batch re-run) gets a new modification time, and usually a new length.
@@ -117,13 +119,15 @@ private[kstate] object StateFiles {
         }
         override def cancel(): Unit = if (!done) {
           done = true
-          try out.close() finally Files.deleteIfExists(temp)
+          try out.close()
+          finally Files.deleteIfExists(temp)
         }
       }
     }
 
     override def open(path: Path): InputStream =
-      try Files.newInputStream(local(path)) catch {
+      try Files.newInputStream(local(path))
+      catch {
         case e: NoSuchFileException =>
           val f = new FileNotFoundException(e.getMessage); f.initCause(e); throw f
       }
@@ -131,7 +135,8 @@ private[kstate] object StateFiles {
     override def list(): Seq[String] = {
       if (!Files.isDirectory(root)) return Nil
       val names = Files.list(root)
-      try names.iterator().asScala.map(_.getFileName.toString).toList finally names.close()
+      try names.iterator().asScala.map(_.getFileName.toString).toList
+      finally names.close()
     }
 
     override def stamp(path: Path): Option[Stamp] =

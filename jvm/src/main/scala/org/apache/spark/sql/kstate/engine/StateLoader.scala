@@ -19,8 +19,12 @@ import org.rocksdb.WriteBatch
  *                records and at `flush`)
  * @param moveToDb moves the heap state into a new local database and returns that database
  */
-private[kstate] final class StateLoader(heap: FamilyHeaps, db: LocalDb, fits: () => Boolean,
-    moveToDb: () => LocalDb) extends StateFile.Visitor with AutoCloseable {
+private[kstate] final class StateLoader(
+    heap: FamilyHeaps,
+    db: LocalDb,
+    fits: () => Boolean,
+    moveToDb: () => LocalDb
+) extends StateFile.Visitor with AutoCloseable {
   import StateLoader._
 
   private var onHeap: FamilyHeaps = heap
@@ -92,7 +96,8 @@ private[kstate] final class StateLoader(heap: FamilyHeaps, db: LocalDb, fits: ()
     } else {
       val b = batch
       batch = new WriteBatch()
-      try target.writeBatch(b) finally b.close()
+      try target.writeBatch(b)
+      finally b.close()
     }
   }
 
@@ -106,6 +111,7 @@ private[kstate] final class StateLoader(heap: FamilyHeaps, db: LocalDb, fits: ()
 }
 
 private[kstate] object StateLoader {
+
   /** Records per database write batch, and between heap budget checks. */
   val CheckEvery = 8192
 }

@@ -16,7 +16,8 @@ package org.apache.spark.sql.kstate.engine
 private[kstate] final class UnorderedScan(
     changedKeys: Array[Array[Byte]],
     changedValues: Array[Array[Byte]],
-    committed: Iterator[(Array[Byte], Array[Byte])]) extends Iterator[(Array[Byte], Array[Byte])] with AutoCloseable {
+    committed: Iterator[(Array[Byte], Array[Byte])]
+) extends Iterator[(Array[Byte], Array[Byte])] with AutoCloseable {
 
   private var i = 0
   private var closed = false

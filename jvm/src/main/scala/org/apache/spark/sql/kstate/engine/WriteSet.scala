@@ -40,10 +40,13 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
   private var inserted = new Array[Entry](math.max(16, expectedEntries))
   allocate(AddressTable.capacityFor(expectedEntries))
   private var entriesHeap = 0L
+
   /** The sorted view of all entries (null: none), for scans across families and the commit. */
   private var global: SortedView = _
+
   /** Sorted views of single families' entries, by [[WriteSet.bucketOf]], built by their scans. */
   private val families = new java.util.HashMap[Integer, SortedView]()
+
   /** Group indexes of single families' entries, by bucket, built by their group scans ([[changesInGroup]]). */
   private val groupIndexes = new java.util.HashMap[Integer, GroupIndex]()
   private var viewHeap = 0L
@@ -192,8 +195,11 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
    * them, or the first `limit` (then the result has exactly `limit` entries, and a caller that
    * needs the rest asks again from after the last key).
    */
-  def changesIn(from: Array[Byte], until: Option[Array[Byte]],
-      limit: Int = Int.MaxValue): Array[(Array[Byte], Array[Byte])] = {
+  def changesIn(
+      from: Array[Byte],
+      until: Option[Array[Byte]],
+      limit: Int = Int.MaxValue
+  ): Array[(Array[Byte], Array[Byte])] = {
     val out = Array.newBuilder[(Array[Byte], Array[Byte])]
     var n = 0
     if (until.forall(u => Bytes.Order.compare(from, u) < 0)) {
@@ -201,7 +207,8 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
       val base = view.base
       var i = view.lowerBound(from)
       val end = until.map(view.lowerBound).getOrElse(base.length)
-      val fromTail = if (view.tailIndex == null) java.util.Collections.emptyIterator[Entry]() else (until match {
+      val fromTail = if (view.tailIndex == null) java.util.Collections.emptyIterator[Entry]()
+      else (until match {
         case Some(u) => view.tailIndex.subMap(from, true, u, false)
         case None => view.tailIndex.tailMap(from, true)
       }).values().iterator()
@@ -224,8 +231,13 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
    * first such scan, then kept up to date), not from a sorted view: no sorted structure over the
    * family is kept for these scans.
    */
-  def changesInGroup(group: Array[Byte], groups: KeyGroups, prefixLength: Int, from: Array[Byte],
-      until: Option[Array[Byte]]): Array[(Array[Byte], Array[Byte])] = {
+  def changesInGroup(
+      group: Array[Byte],
+      groups: KeyGroups,
+      prefixLength: Int,
+      from: Array[Byte],
+      until: Option[Array[Byte]]
+  ): Array[(Array[Byte], Array[Byte])] = {
     val b = bucketOf(group)
     require(b >= 0 && Bytes.startsWith(from, group), "a group scan needs a group of one family and a start within it")
     var index = groupIndexes.get(b)
@@ -244,7 +256,11 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
     else {
       val out = new ArrayList[Entry](entries.size)
       entries.forEach { e =>
-        if (e.value != null && Bytes.Order.compare(e.key, from) >= 0 && until.forall(u => Bytes.Order.compare(e.key, u) < 0)) {
+        if (
+          e.value != null && Bytes.Order.compare(e.key, from) >= 0 && until.forall(u =>
+            Bytes.Order.compare(e.key, u) < 0
+          )
+        ) {
           out.add(e)
         }
       }
@@ -333,6 +349,7 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
 }
 
 private[kstate] object WriteSet {
+
   /** Marks a deleted key; compared by reference. */
   val Deleted: Array[Byte] = new Array[Byte](0)
 
@@ -348,10 +365,13 @@ private[kstate] object WriteSet {
    * tail's index.
    */
   final val EntryOverheadBytes: Long = 32L
+
   /** A tree node of the tail's index. */
   final val IndexEntryBytes: Long = 40L
+
   /** A reference in the sorted view's arrays. */
   final val SlotBytes: Long = 4L
+
   /** The tail is merged into the base once it has this many entries (or an eighth of it). */
   private final val MinTailMerge = 1024
 
@@ -365,7 +385,7 @@ private[kstate] object WriteSet {
    * bytes, which is only ever scanned through the global view.
    */
   private[kstate] def bucketOf(key: Array[Byte]): Int =
-    if (key.length < 2) -1 else ((key(0) & 0xFF) << 8) | (key(1) & 0xFF)
+    if (key.length < 2) -1 else ((key(0) & 0xff) << 8) | (key(1) & 0xff)
 
   /** The bucket every key of [from, until) is in, or -1 when the range may span several. */
   private[kstate] def singleFamily(from: Array[Byte], until: Option[Array[Byte]]): Int = {
@@ -392,7 +412,8 @@ private[kstate] object WriteSet {
 
     def add(e: Entry): Long = {
       tail.add(e)
-      if (tailIndex != null) { tailIndex.put(e.key, e); SlotBytes + IndexEntryBytes } else SlotBytes
+      if (tailIndex != null) { tailIndex.put(e.key, e); SlotBytes + IndexEntryBytes }
+      else SlotBytes
     }
 
     /** Makes `base` plus `tailIndex` (null when the tail is empty) sorted for a scan. */
@@ -406,7 +427,8 @@ private[kstate] object WriteSet {
       } else 0L
 
     /** Sorts the tail and merges it into a new `base` (the two hold different keys). */
-    def merge(): Long = if (tail.isEmpty) 0L else {
+    def merge(): Long = if (tail.isEmpty) 0L
+    else {
       // the tail's slots were counted as they were added; its index goes
       val before = heap + SlotBytes * tail.size + (if (tailIndex != null) IndexEntryBytes * tail.size else 0L)
       val t = sortedArray(tail)

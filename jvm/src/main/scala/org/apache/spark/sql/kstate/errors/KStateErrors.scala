@@ -43,8 +43,11 @@ object KStateErrors {
     ArgumentErrors.invalidBufferConfig(why)
 
   def invalidName(name: String): KStateException =
-    err("KSTATE_INVALID_OPERATOR_NAME", "name" -> s"'$name'",
-      "reason" -> "use 1 to 100 letters, digits, '_', '-' or '.'")
+    err(
+      "KSTATE_INVALID_OPERATOR_NAME",
+      "name" -> s"'$name'",
+      "reason" -> "use 1 to 100 letters, digits, '_', '-' or '.'"
+    )
 
   def invalidProcessingOrder(what: String, value: String): KStateException =
     ArgumentErrors.invalidProcessingOrder(what, value)
@@ -86,16 +89,25 @@ object KStateErrors {
     err("KSTATE_NON_DETERMINISTIC_EXPRESSION.EXPRESSION", "role" -> role, "expression" -> expr)
 
   def nonDeterministicColumn(role: String, column: String, expr: String): KStateException =
-    err("KSTATE_NON_DETERMINISTIC_EXPRESSION.UPSTREAM_COLUMN", "role" -> role, "column" -> column,
-      "expression" -> expr)
+    err(
+      "KSTATE_NON_DETERMINISTIC_EXPRESSION.UPSTREAM_COLUMN",
+      "role" -> role,
+      "column" -> column,
+      "expression" -> expr
+    )
 
   def mismatchedInputs(role: String, leftType: String, rightType: String): KStateException =
     err("KSTATE_MISMATCHED_INPUTS", "role" -> role, "leftType" -> leftType, "rightType" -> rightType)
 
   def foreignKeyTypeMismatch(expr: String, foreignKeyType: String, rightKey: String, rightKeyType: String)
       : KStateException =
-    err("KSTATE_FOREIGN_KEY_TYPE_MISMATCH", "expression" -> expr, "foreignKeyType" -> foreignKeyType,
-      "rightKey" -> rightKey, "rightKeyType" -> rightKeyType)
+    err(
+      "KSTATE_FOREIGN_KEY_TYPE_MISMATCH",
+      "expression" -> expr,
+      "foreignKeyType" -> foreignKeyType,
+      "rightKey" -> rightKey,
+      "rightKeyType" -> rightKeyType
+    )
 
   // ---- names and columns --------------------------------------------------------------------------
 
@@ -109,13 +121,28 @@ object KStateErrors {
     err("KSTATE_DUPLICATE_COLUMN.WINDOWED_AGGREGATION", "column" -> name, "columns" -> columns.mkString(", "))
 
   def joinColumnClash(column: String, streamColumns: Seq[String], tableValues: Seq[String]): KStateException =
-    err("KSTATE_DUPLICATE_COLUMN.STREAM_TABLE_JOIN", "column" -> column,
-      "streamColumns" -> streamColumns.mkString(", "), "tableValues" -> tableValues.mkString(", "))
+    err(
+      "KSTATE_DUPLICATE_COLUMN.STREAM_TABLE_JOIN",
+      "column" -> column,
+      "streamColumns" -> streamColumns.mkString(", "),
+      "tableValues" -> tableValues.mkString(", ")
+    )
 
-  def joinColumnClash(name: String, key: String, timestamp: String, leftValues: Seq[String],
-      rightValues: Seq[String]): KStateException =
-    err("KSTATE_JOIN_COLUMN_CLASH", "column" -> name, "key" -> key, "timestamp" -> timestamp,
-      "leftValues" -> leftValues.mkString("[", ", ", "]"), "rightValues" -> rightValues.mkString("[", ", ", "]"))
+  def joinColumnClash(
+      name: String,
+      key: String,
+      timestamp: String,
+      leftValues: Seq[String],
+      rightValues: Seq[String]
+  ): KStateException =
+    err(
+      "KSTATE_JOIN_COLUMN_CLASH",
+      "column" -> name,
+      "key" -> key,
+      "timestamp" -> timestamp,
+      "leftValues" -> leftValues.mkString("[", ", ", "]"),
+      "rightValues" -> rightValues.mkString("[", ", ", "]")
+    )
 
   def invalidTableColumn(role: String, why: String): KStateException =
     err("KSTATE_INVALID_TABLE_COLUMN", "role" -> role, "reason" -> why)
@@ -174,20 +201,40 @@ object KStateErrors {
     err("KSTATE_UNSUPPORTED_OUTPUT_MODE.UPDATES_IN_APPEND", "operator" -> op)
 
   def providerWithoutColumnFamilies(provider: String): KStateException =
-    err("KSTATE_UNSUPPORTED_STATE_PROVIDER.NO_COLUMN_FAMILIES", "provider" -> provider,
-      "setting" -> providerSetting, "default" -> defaultProvider)
+    err(
+      "KSTATE_UNSUPPORTED_STATE_PROVIDER.NO_COLUMN_FAMILIES",
+      "provider" -> provider,
+      "setting" -> providerSetting,
+      "default" -> defaultProvider
+    )
 
   def providerLacksCapabilities(operator: String, provider: String, missing: Seq[String]): KStateException =
-    err("KSTATE_UNSUPPORTED_STATE_PROVIDER.MISSING_CAPABILITIES", "operator" -> operator, "provider" -> provider,
-      "missing" -> missing.mkString(" and "), "setting" -> providerSetting, "default" -> defaultProvider)
+    err(
+      "KSTATE_UNSUPPORTED_STATE_PROVIDER.MISSING_CAPABILITIES",
+      "operator" -> operator,
+      "provider" -> provider,
+      "missing" -> missing.mkString(" and "),
+      "setting" -> providerSetting,
+      "default" -> defaultProvider
+    )
 
   def unknownStateProvider(key: String, value: String, why: String): KStateException =
-    err("KSTATE_UNSUPPORTED_STATE_PROVIDER.UNUSABLE_CLASS", "setting" -> key, "provider" -> value,
-      "reason" -> why, "default" -> defaultProvider)
+    err(
+      "KSTATE_UNSUPPORTED_STATE_PROVIDER.UNUSABLE_CLASS",
+      "setting" -> key,
+      "provider" -> value,
+      "reason" -> why,
+      "default" -> defaultProvider
+    )
 
   def suppressNeedsKStateProvider(operator: String, storeClass: String): KStateException =
-    err("KSTATE_UNSUPPORTED_STATE_PROVIDER.SUPPRESS", "operator" -> operator, "provider" -> storeClass,
-      "setting" -> providerSetting, "default" -> defaultProvider)
+    err(
+      "KSTATE_UNSUPPORTED_STATE_PROVIDER.SUPPRESS",
+      "operator" -> operator,
+      "provider" -> storeClass,
+      "setting" -> providerSetting,
+      "default" -> defaultProvider
+    )
 
   /** @param what what wanted standby replicas, e.g. "spark.kstate.standbyReplicas is 1" */
   def standbyReplicasNeedPlugin(what: String): KStateException =
@@ -195,8 +242,14 @@ object KStateErrors {
 
   def bufferFull(buffer: String, records: Long, bytes: Long, maxRecords: Long, maxBytes: Long): KStateException = {
     def limit(v: Long) = if (v == Long.MaxValue) "unbounded" else v.toString
-    err("KSTATE_BUFFER_FULL", "buffer" -> buffer, "records" -> records, "bytes" -> bytes,
-      "maxRecords" -> limit(maxRecords), "maxBytes" -> limit(maxBytes))
+    err(
+      "KSTATE_BUFFER_FULL",
+      "buffer" -> buffer,
+      "records" -> records,
+      "bytes" -> bytes,
+      "maxRecords" -> limit(maxRecords),
+      "maxBytes" -> limit(maxBytes)
+    )
   }
 
   // ---- restarts and the checkpoint ----------------------------------------------------------------
@@ -208,8 +261,13 @@ object KStateErrors {
     err("KSTATE_OPERATOR_CONFIG_MISSING", "operator" -> name, "path" -> path, "stateFile" -> stateFile)
 
   def incompatibleStateSchema(operator: String, recordedKey: String, column: String, change: String): KStateException =
-    err("KSTATE_INCOMPATIBLE_STATE_SCHEMA", "operator" -> operator, "record" -> recordedKey, "column" -> column,
-      "change" -> change)
+    err(
+      "KSTATE_INCOMPATIBLE_STATE_SCHEMA",
+      "operator" -> operator,
+      "record" -> recordedKey,
+      "column" -> column,
+      "change" -> change
+    )
 
   /**
    * A file of the checkpoint says it was written in a format newer than this kstate reads
@@ -221,8 +279,14 @@ object KStateErrors {
       case Seq(one) => s"format version $one"
       case more => s"format versions ${more.init.mkString(", ")} and ${more.last}"
     }
-    err("KSTATE_CHECKPOINT_FROM_NEWER_KSTATE", "what" -> what, "file" -> file, "found" -> found,
-      "kstateVersion" -> BuildInfo.version, "readable" -> readable)
+    err(
+      "KSTATE_CHECKPOINT_FROM_NEWER_KSTATE",
+      "what" -> what,
+      "file" -> file,
+      "found" -> found,
+      "kstateVersion" -> BuildInfo.version,
+      "readable" -> readable
+    )
   }
 
   def versionedStoreLayoutOutdated(name: String, found: Int, expected: Int): KStateException =
@@ -235,22 +299,33 @@ object KStateErrors {
     err("KSTATE_STATE_FILE_CORRUPT.DAMAGED", stateFile(file, version) :+ ("reason" -> why): _*)
 
   def stateFileOfAnotherStore(file: String, version: Long, expected: String, found: String): KStateException =
-    err("KSTATE_STATE_FILE_CORRUPT.OF_ANOTHER_STORE",
-      stateFile(file, version) ++ Seq("expected" -> expected, "found" -> found): _*)
+    err(
+      "KSTATE_STATE_FILE_CORRUPT.OF_ANOTHER_STORE",
+      stateFile(file, version) ++ Seq("expected" -> expected, "found" -> found): _*
+    )
 
   def stateFileOfAnotherCheckpointId(file: String, version: Long, expected: Option[String], found: Option[String])
       : KStateException = {
     def id(i: Option[String]) = i.fold("no checkpoint id (checkpoint format 1)")(x => s"checkpoint id $x")
-    err("KSTATE_STATE_FILE_CORRUPT.OF_ANOTHER_ATTEMPT",
-      stateFile(file, version) ++ Seq("expected" -> id(expected), "found" -> id(found)): _*)
+    err(
+      "KSTATE_STATE_FILE_CORRUPT.OF_ANOTHER_ATTEMPT",
+      stateFile(file, version) ++ Seq("expected" -> id(expected), "found" -> id(found)): _*
+    )
   }
 
   def stateFileMissing(file: String, version: Long, target: Long): KStateException =
     err("KSTATE_STATE_FILE_MISSING", stateFile(file, version) :+ ("target" -> target): _*)
 
   def stateSpillFailed(store: String, version: Long, localDir: String, cause: Throwable): KStateException =
-    errWithCause("KSTATE_STATE_SPILL_FAILED", cause, "store" -> store, "batchId" -> version,
-      "localDir" -> localDir, "reason" -> cause.getMessage, "setting" -> KStateConf.MaxWriteSetBytes.key)
+    errWithCause(
+      "KSTATE_STATE_SPILL_FAILED",
+      cause,
+      "store" -> store,
+      "batchId" -> version,
+      "localDir" -> localDir,
+      "reason" -> cause.getMessage,
+      "setting" -> KStateConf.MaxWriteSetBytes.key
+    )
 
   /**
    * A checkpoint of one state checkpoint format restarted with the other (Spark 4.2 only: Spark
@@ -258,8 +333,13 @@ object KStateErrors {
    * files have; `asked`: the session's.
    */
   def checkpointFormatChanged(store: String, version: Long, written: Int, asked: Int): KStateException =
-    err("KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT", "store" -> store, "version" -> version, "written" -> written,
-      "asked" -> asked)
+    err(
+      "KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT",
+      "store" -> store,
+      "version" -> version,
+      "written" -> written,
+      "asked" -> asked
+    )
 
   /**
    * Checkpoint format v2: the store is asked for `version` without the checkpoint id of the commit
@@ -267,16 +347,26 @@ object KStateErrors {
    * version are named by ids.
    */
   def checkpointIdMissing(store: String, version: Long, idsFound: Seq[String]): KStateException =
-    err("KSTATE_CHECKPOINT_ID_MISSING", "store" -> store, "version" -> version, "batchId" -> (version - 1),
-      "idsFound" -> listOrNone(idsFound.sorted))
+    err(
+      "KSTATE_CHECKPOINT_ID_MISSING",
+      "store" -> store,
+      "version" -> version,
+      "batchId" -> (version - 1),
+      "idsFound" -> listOrNone(idsFound.sorted)
+    )
 
   /**
    * Checkpoint format v2: no state file of `version` holds checkpoint id `id` (the id the query's
    * commit log names), so the committed state of that version is not in the checkpoint.
    */
   def checkpointIdUnknown(store: String, version: Long, id: String, idsFound: Seq[String]): KStateException =
-    err("KSTATE_CHECKPOINT_ID_UNKNOWN", "store" -> store, "version" -> version, "id" -> id,
-      "idsFound" -> listOrNone(idsFound.sorted))
+    err(
+      "KSTATE_CHECKPOINT_ID_UNKNOWN",
+      "store" -> store,
+      "version" -> version,
+      "id" -> id,
+      "idsFound" -> listOrNone(idsFound.sorted)
+    )
 
   def loadEmptyUnsupported(version: Long): KStateException =
     err("KSTATE_LOAD_EMPTY_UNSUPPORTED", "version" -> version)
@@ -285,8 +375,11 @@ object KStateErrors {
     err("KSTATE_UNKNOWN_COLUMN_FAMILY", "name" -> name, "registered" -> known.toSeq.sorted.mkString(", "))
 
   def invalidColumnFamilyName(name: String): KStateException =
-    err("KSTATE_INVALID_COLUMN_FAMILY", "name" -> name,
-      "defaultName" -> org.apache.spark.sql.execution.streaming.state.StateStore.DEFAULT_COL_FAMILY_NAME)
+    err(
+      "KSTATE_INVALID_COLUMN_FAMILY",
+      "name" -> name,
+      "defaultName" -> org.apache.spark.sql.execution.streaming.state.StateStore.DEFAULT_COL_FAMILY_NAME
+    )
 
   def unsupportedStoreOperation(op: String, why: String): KStateException =
     err("KSTATE_UNSUPPORTED_STORE_OPERATION", "operation" -> op, "reason" -> why)
@@ -297,16 +390,26 @@ object KStateErrors {
     err("KSTATE_INVALID_STATE_READ", "reason" -> why)
 
   def unknownStateOperator(operator: String, checkpoint: String, found: Seq[String]): KStateException =
-    err("KSTATE_STATE_NOT_FOUND.OPERATOR", "checkpoint" -> checkpoint, "operator" -> operator,
-      "found" -> listOrNone(found))
+    err(
+      "KSTATE_STATE_NOT_FOUND.OPERATOR",
+      "checkpoint" -> checkpoint,
+      "operator" -> operator,
+      "found" -> listOrNone(found)
+    )
 
   def noCommittedBatch(checkpoint: String): KStateException =
     err("KSTATE_STATE_NOT_FOUND.NO_COMMITTED_BATCH", "checkpoint" -> checkpoint)
 
   def batchNotCommitted(batchId: Long, checkpoint: String, first: Long, latest: Long): KStateException = {
     val why = if (batchId > latest) "is not committed (yet)" else "is no longer in the commit log"
-    err("KSTATE_STATE_NOT_FOUND.BATCH_NOT_COMMITTED", "batchId" -> batchId, "reason" -> why,
-      "checkpoint" -> checkpoint, "first" -> first, "latest" -> latest)
+    err(
+      "KSTATE_STATE_NOT_FOUND.BATCH_NOT_COMMITTED",
+      "batchId" -> batchId,
+      "reason" -> why,
+      "checkpoint" -> checkpoint,
+      "first" -> first,
+      "latest" -> latest
+    )
   }
 
   def stateSchemaMissing(operator: String, storeName: String, path: String): KStateException =
@@ -327,16 +430,29 @@ object KStateErrors {
     err("KSTATE_INVALID_REPARTITION", "reason" -> why)
 
   def repartitionNotNeeded(checkpoint: String, batchId: Long, numPartitions: Int): KStateException =
-    err("KSTATE_REPARTITION_NOT_NEEDED", "checkpoint" -> checkpoint, "batchId" -> batchId,
-      "numPartitions" -> numPartitions)
+    err(
+      "KSTATE_REPARTITION_NOT_NEEDED",
+      "checkpoint" -> checkpoint,
+      "batchId" -> batchId,
+      "numPartitions" -> numPartitions
+    )
 
   def repartitionUncommittedBatch(checkpoint: String, batchId: Long, committed: Long): KStateException =
-    err("KSTATE_REPARTITION_UNCOMMITTED_BATCH", "checkpoint" -> checkpoint, "batchId" -> batchId,
-      "committed" -> committed)
+    err(
+      "KSTATE_REPARTITION_UNCOMMITTED_BATCH",
+      "checkpoint" -> checkpoint,
+      "batchId" -> batchId,
+      "committed" -> committed
+    )
 
   def repartitionUnfinished(checkpoint: String, batchId: Long, started: Int, asked: Int): KStateException =
-    err("KSTATE_REPARTITION_UNFINISHED", "checkpoint" -> checkpoint, "batchId" -> batchId, "started" -> started,
-      "asked" -> asked)
+    err(
+      "KSTATE_REPARTITION_UNFINISHED",
+      "checkpoint" -> checkpoint,
+      "batchId" -> batchId,
+      "started" -> started,
+      "asked" -> asked
+    )
 
   def repartitionNeedsKState(checkpoint: String, operators: Seq[String]): KStateException =
     err("KSTATE_REPARTITION_NEEDS_KSTATE", "checkpoint" -> checkpoint, "operators" -> operators.mkString(", "))

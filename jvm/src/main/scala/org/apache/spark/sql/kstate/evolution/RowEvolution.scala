@@ -1,7 +1,18 @@
 package org.apache.spark.sql.kstate.evolution
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{BoundReference, Cast, CreateNamedStruct, Expression, GetStructField, If, IsNull, Literal, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{
+  BoundReference,
+  Cast,
+  CreateNamedStruct,
+  Expression,
+  GetStructField,
+  If,
+  IsNull,
+  Literal,
+  UnsafeProjection,
+  UnsafeRow
+}
 import org.apache.spark.sql.types._
 
 /**
@@ -22,6 +33,7 @@ import org.apache.spark.sql.types._
  * what kstate records: a stored row keeps its nulls.
  */
 object RowEvolution {
+
   /** An incompatible change: the column (a dotted path) and what happened to it. */
   final case class Incompatible(column: String, change: String)
 

@@ -18,6 +18,7 @@ import org.apache.spark.sql.types.StructType
  *   strings (equal for a key that did not change)
  */
 final case class StateEvolution(kind: String, fromVersion: Long, changes: Map[String, (String, String)]) {
+
   /** The change of `key`, parsed: (before, now); None when `key` did not change. */
   def change(key: String): Option[(StructType, StructType)] = changes.get(key).filter { case (b, n) => b != n }.map {
     case (b, n) => (StateEvolution.structOf(key, b), StateEvolution.structOf(key, n))
@@ -30,6 +31,7 @@ final case class StateEvolution(kind: String, fromVersion: Long, changes: Map[St
 }
 
 object StateEvolution {
+
   /** A recorded type list split into its types (for tests and messages). */
   def typeListOf(recorded: String): Seq[String] = RowEvolution.splitTopLevel(recorded)
 
@@ -52,7 +54,8 @@ object StateEvolution {
     "fk_join_subscriptions" -> Set("subscriptionType", "rightValueType"),
     "fk_join" -> Set("leftValueType", "rightValueType"),
     "table_aggregate" -> Set("valueType", "aggregateType", "resultType"),
-    "windowed_aggregate" -> Set("buffer", "results"))
+    "windowed_aggregate" -> Set("buffer", "results")
+  )
 
   /** Keys whose types are positional lists, not structs: their arity may not change. */
   private val Positional = Set("buffer", "results")
@@ -80,9 +83,10 @@ object StateEvolution {
   /** The evolution `recorded` describes for a store at `version`, if its rows must be converted. */
   def pendingAt(recorded: Map[String, String], version: Long): Option[StateEvolution] =
     recorded.get(FromVersionKey).flatMap(_.toLongOption).filter(version < _).map { from =>
-      val changes = recorded.collect { case (k, before) if k.startsWith(BeforePrefix) =>
-        val key = k.stripPrefix(BeforePrefix)
-        key -> (before, recorded.getOrElse(key, before))
+      val changes = recorded.collect {
+        case (k, before) if k.startsWith(BeforePrefix) =>
+          val key = k.stripPrefix(BeforePrefix)
+          key -> (before, recorded.getOrElse(key, before))
       }
       StateEvolution(recorded.getOrElse("kind", ""), from, changes)
     }
@@ -94,30 +98,45 @@ object StateEvolution {
    * `KSTATE_OPERATOR_CONFIG_CHANGED`).
    */
   def classify(operator: String, stored: Map[String, String], current: Map[String, String])
-    : Either[Unit, Map[String, (String, String)]] = {
+      : Either[Unit, Map[String, (String, String)]] = {
     val kind = current.getOrElse("kind", "")
     val changed = (stored.keySet ++ current.keySet).filter(k => stored.get(k) != current.get(k))
     val evolvable = Evolvable.getOrElse(kind, Set.empty)
     // a key, timestamp or identity type: the state is found by it, so no conversion can carry it
-    changed.find(k => !evolvable(k) && (k.endsWith("Type") || k.endsWith("Types")) && stored.contains(k) &&
-        current.contains(k)).foreach { k =>
-      throw KStateErrors.incompatibleStateSchema(operator, k, k, s"${stored(k)} -> ${current(k)}, which the state is " +
-        "keyed or timed by")
+    changed.find(k =>
+      !evolvable(k) && (k.endsWith("Type") || k.endsWith("Types")) && stored.contains(k) &&
+        current.contains(k)
+    ).foreach { k =>
+      throw KStateErrors.incompatibleStateSchema(
+        operator,
+        k,
+        k,
+        s"${stored(k)} -> ${current(k)}, which the state is " +
+          "keyed or timed by"
+      )
     }
     if (changed.exists(k => !evolvable(k) || stored.get(k).isEmpty || current.get(k).isEmpty)) Left(())
     else Right(evolvable.toSeq.filter(k => stored.contains(k) && current.contains(k)).map { k =>
       val (before, now) = (structOf(k, stored(k)), structOf(k, current(k)))
       if (Positional(k) && before.length != now.length) {
-        throw KStateErrors.incompatibleStateSchema(operator, k, "(all)",
-          s"${before.length} values -> ${now.length}: the aggregations changed, not their types")
+        throw KStateErrors.incompatibleStateSchema(
+          operator,
+          k,
+          "(all)",
+          s"${before.length} values -> ${now.length}: the aggregations changed, not their types"
+        )
       }
       RowEvolution.incompatibility(before, now).foreach { i =>
         throw KStateErrors.incompatibleStateSchema(operator, k, i.column, i.change)
       }
       if (k == "subscriptionType") { // only the left value (field 3) may change, not the keys
         before.fields.zip(now.fields).zipWithIndex.find { case ((b, n), i) => i != 3 && b != n }.foreach {
-          case ((b, n), _) => throw KStateErrors.incompatibleStateSchema(operator, k, b.name,
-            s"${b.dataType.catalogString} -> ${n.dataType.catalogString}, which the subscriptions are keyed by")
+          case ((b, n), _) => throw KStateErrors.incompatibleStateSchema(
+              operator,
+              k,
+              b.name,
+              s"${b.dataType.catalogString} -> ${n.dataType.catalogString}, which the subscriptions are keyed by"
+            )
         }
       }
       k -> (stored(k), current(k))

@@ -6,7 +6,13 @@ import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProj
 import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.provider.KStateStore
-import org.apache.spark.sql.kstate.operatorstate.{SessionAggState, StateMeta, StoreForeignKeySubscriptionState, StoreStreamTableJoinBuffer, StoreTableState}
+import org.apache.spark.sql.kstate.operatorstate.{
+  SessionAggState,
+  StateMeta,
+  StoreForeignKeySubscriptionState,
+  StoreStreamTableJoinBuffer,
+  StoreTableState
+}
 import org.apache.spark.sql.kstate.operatorstate.TimeOrderedBuffer
 import org.apache.spark.sql.kstate.operatorstate.VersionedKeyValueStore
 import org.apache.spark.sql.types.{LongType, StructField, StructType}
@@ -37,8 +43,12 @@ object StateMigration {
   def apply(evolution: StateEvolution, operatorName: String, store: StateStore, windowsDescribe: String): Unit = {
     val k = store match {
       case k: KStateStore => k
-      case other => throw KStateErrors.incompatibleStateSchema(operatorName, evolution.changes.keys.mkString(", "), "(all)",
-        s"in state kept by ${other.getClass.getName}, which kstate converts rows in only on its own provider")
+      case other => throw KStateErrors.incompatibleStateSchema(
+          operatorName,
+          evolution.changes.keys.mkString(", "),
+          "(all)",
+          s"in state kept by ${other.getClass.getName}, which kstate converts rows in only on its own provider"
+        )
     }
     def conv(key: String): Option[Array[Byte] => Array[Byte]] = evolution.change(key).map { case (before, now) =>
       val c = new RowEvolution.Converter(before, now)
@@ -68,15 +78,21 @@ object StateMigration {
         val right = evolution.change("rightValueType")
         if (left.isDefined || right.isDefined) {
           def sides(l: StructType, r: StructType) =
-            StructType(l.fields.map(f => f.copy(name = "l." + f.name)) ++ r.fields.map(f => f.copy(name = "r." + f.name)))
+            StructType(l.fields.map(f => f.copy(name = "l." + f.name)) ++ r.fields.map(f =>
+              f.copy(name = "r." + f.name)
+            ))
           val (lb, ln) = evolution.types("leftValueType").get
           val (rb, rn) = evolution.types("rightValueType").get
-          StoreTableState.mapValues(k, "kstate_fk_result", new RowEvolution.Converter(sides(lb, rb), sides(ln, rn)).bytes)
+          StoreTableState.mapValues(
+            k,
+            "kstate_fk_result",
+            new RowEvolution.Converter(sides(lb, rb), sides(ln, rn)).bytes
+          )
         }
       case "table_aggregate" => tables("aggregateType", StoreTableState.Cf, None)
       case "windowed_aggregate" => evolution.change("buffer").foreach { case (before, now) =>
-        if (windowsDescribe.startsWith("TimeWindows")) timeWindows(k, before, now) else spans(k, before, now)
-      }
+          if (windowsDescribe.startsWith("TimeWindows")) timeWindows(k, before, now) else spans(k, before, now)
+        }
       case _ =>
     }
   }
@@ -95,10 +111,11 @@ object StateMigration {
     for (windows <- store.existingFamily(StateStore.DEFAULT_COL_FAMILY_NAME)) {
       val it = windows.scan(Array.emptyByteArray, None)
       try it.foreach { case (key, v) =>
-        val converted = c.bytes(v)
-        delta += converted.length - v.length
-        windows.put(key, converted)
-      } finally it.close()
+          val converted = c.bytes(v)
+          delta += converted.length - v.length
+          windows.put(key, converted)
+        }
+      finally it.close()
     }
     adjustBytes(store, delta)
   }
@@ -112,17 +129,18 @@ object StateMigration {
     for (family <- store.existingFamily(StateStore.DEFAULT_COL_FAMILY_NAME)) {
       val it = family.scan(Array.emptyByteArray, None)
       try it.foreach { case (key, v) =>
-        in.pointTo(v, v.length)
-        val a = in.getArray(0)
-        val converted = Array.tabulate[Any](a.numElements()) { i =>
-          val s = a.getStruct(i, 4)
-          val buffer = s.getStruct(3, before.length)
-          val nb = c(buffer).copy()
-          delta += nb.getSizeInBytes - buffer.getSizeInBytes
-          new GenericInternalRow(Array[Any](s.getLong(0), s.getLong(1), s.getLong(2), nb))
+          in.pointTo(v, v.length)
+          val a = in.getArray(0)
+          val converted = Array.tabulate[Any](a.numElements()) { i =>
+            val s = a.getStruct(i, 4)
+            val buffer = s.getStruct(3, before.length)
+            val nb = c(buffer).copy()
+            delta += nb.getSizeInBytes - buffer.getSizeInBytes
+            new GenericInternalRow(Array[Any](s.getLong(0), s.getLong(1), s.getLong(2), nb))
+          }
+          family.put(key, toValue(new GenericInternalRow(Array[Any](new GenericArrayData(converted)))).getBytes)
         }
-        family.put(key, toValue(new GenericInternalRow(Array[Any](new GenericArrayData(converted)))).getBytes)
-      } finally it.close()
+      finally it.close()
     }
     adjustBytes(store, delta)
   }

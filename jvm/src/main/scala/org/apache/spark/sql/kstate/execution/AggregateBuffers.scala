@@ -16,7 +16,8 @@ private[execution] final class AggregateBuffers(
     initialValues: Seq[Expression],
     updateExpressions: Seq[Expression],
     inputBufferAttributes: Seq[Attribute],
-    mergeExpressions: Seq[Expression]) extends MergingAggregator[InternalRow, UnsafeRow] {
+    mergeExpressions: Seq[Expression]
+) extends MergingAggregator[InternalRow, UnsafeRow] {
   private val initialProj = UnsafeProjection.create(initialValues)
   private val updateProj = UnsafeProjection.create(updateExpressions, bufferAttributes ++ input)
   private lazy val mergeProj = UnsafeProjection.create(mergeExpressions, bufferAttributes ++ inputBufferAttributes)

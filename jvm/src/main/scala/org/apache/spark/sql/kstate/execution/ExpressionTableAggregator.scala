@@ -10,7 +10,8 @@ import org.apache.spark.sql.kstate.processor.tableagg.TableAggregator
  * columns are all null is a deleted one (null). Results are fresh rows the caller owns. Not
  * thread-safe; one per task.
  */
-final class ExpressionTableAggregator(spec: TableAggregateSpec) extends TableAggregator[UnsafeRow, UnsafeRow, UnsafeRow] {
+final class ExpressionTableAggregator(spec: TableAggregateSpec)
+    extends TableAggregator[UnsafeRow, UnsafeRow, UnsafeRow] {
   private val input = spec.aggregate ++ spec.value
   private val addProj = UnsafeProjection.create(spec.add, input)
   private val subtractProj = UnsafeProjection.create(spec.subtract, input)
@@ -33,6 +34,7 @@ final class ExpressionTableAggregator(spec: TableAggregateSpec) extends TableAgg
 }
 
 object ExpressionTableAggregator {
+
   /** Whether every field of `row` is null (a tombstone, a deleted aggregate, a value of no group). */
   def allNull(row: UnsafeRow): Boolean = {
     var i = 0

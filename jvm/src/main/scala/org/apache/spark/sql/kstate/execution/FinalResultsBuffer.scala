@@ -12,6 +12,7 @@ import org.apache.spark.sql.kstate.provider.KStateStore
  * before it commits (shut down). Emit early does not exist for final results.
  */
 private[execution] object FinalResultsBuffer {
+
   /**
    * With spill to disk and a bound, bounds `store`'s heap like the time-ordered buffer's: the store
    * spills past it. `entriesPerRecord`: store entries per buffered window.
@@ -21,14 +22,17 @@ private[execution] object FinalResultsBuffer {
       val limits = BufferLimits.of(f.bufferConfig)
       s match {
         case k: KStateStore if limits.spills =>
-          k.limitHeap(limits.maxBytes,
-            if (limits.maxRecords == Long.MaxValue) Long.MaxValue else entriesPerRecord * limits.maxRecords)
+          k.limitHeap(
+            limits.maxBytes,
+            if (limits.maxRecords == Long.MaxValue) Long.MaxValue else entriesPerRecord * limits.maxRecords
+          )
         case _ =>
       }
     }
 
   /** Whether changed windows should go to the store as the batch runs (a bounded, spilling buffer). */
-  def spills(finalResults: Option[UntilWindowCloses]): Boolean = finalResults.exists(f => BufferLimits.of(f.bufferConfig).spills)
+  def spills(finalResults: Option[UntilWindowCloses]): Boolean =
+    finalResults.exists(f => BufferLimits.of(f.bufferConfig).spills)
 
   /** With shut down when full: `KSTATE_BUFFER_FULL` when the open windows exceed the limits. */
   def checkFull(finalResults: Option[UntilWindowCloses], operatorName: String, records: Long, bytes: Long): Unit =

@@ -37,12 +37,15 @@ private[kstate] object InputOrder {
    */
   abstract class Cursor {
     def hasNext: Boolean
+
     /** Moves to the next row; then `row` and `ts` describe it. */
     def advance(): Unit
     def row: UnsafeRow
     def ts: Long
+
     /** Bytes the ordering spilled to disk. */
     def spilledBytes: Long
+
     /** Frees memory and spill files; called by the cursor itself once it is exhausted. */
     def close(): Unit
   }
@@ -59,7 +62,8 @@ private[kstate] object InputOrder {
       offsetOrdinal: Int,
       timestampOf: InternalRow => Long,
       order: Resolved,
-      spillBytes: Long): Cursor = {
+      spillBytes: Long
+  ): Cursor = {
     if (!rows.hasNext) return Empty
     def newSorter() = new InputSorter(numFields, partitionOrdinal, offsetOrdinal, spillBytes)
     val sorter = newSorter()
@@ -129,7 +133,7 @@ private[kstate] object InputOrder {
   }
 
   private class Sorted(sorter: InputSorter, timestampOf: InternalRow => Long, spilledBefore: Long)
-    extends Cursor {
+      extends Cursor {
     protected val sorted: InputSorter.Sorted = sorter.sorted()
     private var current: UnsafeRow = _
     private var closed = false

@@ -16,7 +16,7 @@ import org.apache.spark.sql.types.{IntegerType, LongType}
  * sources, whose partitions and in-partition order are fixed for a given offset range.
  */
 case class InputPositionExec(partitionAttr: Attribute, offsetAttr: Attribute, child: SparkPlan)
-  extends UnaryExecNode {
+    extends UnaryExecNode {
 
   override def output: Seq[Attribute] = child.output :+ partitionAttr :+ offsetAttr
   override def outputPartitioning: Partitioning = child.outputPartitioning
@@ -48,5 +48,6 @@ object InputPositionExec {
   def apply(child: SparkPlan): InputPositionExec = InputPositionExec(
     AttributeReference("__kstate_input_partition", IntegerType, nullable = false)(),
     AttributeReference("__kstate_input_offset", LongType, nullable = false)(),
-    child)
+    child
+  )
 }

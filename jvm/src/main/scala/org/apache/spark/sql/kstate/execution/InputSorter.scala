@@ -19,10 +19,17 @@ import org.apache.spark.util.collection.unsafe.sort.{PrefixComparators, RecordCo
  * @param offsetOrdinal     LONG field: position in the input partition (second tie-breaker)
  */
 private[kstate] final class InputSorter(
-    numFields: Int, partitionOrdinal: Int, offsetOrdinal: Int, spillBytes: Long) {
+    numFields: Int,
+    partitionOrdinal: Int,
+    offsetOrdinal: Int,
+    spillBytes: Long
+) {
 
   private val sorter: UnsafeExternalSorter = SorterShim.newSorter(
-    () => new PositionComparator, PrefixComparators.LONG, spillBytes)
+    () => new PositionComparator,
+    PrefixComparators.LONG,
+    spillBytes
+  )
 
   /** Copies `row` into the sorter under `key` (signed order). */
   def insert(row: UnsafeRow, key: Long): Unit = {
@@ -67,6 +74,7 @@ private[kstate] final class InputSorter(
 }
 
 private[kstate] object InputSorter {
+
   /** Sorted rows; `key` is the sort key of the row `next` returned last. */
   abstract class Sorted extends Iterator[UnsafeRow] {
     def key: Long

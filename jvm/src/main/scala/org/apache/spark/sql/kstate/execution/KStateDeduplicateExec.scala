@@ -20,7 +20,8 @@ case class KStateDeduplicateExec(
     partitionBy: Seq[Expression],
     output: Seq[Attribute],
     context: KStateOperatorContext,
-    child: SparkPlan) extends KStateContextExec {
+    child: SparkPlan
+) extends KStateContextExec {
 
   override def shortName: String = "kstate_" + mode.name
   override def storeCapabilities: Set[StoreCapability] = Set(StoreCapability.ColumnFamilies)
@@ -59,10 +60,12 @@ case class KStateDeduplicateExec(
 
     override def finish(): Unit = processor.finish()
 
-    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(processor.counters,
+    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(
+      processor.counters,
       totalStateRows = state.numEntries,
       updatedStateRows = processor.counters(DedupMetrics.EntriesStored),
-      removedStateRows = processor.counters(DedupMetrics.EntriesPurged))
+      removedStateRows = processor.counters(DedupMetrics.EntriesPurged)
+    )
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): KStateDeduplicateExec =

@@ -1,11 +1,21 @@
 package org.apache.spark.sql.kstate.execution
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, GenericInternalRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{
+  Attribute,
+  Expression,
+  GenericInternalRow,
+  UnsafeProjection,
+  UnsafeRow
+}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.processor.MetricSet
-import org.apache.spark.sql.kstate.processor.join.{ForeignKeyJoinMetrics, ForeignKeyResponse, ForeignKeyResponseProcessor}
+import org.apache.spark.sql.kstate.processor.join.{
+  ForeignKeyJoinMetrics,
+  ForeignKeyResponse,
+  ForeignKeyResponseProcessor
+}
 import org.apache.spark.sql.kstate.processor.table.{InMemoryTableState, TableChange, TableSource, TableState}
 import org.apache.spark.sql.kstate.operatorstate.StoreTableState
 import org.apache.spark.sql.types.StructType
@@ -26,7 +36,8 @@ case class KStateFkJoinExec(
     timestamp: Expression,
     output: Seq[Attribute],
     context: KStateOperatorContext,
-    child: SparkPlan) extends KStateContextExec {
+    child: SparkPlan
+) extends KStateContextExec {
 
   override def shortName: String = "kstate_fk_join"
   override def storeCapabilities: Set[StoreCapability] = Set(StoreCapability.ColumnFamilies)
@@ -60,11 +71,15 @@ case class KStateFkJoinExec(
       joinedProj(joinedRow).copy()
     }
     private val processor = new ForeignKeyResponseProcessor[UnsafeRow, UnsafeRow, UnsafeRow, UnsafeRow](
-      leftJoin, joiner, new TableSource(state))
+      leftJoin,
+      joiner,
+      new TableSource(state)
+    )
     private val counters = processor.counters
     private val keyProj = UnsafeProjection.create(Seq(key), in)
     private val ordinal = (a: Attribute) => in.indexWhere(_.exprId == a.exprId)
-    private val (leftOrdinal, rightOrdinal, versionOrdinal) = (ordinal(leftValue), ordinal(rightValue), ordinal(version))
+    private val (leftOrdinal, rightOrdinal, versionOrdinal) =
+      (ordinal(leftValue), ordinal(rightValue), ordinal(version))
     private val leftProj = UnsafeProjection.create(Seq(leftValue), in)
     private val rightProj = UnsafeProjection.create(Seq(rightValue), in)
     private val keyType = key.dataType
@@ -92,15 +107,25 @@ case class KStateFkJoinExec(
 
     override def process(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit = {
       emitTo = emit
-      processor.processResponse(ForeignKeyResponse(keyProj(row).copy(), struct(leftProj, leftOrdinal, nl, row),
-        struct(rightProj, rightOrdinal, nr, row), row.getLong(versionOrdinal), ts), emitResult)
+      processor.processResponse(
+        ForeignKeyResponse(
+          keyProj(row).copy(),
+          struct(leftProj, leftOrdinal, nl, row),
+          struct(rightProj, rightOrdinal, nr, row),
+          row.getLong(versionOrdinal),
+          ts
+        ),
+        emitResult
+      )
     }
 
     override def finish(): Unit = commit()
-    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(counters,
+    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(
+      counters,
       totalStateRows = -1L,
       updatedStateRows = counters(ForeignKeyJoinMetrics.JoinResults),
-      removedStateRows = 0L)
+      removedStateRows = 0L
+    )
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): KStateFkJoinExec = copy(child = newChild)

@@ -1,12 +1,28 @@
 package org.apache.spark.sql.kstate.execution
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, BoundReference, Expression, GenericInternalRow, GetStructField, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{
+  Attribute,
+  BoundReference,
+  Expression,
+  GenericInternalRow,
+  GetStructField,
+  UnsafeProjection,
+  UnsafeRow
+}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.plans.TableJoinSide
 import org.apache.spark.sql.kstate.processor.MetricSet
-import org.apache.spark.sql.kstate.processor.join.{ForeignKeyInstruction, ForeignKeyJoinMetrics, ForeignKeyResponse, ForeignKeySubscription, ForeignKeySubscriptionProcessor, ForeignKeySubscriptionState, InMemoryForeignKeySubscriptionState}
+import org.apache.spark.sql.kstate.processor.join.{
+  ForeignKeyInstruction,
+  ForeignKeyJoinMetrics,
+  ForeignKeyResponse,
+  ForeignKeySubscription,
+  ForeignKeySubscriptionProcessor,
+  ForeignKeySubscriptionState,
+  InMemoryForeignKeySubscriptionState
+}
 import org.apache.spark.sql.kstate.processor.table.{InMemoryTableState, TableSource, TableState}
 import org.apache.spark.sql.kstate.operatorstate.{StoreForeignKeySubscriptionState, StoreTableState}
 import org.apache.spark.sql.types.StructType
@@ -30,7 +46,8 @@ case class KStateFkJoinSubscriptionsExec(
     timestamp: Expression,
     output: Seq[Attribute],
     context: KStateOperatorContext,
-    child: SparkPlan) extends KStateContextExec {
+    child: SparkPlan
+) extends KStateContextExec {
   import KStateFkJoinSubscriptionsExec._
 
   override def shortName: String = "kstate_fk_join_subscriptions"
@@ -47,25 +64,36 @@ case class KStateFkJoinSubscriptionsExec(
   override protected def newTask(store: Option[StateStore]): KStateTask = store match {
     case Some(s) =>
       val subs = new StoreForeignKeySubscriptionState(s, key.dataType, leftKeyType, leftValueType.length)
-      new SubscriptionsTask(new StoreTableState(s, stateKeySchema, right.valueOrdinals.length, RightFamily), subs,
-        () => subs.commit())
+      new SubscriptionsTask(
+        new StoreTableState(s, stateKeySchema, right.valueOrdinals.length, RightFamily),
+        subs,
+        () => subs.commit()
+      )
     case None =>
-      new SubscriptionsTask(InMemoryTableState.unversioned[UnsafeRow, UnsafeRow](),
-        new InMemoryForeignKeySubscriptionState[UnsafeRow, UnsafeRow, UnsafeRow]()(ByteOrder), () => ())
+      new SubscriptionsTask(
+        InMemoryTableState.unversioned[UnsafeRow, UnsafeRow](),
+        new InMemoryForeignKeySubscriptionState[UnsafeRow, UnsafeRow, UnsafeRow]()(ByteOrder),
+        () => ()
+      )
   }
 
-  private final class SubscriptionsTask(rightState: TableState[UnsafeRow, UnsafeRow],
-      subscriptions: ForeignKeySubscriptionState[UnsafeRow, UnsafeRow, UnsafeRow], commit: () => Unit)
-    extends TwoInputTask(child.output) {
+  private final class SubscriptionsTask(
+      rightState: TableState[UnsafeRow, UnsafeRow],
+      subscriptions: ForeignKeySubscriptionState[UnsafeRow, UnsafeRow, UnsafeRow],
+      commit: () => Unit
+  ) extends TwoInputTask(child.output) {
     private val processor = new ForeignKeySubscriptionProcessor[UnsafeRow, UnsafeRow, UnsafeRow, UnsafeRow](
-      new TableSource(rightState), subscriptions)
+      new TableSource(rightState),
+      subscriptions
+    )
     private val counters = processor.counters
     private val rightReader = new TableSideReader(right)
     private def field(i: Int) = BoundReference(i, subscriptionSchema(i).dataType, subscriptionSchema(i).nullable)
     private val fkProj = UnsafeProjection.create(Seq(field(ForeignKeyOrdinal)))
     private val keyProj = UnsafeProjection.create(Seq(field(KeyOrdinal)))
     private val valueProj = UnsafeProjection.create(leftValueType.indices.map(i =>
-      GetStructField(field(ValueOrdinal), i)))
+      GetStructField(field(ValueOrdinal), i)
+    ))
     private val keyType = leftKeyType
     private val outRow = new GenericInternalRow(5)
     private val outProj = UnsafeProjection.create(output.map(_.dataType).toArray)
@@ -83,8 +111,17 @@ case class KStateFkJoinSubscriptionsExec(
       emitTo = emit
       val fk = if (row.isNullAt(ForeignKeyOrdinal)) null else fkProj(row).copy()
       val value = if (row.isNullAt(ValueOrdinal)) null else valueProj(row).copy()
-      processor.processSubscription(ForeignKeySubscription(fk, keyProj(row).copy(),
-        ForeignKeyInstruction.of(row.getByte(InstructionOrdinal)), value, row.getLong(VersionOrdinal), ts), respond)
+      processor.processSubscription(
+        ForeignKeySubscription(
+          fk,
+          keyProj(row).copy(),
+          ForeignKeyInstruction.of(row.getByte(InstructionOrdinal)),
+          value,
+          row.getLong(VersionOrdinal),
+          ts
+        ),
+        respond
+      )
     }
 
     override protected def processRight(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit = {
@@ -96,10 +133,12 @@ case class KStateFkJoinSubscriptionsExec(
 
     override def advanceStreamTime(t: Long): Unit = ()
     override def finish(): Unit = { processor.finish(); commit() }
-    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(counters,
+    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(
+      counters,
       totalStateRows = subscriptions.size,
       updatedStateRows = counters(ForeignKeyJoinMetrics.Responses),
-      removedStateRows = 0L)
+      removedStateRows = 0L
+    )
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): KStateFkJoinSubscriptionsExec =

@@ -2,10 +2,22 @@ package org.apache.spark.sql.kstate.execution
 
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, GenericInternalRow, GetStructField, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{
+  Attribute,
+  Expression,
+  GenericInternalRow,
+  GetStructField,
+  UnsafeProjection,
+  UnsafeRow
+}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.kstate.processor.Metric
-import org.apache.spark.sql.kstate.processor.join.{ForeignKeyInstruction, ForeignKeyJoinMetrics, ForeignKeySubscription, ForeignKeySubscriptionSender}
+import org.apache.spark.sql.kstate.processor.join.{
+  ForeignKeyInstruction,
+  ForeignKeyJoinMetrics,
+  ForeignKeySubscription,
+  ForeignKeySubscriptionSender
+}
 import org.apache.spark.sql.kstate.processor.table.TableChange
 import org.apache.spark.util.CompletionIterator
 
@@ -29,7 +41,8 @@ case class KStateFkSubscribeExec(
     leftJoin: Boolean,
     batchId: Long,
     output: Seq[Attribute],
-    child: SparkPlan) extends RekeyingMapExec {
+    child: SparkPlan
+) extends RekeyingMapExec {
   import KStateFkSubscribeExec._
 
   override protected def reported: Seq[Metric] = Reported
@@ -54,7 +67,11 @@ case class KStateFkSubscribeExec(
       val tsOf = KStateStatefulExec.eventTimeOf(t, in)
       val counters = ForeignKeyJoinMetrics.newCounters()
       val sender = new ForeignKeySubscriptionSender[UnsafeRow, Selected, UnsafeRow](
-        s => s.foreignKey, (a, b) => a == b, left, counters)
+        s => s.foreignKey,
+        (a, b) => a == b,
+        left,
+        counters
+      )
       val outRow = new GenericInternalRow(6)
       val toUnsafe = UnsafeProjection.create(outTypes)
       val sent = new java.util.ArrayList[InternalRow](2)
@@ -80,12 +97,17 @@ case class KStateFkSubscribeExec(
         val oldSel =
           if (row.isNullAt(oldOrdinal)) null else selected(oldValueProj(row), oldFkProj(row))
         tsValue = tsProj(row).get(0, t.dataType)
-        sender.send(TableChange(keyProj(row).copy(), newSel, oldSel, tsOf(row), row.getBoolean(latestOrdinal)),
-          version, emit)
+        sender.send(
+          TableChange(keyProj(row).copy(), newSel, oldSel, tsOf(row), row.getBoolean(latestOrdinal)),
+          version,
+          emit
+        )
         sent.toArray(new Array[InternalRow](sent.size)).iterator
       }
-      CompletionIterator[InternalRow, Iterator[InternalRow]](out,
-        Reported.zip(sqlMetrics).foreach { case (m, metric) => metric += counters(m) })
+      CompletionIterator[InternalRow, Iterator[InternalRow]](
+        out,
+        Reported.zip(sqlMetrics).foreach { case (m, metric) => metric += counters(m) }
+      )
     }
   }
 

@@ -21,7 +21,8 @@ final case class KStateOperatorContext(
     providerClass: String,
     followWatermark: Boolean,
     processingOrder: ProcessingOrder,
-    stateInfo: Option[StatefulOperatorStateInfo])
+    stateInfo: Option[StatefulOperatorStateInfo]
+)
 
 /** A [[KStateStatefulExec]] whose query-given members come from its [[KStateOperatorContext]]. */
 trait KStateContextExec extends KStateStatefulExec {

@@ -41,6 +41,7 @@ import org.apache.spark.util.SerializableConfiguration
  */
 trait KStateTask {
   def advanceStreamTime(t: Long): Unit
+
   /**
    * Processes one input row (child output incl. position columns) with its event time in ms
    * (`Long.MinValue` = null). Output goes to `emit`; an emitted row may be reused after the
@@ -48,12 +49,16 @@ trait KStateTask {
    * emits rows it does not reuse).
    */
   def process(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit
+
   /** Ends the batch: purges expired state and persists stream time. */
   def finish(): Unit
+
   /** Output rows produced by `finish` (copies), returned after the input's rows. */
   def finishOutput: Iterator[InternalRow] = Iterator.empty
+
   /** The operator's reported metrics (its exec's `metricSet`) plus state row counts. */
   def metrics: KStateTask.Metrics
+
   /**
    * After `finish`: the smallest event time a row this task's operator emits in later
    * micro-batches can have (`Long.MinValue`: any). Only for operators with
@@ -63,10 +68,15 @@ trait KStateTask {
 }
 
 object KStateTask {
-  final case class Metrics(custom: Map[String, Long], totalStateRows: Long, updatedStateRows: Long,
-      removedStateRows: Long)
+  final case class Metrics(
+      custom: Map[String, Long],
+      totalStateRows: Long,
+      updatedStateRows: Long,
+      removedStateRows: Long
+  )
 
   object Metrics {
+
     /** The reported metrics of `counters`, and the state row counts. */
     def of(counters: Counters, totalStateRows: Long, updatedStateRows: Long, removedStateRows: Long): Metrics =
       Metrics(counters.reported, totalStateRows, updatedStateRows, removedStateRows)
@@ -95,8 +105,10 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
   def timestamp: Expression
   def providerClass: String
   def followWatermark: Boolean
+
   /** The processing order asked for (the operator's own, else the session's). */
   def processingOrder: ProcessingOrder
+
   /**
    * What the operator needs from its state store provider. Checked once per micro-batch when
    * it is planned, against the class of `spark.kstate.stateStore.providerClass`: a provider
@@ -108,11 +120,13 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
   /** Schema of the state store's default column family (recorded for Spark's schema checks). */
   protected def stateKeySchema: StructType
   protected def stateValueSchema: StructType
+
   /**
    * The operator's custom metrics, declared once: the processor counts with their handles, and
    * Spark's SQL metrics and progress are built from the same declarations.
    */
   protected def metricSet: MetricSet
+
   /** A task over `store` (streaming) or over heap state (`None`, batch). */
   protected def newTask(store: Option[StateStore]): KStateTask
 
@@ -125,22 +139,39 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
   }
 
   override def validateAndMaybeEvolveStateSchema(
-      hadoopConf: Configuration, batchId: Long, stateSchemaVersion: Int)
-    : List[StateSchemaValidationResult] = {
+      hadoopConf: Configuration,
+      batchId: Long,
+      stateSchemaVersion: Int
+  )
+      : List[StateSchemaValidationResult] = {
     val info = getStateInfo
     // The provider is part of the recorded configuration: state written by one provider cannot
     // be read by another, so changing it on an existing checkpoint is a named error.
     val evolution = OperatorIdentity.checkOrRecordConfig(
-      new Path(info.checkpointLocation, info.operatorId.toString), operatorName,
-      fingerprint + (OperatorIdentity.ProviderKey -> providerClass), hadoopConf, batchId)
+      new Path(info.checkpointLocation, info.operatorId.toString),
+      operatorName,
+      fingerprint + (OperatorIdentity.ProviderKey -> providerClass),
+      hadoopConf,
+      batchId
+    )
     KStateStatefulExec.Evolutions.put(KStateStatefulExec.evolutionKey(info), evolution)
-    val schema = List(StateStoreColFamilySchema(StateStore.DEFAULT_COL_FAMILY_NAME, 0,
-      stateKeySchema, 0, stateValueSchema))
+    val schema = List(StateStoreColFamilySchema(
+      StateStore.DEFAULT_COL_FAMILY_NAME,
+      0,
+      stateKeySchema,
+      0,
+      stateValueSchema
+    ))
     // an accepted schema change: the default family's recorded value schema is the new one (the
     // task converts the rows), so Spark's check compares with it, not with the old one
     if (evolution.isDefined) KStateStatefulExec.rewriteSchemaFile(info, hadoopConf, schema, stateSchemaVersion)
     List(StateSchemaCompatibilityChecker.validateAndMaybeEvolveStateSchema(
-      info, hadoopConf, schema, session.sessionState, stateSchemaVersion))
+      info,
+      hadoopConf,
+      schema,
+      session.sessionState,
+      stateSchemaVersion
+    ))
   }
 
   /**
@@ -149,9 +180,14 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
    * configuration (a tasks converts only when its store's version precedes the change's).
    */
   private def pendingEvolution(info: StatefulOperatorStateInfo): Option[StateEvolution] =
-    KStateStatefulExec.Evolutions.computeIfAbsent(KStateStatefulExec.evolutionKey(info), _ =>
-      OperatorIdentity.readConfig(new Path(info.checkpointLocation, info.operatorId.toString),
-        session.sessionState.newHadoopConf()).flatMap(StateEvolution.pendingAt(_, info.storeVersion)))
+    KStateStatefulExec.Evolutions.computeIfAbsent(
+      KStateStatefulExec.evolutionKey(info),
+      _ =>
+        OperatorIdentity.readConfig(
+          new Path(info.checkpointLocation, info.operatorId.toString),
+          session.sessionState.newHadoopConf()
+        ).flatMap(StateEvolution.pendingAt(_, info.storeVersion))
+    )
 
   /**
    * Whether the operator's output has an event-time column whose future values it can bound
@@ -217,7 +253,8 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
       .map(m => m.name -> m.createSQLMetric(sparkContext)).toMap
     storeCustom ++ allCustomMetrics.map { m =>
       m.name -> (if (m.kind == MetricKind.Max) MaxMetric(sparkContext, m.description)
-        else createMetric(sparkContext, m.description)) }.toMap ++ Map(
+                 else createMetric(sparkContext, m.description))
+    }.toMap ++ Map(
       "numOutputRows" -> createMetric(sparkContext, "number of output rows"),
       "numRowsDroppedByWatermark" -> createMetric(sparkContext, "number of rows dropped by watermark"),
       "numTotalStateRows" -> createMetric(sparkContext, "number of total state rows"),
@@ -227,7 +264,8 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
       "allRemovalsTimeMs" -> createTimingMetric(sparkContext, "time to remove"),
       "commitTimeMs" -> createTimingMetric(sparkContext, "time to commit changes"),
       "stateMemory" -> createSizeMetric(sparkContext, "memory used by state"),
-      "numStateStoreInstances" -> createMetric(sparkContext, "number of state store instances"))
+      "numStateStoreInstances" -> createMetric(sparkContext, "number of state store instances")
+    )
   }
 
   /**
@@ -306,7 +344,8 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
    */
   private def replicasWanted(): ReplicaCoordinator.Wanted = {
     val n = KStateConf.StandbyReplicas.get(conf)
-    if (n > 0 && ReplicaCoordinator.current.isEmpty) throw KStateErrors.standbyReplicasNeedPlugin(s"spark.kstate.standbyReplicas is $n")
+    if (n > 0 && ReplicaCoordinator.current.isEmpty)
+      throw KStateErrors.standbyReplicasNeedPlugin(s"spark.kstate.standbyReplicas is $n")
     ReplicaCoordinator.Wanted(n, KStateConf.MaxWarmupReplicas.get(conf), KStateConf.AcceptableRecoveryLag.get(conf))
   }
 
@@ -317,8 +356,12 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     if (!reportIds && info.stateStoreCkptIds.isDefined) {
       // Spark 4.2 only (4.3 takes the format from the commit log): a format-v2 checkpoint
       // restarted with format 1 would write format-v1 files after the v2 ones
-      throw KStateErrors.checkpointFormatChanged(s"kstate operator '$operatorName'", info.storeVersion,
-        written = 2, asked = 1)
+      throw KStateErrors.checkpointFormatChanged(
+        s"kstate operator '$operatorName'",
+        info.storeVersion,
+        written = 2,
+        asked = 1
+      )
     }
     val order = resolvedOrder(streaming = true)
     val spillBytes = KStateConf.OrderSpillThreshold.get(conf)
@@ -333,37 +376,60 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
     }
     val queryId = Option(sparkContext.getLocalProperty(StreamExecution.QUERY_ID_KEY))
     val standbys = queryId.map(id => KStateStoreRDD.Standbys(id, replicasWanted()))
-    val storeConf = new StateStoreConf(storeSqlConf,
-      queryId.map(KStateStoreProvider.QueryIdKey -> _).toMap)
+    val storeConf = new StateStoreConf(
+      storeSqlConf,
+      queryId.map(KStateStoreProvider.QueryIdKey -> _).toMap
+    )
     val hadoopConf = sparkContext.broadcast(
-      new SerializableConfiguration(session.sessionState.newHadoopConf()))
+      new SerializableConfiguration(session.sessionState.newHadoopConf())
+    )
     val (keySchema, valueSchema) = (stateKeySchema, stateValueSchema)
     val evolution = pendingEvolution(info)
     val windowsDescribe = fingerprint.getOrElse("windows", "")
     val rdd = new KStateStoreRDD[InternalRow](
-      child.execute(), info, keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
-      useColumnFamilies = true, storeConf, hadoopConf,
-      Some(session.streams.stateStoreCoordinator), standbys, { (store, rows) =>
+      child.execute(),
+      info,
+      keySchema,
+      valueSchema,
+      NoPrefixKeyStateEncoderSpec(keySchema),
+      useColumnFamilies = true,
+      storeConf,
+      hadoopConf,
+      Some(session.streams.stateStoreCoordinator),
+      standbys,
+      { (store, rows) =>
         // the first micro-batch after a compatible schema change converts the stored rows first
         evolution.filter(store.version < _.fromVersion).foreach(StateMigration(_, operatorName, store, windowsDescribe))
         val task = newTask(Some(store))
-        run(task, rows, watermark, order, spillBytes, () => {
-          longMetric("commitTimeMs") += timeTakenMs { store.commit() }
-          if (reportIds) {
-            // exactly one entry per state partition and task: the store's one id (kstate keeps
-            // one store per operator and partition), its new version and the id it was opened at
-            val i = store.getStateStoreCheckpointInfo()
-            checkpointInfoAccumulator.add(StatefulOpStateStoreCheckpointInfo(i.partitionId, i.batchVersion,
-              i.stateStoreCkptId.map(Array(_)), i.baseStateStoreCkptId.map(Array(_))))
+        run(
+          task,
+          rows,
+          watermark,
+          order,
+          spillBytes,
+          () => {
+            longMetric("commitTimeMs") += timeTakenMs { store.commit() }
+            if (reportIds) {
+              // exactly one entry per state partition and task: the store's one id (kstate keeps
+              // one store per operator and partition), its new version and the id it was opened at
+              val i = store.getStateStoreCheckpointInfo()
+              checkpointInfoAccumulator.add(StatefulOpStateStoreCheckpointInfo(
+                i.partitionId,
+                i.batchVersion,
+                i.stateStoreCkptId.map(Array(_)),
+                i.baseStateStoreCkptId.map(Array(_))
+              ))
+            }
+            val storeMetrics = store.metrics
+            longMetric("stateMemory") += storeMetrics.memoryUsedBytes
+            storeMetrics.customMetrics.foreach { case (m, v) => metrics.get(m.name).foreach(_ += v) }
+            setOperatorMetrics()
+            recordTaskMetrics(task.metrics)
+            if (tracksOutputTime) outputTimeFloors.add(task.outputTimeFloor)
           }
-          val storeMetrics = store.metrics
-          longMetric("stateMemory") += storeMetrics.memoryUsedBytes
-          storeMetrics.customMetrics.foreach { case (m, v) => metrics.get(m.name).foreach(_ += v) }
-          setOperatorMetrics()
-          recordTaskMetrics(task.metrics)
-          if (tracksOutputTime) outputTimeFloors.add(task.outputTimeFloor)
-        })
-      })
+        )
+      }
+    )
     for (sb <- standbys if sb.wanted.any; rc <- ReplicaCoordinator.current) {
       rdd.partitions // plans this micro-batch's standbys, moves and warm-ups
       val summary = rc.summary(sb.queryId, info.checkpointLocation, info.operatorId)
@@ -387,7 +453,8 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
       watermark: Option[Long],
       order: InputOrder.Resolved,
       spillBytes: Long,
-      onDone: () => Unit): Iterator[InternalRow] = {
+      onDone: () => Unit
+  ): Iterator[InternalRow] = {
     val n = child.output.length
     val tsOf = KStateStatefulExec.eventTimeOf(timestamp, child.output)
     val numOutput = longMetric("numOutputRows")
@@ -435,20 +502,28 @@ trait KStateStatefulExec extends UnaryExecNode with StateStoreWriter {
 }
 
 object KStateStatefulExec {
+
   /**
    * The schema change each running operator's tasks convert for (driver side), by checkpoint,
    * operator and query run; see `pendingEvolution`.
    */
-  private val Evolutions = new java.util.concurrent.ConcurrentHashMap[(String, Long, java.util.UUID), Option[StateEvolution]]()
+  private val Evolutions =
+    new java.util.concurrent.ConcurrentHashMap[(String, Long, java.util.UUID), Option[StateEvolution]]()
 
-  private def evolutionKey(info: StatefulOperatorStateInfo) = (info.checkpointLocation, info.operatorId, info.queryRunId)
+  private def evolutionKey(info: StatefulOperatorStateInfo) =
+    (info.checkpointLocation, info.operatorId, info.queryRunId)
 
   /** Replaces the store's recorded state schema (Spark's schema file) with `schema`. */
-  private def rewriteSchemaFile(info: StatefulOperatorStateInfo, hadoopConf: Configuration,
-      schema: List[StateStoreColFamilySchema], version: Int): Unit = {
+  private def rewriteSchemaFile(
+      info: StatefulOperatorStateInfo,
+      hadoopConf: Configuration,
+      schema: List[StateStoreColFamilySchema],
+      version: Int
+  ): Unit = {
     val storeId = StateStoreId(info.checkpointLocation, info.operatorId, StateStore.PARTITION_ID_TO_CHECK_SCHEMA)
     val file = StateSchemaCompatibilityChecker.schemaFile(storeId.storeCheckpointLocation())
-    val fm = org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.create(file.getParent, hadoopConf)
+    val fm =
+      org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.create(file.getParent, hadoopConf)
     if (fm.exists(file)) fm.delete(file)
     new StateSchemaCompatibilityChecker(StateStoreProviderId(storeId, info.queryRunId), hadoopConf)
       .createSchemaFile(schema, SchemaHelper.SchemaWriter.createSchemaWriter(version))
@@ -458,15 +533,28 @@ object KStateStatefulExec {
   object CommonMetrics extends MetricSet {
     val InputSpilledBytes: Metric =
       sum("inputSpilledBytes", "bytes of input spilled to disk while ordering micro-batches")
+
     /** Set on the driver when the micro-batch is planned (standby replicas, docs/replicas.md). */
     val Standbys: Metric =
-      sum("kstateStandbys", "standby copies of the operator's stores on live executors, when the micro-batch was planned")
+      sum(
+        "kstateStandbys",
+        "standby copies of the operator's stores on live executors, when the micro-batch was planned"
+      )
     val StandbyLagVersions: Metric =
-      sum("kstateStandbyLagVersions", "versions the least current store's warmest standby lagged behind the committed version, when the micro-batch was planned")
+      sum(
+        "kstateStandbyLagVersions",
+        "versions the least current store's warmest standby lagged behind the committed version, when the micro-batch was planned"
+      )
     val Warmups: Metric =
-      sum("kstateWarmups", "warm-up copies of the operator's stores on live executors (stores waiting to move there), when the micro-batch was planned")
+      sum(
+        "kstateWarmups",
+        "warm-up copies of the operator's stores on live executors (stores waiting to move there), when the micro-batch was planned"
+      )
     val OwnershipMoves: Metric =
-      sum("kstateOwnershipMoves", "stores whose executor changed in the previous micro-batch (a warm-up move or a failover), as seen when this one was planned")
+      sum(
+        "kstateOwnershipMoves",
+        "stores whose executor changed in the previous micro-batch (a warm-up move or a failover), as seen when this one was planned"
+      )
   }
 
   /**

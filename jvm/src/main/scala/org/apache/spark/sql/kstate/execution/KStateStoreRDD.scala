@@ -39,15 +39,23 @@ final class KStateStoreRDD[U: ClassTag](
     hadoopConf: Broadcast[SerializableConfiguration],
     @transient private val coordinator: Option[StateStoreCoordinatorRef],
     standbys: Option[KStateStoreRDD.Standbys],
-    f: (StateStore, Iterator[org.apache.spark.sql.catalyst.InternalRow]) => Iterator[U])
-  extends RDD[U](prev) {
+    f: (StateStore, Iterator[org.apache.spark.sql.catalyst.InternalRow]) => Iterator[U]
+) extends RDD[U](prev) {
 
   /** Driver only: the partitions, once the replica coordinator knows of this micro-batch. */
   override protected def getPartitions: Array[Partition] = {
     val parts = prev.partitions
     for (s <- standbys; rc <- ReplicaCoordinator.current) {
-      rc.plan(s.queryId, stateInfo.checkpointLocation, stateInfo.operatorId, StateStoreId.DEFAULT_STORE_NAME,
-        parts.length, s.wanted, stateInfo.storeVersion, p => sparkLocation(p))
+      rc.plan(
+        s.queryId,
+        stateInfo.checkpointLocation,
+        stateInfo.operatorId,
+        StateStoreId.DEFAULT_STORE_NAME,
+        parts.length,
+        s.wanted,
+        stateInfo.storeVersion,
+        p => sparkLocation(p)
+      )
     }
     parts
   }
@@ -55,15 +63,21 @@ final class KStateStoreRDD[U: ClassTag](
   private def providerId(partition: Int): StateStoreProviderId =
     StateStoreProviderId(
       StateStoreId(stateInfo.checkpointLocation, stateInfo.operatorId, partition),
-      stateInfo.queryRunId)
+      stateInfo.queryRunId
+    )
 
   private def sparkLocation(partition: Int): Option[String] = coordinator.flatMap(_.getLocation(providerId(partition)))
 
   override def getPreferredLocations(split: Partition): Seq[String] = {
     val spark = sparkLocation(split.index)
     val replicas = for (s <- standbys if s.wanted.any; rc <- ReplicaCoordinator.current) yield {
-      val store = ReplicaStore(s.queryId, stateInfo.checkpointLocation, stateInfo.operatorId, split.index,
-        StateStoreId.DEFAULT_STORE_NAME)
+      val store = ReplicaStore(
+        s.queryId,
+        stateInfo.checkpointLocation,
+        stateInfo.operatorId,
+        split.index,
+        StateStoreId.DEFAULT_STORE_NAME
+      )
       rc.preferredLocations(store, spark)
     }
     replicas.getOrElse(spark.toSeq)
@@ -71,9 +85,18 @@ final class KStateStoreRDD[U: ClassTag](
 
   override def compute(split: Partition, context: TaskContext): Iterator[U] = {
     val store = StateStore.get(
-      providerId(split.index), keySchema, valueSchema, keySpec, stateInfo.storeVersion,
-      stateInfo.getStateStoreCkptId(split.index).map(_.head), None, useColumnFamilies,
-      storeConf, hadoopConf.value.value, false)
+      providerId(split.index),
+      keySchema,
+      valueSchema,
+      keySpec,
+      stateInfo.storeVersion,
+      stateInfo.getStateStoreCkptId(split.index).map(_.head),
+      None,
+      useColumnFamilies,
+      storeConf,
+      hadoopConf.value.value,
+      false
+    )
     context.addTaskCompletionListener[Unit] { _ =>
       if (!store.hasCommitted) store.abort()
     }
@@ -82,6 +105,7 @@ final class KStateStoreRDD[U: ClassTag](
 }
 
 object KStateStoreRDD {
+
   /** The query's id and what its operator wants of the replica coordinator (0 standbys: nothing). */
   final case class Standbys(queryId: String, wanted: ReplicaCoordinator.Wanted)
 }

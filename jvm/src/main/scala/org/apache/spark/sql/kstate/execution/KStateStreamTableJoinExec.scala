@@ -7,13 +7,28 @@ import org.apache.spark.sql.kstate.errors.KStateErrors
 import io.kstate.tables.VersionedTable
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, BoundReference, Expression, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{
+  Attribute,
+  BoundReference,
+  Expression,
+  GenericInternalRow,
+  JoinedRow,
+  UnsafeProjection,
+  UnsafeRow
+}
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.plans.{JoinedTableSource, KStateStreamTableJoin}
 import org.apache.spark.sql.kstate.processor.MetricSet
-import org.apache.spark.sql.kstate.processor.join.{InMemoryStreamTableJoinBuffer, StreamTableJoinBuffer, StreamTableJoinEmitter, StreamTableJoinMetrics, StreamTableJoinProcessor, StreamTableJoinSpec}
+import org.apache.spark.sql.kstate.processor.join.{
+  InMemoryStreamTableJoinBuffer,
+  StreamTableJoinBuffer,
+  StreamTableJoinEmitter,
+  StreamTableJoinMetrics,
+  StreamTableJoinProcessor,
+  StreamTableJoinSpec
+}
 import org.apache.spark.sql.kstate.processor.table.TableState
 import org.apache.spark.sql.kstate.provider.KStateStore
 import org.apache.spark.sql.kstate.operatorstate.{StoreStreamTableJoinBuffer, StoreTableState, StoreVersionedTableState}
@@ -47,7 +62,8 @@ case class KStateStreamTableJoinExec(
     output: Seq[Attribute],
     tableSource: Option[JoinedTableSource],
     context: KStateOperatorContext,
-    child: SparkPlan) extends KStateContextExec {
+    child: SparkPlan
+) extends KStateContextExec {
 
   override def shortName: String = "kstate_stream_table_join"
   override def storeCapabilities: Set[StoreCapability] =
@@ -68,6 +84,7 @@ case class KStateStreamTableJoinExec(
 
   /** The stream's columns (its struct: them, then the key). */
   private def streamFields: Int = KStateStreamTableJoin.streamStructFields(child.output) - 1
+
   /** The table's value columns (its struct: them, then the key and the timestamp). */
   private def valueCount: Int = KStateStreamTableJoin.tableStructFields(child.output) - 2
 
@@ -80,13 +97,22 @@ case class KStateStreamTableJoinExec(
     val spec = StreamTableJoinSpec(leftJoin, versioned.map(_.historyRetentionMs), graceMs)
     // the store's grace: see the class comment
     val stored = if (tableSource.isDefined) versioned else versioned.map(v => v.withGraceMillis(v.historyRetentionMs))
-    val chosen = TableStateChoice.choose(operatorName, store, stored, KStateStreamTableJoinExec.VersionedStoreName,
-      stateKeySchema, valueCount)
+    val chosen = TableStateChoice.choose(
+      operatorName,
+      store,
+      stored,
+      KStateStreamTableJoinExec.VersionedStoreName,
+      stateKeySchema,
+      valueCount
+    )
     val buffer: Option[StreamTableJoinBuffer[UnsafeRow, UnsafeRow]] = graceMs.map { _ =>
       store match {
         case Some(k: KStateStore) => new StoreStreamTableJoinBuffer(k, "join", 1, streamFields)
-        case Some(other) => throw KStateErrors.providerLacksCapabilities(operatorName, other.getClass.getName,
-          Seq(StoreCapability.TimeOrderedBuffer.description))
+        case Some(other) => throw KStateErrors.providerLacksCapabilities(
+            operatorName,
+            other.getClass.getName,
+            Seq(StoreCapability.TimeOrderedBuffer.description)
+          )
         case None => new InMemoryStreamTableJoinBuffer[UnsafeRow, UnsafeRow]()(KStateStreamTableJoinExec.ByBytes)
       }
     }
@@ -97,18 +123,22 @@ case class KStateStreamTableJoinExec(
       processor: StreamTableJoinProcessor[UnsafeRow, UnsafeRow, UnsafeRow],
       table: TableState[UnsafeRow, UnsafeRow],
       finishTable: () => Long,
-      buffer: Option[StreamTableJoinBuffer[UnsafeRow, UnsafeRow]]) extends TwoInputTask(child.output) {
+      buffer: Option[StreamTableJoinBuffer[UnsafeRow, UnsafeRow]]
+  ) extends TwoInputTask(child.output) {
     private val nStream = streamFields
     private val nValues = valueCount
     // keys as the state keeps them: floating point values normalised, as the partitioning does
     private def keyProjection(ordinal: Int): UnsafeProjection = UnsafeProjection.create(
-      Seq(NormalizeFloatingNumbers.normalize(BoundReference(ordinal, key.dataType, nullable = true))))
+      Seq(NormalizeFloatingNumbers.normalize(BoundReference(ordinal, key.dataType, nullable = true)))
+    )
     private val streamKey = keyProjection(nStream)
     private val tableKey = keyProjection(nValues)
     private val streamRow = UnsafeProjection.create(
-      (0 until nStream).map(i => BoundReference(i, output(i).dataType, output(i).nullable)))
+      (0 until nStream).map(i => BoundReference(i, output(i).dataType, output(i).nullable))
+    )
     private val tableValue = UnsafeProjection.create(
-      (0 until nValues).map(i => BoundReference(i, output(nStream + i).dataType, nullable = true)))
+      (0 until nValues).map(i => BoundReference(i, output(nStream + i).dataType, nullable = true))
+    )
     private val result = UnsafeProjection.create(output.map(_.dataType).toArray)
     private val joined = new JoinedRow()
     private val noMatch = new GenericInternalRow(nValues)
@@ -141,8 +171,13 @@ case class KStateStreamTableJoinExec(
       var tomb = true
       var i = 0
       while (tomb && i < nValues) { tomb = v.isNullAt(i); i += 1 }
-      processor.processTable(if (keyNull) null else k.copy(), keyNull, if (tomb) null else v.copy(), ts,
-        ts == KStateStatefulExec.NullTime)
+      processor.processTable(
+        if (keyNull) null else k.copy(),
+        keyNull,
+        if (tomb) null else v.copy(),
+        ts,
+        ts == KStateStatefulExec.NullTime
+      )
     }
 
     override def finish(): Unit = {
@@ -154,18 +189,21 @@ case class KStateStreamTableJoinExec(
 
     override def finishOutput: Iterator[InternalRow] = out.iterator
 
-    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(processor.counters,
+    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(
+      processor.counters,
       totalStateRows = buffer.fold(0L)(_.numRecords),
       updatedStateRows = processor.counters(StreamTableJoinMetrics.TableUpdates) +
         processor.counters(StreamTableJoinMetrics.Buffered),
       removedStateRows = processor.counters(StreamTableJoinMetrics.Released) +
-        processor.counters(StreamTableJoinMetrics.TableVersionsCleaned))
+        processor.counters(StreamTableJoinMetrics.TableVersionsCleaned)
+    )
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): KStateStreamTableJoinExec = copy(child = newChild)
 }
 
 object KStateStreamTableJoinExec {
+
   /** The versioned store the join keeps its table's versions in (`kstate_vs_stj_table_*`; `kstate.read_table` reads it for a [[JoinedTableSource]]). */
   val VersionedStoreName = "stj_table"
 

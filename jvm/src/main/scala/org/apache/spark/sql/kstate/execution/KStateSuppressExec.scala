@@ -32,7 +32,8 @@ case class KStateSuppressExec(
     windowEnd: Option[Expression],
     output: Seq[Attribute],
     context: KStateOperatorContext,
-    child: SparkPlan) extends KStateContextExec {
+    child: SparkPlan
+) extends KStateContextExec {
 
   override def shortName: String = "kstate_suppress"
   override def storeCapabilities: Set[StoreCapability] = StoreCapability.ofSuppress(suppressed.bufferConfig)
@@ -57,8 +58,12 @@ case class KStateSuppressExec(
   private final class SuppressTask(store: KStateStore) extends KStateTask {
     private val meta = new StateMeta(store)
     private val buffer = new TimeOrderedBuffer(store, operatorName, BufferLimits.of(suppressed.bufferConfig))
-    private val processor = new SuppressProcessor(buffer, limitMs, untilWindowCloses = windowEnd.isDefined,
-      initialStreamTime = meta.get(StateMeta.StreamTime, Long.MinValue))
+    private val processor = new SuppressProcessor(
+      buffer,
+      limitMs,
+      untilWindowCloses = windowEnd.isDefined,
+      initialStreamTime = meta.get(StateMeta.StreamTime, Long.MinValue)
+    )
     private val in = child.output
     private val keyProj = UnsafeProjection.create(Seq(key), in)
     private val rowProj = UnsafeProjection.create(output, in)
@@ -86,8 +91,15 @@ case class KStateSuppressExec(
       val bufferTime = if (keyNull) KStateStatefulExec.NullTime else endOf.fold(ts)(_(row))
       val valid = !keyNull && bufferTime != KStateStatefulExec.NullTime
       processor.process(
-        if (valid) k.getBytes else null, keyNull, if (valid) rowProj(row).getBytes else null,
-        ts, tsNull, bufferTime, bufferTime == KStateStatefulExec.NullTime, emitRecord)
+        if (valid) k.getBytes else null,
+        keyNull,
+        if (valid) rowProj(row).getBytes else null,
+        ts,
+        tsNull,
+        bufferTime,
+        bufferTime == KStateStatefulExec.NullTime,
+        emitRecord
+      )
     }
 
     override def finish(): Unit = {
@@ -100,10 +112,12 @@ case class KStateSuppressExec(
     /** Windowed tables: windows with end <= stream time - grace were emitted or are dropped. */
     override def outputTimeFloor: Long = processor.outputTimeFloor
 
-    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(processor.counters,
+    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(
+      processor.counters,
       totalStateRows = buffer.numRecords,
       updatedStateRows = 0L,
-      removedStateRows = processor.counters(SuppressMetrics.Emitted))
+      removedStateRows = processor.counters(SuppressMetrics.Emitted)
+    )
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): KStateSuppressExec = copy(child = newChild)

@@ -1,7 +1,20 @@
 package org.apache.spark.sql.kstate.execution
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, BoundReference, CreateNamedStruct, Expression, GenericInternalRow, GetStructField, If, IsNull, Literal, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{
+  Alias,
+  Attribute,
+  BoundReference,
+  CreateNamedStruct,
+  Expression,
+  GenericInternalRow,
+  GetStructField,
+  If,
+  IsNull,
+  Literal,
+  UnsafeProjection,
+  UnsafeRow
+}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.plans.TableAggregateSpec
@@ -28,7 +41,8 @@ case class KStateTableAggregateExec(
     timestamp: Expression,
     output: Seq[Attribute],
     context: KStateOperatorContext,
-    child: SparkPlan) extends KStateContextExec {
+    child: SparkPlan
+) extends KStateContextExec {
 
   override def shortName: String = "kstate_table_aggregate"
   override def storeCapabilities: Set[StoreCapability] = Set(StoreCapability.ColumnFamilies)
@@ -46,7 +60,7 @@ case class KStateTableAggregateExec(
   }
 
   private final class AggregateTask(state: TableState[UnsafeRow, UnsafeRow], finishState: () => Unit)
-    extends KStateTask {
+      extends KStateTask {
     val counters = TableAggregateMetrics.newCounters()
     private val processor = new TableAggregateProcessor(new ExpressionTableAggregator(spec), state, counters)
     private val in = child.output
@@ -66,8 +80,12 @@ case class KStateTableAggregateExec(
       UnsafeProjection.create(
         Seq(BoundReference(0, groupType, nullable = false)) ++
           KStateTableAggregateExec.resultColumns(spec, newAgg) ++
-          Seq(BoundReference(2, timestampType, nullable = false),
-            KStateTableAggregateExec.resultStruct(spec, oldAgg), BoundReference(4, BooleanType, nullable = false)))
+          Seq(
+            BoundReference(2, timestampType, nullable = false),
+            KStateTableAggregateExec.resultStruct(spec, oldAgg),
+            BoundReference(4, BooleanType, nullable = false)
+          )
+      )
     }
     private var emit: InternalRow => Unit = _
     private val emitChange: TableChange[UnsafeRow, UnsafeRow] => Unit = c => {
@@ -84,24 +102,29 @@ case class KStateTableAggregateExec(
     override def process(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit = {
       this.emit = emit
       val g = groupProj(row).copy()
-      val added = if (row.isNullAt(addOrdinal)) null else row.getStruct(addOrdinal, nValues).asInstanceOf[UnsafeRow].copy()
+      val added =
+        if (row.isNullAt(addOrdinal)) null else row.getStruct(addOrdinal, nValues).asInstanceOf[UnsafeRow].copy()
       val subtracted =
-        if (row.isNullAt(subtractOrdinal)) null else row.getStruct(subtractOrdinal, nValues).asInstanceOf[UnsafeRow].copy()
+        if (row.isNullAt(subtractOrdinal)) null
+        else row.getStruct(subtractOrdinal, nValues).asInstanceOf[UnsafeRow].copy()
       processor.process(GroupChange(g, added, subtracted, ts), emitChange)
     }
 
     override def finish(): Unit = finishState()
 
-    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(counters,
+    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(
+      counters,
       totalStateRows = -1L,
       updatedStateRows = counters(TableAggregateMetrics.Updates),
-      removedStateRows = counters(TableAggregateMetrics.Deleted))
+      removedStateRows = counters(TableAggregateMetrics.Deleted)
+    )
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): KStateTableAggregateExec = copy(child = newChild)
 }
 
 object KStateTableAggregateExec {
+
   /**
    * The result's value columns ([[TableAggregateSpec.output]]) of the stored aggregate `agg` (a
    * struct of the spec's aggregate columns): each null when `agg` is (a deleted group).
@@ -122,6 +145,9 @@ object KStateTableAggregateExec {
   /** [[resultColumns]] as one struct of the output columns, null when `agg` is. */
   def resultStruct(spec: TableAggregateSpec, agg: Expression): Expression =
     if (spec.result.isEmpty) agg
-    else If(IsNull(agg), Literal(null, spec.outputType),
-      CreateNamedStruct(spec.output.zip(resultColumns(spec, agg)).flatMap { case (o, e) => Seq(Literal(o.name), e) }))
+    else If(
+      IsNull(agg),
+      Literal(null, spec.outputType),
+      CreateNamedStruct(spec.output.zip(resultColumns(spec, agg)).flatMap { case (o, e) => Seq(Literal(o.name), e) })
+    )
 }

@@ -1,7 +1,14 @@
 package org.apache.spark.sql.kstate.execution
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, BoundReference, Expression, GenericInternalRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{
+  Attribute,
+  BoundReference,
+  Expression,
+  GenericInternalRow,
+  UnsafeProjection,
+  UnsafeRow
+}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.plans.TableJoinSide
@@ -29,7 +36,8 @@ case class KStateTableJoinExec(
     timestamp: Expression,
     output: Seq[Attribute],
     context: KStateOperatorContext,
-    child: SparkPlan) extends KStateContextExec {
+    child: SparkPlan
+) extends KStateContextExec {
 
   override def shortName: String = "kstate_table_join"
   override def storeCapabilities: Set[StoreCapability] = Set(StoreCapability.ColumnFamilies)
@@ -48,8 +56,10 @@ case class KStateTableJoinExec(
     new TableJoinTask(mirror(left, KStateTableJoinExec.LeftFamily), mirror(right, KStateTableJoinExec.RightFamily))
   }
 
-  private final class TableJoinTask(leftState: TableState[UnsafeRow, UnsafeRow],
-      rightState: TableState[UnsafeRow, UnsafeRow]) extends TwoInputTask(child.output) {
+  private final class TableJoinTask(
+      leftState: TableState[UnsafeRow, UnsafeRow],
+      rightState: TableState[UnsafeRow, UnsafeRow]
+  ) extends TwoInputTask(child.output) {
     private val leftTypes = left.valueTypes.map(_.dataType)
     private val rightTypes = right.valueTypes.map(_.dataType)
     private val (nl, nr) = (leftTypes.length, rightTypes.length)
@@ -60,14 +70,19 @@ case class KStateTableJoinExec(
       joined
     }
     private val processor = new TableTableJoinProcessor[UnsafeRow, UnsafeRow, UnsafeRow, InternalRow](
-      KStateTableJoinExec.kindOf(how), new TableSource(leftState), new TableSource(rightState), joiner)
+      KStateTableJoinExec.kindOf(how),
+      new TableSource(leftState),
+      new TableSource(rightState),
+      joiner
+    )
     private val leftReader = new TableSideReader(left)
     private val rightReader = new TableSideReader(right)
     private val keyType = key.dataType
     private val toTimestamp = KStateTableJoinExec.fromMillis(timestamp.dataType)
     private val outRow = new GenericInternalRow(output.length)
     private val outProj = UnsafeProjection.create(output.zipWithIndex.map { case (a, i) =>
-      BoundReference(i, a.dataType, a.nullable) })
+      BoundReference(i, a.dataType, a.nullable)
+    })
     private var emitTo: InternalRow => Unit = _
     private val emitResult: TableChange[UnsafeRow, InternalRow] => Unit = c => {
       outRow.update(0, c.key.get(0, keyType))
@@ -94,10 +109,12 @@ case class KStateTableJoinExec(
 
     override def advanceStreamTime(t: Long): Unit = ()
     override def finish(): Unit = ()
-    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(processor.counters,
+    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(
+      processor.counters,
       totalStateRows = -1L,
       updatedStateRows = processor.counters(TableTableJoinMetrics.JoinResults),
-      removedStateRows = 0L)
+      removedStateRows = 0L
+    )
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): KStateTableJoinExec = copy(child = newChild)

@@ -2,11 +2,23 @@ package org.apache.spark.sql.kstate.execution
 
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, GenericInternalRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{
+  Attribute,
+  Expression,
+  GenericInternalRow,
+  UnsafeProjection,
+  UnsafeRow
+}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.kstate.processor.Metric
 import org.apache.spark.sql.kstate.processor.table.TableChange
-import org.apache.spark.sql.kstate.processor.tableagg.{GroupChange, GroupSelector, GroupedValue, TableRegroupMetrics, TableRegroupProcessor}
+import org.apache.spark.sql.kstate.processor.tableagg.{
+  GroupChange,
+  GroupSelector,
+  GroupedValue,
+  TableRegroupMetrics,
+  TableRegroupProcessor
+}
 import org.apache.spark.util.CompletionIterator
 
 /**
@@ -28,7 +40,8 @@ case class KStateTableRegroupExec(
     timestamp: Expression,
     versioned: Boolean,
     output: Seq[Attribute],
-    child: SparkPlan) extends RekeyingMapExec {
+    child: SparkPlan
+) extends RekeyingMapExec {
   import KStateTableRegroupExec._
 
   override protected def reported: Seq[Metric] = Reported
@@ -47,7 +60,10 @@ case class KStateTableRegroupExec(
       val tableValue = UnsafeProjection.create(tv, in)
       val tsOf = KStateStatefulExec.eventTimeOf(t, in)
       val processor = new TableRegroupProcessor[InternalRow, Selected, UnsafeRow, UnsafeRow](
-        SelectedGroup, versionedTable, TableRegroupMetrics.newCounters())
+        SelectedGroup,
+        versionedTable,
+        TableRegroupMetrics.newCounters()
+      )
       val outRow = new GenericInternalRow(4)
       val toUnsafe = UnsafeProjection.create(outTypes)
       val sent = new java.util.ArrayList[InternalRow](2)
@@ -65,8 +81,10 @@ case class KStateTableRegroupExec(
         processor.process(TableChange(row, newSel, oldSel, tsOf(row), row.getBoolean(latestOrdinal)), emit)
         sent.toArray(new Array[InternalRow](sent.size)).iterator
       }
-      CompletionIterator[InternalRow, Iterator[InternalRow]](out,
-        Reported.zip(sqlMetrics).foreach { case (m, metric) => metric += processor.counters(m) })
+      CompletionIterator[InternalRow, Iterator[InternalRow]](
+        out,
+        Reported.zip(sqlMetrics).foreach { case (m, metric) => metric += processor.counters(m) }
+      )
     }
   }
 
@@ -74,8 +92,11 @@ case class KStateTableRegroupExec(
 }
 
 object KStateTableRegroupExec {
-  private val Reported = Seq(TableRegroupMetrics.OutOfOrderIgnored, TableRegroupMetrics.NoGroup,
-    TableRegroupMetrics.GroupChanges)
+  private val Reported = Seq(
+    TableRegroupMetrics.OutOfOrderIgnored,
+    TableRegroupMetrics.NoGroup,
+    TableRegroupMetrics.GroupChanges
+  )
 
   /** A table value as selected: its group (a one-field row) and grouped value, each null if none. */
   type Selected = GroupedValue[UnsafeRow, UnsafeRow]

@@ -3,7 +3,14 @@ package org.apache.spark.sql.kstate.execution
 import io.kstate.tables.VersionedTable
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{
+  Attribute,
+  Expression,
+  GenericInternalRow,
+  JoinedRow,
+  UnsafeProjection,
+  UnsafeRow
+}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.processor.MetricSet
@@ -26,7 +33,8 @@ case class KStateTableSourceExec(
     versioned: Option[VersionedTable],
     output: Seq[Attribute],
     context: KStateOperatorContext,
-    child: SparkPlan) extends KStateContextExec {
+    child: SparkPlan
+) extends KStateContextExec {
 
   override def shortName: String = "kstate_table"
   override def storeCapabilities: Set[StoreCapability] =
@@ -34,17 +42,24 @@ case class KStateTableSourceExec(
   override def partitionBy: Seq[Expression] = Seq(key)
 
   override protected def stateKeySchema: StructType = new StructType().add("key", key.dataType)
-  override protected def stateValueSchema: StructType = org.apache.spark.sql.kstate.plans.TableChangeColumns.valueType(values)
+  override protected def stateValueSchema: StructType =
+    org.apache.spark.sql.kstate.plans.TableChangeColumns.valueType(values)
   override protected def metricSet: MetricSet = TableMetrics
 
   override protected def newTask(store: Option[StateStore]): KStateTask = {
-    val chosen = TableStateChoice.choose(operatorName, store, versioned, KStateTableSourceExec.VersionedStoreName,
-      stateKeySchema, values.length)
+    val chosen = TableStateChoice.choose(
+      operatorName,
+      store,
+      versioned,
+      KStateTableSourceExec.VersionedStoreName,
+      stateKeySchema,
+      values.length
+    )
     new TableSourceTask(chosen.state, chosen.finish)
   }
 
   private final class TableSourceTask(state: TableState[UnsafeRow, UnsafeRow], finishState: () => Long)
-    extends KStateTask {
+      extends KStateTask {
     private val processor = new TableSourceProcessor(new TableSource(state))
     private val in = child.output
     private val keyProj = UnsafeProjection.create(Seq(key), in)
@@ -67,8 +82,13 @@ case class KStateTableSourceExec(
       val v = if (valid) valueProj(row) else null
       var i = 0
       while (valid && tomb && i < nValues) { tomb = v.isNullAt(i); i += 1 }
-      val change = processor.process(if (valid) k.copy() else null, keyNull,
-        if (valid && !tomb) v.copy() else null, ts, tsNull)
+      val change = processor.process(
+        if (valid) k.copy() else null,
+        keyNull,
+        if (valid && !tomb) v.copy() else null,
+        ts,
+        tsNull
+      )
       if (change != null) {
         extraRow.update(0, change.oldValue)
         extraRow.setBoolean(1, change.isLatest)
@@ -81,16 +101,19 @@ case class KStateTableSourceExec(
       processor.counters.set(TableMetrics.Versions, state.numVersions)
     }
 
-    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(processor.counters,
+    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(
+      processor.counters,
       totalStateRows = -1L,
       updatedStateRows = processor.counters(TableMetrics.VersionsStored),
-      removedStateRows = cleanedUp)
+      removedStateRows = cleanedUp
+    )
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): KStateTableSourceExec = copy(child = newChild)
 }
 
 object KStateTableSourceExec {
+
   /** The name of the versioned store a versioned table keeps its versions in (`kstate_vs_table_*`; `kstate.read_table` reads it). */
   val VersionedStoreName = "table"
 }

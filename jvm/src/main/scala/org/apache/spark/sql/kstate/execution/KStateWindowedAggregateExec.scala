@@ -36,7 +36,8 @@ case class KStateWindowedAggregateExec(
     finalResults: Option[UntilWindowCloses],
     output: Seq[Attribute],
     context: KStateOperatorContext,
-    child: SparkPlan) extends KStateContextExec {
+    child: SparkPlan
+) extends KStateContextExec {
 
   override def shortName: String = windows match {
     case _: TimeWindows => "kstate_windowed_aggregate"

@@ -4,7 +4,14 @@ import org.apache.spark.sql.kstate.errors.KStateErrors
 import io.kstate.windows.{SessionWindows, TimeWindows, Windows}
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, BoundReference, Expression, JoinedRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{
+  Attribute,
+  BoundReference,
+  Expression,
+  JoinedRow,
+  UnsafeProjection,
+  UnsafeRow
+}
 import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.state.StateStore
@@ -25,7 +32,8 @@ case class KStateWindowedDistinctExec(
     timestamp: Expression,
     output: Seq[Attribute],
     context: KStateOperatorContext,
-    child: SparkPlan) extends KStateContextExec {
+    child: SparkPlan
+) extends KStateContextExec {
 
   override def shortName: String = "kstate_distinct"
   override def storeCapabilities: Set[StoreCapability] = Set(StoreCapability.ColumnFamilies)
@@ -88,20 +96,24 @@ case class KStateWindowedDistinctExec(
       }
     }
 
-    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(counters,
+    override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(
+      counters,
       totalStateRows = storedWindows,
       updatedStateRows = counters(DistinctMetrics.WindowsStored),
-      removedStateRows = counters(DistinctMetrics.WindowsPurged))
+      removedStateRows = counters(DistinctMetrics.WindowsPurged)
+    )
   }
 
   private final class TumblingTask(w: TimeWindows, state: DedupState[UnsafeRow])
-    extends DistinctTask {
+      extends DistinctTask {
     private val processor = new TumblingDistinctProcessor(w.sizeMs, w.graceMs, state)
     override protected def counters: Counters = processor.counters
     private val startWriter = new UnsafeRowWriter(1)
     private val joinedKey = new JoinedRow()
     private val toIdentity = UnsafeProjection.create(Seq(
-      BoundReference(0, key.dataType, nullable = true), BoundReference(1, LongType, nullable = false)))
+      BoundReference(0, key.dataType, nullable = true),
+      BoundReference(1, LongType, nullable = false)
+    ))
 
     override def advanceStreamTime(t: Long): Unit = processor.advanceStreamTime(t)
     override def finish(): Unit = processor.finish()
@@ -120,7 +132,7 @@ case class KStateWindowedDistinctExec(
   }
 
   private final class SessionTask(w: SessionWindows, state: SessionState[UnsafeRow])
-    extends DistinctTask {
+      extends DistinctTask {
     private val processor = new SessionDistinctProcessor(w.gapMs, w.graceMs, state)
     override protected def counters: Counters = processor.counters
     override def advanceStreamTime(t: Long): Unit = processor.advanceStreamTime(t)

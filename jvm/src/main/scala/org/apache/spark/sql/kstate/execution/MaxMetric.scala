@@ -17,7 +17,8 @@ final class MaxMetric extends SQLMetric("timing", 0L) {
   override def add(v: Long): Unit = if (v > value) set(v)
   override def merge(other: AccumulatorV2[Long, Long]): Unit = other match {
     case m: SQLMetric => if (m.value > value) set(m.value)
-    case _ => throw new UnsupportedOperationException(s"cannot merge ${getClass.getName} with ${other.getClass.getName}")
+    case _ =>
+      throw new UnsupportedOperationException(s"cannot merge ${getClass.getName} with ${other.getClass.getName}")
   }
 }
 

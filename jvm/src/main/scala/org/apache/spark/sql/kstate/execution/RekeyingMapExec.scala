@@ -13,6 +13,7 @@ import org.apache.spark.sql.kstate.processor.Metric
  * exchange.
  */
 trait RekeyingMapExec extends UnaryExecNode {
+
   /** The counts reported as SQL metrics, in the order of [[sqlMetrics]]. */
   protected def reported: Seq[Metric]
 

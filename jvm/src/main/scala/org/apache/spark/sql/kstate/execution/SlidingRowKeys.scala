@@ -28,5 +28,7 @@ private[execution] object SlidingRowKeys {
 
   /** The state key schema. */
   def schema(keyType: DataType): StructType = StructType(Seq(
-    StructField("key", keyType, nullable = true), StructField("kind", IntegerType, nullable = false)))
+    StructField("key", keyType, nullable = true),
+    StructField("kind", IntegerType, nullable = false)
+  ))
 }

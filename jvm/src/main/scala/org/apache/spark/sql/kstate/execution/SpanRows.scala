@@ -3,7 +3,16 @@ package org.apache.spark.sql.kstate.execution
 import scala.collection.mutable.ArrayBuffer
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Expression, GenericInternalRow, JoinedRow, Literal, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{
+  Attribute,
+  AttributeReference,
+  Expression,
+  GenericInternalRow,
+  JoinedRow,
+  Literal,
+  UnsafeProjection,
+  UnsafeRow
+}
 import org.apache.spark.sql.kstate.processor.window.SpanOutput
 import org.apache.spark.sql.types.{BooleanType, DataType, LongType}
 
@@ -19,16 +28,26 @@ private[execution] final class SpanRows(
     output: Seq[Attribute],
     bufferAttributes: Seq[Attribute],
     resultExpressions: Seq[Expression],
-    tombstones: Boolean) extends SpanOutput[UnsafeRow, UnsafeRow] {
+    tombstones: Boolean
+) extends SpanOutput[UnsafeRow, UnsafeRow] {
   val rows: ArrayBuffer[InternalRow] = ArrayBuffer.empty
   private val tsType = output(3 + resultExpressions.length).dataType
-  private val helpers = Seq("key" -> keyType, "start" -> output(1).dataType, "end" -> output(2).dataType,
-    "ts" -> tsType, "tombstone" -> BooleanType).map { case (n, t) => AttributeReference(s"_kstate_$n", t)() }
+  private val helpers = Seq(
+    "key" -> keyType,
+    "start" -> output(1).dataType,
+    "end" -> output(2).dataType,
+    "ts" -> tsType,
+    "tombstone" -> BooleanType
+  ).map { case (n, t) => AttributeReference(s"_kstate_$n", t)() }
   private val flag = if (tombstones) Seq(helpers(4)) else Nil
   private val toResult = UnsafeProjection.create(
-    helpers.take(3) ++ resultExpressions ++ (helpers(3) +: flag), bufferAttributes ++ helpers)
+    helpers.take(3) ++ resultExpressions ++ (helpers(3) +: flag),
+    bufferAttributes ++ helpers
+  )
   private val toTombstone = UnsafeProjection.create(
-    helpers.take(3) ++ resultExpressions.map(e => Literal(null, e.dataType)) ++ (helpers(3) +: flag), helpers)
+    helpers.take(3) ++ resultExpressions.map(e => Literal(null, e.dataType)) ++ (helpers(3) +: flag),
+    helpers
+  )
   private val joined = new JoinedRow()
   private val toOutputTime: Long => Long = output(1).dataType match {
     case LongType => identity
@@ -36,8 +55,13 @@ private[execution] final class SpanRows(
   }
 
   private def helperRow(key: UnsafeRow, start: Long, end: Long, maxTs: Long, tombstone: Boolean): InternalRow =
-    new GenericInternalRow(Array[Any](key.get(0, keyType), toOutputTime(start), toOutputTime(end),
-      toOutputTime(maxTs), tombstone))
+    new GenericInternalRow(Array[Any](
+      key.get(0, keyType),
+      toOutputTime(start),
+      toOutputTime(end),
+      toOutputTime(maxTs),
+      tombstone
+    ))
 
   override def result(key: UnsafeRow, start: Long, end: Long, agg: UnsafeRow, maxTs: Long): Unit =
     rows += toResult(joined(agg, helperRow(key, start, end, maxTs, tombstone = false))).copy()

@@ -5,7 +5,12 @@ import io.kstate.windows.{SessionWindows, SlidingWindows}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state.StateStore
-import org.apache.spark.sql.kstate.processor.window.{SessionAggregateProcessor, SessionStore, SlidingAggregateProcessor, SpanAggregateProcessor}
+import org.apache.spark.sql.kstate.processor.window.{
+  SessionAggregateProcessor,
+  SessionStore,
+  SlidingAggregateProcessor,
+  SpanAggregateProcessor
+}
 import org.apache.spark.sql.kstate.operatorstate.{RunningTotal, SessionAggState, StateMeta, StoreSessionAggState}
 import org.apache.spark.sql.types.{StructField, StructType}
 
@@ -23,7 +28,8 @@ private[execution] final class SpanTask private (
     processor: SpanAggregateProcessor[UnsafeRow, InternalRow, UnsafeRow],
     state: SessionStore[UnsafeRow, UnsafeRow],
     rows: SpanRows,
-    lateTotal: RunningTotal) extends KStateTask {
+    lateTotal: RunningTotal
+) extends KStateTask {
   private val keyProj = UnsafeProjection.create(Seq(exec.key), exec.child.output)
   private val counters = processor.counters
   private val metricSet = processor.metricSet
@@ -46,10 +52,12 @@ private[execution] final class SpanTask private (
   /** Windows closed at the close time are gone: a later row ends at or after it. */
   override def outputTimeFloor: Long = processor.closeTime
 
-  override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(counters,
+  override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(
+    counters,
     totalStateRows = state.records,
     updatedStateRows = counters(metricSet.Updates),
-    removedStateRows = counters(metricSet.Closed))
+    removedStateRows = counters(metricSet.Closed)
+  )
 }
 
 private[execution] object SpanTask {
@@ -70,18 +78,50 @@ private[execution] object SpanTask {
     val state = store.map(s => new StoreSessionAggState(s, keySchema(exec), bufferSchema(exec)))
       .getOrElse(SessionAggState.onHeap())
     val lateTotal = new RunningTotal(store.map(new StateMeta(_)), StateMeta.LateDroppedTotal)
-    val buffers = new AggregateBuffers(child.output, bufferAttributes, initialValues, updateExpressions,
-      inputBufferAttributes, mergeExpressions)
+    val buffers = new AggregateBuffers(
+      child.output,
+      bufferAttributes,
+      initialValues,
+      updateExpressions,
+      inputBufferAttributes,
+      mergeExpressions
+    )
     windows match {
       case w: SessionWindows =>
         val rows = new SpanRows(key.dataType, output, bufferAttributes, resultExpressions, tombstones = true)
-        new SpanTask(exec, new SessionAggregateProcessor[UnsafeRow, InternalRow, UnsafeRow](
-          w.gapMs, w.graceMs, finalResults.isDefined, state, buffers, rows, _.copy()), state, rows, lateTotal)
+        new SpanTask(
+          exec,
+          new SessionAggregateProcessor[UnsafeRow, InternalRow, UnsafeRow](
+            w.gapMs,
+            w.graceMs,
+            finalResults.isDefined,
+            state,
+            buffers,
+            rows,
+            _.copy()
+          ),
+          state,
+          rows,
+          lateTotal
+        )
       case w: SlidingWindows =>
         val rows = new SpanRows(key.dataType, output, bufferAttributes, resultExpressions, tombstones = false)
-        new SpanTask(exec, new SlidingAggregateProcessor[UnsafeRow, UnsafeRow, InternalRow, UnsafeRow](
-          w.timeDifferenceMs, w.graceMs, finalResults.isDefined, state, new SlidingRowKeys(key.dataType),
-          buffers, rows, _.copy()), state, rows, lateTotal)
+        new SpanTask(
+          exec,
+          new SlidingAggregateProcessor[UnsafeRow, UnsafeRow, InternalRow, UnsafeRow](
+            w.timeDifferenceMs,
+            w.graceMs,
+            finalResults.isDefined,
+            state,
+            new SlidingRowKeys(key.dataType),
+            buffers,
+            rows,
+            _.copy()
+          ),
+          state,
+          rows,
+          lateTotal
+        )
       case other => throw new IllegalArgumentException(s"not windows that combine buffers: ${other.describe}")
     }
   }

@@ -15,12 +15,16 @@ import org.apache.spark.sql.kstate.processor.suppress.BufferLimits
 sealed abstract class StoreCapability(val description: String)
 
 object StoreCapability {
+
   /** Column families and range-scan key encodings (Spark's RocksDB provider has them too). */
   case object ColumnFamilies extends StoreCapability("column families and range scans")
+
   /** KIP-328's time-ordered buffer (`suppress`), kept in kstate's own store. */
   case object TimeOrderedBuffer extends StoreCapability("a time-ordered suppression buffer")
+
   /** The versioned key-value store (history by timestamp), kept in kstate's own store. */
   case object VersionedStore extends StoreCapability("a versioned key-value store")
+
   /** Spilling a micro-batch's uncommitted changes to local disk past a heap bound. */
   case object SpillToDisk extends StoreCapability("spilling uncommitted changes to disk (spill_to_disk_when_full)")
 

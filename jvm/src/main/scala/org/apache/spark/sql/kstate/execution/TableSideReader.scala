@@ -16,7 +16,8 @@ final class TableSideReader(side: TableJoinSide) {
   private val keyProj = UnsafeProjection.create(Seq(field(side.keyOrdinal)))
   private val valueProj = UnsafeProjection.create(side.valueOrdinals.map(field))
   private val oldProj = UnsafeProjection.create(side.valueOrdinals.indices.map(i =>
-    GetStructField(field(side.oldOrdinal), i)))
+    GetStructField(field(side.oldOrdinal), i)
+  ))
   private def field(i: Int) = BoundReference(i, side.schema(i).dataType, side.schema(i).nullable)
 
   /** The change in `row`, at event time `ts` (ms). */

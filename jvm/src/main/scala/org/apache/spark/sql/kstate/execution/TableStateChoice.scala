@@ -24,6 +24,7 @@ import org.apache.spark.sql.types.StructType
  * | none (batch DataFrame) | None               | [[InMemoryTableState.unversioned]] |
  */
 private[kstate] object TableStateChoice {
+
   /**
    * A chosen state and what to call once, at the end of the task: it persists what the state
    * needs persisted (an unversioned store state's stream time; the versioned store persists its
@@ -37,13 +38,17 @@ private[kstate] object TableStateChoice {
       versioned: Option[VersionedTable],
       versionedName: String,
       keySchema: StructType,
-      valueFields: Int): Chosen = (store, versioned) match {
+      valueFields: Int
+  ): Chosen = (store, versioned) match {
     case (Some(k: KStateStore), Some(v)) =>
       val s = new StoreVersionedTableState(k, versionedName, v.historyRetentionMs, v.graceMs, valueFields)
       new Chosen(s, () => s.cleanup().toLong)
     case (Some(other), Some(_)) =>
-      throw KStateErrors.providerLacksCapabilities(operatorName, other.getClass.getName,
-        Seq(StoreCapability.VersionedStore.description))
+      throw KStateErrors.providerLacksCapabilities(
+        operatorName,
+        other.getClass.getName,
+        Seq(StoreCapability.VersionedStore.description)
+      )
     case (Some(s), None) =>
       val t = new StoreTableState(s, keySchema, valueFields)
       new Chosen(t, () => { t.commitStreamTime(); 0L })

@@ -8,7 +8,14 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.processor.suppress.BufferLimits
-import org.apache.spark.sql.kstate.processor.window.{InMemoryTimeWindowState, TimeWindowAggregateMetrics, TimeWindowAggregateProcessor, TimeWindowSpec, TimeWindowState, WindowResults}
+import org.apache.spark.sql.kstate.processor.window.{
+  InMemoryTimeWindowState,
+  TimeWindowAggregateMetrics,
+  TimeWindowAggregateProcessor,
+  TimeWindowSpec,
+  TimeWindowState,
+  WindowResults
+}
 import org.apache.spark.sql.kstate.operatorstate.{RunningTotal, StateMeta, StoreWindowAggState}
 import org.apache.spark.sql.types.{LongType, StructField, StructType}
 
@@ -24,7 +31,8 @@ private[execution] final class TimeWindowTask private (
     exec: KStateWindowedAggregateExec,
     windows: TimeWindows,
     state: TimeWindowState[UnsafeRow, UnsafeRow],
-    lateTotal: RunningTotal) extends KStateTask with WindowResults[UnsafeRow, UnsafeRow] {
+    lateTotal: RunningTotal
+) extends KStateTask with WindowResults[UnsafeRow, UnsafeRow] {
   import exec._
   private val in = child.output
   private val keyProj = UnsafeProjection.create(Seq(key), in)
@@ -32,9 +40,20 @@ private[execution] final class TimeWindowTask private (
   private val out = ArrayBuffer.empty[InternalRow]
   private val processor = new TimeWindowAggregateProcessor[InternalRow, UnsafeRow, UnsafeRow](
     TimeWindowSpec(windows.sizeMs, windows.advanceMs, windows.graceMs),
-    new AggregateBuffers(in, bufferAttributes, initialValues, updateExpressions, inputBufferAttributes,
-      mergeExpressions),
-    state, _.copy(), finalResults.map(f => BufferLimits.of(f.bufferConfig)), operatorName, this)
+    new AggregateBuffers(
+      in,
+      bufferAttributes,
+      initialValues,
+      updateExpressions,
+      inputBufferAttributes,
+      mergeExpressions
+    ),
+    state,
+    _.copy(),
+    finalResults.map(f => BufferLimits.of(f.bufferConfig)),
+    operatorName,
+    this
+  )
 
   override def advanceStreamTime(t: Long): Unit = processor.advanceStreamTime(t)
 
@@ -58,29 +77,37 @@ private[execution] final class TimeWindowTask private (
   /** Windows with end <= close time are closed: a later row is for a window ending after it. */
   override def outputTimeFloor: Long = processor.outputTimeFloor
 
-  override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(processor.counters,
+  override def metrics: KStateTask.Metrics = KStateTask.Metrics.of(
+    processor.counters,
     totalStateRows = state.records,
     updatedStateRows = processor.counters(TimeWindowAggregateMetrics.Updates),
-    removedStateRows = processor.counters(TimeWindowAggregateMetrics.Closed))
+    removedStateRows = processor.counters(TimeWindowAggregateMetrics.Closed)
+  )
 }
 
 private[execution] object TimeWindowTask {
+
   /** State key: (key, window start). */
   def keySchema(exec: KStateWindowedAggregateExec): StructType = StructType(Seq(
     StructField("key", exec.key.dataType, nullable = true),
-    StructField("window_start", LongType, nullable = false)))
+    StructField("window_start", LongType, nullable = false)
+  ))
 
   /** State value: the aggregate buffer and the window's largest record timestamp. */
   def valueSchema(exec: KStateWindowedAggregateExec): StructType = StructType(
     exec.bufferAttributes.map(a => StructField(a.name, a.dataType, a.nullable)) :+
-      StructField("max_timestamp", LongType, nullable = false))
+      StructField("max_timestamp", LongType, nullable = false)
+  )
 
   def apply(exec: KStateWindowedAggregateExec, windows: TimeWindows, store: Option[StateStore]): TimeWindowTask = {
     // two entries per window: its value and its time index entry
     FinalResultsBuffer.boundHeap(exec.finalResults, store, entriesPerRecord = 2)
-    new TimeWindowTask(exec, windows,
+    new TimeWindowTask(
+      exec,
+      windows,
       store.map(s => new StoreWindowAggState(s, keySchema(exec), exec.bufferAttributes.map(_.dataType)))
         .getOrElse(new InMemoryTimeWindowState[UnsafeRow, UnsafeRow](_.copy(), StoreWindowAggState.bytesOf)),
-      new RunningTotal(store.map(new StateMeta(_)), StateMeta.LateDroppedTotal))
+      new RunningTotal(store.map(new StateMeta(_)), StateMeta.LateDroppedTotal)
+    )
   }
 }

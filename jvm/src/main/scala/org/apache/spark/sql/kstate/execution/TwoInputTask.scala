@@ -26,6 +26,7 @@ abstract class TwoInputTask(input: Seq[Attribute]) extends KStateTask {
 
   /** One record of the left input, with its event time (`KStateStatefulExec.NullTime` = null). */
   protected def processLeft(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit
+
   /** One record of the right input. */
   protected def processRight(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit
 

@@ -21,7 +21,8 @@ final class ExpiryIndex(store: StateStore, keySchema: StructType) {
   private val joined = new JoinedRow()
   private val toIndexKey = UnsafeProjection.create(schema)
   private val keyOfIndex = UnsafeProjection.create(keySchema.fields.indices.map(i =>
-    BoundReference(i + 1, keySchema.fields(i).dataType, nullable = true)))
+    BoundReference(i + 1, keySchema.fields(i).dataType, nullable = true)
+  ))
   private val present: UnsafeRow = {
     val w = new UnsafeRowWriter(1); w.reset(); w.zeroOutNullBytes(); w.write(0, true); w.getRow
   }

@@ -17,6 +17,7 @@ import java.nio.ByteBuffer
  */
 private[kstate] final class HistoryDirectory private (private val froms: Array[Long], val truncated: Boolean) {
   def size: Int = froms.length
+
   /** The i-th newest listed validFrom. */
   def from(i: Int): Long = froms(i)
 
@@ -63,8 +64,10 @@ private[kstate] final class HistoryDirectory private (private val froms: Array[L
   def expiredBefore(bound: Long, latestFrom: Long): (Array[Long], HistoryDirectory) = {
     var keep = froms.length
     while (keep > 0 && validTo(keep - 1, latestFrom) < bound) keep -= 1
-    (java.util.Arrays.copyOfRange(froms, keep, froms.length),
-      if (keep == froms.length) this else new HistoryDirectory(java.util.Arrays.copyOf(froms, keep), truncated))
+    (
+      java.util.Arrays.copyOfRange(froms, keep, froms.length),
+      if (keep == froms.length) this else new HistoryDirectory(java.util.Arrays.copyOf(froms, keep), truncated)
+    )
   }
 
   /** Bytes [[writeTo]] writes. */
@@ -85,6 +88,7 @@ private[kstate] final class HistoryDirectory private (private val froms: Array[L
 }
 
 private[kstate] object HistoryDirectory {
+
   /** Listed versions at most (`DirectoryMax`). */
   val Max = 16
 

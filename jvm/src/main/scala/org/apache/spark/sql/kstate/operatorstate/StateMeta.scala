@@ -54,6 +54,7 @@ object StateMeta {
  */
 final class RunningTotal(meta: Option[StateMeta], slot: Int) {
   private val before = meta.map(_.get(slot, 0L)).getOrElse(0L)
+
   /** The total including this micro-batch's `n`; persisted when the store commits. */
   def save(n: Long): Long = {
     meta.foreach(_.put(slot, before + n))

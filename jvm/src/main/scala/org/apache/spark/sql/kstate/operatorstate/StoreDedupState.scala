@@ -22,7 +22,7 @@ import org.apache.spark.sql.types.{LongType, StructField, StructType}
  * deduplication's one-entry-per-identity state. Expired entries behave as absent meanwhile.
  */
 final class StoreDedupState(store: StateStore, identitySchema: StructType, sweepStepMs: Long)
-  extends DedupState[UnsafeRow] {
+    extends DedupState[UnsafeRow] {
 
   private val meta = new StateMeta(store)
   private val tsWriter = new UnsafeRowWriter(1)

@@ -18,8 +18,12 @@ import org.apache.spark.sql.types.{BinaryType, DataType, LongType, StructField, 
  * fields. The pair count lives in the store's [[StateMeta]] (`Entries`), written by [[commit]]
  * at the end of the task. Rows returned are fresh. Not thread-safe; one per task.
  */
-final class StoreForeignKeySubscriptionState(store: StateStore, foreignKeyType: DataType, keyType: DataType,
-    valueFields: Int) extends ForeignKeySubscriptionState[UnsafeRow, UnsafeRow, UnsafeRow] {
+final class StoreForeignKeySubscriptionState(
+    store: StateStore,
+    foreignKeyType: DataType,
+    keyType: DataType,
+    valueFields: Int
+) extends ForeignKeySubscriptionState[UnsafeRow, UnsafeRow, UnsafeRow] {
   import StoreForeignKeySubscriptionState._
   private val keySchema = StructType(Seq(StructField("foreignKey", foreignKeyType), StructField("key", keyType)))
   store.createColFamilyIfAbsent(Cf, keySchema, ValueSchema, PrefixKeyScanStateEncoderSpec(keySchema, 1))
@@ -58,11 +62,12 @@ final class StoreForeignKeySubscriptionState(store: StateStore, foreignKeyType: 
     val found = Vector.newBuilder[(UnsafeRow, Subscribed[UnsafeRow])]
     val it = store.prefixScan(foreignKey, Cf)
     try it.foreach { p =>
-      val bytes = p.value.getBinary(2)
-      val value = new UnsafeRow(valueFields)
-      value.pointTo(bytes, bytes.length)
-      found += leftKeyProj(p.key).copy() -> Subscribed(value, p.value.getLong(0), p.value.getLong(1))
-    } finally it.close()
+        val bytes = p.value.getBinary(2)
+        val value = new UnsafeRow(valueFields)
+        value.pointTo(bytes, bytes.length)
+        found += leftKeyProj(p.key).copy() -> Subscribed(value, p.value.getLong(0), p.value.getLong(1))
+      }
+    finally it.close()
     found.result().iterator
   }
 
@@ -73,6 +78,7 @@ final class StoreForeignKeySubscriptionState(store: StateStore, foreignKeyType: 
 }
 
 object StoreForeignKeySubscriptionState {
+
   /**
    * Rewrites every subscription's left value row in `store` with `f` (a change of the left
    * values' schema, in the task that converts them); versions and timestamps stay.
@@ -83,16 +89,20 @@ object StoreForeignKeySubscriptionState {
       val row = new UnsafeRow(3)
       val writer = new UnsafeRowWriter(3)
       try it.foreach { case (k, v) =>
-        row.pointTo(v, v.length)
-        writer.reset(); writer.zeroOutNullBytes()
-        writer.write(0, row.getLong(0))
-        writer.write(1, row.getLong(1))
-        writer.write(2, f(row.getBinary(2)))
-        subs.put(k, writer.getRow.getBytes)
-      } finally it.close()
+          row.pointTo(v, v.length)
+          writer.reset(); writer.zeroOutNullBytes()
+          writer.write(0, row.getLong(0))
+          writer.write(1, row.getLong(1))
+          writer.write(2, f(row.getBinary(2)))
+          subs.put(k, writer.getRow.getBytes)
+        }
+      finally it.close()
     }
 
   val Cf = "kstate_fk_subscriptions"
-  private val ValueSchema = StructType(Seq(StructField("version", LongType, nullable = false),
-    StructField("timestamp", LongType, nullable = false), StructField("value", BinaryType, nullable = false)))
+  private val ValueSchema = StructType(Seq(
+    StructField("version", LongType, nullable = false),
+    StructField("timestamp", LongType, nullable = false),
+    StructField("value", BinaryType, nullable = false)
+  ))
 }

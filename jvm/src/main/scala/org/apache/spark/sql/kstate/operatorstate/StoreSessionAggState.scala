@@ -18,12 +18,19 @@ object SessionAggState {
   def keySchema(keyType: DataType): StructType = StructType(Seq(StructField("key", keyType, nullable = true)))
 
   /** The state value schema: the key's sessions. */
-  def valueSchema(bufferSchema: StructType): StructType = StructType(Seq(StructField("sessions",
-    ArrayType(StructType(Seq(
-      StructField("start", LongType, nullable = false),
-      StructField("end", LongType, nullable = false),
-      StructField("max_ts", LongType, nullable = false),
-      StructField("buffer", bufferSchema, nullable = false))), containsNull = false), nullable = false)))
+  def valueSchema(bufferSchema: StructType): StructType = StructType(Seq(StructField(
+    "sessions",
+    ArrayType(
+      StructType(Seq(
+        StructField("start", LongType, nullable = false),
+        StructField("end", LongType, nullable = false),
+        StructField("max_ts", LongType, nullable = false),
+        StructField("buffer", bufferSchema, nullable = false)
+      )),
+      containsNull = false
+    ),
+    nullable = false
+  )))
 
   /** What a key's spans count towards `bytes`: the key, and per span its bounds and buffer. */
   def bytesOf(key: UnsafeRow, sessions: Seq[StoredSession[UnsafeRow]]): Long =
@@ -36,7 +43,7 @@ object SessionAggState {
 
 /** [[SessionStore]] in a kstate operator's state store (streaming). */
 final class StoreSessionAggState(store: StateStore, keySchema: StructType, bufferSchema: StructType)
-  extends SessionStore[UnsafeRow, UnsafeRow] {
+    extends SessionStore[UnsafeRow, UnsafeRow] {
   import SessionAggState._
   private val meta = new StateMeta(store)
   private val index = new ExpiryIndex(store, keySchema)
@@ -60,15 +67,23 @@ final class StoreSessionAggState(store: StateStore, keySchema: StructType, buffe
       }
     }
 
-  override def put(key: UnsafeRow, sessions: Seq[StoredSession[UnsafeRow]], old: Seq[StoredSession[UnsafeRow]]): Unit = {
+  override def put(
+      key: UnsafeRow,
+      sessions: Seq[StoredSession[UnsafeRow]],
+      old: Seq[StoredSession[UnsafeRow]]
+  ): Unit = {
     count += sessions.length - old.length
     size += (if (sessions.isEmpty) 0L else bytesOf(key, sessions)) - (if (old.isEmpty) 0L else bytesOf(key, old))
     if (sessions.isEmpty) store.remove(key)
     else {
       // an index entry per new end; entries whose session changed or left are skipped when drained
       sessions.foreach(s => if (!old.exists(o => o.end == s.end)) index.add(s.end, key))
-      store.put(key, toValue(InternalRow(new GenericArrayData(
-        sessions.map(s => InternalRow(s.start, s.end, s.maxTs, s.agg)).toArray[Any]))))
+      store.put(
+        key,
+        toValue(InternalRow(new GenericArrayData(
+          sessions.map(s => InternalRow(s.start, s.end, s.maxTs, s.agg)).toArray[Any]
+        )))
+      )
     }
   }
 

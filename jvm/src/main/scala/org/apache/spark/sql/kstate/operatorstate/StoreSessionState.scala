@@ -14,7 +14,7 @@ import org.apache.spark.sql.types.{ArrayType, LongType, StructField, StructType}
  * session count.
  */
 final class StoreSessionState(store: StateStore, keySchema: StructType)
-  extends SessionState[UnsafeRow] {
+    extends SessionState[UnsafeRow] {
 
   private val meta = new StateMeta(store)
   private val index = new ExpiryIndex(store, keySchema)

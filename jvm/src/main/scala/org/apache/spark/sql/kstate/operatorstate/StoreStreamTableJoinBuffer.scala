@@ -40,9 +40,13 @@ import org.apache.spark.sql.kstate.engine.Bytes
  *
  * One instance per store version (task); not thread-safe.
  */
-final class StoreStreamTableJoinBuffer(store: KStateStore, name: String, keyFields: Int, valueFields: Int,
-    heapMirrorMax: Int = StoreStreamTableJoinBuffer.HeapMirrorMax)
-  extends StreamTableJoinBuffer[UnsafeRow, UnsafeRow] {
+final class StoreStreamTableJoinBuffer(
+    store: KStateStore,
+    name: String,
+    keyFields: Int,
+    valueFields: Int,
+    heapMirrorMax: Int = StoreStreamTableJoinBuffer.HeapMirrorMax
+) extends StreamTableJoinBuffer[UnsafeRow, UnsafeRow] {
   import StoreStreamTableJoinBuffer._
 
   private val records = store.bytes(s"kstate_stj_${name}_buffer")
@@ -52,10 +56,13 @@ final class StoreStreamTableJoinBuffer(store: KStateStore, name: String, keyFiel
   private var arrivals: Long = 0L
   private var count: Long = 0L
   private var dirty = false
+
   /** No buffered record is older than this (within this store version): scans start here. */
   private var lowest: Long = Long.MinValue
+
   /** The buffered records on the heap (record key -> value), while there are few; null: not loaded or too many. */
   private var mirror: java.util.TreeMap[Array[Byte], Array[Byte]] = _
+
   /** False once the buffer outgrew the mirror in this store version: it is not loaded again. */
   private var mirrorAllowed = true
 
@@ -65,10 +72,12 @@ final class StoreStreamTableJoinBuffer(store: KStateStore, name: String, keyFiel
     arrivals = bb.getLong
     count = bb.getLong
   }
-  store.beforeCommit(() => if (dirty) {
-    meta.put(MetaKey, ByteBuffer.allocate(24).putLong(time).putLong(arrivals).putLong(count).array())
-    dirty = false
-  })
+  store.beforeCommit(() =>
+    if (dirty) {
+      meta.put(MetaKey, ByteBuffer.allocate(24).putLong(time).putLong(arrivals).putLong(count).array())
+      dirty = false
+    }
+  )
 
   override def streamTime: Long = time
   override def streamTime_=(t: Long): Unit = if (t != time) { time = t; dirty = true }
@@ -146,6 +155,7 @@ final class StoreStreamTableJoinBuffer(store: KStateStore, name: String, keyFiel
 }
 
 object StoreStreamTableJoinBuffer {
+
   /**
    * Rewrites every buffered stream row of the join buffer `name` in `store` with `f` (a change of
    * the stream rows' schema, in the task that converts them); keys and order stay.
@@ -154,13 +164,15 @@ object StoreStreamTableJoinBuffer {
     for (records <- store.existingFamily(s"kstate_stj_${name}_buffer")) {
       val it = records.scan(Array.emptyByteArray, None)
       try it.foreach { case (k, v) =>
-        val at = 4 + ByteBuffer.wrap(v).getInt
-        records.put(k, java.util.Arrays.copyOfRange(v, 0, at) ++ f(java.util.Arrays.copyOfRange(v, at, v.length)))
-      } finally it.close()
+          val at = 4 + ByteBuffer.wrap(v).getInt
+          records.put(k, java.util.Arrays.copyOfRange(v, 0, at) ++ f(java.util.Arrays.copyOfRange(v, at, v.length)))
+        }
+      finally it.close()
     }
 
   private val MetaKey = Array[Byte]('m')
   private val EvictionChunk = 4096
+
   /** Most records kept in the heap mirror (about 100 bytes each for a join of small rows). */
   val HeapMirrorMax = 65536
 
@@ -170,7 +182,7 @@ object StoreStreamTableJoinBuffer {
   private[kstate] def recordKey(ts: Long, key: Array[Byte], arrival: Long): Array[Byte] = {
     val zeros = key.count(_ == 0)
     val bb = ByteBuffer.allocate(8 + key.length + zeros + 2 + 8).putLong(ts ^ Long.MinValue)
-    key.foreach { b => bb.put(b); if (b == 0) bb.put(0xFF.toByte) }
+    key.foreach { b => bb.put(b); if (b == 0) bb.put(0xff.toByte) }
     bb.put(0.toByte).put(0.toByte).putLong(arrival).array()
   }
 }

@@ -18,8 +18,12 @@ import org.apache.spark.sql.types.{BinaryType, LongType, StructField, StructType
  * several tables in one store, at most one of them commits its stream time). Keys and values are UnsafeRows of `keySchema` /
  * `valueFields` fields; rows returned by `get` are fresh. Not thread-safe; one per task.
  */
-final class StoreTableState(store: StateStore, keySchema: StructType, valueFields: Int,
-    family: String = StoreTableState.Cf) extends TableState[UnsafeRow, UnsafeRow] {
+final class StoreTableState(
+    store: StateStore,
+    keySchema: StructType,
+    valueFields: Int,
+    family: String = StoreTableState.Cf
+) extends TableState[UnsafeRow, UnsafeRow] {
   import StoreTableState._
   store.createColFamilyIfAbsent(family, keySchema, ValueSchema, NoPrefixKeyStateEncoderSpec(keySchema))
   private val meta = new StateMeta(store)
@@ -60,6 +64,7 @@ final class StoreTableState(store: StateStore, keySchema: StructType, valueField
 }
 
 object StoreTableState {
+
   /**
    * Rewrites every value row of the table family `family` in `store` with `f` (a change of the
    * values' schema, in the task that converts them); keys and timestamps stay.
@@ -70,15 +75,18 @@ object StoreTableState {
       val row = new UnsafeRow(2)
       val writer = new UnsafeRowWriter(2)
       try it.foreach { case (k, v) =>
-        row.pointTo(v, v.length)
-        writer.reset(); writer.zeroOutNullBytes()
-        writer.write(0, row.getLong(0))
-        writer.write(1, f(row.getBinary(1)))
-        table.put(k, writer.getRow.getBytes)
-      } finally it.close()
+          row.pointTo(v, v.length)
+          writer.reset(); writer.zeroOutNullBytes()
+          writer.write(0, row.getLong(0))
+          writer.write(1, f(row.getBinary(1)))
+          table.put(k, writer.getRow.getBytes)
+        }
+      finally it.close()
     }
 
   val Cf = "kstate_table"
   private val ValueSchema = StructType(Seq(
-    StructField("timestamp", LongType, nullable = false), StructField("value", BinaryType, nullable = false)))
+    StructField("timestamp", LongType, nullable = false),
+    StructField("value", BinaryType, nullable = false)
+  ))
 }

@@ -15,8 +15,12 @@ import org.apache.spark.sql.kstate.operatorstate.{VersionedKeyValueStore, Versio
  * once per task, at its end). Rows returned are fresh. Not thread-safe; one per task.
  */
 final class StoreVersionedTableState(
-    store: KStateStore, name: String, historyRetentionMs: Long, graceMs: Long, valueFields: Int)
-  extends TableState[UnsafeRow, UnsafeRow] {
+    store: KStateStore,
+    name: String,
+    historyRetentionMs: Long,
+    graceMs: Long,
+    valueFields: Int
+) extends TableState[UnsafeRow, UnsafeRow] {
   private val vs = new VersionedKeyValueStore(store, name, historyRetentionMs, graceMs)
 
   override def versioned: Boolean = true

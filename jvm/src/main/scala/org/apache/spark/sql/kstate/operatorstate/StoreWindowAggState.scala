@@ -17,7 +17,7 @@ import org.apache.spark.sql.types.{DataType, LongType, StructType}
  * its stored value's size.
  */
 final class StoreWindowAggState(store: StateStore, keySchema: StructType, bufferTypes: Seq[DataType])
-  extends TimeWindowState[UnsafeRow, UnsafeRow] {
+    extends TimeWindowState[UnsafeRow, UnsafeRow] {
   private val meta = new StateMeta(store)
   private val index = new ExpiryIndex(store, keySchema)
   private var time = meta.get(StateMeta.StreamTime, StreamTime.Unknown)
@@ -29,7 +29,9 @@ final class StoreWindowAggState(store: StateStore, keySchema: StructType, buffer
   private val joined = new JoinedRow()
   private val longWriter = new UnsafeRowWriter(1)
   private val toStateKey = UnsafeProjection.create(Seq(
-    BoundReference(0, keyType, nullable = true), BoundReference(1, LongType, nullable = false)))
+    BoundReference(0, keyType, nullable = true),
+    BoundReference(1, LongType, nullable = false)
+  ))
   private val keyOfStateKey = UnsafeProjection.create(Seq(BoundReference(0, keyType, nullable = true)))
   private val bufferRefs = bufferTypes.zipWithIndex.map { case (t, i) => BoundReference(i, t, nullable = true) }
   private val bufferOfValue = UnsafeProjection.create(bufferRefs)
@@ -90,6 +92,7 @@ final class StoreWindowAggState(store: StateStore, keySchema: StructType, buffer
 }
 
 object StoreWindowAggState {
+
   /**
    * A window's bytes as this state counts them (state key + value), for the heap state of batch
    * queries: the same limits then hold in both. `key` is the one-column key row, `agg` the

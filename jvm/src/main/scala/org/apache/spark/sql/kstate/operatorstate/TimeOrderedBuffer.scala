@@ -46,7 +46,7 @@ final case class BufferedRecord(key: Array[Byte], value: Array[Byte], bufferTime
  * Not thread-safe.
  */
 final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: BufferLimits)
-  extends SuppressBuffer[Array[Byte], Array[Byte], BufferedRecord] {
+    extends SuppressBuffer[Array[Byte], Array[Byte], BufferedRecord] {
   import TimeOrderedBuffer._
 
   private val byTime = store.bytes(s"kstate_buf_${name}_time")
@@ -55,10 +55,12 @@ final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: 
 
   private var records: Long = 0L
   private var bytes: Long = 0L
+
   /** A lower bound of the oldest buffer time (exact when `minExact`). */
   private var minTime: Long = Long.MaxValue
   private var minExact: Boolean = false
   private var dirty: Boolean = false
+
   /**
    * No time entry is below this key (within this store version): evictions delete from the
    * oldest end, so scans for the oldest records start here instead of reading past every entry
@@ -74,13 +76,17 @@ final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: 
   if (records == 0) minExact = true
   if (limits.spills) {
     // Each buffered record is two changed entries (time and key families).
-    store.limitHeap(limits.maxBytes,
-      if (limits.maxRecords == Long.MaxValue) Long.MaxValue else 2 * limits.maxRecords)
+    store.limitHeap(
+      limits.maxBytes,
+      if (limits.maxRecords == Long.MaxValue) Long.MaxValue else 2 * limits.maxRecords
+    )
   }
-  store.beforeCommit(() => if (dirty) {
-    meta.put(CountersKey, ByteBuffer.allocate(16).putLong(records).putLong(bytes).array())
-    dirty = false
-  })
+  store.beforeCommit(() =>
+    if (dirty) {
+      meta.put(CountersKey, ByteBuffer.allocate(16).putLong(records).putLong(bytes).array())
+      dirty = false
+    }
+  )
 
   def numRecords: Long = records
   def numBytes: Long = bytes
@@ -186,6 +192,7 @@ final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: 
 }
 
 object TimeOrderedBuffer {
+
   /**
    * Rewrites the value of every record buffered in `store` under `name` with `f` (a change of the
    * buffered rows' schema, in the task that converts them before it processes): the key family's
@@ -197,12 +204,15 @@ object TimeOrderedBuffer {
       var delta = 0L
       val it = byTime.scan(Array.emptyByteArray, None)
       try it.foreach { case (k, v) =>
-        val converted = f(java.util.Arrays.copyOfRange(v, 8, v.length))
-        delta += converted.length - (v.length - 8)
-        byTime.put(k, ByteBuffer.allocate(8 + converted.length).put(v, 0, 8).put(converted).array())
-        byKey.put(java.util.Arrays.copyOfRange(k, 8, k.length),
-          ByteBuffer.allocate(12).putLong(ByteBuffer.wrap(k).getLong ^ Long.MinValue).putInt(converted.length).array())
-      } finally it.close()
+          val converted = f(java.util.Arrays.copyOfRange(v, 8, v.length))
+          delta += converted.length - (v.length - 8)
+          byTime.put(k, ByteBuffer.allocate(8 + converted.length).put(v, 0, 8).put(converted).array())
+          byKey.put(
+            java.util.Arrays.copyOfRange(k, 8, k.length),
+            ByteBuffer.allocate(12).putLong(ByteBuffer.wrap(k).getLong ^ Long.MinValue).putInt(converted.length).array()
+          )
+        }
+      finally it.close()
       val meta = store.bytes(s"kstate_buf_${name}_meta")
       Option(meta.get(CountersKey)).foreach { c =>
         val b = ByteBuffer.wrap(c)

@@ -92,12 +92,18 @@ final class VersionedKeyValueStore(
     name: String,
     historyRetentionMs: Long,
     gracePeriodMs: Long,
-    segmentIntervalMs: Long) {
+    segmentIntervalMs: Long
+) {
   import VersionedKeyValueStore._
 
   def this(store: KStateStore, name: String, historyRetentionMs: Long, gracePeriodMs: Long) =
-    this(store, name, historyRetentionMs, gracePeriodMs,
-      VersionedKeyValueStore.defaultSegmentInterval(historyRetentionMs))
+    this(
+      store,
+      name,
+      historyRetentionMs,
+      gracePeriodMs,
+      VersionedKeyValueStore.defaultSegmentInterval(historyRetentionMs)
+    )
 
   if (historyRetentionMs < 0 || gracePeriodMs < 0 || gracePeriodMs > historyRetentionMs) {
     throw KStateErrors.invalidVersionedStoreConfig(s"Versioned store '$name'", historyRetentionMs, gracePeriodMs)
@@ -111,10 +117,13 @@ final class VersionedKeyValueStore(
   private val StreamTimeKey = Array[Byte]('t')
 
   private var streamTime: Long = NoTime
+
   /** No expiry entry is below this segment (cleanup reads from here; nothing to do above `cleanedThrough`). */
   private var lowestSegment: Long = Long.MaxValue
+
   /** The last segment a cleanup drained: an index entry for it or below is gone. */
   private var cleanedThrough: Long = Long.MinValue
+
   /** Versions held (see the contract). */
   private var versions: Long = 0L
   Option(meta.get(StreamTimeKey)).foreach { raw =>
@@ -122,8 +131,12 @@ final class VersionedKeyValueStore(
     // layout keeps it last and the meta at least MetaBytes long (docs/upgrades.md)
     val layout = if (raw.length >= MetaBytes) raw(raw.length - 1).toInt else 1
     if (layout > Layout) {
-      throw KStateErrors.checkpointFromNewerKstate(s"The versioned store '$name' of state store",
-        store.id.storeCheckpointLocation().toString, layout.toString, Seq(Layout.toInt))
+      throw KStateErrors.checkpointFromNewerKstate(
+        s"The versioned store '$name' of state store",
+        store.id.storeCheckpointLocation().toString,
+        layout.toString,
+        Seq(Layout.toInt)
+      )
     }
     if (layout != Layout) throw KStateErrors.versionedStoreLayoutOutdated(name, layout, Layout)
     val b = ByteBuffer.wrap(raw)
@@ -131,11 +144,16 @@ final class VersionedKeyValueStore(
   }
   private var metaMoved = false
   // Written once, when the store commits, not at every put that moves it.
-  store.beforeCommit(() => if (metaMoved) {
-    meta.put(StreamTimeKey, ByteBuffer.allocate(MetaBytes).putLong(streamTime).putLong(lowestSegment)
-      .putLong(cleanedThrough).putLong(versions).put(Layout).array())
-    metaMoved = false
-  })
+  store.beforeCommit(() =>
+    if (metaMoved) {
+      meta.put(
+        StreamTimeKey,
+        ByteBuffer.allocate(MetaBytes).putLong(streamTime).putLong(lowestSegment)
+          .putLong(cleanedThrough).putLong(versions).put(Layout).array()
+      )
+      metaMoved = false
+    }
+  )
 
   /** Scans of the history family so far (a test seam: the directory's point reads do none). */
   private[kstate] var historyScans: Int = 0
@@ -180,13 +198,17 @@ final class VersionedKeyValueStore(
       // value), and its validFrom goes first in the new latest entry's directory. A latest
       // tombstone moving into history leaves a stale tombstone index entry: cleanup checks the
       // latest entry before it deletes anything.
-      val entry = if (raw == null) latestEntry(timestamp, NoSegment, value, HistoryDirectory.Empty) else {
+      val entry = if (raw == null) latestEntry(timestamp, NoSegment, value, HistoryDirectory.Empty)
+      else {
         val valueAt = 18 + 8 * HistoryDirectory.sizeOf(raw(17))
         val h = new Array[Byte](9 + raw.length - valueAt)
         ByteBuffer.wrap(h).putLong(timestamp).put(raw(16))
         System.arraycopy(raw, valueAt, h, 9, raw.length - valueAt)
-        history.putPrefixed(history.keyBuffer(12 + key.length).putInt(key.length).put(key)
-          .putLong(~(rawFrom ^ Long.MinValue)).array(), h)
+        history.putPrefixed(
+          history.keyBuffer(12 + key.length).putInt(key.length).put(key)
+            .putLong(~(rawFrom ^ Long.MinValue)).array(),
+          h
+        )
         movedIntoHistory(raw, timestamp, indexHistory(key, timestamp, ByteBuffer.wrap(raw).getLong(8)), value)
       }
       latest.put(latestKey, entry)
@@ -242,7 +264,8 @@ final class VersionedKeyValueStore(
     val bound = segmentStart(lastExpired + 1)
     val it = expiry.scan(flip(lowestSegment), Some(flip(lastExpired + 1)))
     val entries = new java.util.ArrayList[Array[Byte]]()
-    try it.foreach { case (k, _) => entries.add(k) } finally it.close()
+    try it.foreach { case (k, _) => entries.add(k) }
+    finally it.close()
     val seen = new java.util.HashSet[java.nio.ByteBuffer]()
     val tombstones = new java.util.ArrayList[Array[Byte]]()
     var removed = 0
@@ -283,8 +306,10 @@ final class VersionedKeyValueStore(
         var keep = all.length
         def validTo(i: Int) = if (i == 0) cur.from else all(i - 1)
         while (keep > 0 && validTo(keep - 1) < bound) keep -= 1
-        (java.util.Arrays.copyOfRange(all, keep, all.length),
-          HistoryDirectory.newestOf(java.util.Arrays.copyOf(all, keep), more = false))
+        (
+          java.util.Arrays.copyOfRange(all, keep, all.length),
+          HistoryDirectory.newestOf(java.util.Arrays.copyOf(all, keep), more = false)
+        )
       }
     expired.foreach(from => history.delete(historyKey(key, from)))
     if (expired.nonEmpty) latest.put(key, latestEntry(cur.from, cur.indexed, cur.value, dir))
@@ -297,7 +322,8 @@ final class VersionedKeyValueStore(
     val prefix = keyPrefix(key)
     val it = history.scanGroup(KeyGroups.LengthPrefixed, prefix, prefix, Bytes.prefixEnd(prefix))
     val froms = Array.newBuilder[Long]
-    try it.foreach { case (k, _) => froms += fromOf(k) } finally it.close()
+    try it.foreach { case (k, _) => froms += fromOf(k) }
+    finally it.close()
     froms.result()
   }
 
@@ -310,8 +336,13 @@ final class VersionedKeyValueStore(
    * A latest entry: `indexed` is the segment its key's last history index entry is for, `dir` its
    * directory of the key's history.
    */
-  private final class LatestVersion(val from: Long, val indexed: Long, val tomb: Boolean,
-      val value: Array[Byte], val dir: HistoryDirectory)
+  private final class LatestVersion(
+      val from: Long,
+      val indexed: Long,
+      val tomb: Boolean,
+      val value: Array[Byte],
+      val dir: HistoryDirectory
+  )
 
   private def latestOf(key: Array[Byte]): LatestVersion = decodeLatest(latest.get(key))
 
@@ -322,8 +353,13 @@ final class VersionedKeyValueStore(
       val bb = ByteBuffer.wrap(b)
       val tomb = b(16) == 1
       val dir = HistoryDirectory.readFrom(b, 17)
-      new LatestVersion(bb.getLong(0), bb.getLong(8), tomb,
-        if (tomb) null else java.util.Arrays.copyOfRange(b, 17 + dir.encodedSize, b.length), dir)
+      new LatestVersion(
+        bb.getLong(0),
+        bb.getLong(8),
+        tomb,
+        if (tomb) null else java.util.Arrays.copyOfRange(b, 17 + dir.encodedSize, b.length),
+        dir
+      )
     }
 
   private def decode(b: Array[Byte], from: Long, validTo: Long): Version = {
@@ -389,7 +425,8 @@ final class VersionedKeyValueStore(
         val from = cur.dir.from(i)
         val v = history.get(historyKey(key, from))
         if (v == null) throw new IllegalStateException(
-          s"versioned store '$name': the latest entry lists a history version at $from that is missing")
+          s"versioned store '$name': the latest entry lists a history version at $from that is missing"
+        )
         decode(v, from, cur.dir.validTo(i, cur.from))
       }
     } else {
@@ -413,7 +450,8 @@ final class VersionedKeyValueStore(
       val prefix = keyPrefix(key)
       val it = history.scanGroup(KeyGroups.LengthPrefixed, prefix, prefix, Some(historyKey(key, ts)))
       var next = cur.from
-      try it.foreach { case (k, _) => next = fromOf(k) } finally it.close()
+      try it.foreach { case (k, _) => next = fromOf(k) }
+      finally it.close()
       next
     }
 
@@ -438,6 +476,7 @@ final class VersionedKeyValueStore(
 }
 
 object VersionedKeyValueStore {
+
   /**
    * Rewrites every stored value (latest and history versions; tombstones have none) of the
    * versioned store `name` in `store` with `f` (a change of the values' schema, in the task that
@@ -447,17 +486,20 @@ object VersionedKeyValueStore {
     for (latest <- store.existingFamily(s"kstate_vs_${name}_latest")) {
       val it = latest.scan(Array.emptyByteArray, None)
       try it.foreach { case (k, v) =>
-        if (v(16) != 1) {
-          val at = 17 + HistoryDirectory.readFrom(v, 17).encodedSize
-          latest.put(k, java.util.Arrays.copyOfRange(v, 0, at) ++ f(java.util.Arrays.copyOfRange(v, at, v.length)))
+          if (v(16) != 1) {
+            val at = 17 + HistoryDirectory.readFrom(v, 17).encodedSize
+            latest.put(k, java.util.Arrays.copyOfRange(v, 0, at) ++ f(java.util.Arrays.copyOfRange(v, at, v.length)))
+          }
         }
-      } finally it.close()
+      finally it.close()
     }
     for (history <- store.existingFamily(s"kstate_vs_${name}_history")) {
       val it = history.scan(Array.emptyByteArray, None)
       try it.foreach { case (k, v) =>
-        if (v(8) != 1) history.put(k, java.util.Arrays.copyOfRange(v, 0, 9) ++ f(java.util.Arrays.copyOfRange(v, 9, v.length)))
-      } finally it.close()
+          if (v(8) != 1)
+            history.put(k, java.util.Arrays.copyOfRange(v, 0, 9) ++ f(java.util.Arrays.copyOfRange(v, 9, v.length)))
+        }
+      finally it.close()
     }
   }
 
@@ -468,10 +510,12 @@ object VersionedKeyValueStore {
    * timestamps are above `Long.MinValue` (kstate's null time).
    */
   val Latest: Long = Long.MinValue + 1
+
   /** put's result when the record was older than the grace period and not stored (KIP-914). */
   val NotPut: Long = Long.MinValue
 
   private val NoTime = Long.MinValue
+
   /** The store's layout (the meta's last byte): 2 since latest entries hold a [[HistoryDirectory]]. */
   private val Layout: Byte = 2
   private val MetaBytes = 33

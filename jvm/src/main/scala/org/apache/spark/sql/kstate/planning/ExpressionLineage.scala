@@ -45,9 +45,9 @@ object ExpressionLineage {
     plan.foreach {
       case g: Generate => g.generatorOutput.foreach(a => defs(a.exprId) = Definition(a.name, g.generator))
       case node => node.expressions.foreach(_.foreach {
-        case a: Alias => defs(a.exprId) = Definition(a.name, a.child)
-        case _ =>
-      })
+          case a: Alias => defs(a.exprId) = Definition(a.name, a.child)
+          case _ =>
+        })
     }
     defs.toMap
   }

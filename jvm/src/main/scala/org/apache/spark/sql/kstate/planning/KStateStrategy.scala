@@ -8,9 +8,27 @@ import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
-import org.apache.spark.sql.kstate.execution.{InputPositionExec, KStateOperatorContext, KStateDeduplicateExec, KStateStatefulExec, KStateStreamTableJoinExec, KStateSuppressExec, KStateTableSourceExec, KStateWindowedAggregateExec, KStateWindowedDistinctExec}
+import org.apache.spark.sql.kstate.execution.{
+  InputPositionExec,
+  KStateOperatorContext,
+  KStateDeduplicateExec,
+  KStateStatefulExec,
+  KStateStreamTableJoinExec,
+  KStateSuppressExec,
+  KStateTableSourceExec,
+  KStateWindowedAggregateExec,
+  KStateWindowedDistinctExec
+}
 import org.apache.spark.sql.kstate.execution.{KStateTableJoinExec, SidePositionsExec}
-import org.apache.spark.sql.kstate.plans.{KStateDeduplicate, KStateStatefulNode, KStateStreamTableJoin, KStateSuppress, KStateTableSource, KStateWindowedAggregate, KStateWindowedDistinct}
+import org.apache.spark.sql.kstate.plans.{
+  KStateDeduplicate,
+  KStateStatefulNode,
+  KStateStreamTableJoin,
+  KStateSuppress,
+  KStateTableSource,
+  KStateWindowedAggregate,
+  KStateWindowedDistinct
+}
 import org.apache.spark.sql.kstate.plans.KStateTableJoin
 import org.apache.spark.sql.kstate.shim.RunningQuery
 import org.apache.spark.sql.kstate.{execution, plans}
@@ -26,53 +44,149 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
   private def execsOf(plan: LogicalPlan): Seq[SparkPlan] = plan match {
     case d: KStateDeduplicate =>
       KStateDeduplicateExec(
-        d.mode, d.intervalMs, d.identity.map(normalized), d.timestamp, d.partitionBy.map(normalized),
-        d.output, contextOf(d), InputPositionExec(planLater(d.child))) :: Nil
+        d.mode,
+        d.intervalMs,
+        d.identity.map(normalized),
+        d.timestamp,
+        d.partitionBy.map(normalized),
+        d.output,
+        contextOf(d),
+        InputPositionExec(planLater(d.child))
+      ) :: Nil
     case d: KStateWindowedDistinct =>
       KStateWindowedDistinctExec(
-        d.windows, normalized(d.key), d.timestamp, d.output, contextOf(d), InputPositionExec(planLater(d.child))) :: Nil
+        d.windows,
+        normalized(d.key),
+        d.timestamp,
+        d.output,
+        contextOf(d),
+        InputPositionExec(planLater(d.child))
+      ) :: Nil
     case a: KStateWindowedAggregate =>
       KStateWindowedAggregateExec(
-        a.windows, normalized(a.key), a.timestamp, a.bufferAttributes, a.initialValues,
-        a.updateExpressions, a.inputBufferAttributes, a.mergeExpressions, a.resultExpressions, a.finalResults,
-        a.output, contextOf(a), InputPositionExec(planLater(a.child))) :: Nil
+        a.windows,
+        normalized(a.key),
+        a.timestamp,
+        a.bufferAttributes,
+        a.initialValues,
+        a.updateExpressions,
+        a.inputBufferAttributes,
+        a.mergeExpressions,
+        a.resultExpressions,
+        a.finalResults,
+        a.output,
+        contextOf(a),
+        InputPositionExec(planLater(a.child))
+      ) :: Nil
     case s: KStateSuppress =>
       KStateSuppressExec(
-        s.suppressed, s.limitMs, normalized(s.key), s.timestamp, s.windowEnd, s.output,
-        contextOf(s), InputPositionExec(planLater(s.child))) :: Nil
+        s.suppressed,
+        s.limitMs,
+        normalized(s.key),
+        s.timestamp,
+        s.windowEnd,
+        s.output,
+        contextOf(s),
+        InputPositionExec(planLater(s.child))
+      ) :: Nil
     case t: KStateTableSource =>
       KStateTableSourceExec(
-        normalized(t.key), t.timestamp, t.values, t.versioned, t.output,
-        contextOf(t), InputPositionExec(planLater(t.child))) :: Nil
+        normalized(t.key),
+        t.timestamp,
+        t.values,
+        t.versioned,
+        t.output,
+        contextOf(t),
+        InputPositionExec(planLater(t.child))
+      ) :: Nil
     case j: KStateTableJoin =>
       KStateTableJoinExec(
-        j.how, j.left, j.right, normalized(j.envelopeKey), j.envelopeTimestamp, j.output,
-        contextOf(j), SidePositionsExec(InputPositionExec(planLater(j.child)))) :: Nil
+        j.how,
+        j.left,
+        j.right,
+        normalized(j.envelopeKey),
+        j.envelopeTimestamp,
+        j.output,
+        contextOf(j),
+        SidePositionsExec(InputPositionExec(planLater(j.child)))
+      ) :: Nil
     case r: plans.KStateTableRegroup =>
-      execution.KStateTableRegroupExec(normalized(r.group), r.values, normalized(r.oldGroup), r.oldValues,
-        r.tableValues, r.oldValue, r.latest, r.timestamp, r.versioned, r.output, planLater(r.child)) :: Nil
+      execution.KStateTableRegroupExec(
+        normalized(r.group),
+        r.values,
+        normalized(r.oldGroup),
+        r.oldValues,
+        r.tableValues,
+        r.oldValue,
+        r.latest,
+        r.timestamp,
+        r.versioned,
+        r.output,
+        planLater(r.child)
+      ) :: Nil
     case a: plans.KStateTableAggregate =>
       // always Kafka task order over stage 1's partitions (docs/tables.md, "Table aggregation")
       execution.KStateTableAggregateExec(
-        a.spec, a.group, a.add, a.subtract, a.timestamp, a.output,
-        contextOf(a).copy(processingOrder = ProcessingOrder.Task), InputPositionExec(planLater(a.child))) :: Nil
+        a.spec,
+        a.group,
+        a.add,
+        a.subtract,
+        a.timestamp,
+        a.output,
+        contextOf(a).copy(processingOrder = ProcessingOrder.Task),
+        InputPositionExec(planLater(a.child))
+      ) :: Nil
     case j: KStateStreamTableJoin =>
       KStateStreamTableJoinExec(
-        j.leftJoin, j.graceMs, j.versioned, normalized(j.key), j.timestamp, j.output, j.tableSource,
-        contextOf(j), SidePositionsExec(InputPositionExec(planLater(j.child)))) :: Nil
+        j.leftJoin,
+        j.graceMs,
+        j.versioned,
+        normalized(j.key),
+        j.timestamp,
+        j.output,
+        j.tableSource,
+        contextOf(j),
+        SidePositionsExec(InputPositionExec(planLater(j.child)))
+      ) :: Nil
     case s: plans.KStateFkSubscribe =>
       // the micro-batch id numbers the left table's changes (docs/tables.md, "Foreign-key joins")
       val batchId = if (s.isStreaming) RunningQuery.current(session).map(_.batchId).getOrElse(0L) else 0L
-      execution.KStateFkSubscribeExec(normalized(s.foreignKey), normalized(s.oldForeignKey), s.key,
-        s.tableValues, s.oldValue, s.latest, s.timestamp, s.leftJoin, batchId, s.output, planLater(s.child)) :: Nil
+      execution.KStateFkSubscribeExec(
+        normalized(s.foreignKey),
+        normalized(s.oldForeignKey),
+        s.key,
+        s.tableValues,
+        s.oldValue,
+        s.latest,
+        s.timestamp,
+        s.leftJoin,
+        batchId,
+        s.output,
+        planLater(s.child)
+      ) :: Nil
     case f: plans.KStateFkJoinSubscriptions =>
-      execution.KStateFkJoinSubscriptionsExec(f.subscriptionSchema, f.right, normalized(f.envelopeKey),
-        f.envelopeTimestamp, f.output, contextOf(f), SidePositionsExec(InputPositionExec(planLater(f.child)))) :: Nil
+      execution.KStateFkJoinSubscriptionsExec(
+        f.subscriptionSchema,
+        f.right,
+        normalized(f.envelopeKey),
+        f.envelopeTimestamp,
+        f.output,
+        contextOf(f),
+        SidePositionsExec(InputPositionExec(planLater(f.child)))
+      ) :: Nil
     case f: plans.KStateFkJoin =>
       // always Kafka task order over stage 1's partitions: each one's responses in emission order
-      execution.KStateFkJoinExec(f.how == "left", normalized(f.key), f.leftValue, f.rightValue, f.version,
-        f.timestamp, f.output, contextOf(f).copy(processingOrder = ProcessingOrder.Task),
-        InputPositionExec(planLater(f.child))) :: Nil
+      execution.KStateFkJoinExec(
+        f.how == "left",
+        normalized(f.key),
+        f.leftValue,
+        f.rightValue,
+        f.version,
+        f.timestamp,
+        f.output,
+        contextOf(f).copy(processingOrder = ProcessingOrder.Task),
+        InputPositionExec(planLater(f.child))
+      ) :: Nil
     case _ => Nil
   }
 

@@ -68,6 +68,7 @@ object OperatorIdentity {
 
   /** Key of the state store provider class in an operator's recorded configuration. */
   val ProviderKey: String = "stateStoreProvider"
+
   /** Key of the operator's name in its recorded configuration. */
   val NameKey: String = "name"
 
@@ -102,7 +103,9 @@ object OperatorIdentity {
     if (!fm.exists(file)) None
     else {
       val in = fm.open(file)
-      val text = try new String(in.readAllBytes(), StandardCharsets.UTF_8) finally in.close()
+      val text =
+        try new String(in.readAllBytes(), StandardCharsets.UTF_8)
+        finally in.close()
       checkRecordFormat(text, file.toString)
       val props = new Properties()
       props.load(new java.io.StringReader(text))
@@ -116,8 +119,12 @@ object OperatorIdentity {
       case line if line.startsWith("#" + FormatMarker) => line.stripPrefix("#" + FormatMarker).trim
     }.foreach { found =>
       if (!found.toIntOption.exists(f => f >= 1 && f <= RecordFormat)) {
-        throw KStateErrors.checkpointFromNewerKstate("Operator configuration record", file, found,
-          1 to RecordFormat)
+        throw KStateErrors.checkpointFromNewerKstate(
+          "Operator configuration record",
+          file,
+          found,
+          1 to RecordFormat
+        )
       }
     }
 
@@ -135,8 +142,13 @@ object OperatorIdentity {
    * @param version the state version this micro-batch loads (its batch id)
    * @return the evolution whose rows this micro-batch's tasks convert, if any
    */
-  def checkOrRecordConfig(stateDir: Path, name: String, fingerprint: Map[String, String], conf: Configuration,
-      version: Long): Option[StateEvolution] = {
+  def checkOrRecordConfig(
+      stateDir: Path,
+      name: String,
+      fingerprint: Map[String, String],
+      conf: Configuration,
+      version: Long
+  ): Option[StateEvolution] = {
     val file = configFile(stateDir)
     val current = fingerprint + (NameKey -> name)
     readConfig(stateDir, conf) match {
@@ -146,15 +158,21 @@ object OperatorIdentity {
           // the types the state holds at `version`; a record with newer types than that was
           // written by a micro-batch that never committed (the query was reverted): drop it
           if (recorded.filterNot(_._1.startsWith("evolution.")) != current) record(file, current, conf)
-          StateEvolution.pendingAt(recorded, version).filter(_ => recorded.filterNot(_._1.startsWith("evolution.")) == current)
+          StateEvolution.pendingAt(recorded, version).filter(_ =>
+            recorded.filterNot(_._1.startsWith("evolution.")) == current
+          )
         } else StateEvolution.classify(name, stored, current) match {
           case Left(()) =>
             def show(m: Map[String, String]) = m.toSeq.sorted.map { case (k, v) => s"$k=$v" }.mkString(", ")
             throw KStateErrors.configChanged(name, show(stored), show(current), file.toString)
           case Right(types) =>
             val evolution = StateEvolution(current.getOrElse("kind", ""), version + 1, types)
-            record(file, current ++ Map(StateEvolution.FromVersionKey -> evolution.fromVersion.toString) ++
-              types.map { case (k, (before, _)) => StateEvolution.BeforePrefix + k -> before }, conf)
+            record(
+              file,
+              current ++ Map(StateEvolution.FromVersionKey -> evolution.fromVersion.toString) ++
+                types.map { case (k, (before, _)) => StateEvolution.BeforePrefix + k -> before },
+              conf
+            )
             Some(evolution)
         }
       case None =>

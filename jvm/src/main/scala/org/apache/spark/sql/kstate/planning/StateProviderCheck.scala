@@ -5,7 +5,11 @@ import scala.util.control.NonFatal
 import org.apache.spark.sql.kstate.config.KStateConf
 import org.apache.spark.sql.kstate.errors.KStateErrors
 
-import org.apache.spark.sql.execution.streaming.state.{HDFSBackedStateStoreProvider, RocksDBStateStoreProvider, StateStoreProvider}
+import org.apache.spark.sql.execution.streaming.state.{
+  HDFSBackedStateStoreProvider,
+  RocksDBStateStoreProvider,
+  StateStoreProvider
+}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.kstate.execution.StoreCapability
 import org.apache.spark.sql.kstate.provider.KStateStoreProvider
@@ -58,15 +62,20 @@ object StateProviderCheck {
   /** The class named `name`, a `StateStoreProvider`; else `KSTATE_UNSUPPORTED_STATE_PROVIDER`. */
   private def providerClass(name: String): Class[_] = {
     val key = KStateConf.StateStoreProvider.key
-    val cls = try Class.forName(name.trim, false, loader) catch {
-      case _: ClassNotFoundException | _: LinkageError =>
-        throw KStateErrors.unknownStateProvider(key, name, "class not found")
-      case NonFatal(e) =>
-        throw KStateErrors.unknownStateProvider(key, name, s"class not found (${e.getMessage})")
-    }
+    val cls =
+      try Class.forName(name.trim, false, loader)
+      catch {
+        case _: ClassNotFoundException | _: LinkageError =>
+          throw KStateErrors.unknownStateProvider(key, name, "class not found")
+        case NonFatal(e) =>
+          throw KStateErrors.unknownStateProvider(key, name, s"class not found (${e.getMessage})")
+      }
     if (!classOf[StateStoreProvider].isAssignableFrom(cls)) {
-      throw KStateErrors.unknownStateProvider(key, name,
-        s"the class is not a ${classOf[StateStoreProvider].getName}")
+      throw KStateErrors.unknownStateProvider(
+        key,
+        name,
+        s"the class is not a ${classOf[StateStoreProvider].getName}"
+      )
     }
     cls
   }

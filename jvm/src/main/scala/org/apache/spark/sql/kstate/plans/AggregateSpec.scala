@@ -24,17 +24,21 @@ case class AggregateSpec(
     updateExpressions: Seq[Expression],
     inputBufferAttributes: Seq[AttributeReference],
     mergeExpressions: Seq[Expression],
-    results: Seq[(String, Expression)]) {
+    results: Seq[(String, Expression)]
+) {
 
   def bufferSchema: StructType = StructType(bufferAttributes.map(a => StructField(a.name, a.dataType, a.nullable)))
   def resultTypes: Seq[DataType] = results.map(_._2.dataType)
 
   /** Recorded in the checkpoint: the buffer layout and the result columns. */
   def describe: String =
-    s"buffer=${bufferSchema.catalogString};results=${results.map { case (n, e) => s"$n:${e.dataType.catalogString}" }.mkString(",")}"
+    s"buffer=${bufferSchema.catalogString};results=${results.map { case (n, e) =>
+        s"$n:${e.dataType.catalogString}"
+      }.mkString(",")}"
 }
 
 object AggregateSpec {
+
   /** `aggregates`: the resolved aggregate columns (as in `df.groupBy().agg(...)`). */
   def of(aggregates: Seq[NamedExpression]): AggregateSpec = {
     val calls = aggregates.flatMap(_.collect { case ae: AggregateExpression => ae })
@@ -43,8 +47,10 @@ object AggregateSpec {
       if (ae.filter.isDefined) throw KStateErrors.unsupportedAggregate(ae.sql, "FILTER clauses are not supported")
       ae.aggregateFunction match {
         case _: DeclarativeAggregate =>
-        case f => throw KStateErrors.unsupportedAggregate(ae.sql,
-          s"${f.prettyName} keeps an opaque buffer (an imperative or typed aggregate), which kstate cannot store")
+        case f => throw KStateErrors.unsupportedAggregate(
+            ae.sql,
+            s"${f.prettyName} keeps an opaque buffer (an imperative or typed aggregate), which kstate cannot store"
+          )
       }
     }
     val functions = calls.map(_.aggregateFunction.asInstanceOf[DeclarativeAggregate]).distinct
@@ -53,16 +59,27 @@ object AggregateSpec {
       val e = ne.transformUp { case ae: AggregateExpression =>
         ae.aggregateFunction.asInstanceOf[DeclarativeAggregate].evaluateExpression
       }
-      val expr = e match { case n: NamedExpression => stripAlias(n) case other => other }
+      val expr = e match {
+        case n: NamedExpression => stripAlias(n)
+        case other => other
+      }
       val stray = expr.references -- AttributeSet(buffer)
       if (stray.nonEmpty) {
-        throw KStateErrors.unsupportedAggregate(ne.sql,
-          s"${stray.map(_.name).mkString(", ")} is not inside an aggregate function")
+        throw KStateErrors.unsupportedAggregate(
+          ne.sql,
+          s"${stray.map(_.name).mkString(", ")} is not inside an aggregate function"
+        )
       }
       ne.name -> expr
     }
-    AggregateSpec(buffer, functions.flatMap(_.initialValues), functions.flatMap(_.updateExpressions),
-      functions.flatMap(_.inputAggBufferAttributes), functions.flatMap(_.mergeExpressions), results)
+    AggregateSpec(
+      buffer,
+      functions.flatMap(_.initialValues),
+      functions.flatMap(_.updateExpressions),
+      functions.flatMap(_.inputAggBufferAttributes),
+      functions.flatMap(_.mergeExpressions),
+      results
+    )
   }
 
   private def stripAlias(e: NamedExpression): Expression = e match {

@@ -4,7 +4,22 @@ import scala.collection.mutable.ArrayBuffer
 
 import org.apache.spark.sql.kstate.errors.KStateErrors
 
-import org.apache.spark.sql.catalyst.expressions.{Add, Alias, Coalesce, Attribute, AttributeReference, Cast, EqualTo, Expression, If, IsNull, Literal, NamedExpression, Or, Subtract}
+import org.apache.spark.sql.catalyst.expressions.{
+  Add,
+  Alias,
+  Coalesce,
+  Attribute,
+  AttributeReference,
+  Cast,
+  EqualTo,
+  Expression,
+  If,
+  IsNull,
+  Literal,
+  NamedExpression,
+  Or,
+  Subtract
+}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Average, Count, Sum}
 import org.apache.spark.sql.types.{DataType, LongType, NumericType}
 
@@ -32,6 +47,7 @@ import org.apache.spark.sql.types.{DataType, LongType, NumericType}
  * aggregate (`KSTATE_INVALID_TABLE_AGGREGATE`).
  */
 object DeclarativeTableAggregates {
+
   /** `columns`: resolved aggregate expressions over `value` (a global `Aggregate`'s output). */
   def spec(value: Seq[Attribute], columns: Seq[NamedExpression]): TableAggregateSpec = {
     val rows = AttributeReference("__kstate_rows", LongType)()
@@ -42,8 +58,11 @@ object DeclarativeTableAggregates {
       }
       replaced.foreach {
         case a: Attribute if value.exists(_.exprId == a.exprId) =>
-          throw KStateErrors.invalidTableAggregate(s"agg column ${c.sql}", s"it reads the grouped value " +
-            s"column '${a.name}' outside an aggregate function (wrap it in one, e.g. sum(${a.name}))")
+          throw KStateErrors.invalidTableAggregate(
+            s"agg column ${c.sql}",
+            s"it reads the grouped value " +
+              s"column '${a.name}' outside an aggregate function (wrap it in one, e.g. sum(${a.name}))"
+          )
         case _ =>
       }
       replaced.asInstanceOf[NamedExpression]
@@ -52,9 +71,15 @@ object DeclarativeTableAggregates {
     val rowsAfterSubtract = Subtract(rows, Literal(1L))
     def deletedWhenEmpty(e: Expression): Expression =
       If(EqualTo(rowsAfterSubtract, Literal(0L)), Literal(null, e.dataType), e)
-    TableAggregateSpec("agg", states.map(_.attr).toSeq, value, Some(states.map(_.initial).toSeq),
-      states.map(s => s.fold(Add(_, _))).toSeq, states.map(s => deletedWhenEmpty(s.fold(Subtract(_, _)))).toSeq,
-      results)
+    TableAggregateSpec(
+      "agg",
+      states.map(_.attr).toSeq,
+      value,
+      Some(states.map(_.initial).toSeq),
+      states.map(s => s.fold(Add(_, _))).toSeq,
+      states.map(s => deletedWhenEmpty(s.fold(Subtract(_, _)))).toSeq,
+      results
+    )
   }
 
   /** One state column: its initial value, and the amount a value adds (subtracts), in its type. */
@@ -70,8 +95,13 @@ object DeclarativeTableAggregates {
   /** `e` in type `t`, 0 when null (a null value adds nothing). */
   private def orZero(e: Expression, t: DataType): Expression = Coalesce(Seq(Cast(e, t), Literal.default(t)))
 
-  private def newState(states: ArrayBuffer[State], name: String, t: DataType, initial: Expression,
-      delta: Expression): Attribute = {
+  private def newState(
+      states: ArrayBuffer[State],
+      name: String,
+      t: DataType,
+      initial: Expression,
+      delta: Expression
+  ): Attribute = {
     val a = AttributeReference(s"__kstate_${states.length}_$name", t)()
     states += State(a, Cast(initial, t), Cast(delta, t))
     a
@@ -84,8 +114,11 @@ object DeclarativeTableAggregates {
     if (a.filter.isDefined) throw refuse("a FILTER clause is not supported (filter the table, or sum a " +
       "when(...) expression)")
     def numeric(e: Expression): Unit = if (!e.dataType.isInstanceOf[NumericType]) {
-      throw KStateErrors.invalidTableAggregate(a.sql, s"its input has type ${e.dataType.sql}, not a numeric type " +
-        "(cast it, e.g. F.col('amount').cast('bigint'))")
+      throw KStateErrors.invalidTableAggregate(
+        a.sql,
+        s"its input has type ${e.dataType.sql}, not a numeric type " +
+          "(cast it, e.g. F.col('amount').cast('bigint'))"
+      )
     }
     a.aggregateFunction match {
       case Count(children) =>
@@ -107,7 +140,7 @@ object DeclarativeTableAggregates {
           case r: AttributeReference if r.exprId == avg.count.exprId => n
         }
       case f => throw refuse(s"${f.prettyName} has no subtractor (a value leaving the group cannot be taken out " +
-        "of it)")
+          "of it)")
     }
   }
 

@@ -24,7 +24,8 @@ final case class JoinedTableSource(
     keyColumn: String,
     timestampColumn: String,
     timestampType: String,
-    graceMs: Option[Long]) {
+    graceMs: Option[Long]
+) {
 
   import JoinedTableSource.Prefix
 
@@ -37,19 +38,28 @@ final case class JoinedTableSource(
     JoinedTableSource.Kind -> (if (graceMs.isDefined) "versioned_table" else "table"),
     Prefix + "keyColumn" -> keyColumn,
     Prefix + "timestampColumn" -> timestampColumn,
-    Prefix + "timestampType" -> timestampType) ++
+    Prefix + "timestampType" -> timestampType
+  ) ++
     name.map(JoinedTableSource.Name -> _) ++
     graceMs.map(g => Prefix + "graceMs" -> g.toString)
 }
 
 object JoinedTableSource {
+
   /** What the join's configuration puts before the table's entries. */
   val Prefix = "table."
+
   /** Configuration key: the kind of the table the join materializes ("table" or "versioned_table"). */
   val Kind: String = Prefix + "kind"
+
   /** Configuration key: the table's name. */
   val Name: String = Prefix + "name"
 
-  def of(s: KStateTableSource): JoinedTableSource = JoinedTableSource(s.operatorName, s.key.name,
-    s.timestamp.name, s.timestamp.dataType.catalogString, s.versioned.map(_.graceMs))
+  def of(s: KStateTableSource): JoinedTableSource = JoinedTableSource(
+    s.operatorName,
+    s.key.name,
+    s.timestamp.name,
+    s.timestamp.dataType.catalogString,
+    s.versioned.map(_.graceMs)
+  )
 }

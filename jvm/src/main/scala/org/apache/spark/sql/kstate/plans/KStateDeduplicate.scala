@@ -14,8 +14,10 @@ import org.apache.spark.sql.kstate.shim.StatefulLogicalNode
 trait KStateStatefulNode extends LogicalPlan with StatefulLogicalNode {
   def kind: String
   def operatorName: Option[String]
+
   /** The configuration recorded in the checkpoint; a change on restart is an error. */
   def fingerprint: Map[String, String]
+
   /**
    * The operator's own processing order; None: the session's `spark.kstate.processingOrder`.
    * Not part of the fingerprint: a restart may change it.
@@ -35,7 +37,8 @@ case class KStateDeduplicate(
     id: Option[Expression],
     timestamp: Expression,
     processingOrder: Option[ProcessingOrder],
-    child: LogicalPlan) extends UnaryNode with KStateStatefulNode {
+    child: LogicalPlan
+) extends UnaryNode with KStateStatefulNode {
 
   override def output: Seq[Attribute] = child.output
   override def kind: String = mode.name
@@ -57,7 +60,8 @@ case class KStateDeduplicate(
     "kind" -> kind,
     "intervalMs" -> intervalMs.toString,
     "identityTypes" -> identity.map(_.dataType.catalogString).mkString(","),
-    "timestampType" -> timestamp.dataType.catalogString)
+    "timestampType" -> timestamp.dataType.catalogString
+  )
 
   override protected def withNewChildInternal(newChild: LogicalPlan): KStateDeduplicate =
     copy(child = newChild)

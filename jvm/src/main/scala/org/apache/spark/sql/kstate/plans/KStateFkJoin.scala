@@ -31,11 +31,13 @@ case class KStateFkJoin(
     timestampOut: Attribute,
     oldValue: Attribute,
     latest: Attribute,
-    child: LogicalPlan) extends UnaryNode with KStateStatefulNode {
+    child: LogicalPlan
+) extends UnaryNode with KStateStatefulNode {
 
   override def output: Seq[Attribute] = (key +: values) ++ Seq(timestampOut, oldValue, latest)
   override def producedAttributes: AttributeSet = AttributeSet(values ++ Seq(timestampOut, oldValue, latest))
   override def kind: String = "fk_join"
+
   /** Each stage-1 partition's responses in the order it sent them (docs/tables.md). */
   override def processingOrder: Option[ProcessingOrder] = Some(ProcessingOrder.Task)
 
@@ -45,7 +47,8 @@ case class KStateFkJoin(
     "keyType" -> key.dataType.catalogString,
     "leftValueType" -> leftValue.dataType.catalogString,
     "rightValueType" -> rightValue.dataType.catalogString,
-    "timestampType" -> timestampOut.dataType.catalogString)
+    "timestampType" -> timestampOut.dataType.catalogString
+  )
 
   override protected def withNewChildInternal(newChild: LogicalPlan): KStateFkJoin = copy(child = newChild)
 }
@@ -59,8 +62,14 @@ object KStateFkJoin {
    * the foreign key's type against the right key's (equal, or widened by an up-cast), equal
    * timestamp types, distinct output column names, both tables streaming or both batch.
    */
-  def of(left: TableTransforms.Changes, right: TableTransforms.Changes, rightVersioning: Option[VersionedTable],
-      foreignKey: Expression, how: String, name: Option[String]): KStateFkJoin = {
+  def of(
+      left: TableTransforms.Changes,
+      right: TableTransforms.Changes,
+      rightVersioning: Option[VersionedTable],
+      foreignKey: Expression,
+      how: String,
+      name: Option[String]
+  ): KStateFkJoin = {
     val kind = Option(how).map(_.trim.toLowerCase(java.util.Locale.ROOT)).orNull
     if (!Hows.contains(kind)) throw KStateErrors.invalidForeignKeyJoinType(String.valueOf(how))
     KStateTableJoin.checkTables(left, right)
@@ -68,19 +77,55 @@ object KStateFkJoin {
     val leftKey = left.attr(left.key)
     val leftTs = left.attr(left.timestamp)
     val leftValues = TableChangeColumns.valueType(left.valueAttrs)
-    val sub = KStateFkSubscribe(fk, TableTransforms.onOld(left, fk), leftKey, left.valueAttrs, left.oldValue,
-      left.latest, leftTs, kind == "left",
-      KStateFkSubscribe.outputOf(fk.dataType, left.key, leftKey.dataType, leftValues, leftTs.dataType), left.plan)
-    val env = TwoInputs(sub, sub.foreignKeyAttr, sub.timestampAttr,
-      right.plan, right.attr(right.key), right.attr(right.timestamp))
+    val sub = KStateFkSubscribe(
+      fk,
+      TableTransforms.onOld(left, fk),
+      leftKey,
+      left.valueAttrs,
+      left.oldValue,
+      left.latest,
+      leftTs,
+      kind == "left",
+      KStateFkSubscribe.outputOf(fk.dataType, left.key, leftKey.dataType, leftValues, leftTs.dataType),
+      left.plan
+    )
+    val env = TwoInputs(
+      sub,
+      sub.foreignKeyAttr,
+      sub.timestampAttr,
+      right.plan,
+      right.attr(right.key),
+      right.attr(right.timestamp)
+    )
     val rightSide = TableJoinSide.of(right, rightVersioning)
     val responses = KStateFkJoinSubscriptions.outputOf(left.key, leftKey.dataType, leftValues, rightSide.valueTypes)
-    val stage1 = KStateFkJoinSubscriptions(TableChangeColumns.valueType(sub.output), rightSide, foreignKey.sql,
-      env.key, env.timestamp, env.plan.output, name.map(_ + "-subscriptions"), responses, env.plan)
-    val values = (left.valueAttrs ++ right.valueAttrs).map(a => AttributeReference(a.name, a.dataType, nullable = true)())
-    KStateFkJoin(kind, name, responses(0), responses(1), responses(2), responses(3), responses(4), values,
+    val stage1 = KStateFkJoinSubscriptions(
+      TableChangeColumns.valueType(sub.output),
+      rightSide,
+      foreignKey.sql,
+      env.key,
+      env.timestamp,
+      env.plan.output,
+      name.map(_ + "-subscriptions"),
+      responses,
+      env.plan
+    )
+    val values =
+      (left.valueAttrs ++ right.valueAttrs).map(a => AttributeReference(a.name, a.dataType, nullable = true)())
+    KStateFkJoin(
+      kind,
+      name,
+      responses(0),
+      responses(1),
+      responses(2),
+      responses(3),
+      responses(4),
+      values,
       AttributeReference(leftTs.name, leftTs.dataType, nullable = false)(),
-      TableChangeColumns.oldValueAttribute(values), TableChangeColumns.latestAttribute(), stage1)
+      TableChangeColumns.oldValueAttribute(values),
+      TableChangeColumns.latestAttribute(),
+      stage1
+    )
   }
 
   /** A numeric type the right key's numeric type holds every value of (INT -> BIGINT, DECIMAL(5,2) -> DECIMAL(10,2)). */
@@ -91,12 +136,14 @@ object KStateFkJoin {
 
   /** The foreign key as a value of the right key's type: equal, or up-cast; else a named error. */
   private def foreignKeyOf(foreignKey: Expression, right: TableTransforms.Changes): Expression = {
-    val fk = foreignKey match { case Alias(c, _) => c case e => e }
+    val fk = foreignKey match {
+      case Alias(c, _) => c
+      case e => e
+    }
     val rightKey = right.attr(right.key)
     if (fk.dataType.sameType(rightKey.dataType)) fk
     else if (widens(fk.dataType, rightKey.dataType)) {
       Cast(fk, rightKey.dataType, Some(org.apache.spark.sql.internal.SQLConf.get.sessionLocalTimeZone))
-    }
-    else throw KStateErrors.foreignKeyTypeMismatch(foreignKey.sql, fk.dataType.sql, right.key, rightKey.dataType.sql)
+    } else throw KStateErrors.foreignKeyTypeMismatch(foreignKey.sql, fk.dataType.sql, right.key, rightKey.dataType.sql)
   }
 }

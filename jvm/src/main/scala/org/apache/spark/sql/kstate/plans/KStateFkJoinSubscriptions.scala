@@ -31,10 +31,12 @@ case class KStateFkJoinSubscriptions(
     envelopeColumns: Seq[Attribute],
     operatorName: Option[String],
     output: Seq[Attribute],
-    child: LogicalPlan) extends UnaryNode with KStateStatefulNode {
+    child: LogicalPlan
+) extends UnaryNode with KStateStatefulNode {
 
   override def kind: String = "fk_join_subscriptions"
   override def producedAttributes: AttributeSet = outputSet
+
   /** Subscriptions and right updates in the order their tables passed them on. */
   override def processingOrder: Option[ProcessingOrder] = Some(ProcessingOrder.Task)
 
@@ -45,7 +47,8 @@ case class KStateFkJoinSubscriptions(
     "timestampType" -> envelopeTimestamp.dataType.catalogString,
     "subscriptionType" -> subscriptionSchema.catalogString,
     "rightValueType" -> right.valueTypes.catalogString,
-    "rightVersioning" -> KStateTableJoin.describe(right.versioning))
+    "rightVersioning" -> KStateTableJoin.describe(right.versioning)
+  )
 
   override protected def withNewChildInternal(newChild: LogicalPlan): KStateFkJoinSubscriptions =
     copy(child = newChild)
@@ -60,5 +63,6 @@ object KStateFkJoinSubscriptions {
       AttributeReference(KStateFkSubscribe.Value, leftValues, nullable = true)(),
       AttributeReference(RightValue, rightValues, nullable = true)(),
       AttributeReference(KStateFkSubscribe.Version, LongType, nullable = false)(),
-      AttributeReference(KStateFkSubscribe.Timestamp, LongType, nullable = false)())
+      AttributeReference(KStateFkSubscribe.Timestamp, LongType, nullable = false)()
+    )
 }

@@ -32,7 +32,8 @@ case class KStateFkSubscribe(
     timestamp: Expression,
     leftJoin: Boolean,
     output: Seq[Attribute],
-    child: LogicalPlan) extends UnaryNode {
+    child: LogicalPlan
+) extends UnaryNode {
 
   override def producedAttributes: AttributeSet = AttributeSet(output)
   def foreignKeyAttr: Attribute = output(0)
@@ -49,12 +50,18 @@ object KStateFkSubscribe {
   val Timestamp = "__kstate_fk_ts"
 
   /** Output of a sender: foreign key of `fkType`, left key `keyName` of `keyType`, values, ts. */
-  def outputOf(fkType: DataType, keyName: String, keyType: DataType, valueType: StructType,
-      tsType: DataType): Seq[Attribute] = Seq(
+  def outputOf(
+      fkType: DataType,
+      keyName: String,
+      keyType: DataType,
+      valueType: StructType,
+      tsType: DataType
+  ): Seq[Attribute] = Seq(
     AttributeReference(ForeignKey, fkType, nullable = true)(),
     AttributeReference(keyName, keyType, nullable = false)(),
     AttributeReference(Instruction, ByteType, nullable = false)(),
     AttributeReference(Value, valueType, nullable = true)(),
     AttributeReference(Version, LongType, nullable = false)(),
-    AttributeReference(Timestamp, tsType, nullable = false)())
+    AttributeReference(Timestamp, tsType, nullable = false)()
+  )
 }

@@ -33,10 +33,12 @@ case class KStateStreamTableJoin(
     streamColumns: Seq[Attribute],
     tableValues: Seq[Attribute],
     tableSource: Option[JoinedTableSource],
-    child: LogicalPlan) extends UnaryNode with KStateStatefulNode {
+    child: LogicalPlan
+) extends UnaryNode with KStateStatefulNode {
 
   override def output: Seq[Attribute] = streamColumns ++ tableValues
   override def producedAttributes: AttributeSet = outputSet
+
   /**
    * The exec reads the whole envelope (side, key, timestamp and both sides' structs), found by
    * name: all of it is referenced, so column pruning under a projection keeps it.
@@ -57,13 +59,15 @@ case class KStateStreamTableJoin(
     "keyType" -> key.dataType.catalogString,
     "timestampType" -> timestamp.dataType.catalogString,
     "streamType" -> TableChangeColumns.valueType(streamColumns).catalogString,
-    "tableValueType" -> TableChangeColumns.valueType(tableValues).catalogString) ++
+    "tableValueType" -> TableChangeColumns.valueType(tableValues).catalogString
+  ) ++
     tableSource.fold(Map.empty[String, String])(_.fingerprint)
 
   override protected def withNewChildInternal(newChild: LogicalPlan): KStateStreamTableJoin = copy(child = newChild)
 }
 
 object KStateStreamTableJoin {
+
   /** The name of the join key appended to each side's struct. */
   val JoinKeyField = "__kstate_join_key"
 
@@ -84,8 +88,11 @@ object KStateStreamTableJoin {
       versioned: Option[VersionedTable],
       operatorName: Option[String],
       processingOrder: Option[ProcessingOrder],
-      stream: LogicalPlan, streamKey: Expression, streamTs: Expression,
-      table: TableTransforms.Changes): KStateStreamTableJoin = {
+      stream: LogicalPlan,
+      streamKey: Expression,
+      streamTs: Expression,
+      table: TableTransforms.Changes
+  ): KStateStreamTableJoin = {
     StreamTableJoinSpec(leftJoin, versioned.map(_.historyRetentionMs), graceMs) // grace: named errors
     if (stream.isStreaming != table.plan.isStreaming) {
       throw KStateErrors.streamStaticJoin(tableJoin = false, leftStreaming = stream.isStreaming)
@@ -101,21 +108,37 @@ object KStateStreamTableJoin {
     }
     val right = joinedSource match {
       case Some(s) => Project(s.values :+ Alias(s.key, JoinKeyField)() :+ s.timestamp, s.child)
-      case None => Project(table.valueAttrs :+ Alias(table.attr(table.key), JoinKeyField)() :+
-        table.attr(table.timestamp), table.plan)
+      case None => Project(
+          table.valueAttrs :+ Alias(table.attr(table.key), JoinKeyField)() :+
+            table.attr(table.timestamp),
+          table.plan
+        )
     }
     val env = TwoInputs(
-      left, left.output.last, streamTs,
-      right, right.output(table.values.length), right.output.last)
-    KStateStreamTableJoin(leftJoin, graceMs, versioned, operatorName, processingOrder,
+      left,
+      left.output.last,
+      streamTs,
+      right,
+      right.output(table.values.length),
+      right.output.last
+    )
+    KStateStreamTableJoin(
+      leftJoin,
+      graceMs,
+      versioned,
+      operatorName,
+      processingOrder,
       stream.output.map(a => AttributeReference(a.name, a.dataType, a.nullable, a.metadata)()),
       table.valueAttrs.map(a => AttributeReference(a.name, a.dataType, nullable = true, a.metadata)()),
-      joinedSource.map(JoinedTableSource.of), env.plan)
+      joinedSource.map(JoinedTableSource.of),
+      env.plan
+    )
   }
 
   /** Fields of the stream side's struct: its columns, then the join key. */
   def streamStructFields(envelope: Seq[Attribute]): Int =
     structOf(envelope, TwoInputs.LeftColumn).length
+
   /** Fields of the table side's struct: its value columns, then the key, then the timestamp. */
   def tableStructFields(envelope: Seq[Attribute]): Int =
     structOf(envelope, TwoInputs.RightColumn).length

@@ -24,7 +24,8 @@ case class KStateSuppress(
     timestamp: Expression,
     windowEnd: Option[Expression],
     processingOrder: Option[ProcessingOrder],
-    child: LogicalPlan) extends UnaryNode with KStateStatefulNode {
+    child: LogicalPlan
+) extends UnaryNode with KStateStatefulNode {
 
   override def output: Seq[Attribute] = child.output
   override def kind: String = "suppress"
@@ -38,7 +39,8 @@ case class KStateSuppress(
     }),
     "keyType" -> key.dataType.catalogString,
     "timestampType" -> timestamp.dataType.catalogString,
-    "rowType" -> child.schema.catalogString)
+    "rowType" -> child.schema.catalogString
+  )
 
   override protected def withNewChildInternal(newChild: LogicalPlan): KStateSuppress = copy(child = newChild)
 }

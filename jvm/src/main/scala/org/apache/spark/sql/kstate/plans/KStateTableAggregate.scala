@@ -29,7 +29,8 @@ case class KStateTableAggregate(
     timestampOut: Attribute,
     oldValue: Attribute,
     latest: Attribute,
-    child: LogicalPlan) extends UnaryNode with KStateStatefulNode {
+    child: LogicalPlan
+) extends UnaryNode with KStateStatefulNode {
 
   override def output: Seq[Attribute] = (group +: aggregate) ++ Seq(timestampOut, oldValue, latest)
   override def producedAttributes: AttributeSet = AttributeSet(aggregate ++ Seq(timestampOut, oldValue, latest))
@@ -42,7 +43,8 @@ case class KStateTableAggregate(
     "aggregation" -> spec.kind,
     "groupType" -> group.dataType.catalogString,
     "valueType" -> spec.valueType.catalogString,
-    "aggregateType" -> spec.aggregateType.catalogString) ++
+    "aggregateType" -> spec.aggregateType.catalogString
+  ) ++
     (if (spec.result.isEmpty) Map.empty else Map("resultType" -> spec.outputType.catalogString))
 
   override protected def withNewChildInternal(newChild: LogicalPlan): KStateTableAggregate = copy(child = newChild)

@@ -19,17 +19,25 @@ final case class TableJoinSide(
     valueOrdinals: Seq[Int],
     oldOrdinal: Int,
     latestOrdinal: Int,
-    versioning: Option[VersionedTable]) {
+    versioning: Option[VersionedTable]
+) {
   def valueTypes: StructType = StructType(valueOrdinals.map(schema(_)))
 }
 
 object TableJoinSide {
+
   /** The side of a table whose change rows are `c`. */
   def of(c: TableTransforms.Changes, versioning: Option[VersionedTable]): TableJoinSide = {
     val out = c.plan.output
     def ordinal(a: Attribute): Int = out.indexWhere(_.exprId == a.exprId)
-    TableJoinSide(StructType(out.map(a => org.apache.spark.sql.types.StructField(a.name, a.dataType, a.nullable))),
-      ordinal(c.attr(c.key)), c.valueAttrs.map(ordinal), ordinal(c.oldValue), ordinal(c.latest), versioning)
+    TableJoinSide(
+      StructType(out.map(a => org.apache.spark.sql.types.StructField(a.name, a.dataType, a.nullable))),
+      ordinal(c.attr(c.key)),
+      c.valueAttrs.map(ordinal),
+      ordinal(c.oldValue),
+      ordinal(c.latest),
+      versioning
+    )
   }
 }
 
@@ -52,10 +60,12 @@ case class KStateTableJoin(
     envelopeColumns: Seq[Attribute],
     operatorName: Option[String],
     output: Seq[Attribute],
-    child: LogicalPlan) extends UnaryNode with KStateStatefulNode {
+    child: LogicalPlan
+) extends UnaryNode with KStateStatefulNode {
 
   override def kind: String = "table_join"
   override def producedAttributes: AttributeSet = outputSet
+
   /** The join reads each side's change rows in the order their tables passed them on. */
   override def processingOrder: Option[ProcessingOrder] = Some(ProcessingOrder.Task)
   def partitionBy: Seq[Expression] = Seq(envelopeKey)
@@ -68,7 +78,8 @@ case class KStateTableJoin(
     "leftValueType" -> left.valueTypes.catalogString,
     "rightValueType" -> right.valueTypes.catalogString,
     "leftVersioning" -> KStateTableJoin.describe(left.versioning),
-    "rightVersioning" -> KStateTableJoin.describe(right.versioning))
+    "rightVersioning" -> KStateTableJoin.describe(right.versioning)
+  )
 
   override protected def withNewChildInternal(newChild: LogicalPlan): KStateTableJoin = copy(child = newChild)
 }
@@ -80,21 +91,44 @@ object KStateTableJoin {
    * The join of the tables whose change rows are `left` and `right` (checked: `how`, equal key and
    * timestamp types, distinct output column names); its value columns' names are the result's.
    */
-  def of(left: TableTransforms.Changes, leftVersioning: Option[VersionedTable],
-      right: TableTransforms.Changes, rightVersioning: Option[VersionedTable],
-      how: String, name: Option[String]): KStateTableJoin = {
+  def of(
+      left: TableTransforms.Changes,
+      leftVersioning: Option[VersionedTable],
+      right: TableTransforms.Changes,
+      rightVersioning: Option[VersionedTable],
+      how: String,
+      name: Option[String]
+  ): KStateTableJoin = {
     val kind = Option(how).map(_.trim.toLowerCase(java.util.Locale.ROOT)).orNull
     if (!Hows.contains(kind)) throw KStateErrors.invalidTableJoinType(String.valueOf(how), Hows)
     checkTables(left, right)
-    val env = TwoInputs(left.plan, left.attr(left.key), left.attr(left.timestamp),
-      right.plan, right.attr(right.key), right.attr(right.timestamp))
+    val env = TwoInputs(
+      left.plan,
+      left.attr(left.key),
+      left.attr(left.timestamp),
+      right.plan,
+      right.attr(right.key),
+      right.attr(right.timestamp)
+    )
     def fresh(a: Attribute, nullable: Boolean): Attribute = AttributeReference(a.name, a.dataType, nullable)()
     val values = (left.valueAttrs ++ right.valueAttrs).map(fresh(_, nullable = true))
     val output = Seq(fresh(left.attr(left.key), nullable = false)) ++ values ++
-      Seq(fresh(left.attr(left.timestamp), nullable = false),
-        TableChangeColumns.oldValueAttribute(values), TableChangeColumns.latestAttribute())
-    KStateTableJoin(kind, TableJoinSide.of(left, leftVersioning), TableJoinSide.of(right, rightVersioning),
-      env.key, env.timestamp, env.plan.output, name, output, env.plan)
+      Seq(
+        fresh(left.attr(left.timestamp), nullable = false),
+        TableChangeColumns.oldValueAttribute(values),
+        TableChangeColumns.latestAttribute()
+      )
+    KStateTableJoin(
+      kind,
+      TableJoinSide.of(left, leftVersioning),
+      TableJoinSide.of(right, rightVersioning),
+      env.key,
+      env.timestamp,
+      env.plan.output,
+      name,
+      output,
+      env.plan
+    )
   }
 
   /**

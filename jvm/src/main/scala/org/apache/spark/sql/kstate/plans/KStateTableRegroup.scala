@@ -31,7 +31,8 @@ case class KStateTableRegroup(
     timestamp: Expression,
     versioned: Boolean,
     output: Seq[Attribute],
-    child: LogicalPlan) extends UnaryNode {
+    child: LogicalPlan
+) extends UnaryNode {
 
   override def producedAttributes: AttributeSet = AttributeSet(output)
   def groupAttr: Attribute = output(0)
@@ -43,6 +44,7 @@ case class KStateTableRegroup(
 }
 
 object KStateTableRegroup {
+
   /**
    * The node's output attributes for a group named `groupName` (the result table's key column)
    * of `group`'s type and grouped values of `valueType`.
@@ -51,5 +53,6 @@ object KStateTableRegroup {
     AttributeReference(groupName, group.dataType, nullable = false)(),
     AttributeReference("__kstate_add", valueType, nullable = true)(),
     AttributeReference("__kstate_subtract", valueType, nullable = true)(),
-    AttributeReference("__kstate_ts", LongType, nullable = false)())
+    AttributeReference("__kstate_ts", LongType, nullable = false)()
+  )
 }

@@ -26,7 +26,8 @@ case class KStateTableSource(
     processingOrder: Option[ProcessingOrder],
     oldValue: Attribute,
     latest: Attribute,
-    child: LogicalPlan) extends UnaryNode with KStateStatefulNode {
+    child: LogicalPlan
+) extends UnaryNode with KStateStatefulNode {
 
   override def output: Seq[Attribute] = child.output :+ oldValue :+ latest
   override def producedAttributes: AttributeSet = AttributeSet(Seq(oldValue, latest))
@@ -40,9 +41,14 @@ case class KStateTableSource(
     "timestampType" -> timestamp.dataType.catalogString,
     // the column names, for kstate.read_table (the value columns' are in valueType)
     "keyColumn" -> key.name,
-    "timestampColumn" -> timestamp.name) ++
-    versioned.toSeq.flatMap(v => Seq("historyRetentionMs" -> v.historyRetentionMs.toString,
-      "graceMs" -> v.graceMs.toString))
+    "timestampColumn" -> timestamp.name
+  ) ++
+    versioned.toSeq.flatMap(v =>
+      Seq(
+        "historyRetentionMs" -> v.historyRetentionMs.toString,
+        "graceMs" -> v.graceMs.toString
+      )
+    )
 
   override protected def withNewChildInternal(newChild: LogicalPlan): KStateTableSource = copy(child = newChild)
 }

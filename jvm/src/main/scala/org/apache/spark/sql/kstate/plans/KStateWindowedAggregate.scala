@@ -40,7 +40,8 @@ case class KStateWindowedAggregate(
     timestampAttr: Attribute,
     tombstoneAttr: Option[Attribute],
     processingOrder: Option[ProcessingOrder],
-    child: LogicalPlan) extends UnaryNode with KStateStatefulNode {
+    child: LogicalPlan
+) extends UnaryNode with KStateStatefulNode {
 
   override def output: Seq[Attribute] =
     (Seq(keyAttr, windowStart, windowEnd) ++ resultAttrs :+ timestampAttr) ++ tombstoneAttr
@@ -56,7 +57,8 @@ case class KStateWindowedAggregate(
     "buffer" -> bufferAttributes.map(_.dataType.catalogString).mkString(","),
     "results" -> resultAttrs.map(a => s"${a.name}:${a.dataType.catalogString}").mkString(","),
     // the mode, not the buffer's limits: restarting with a larger buffer must work
-    "suppress" -> finalResults.map(_ => "untilWindowCloses").getOrElse("none"))
+    "suppress" -> finalResults.map(_ => "untilWindowCloses").getOrElse("none")
+  )
 
   override protected def withNewChildInternal(newChild: LogicalPlan): KStateWindowedAggregate =
     copy(child = newChild)

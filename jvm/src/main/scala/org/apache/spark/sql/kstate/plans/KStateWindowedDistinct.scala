@@ -18,7 +18,8 @@ case class KStateWindowedDistinct(
     windowStart: Attribute,
     windowEnd: Attribute,
     processingOrder: Option[ProcessingOrder],
-    child: LogicalPlan) extends UnaryNode with KStateStatefulNode {
+    child: LogicalPlan
+) extends UnaryNode with KStateStatefulNode {
 
   override def output: Seq[Attribute] = child.output :+ windowStart :+ windowEnd
   override def producedAttributes: AttributeSet = AttributeSet(Seq(windowStart, windowEnd))
@@ -28,7 +29,8 @@ case class KStateWindowedDistinct(
     "kind" -> kind,
     "windows" -> windows.describe,
     "keyType" -> key.dataType.catalogString,
-    "timestampType" -> timestamp.dataType.catalogString)
+    "timestampType" -> timestamp.dataType.catalogString
+  )
 
   override protected def withNewChildInternal(newChild: LogicalPlan): KStateWindowedDistinct =
     copy(child = newChild)

@@ -1,6 +1,17 @@
 package org.apache.spark.sql.kstate.plans
 
-import org.apache.spark.sql.catalyst.expressions.{Add, Attribute, AttributeReference, Cast, CreateNamedStruct, Expression, GetStructField, Literal, NamedExpression, Subtract}
+import org.apache.spark.sql.catalyst.expressions.{
+  Add,
+  Attribute,
+  AttributeReference,
+  Cast,
+  CreateNamedStruct,
+  Expression,
+  GetStructField,
+  Literal,
+  NamedExpression,
+  Subtract
+}
 import org.apache.spark.sql.types._
 
 /**
@@ -28,20 +39,29 @@ final case class TableAggregateSpec(
     initial: Option[Seq[Expression]],
     add: Seq[Expression],
     subtract: Seq[Expression],
-    result: Seq[NamedExpression] = Nil) {
+    result: Seq[NamedExpression] = Nil
+) {
   def aggregateType: StructType = TableChangeColumns.valueType(aggregate)
   def valueType: StructType = TableChangeColumns.valueType(value)
+
   /** The result table's value columns: [[result]]'s, else the stored aggregate's. */
   val output: Seq[Attribute] = if (result.isEmpty) aggregate else result.map(_.toAttribute)
   def outputType: StructType = TableChangeColumns.valueType(output)
 }
 
 object TableAggregateSpec {
+
   /** Kafka's `count()`: 0, +1 per value added, −1 per value subtracted (never deleted). */
   def count(value: Seq[Attribute], name: String): TableAggregateSpec = {
     val agg = AttributeReference(name, LongType)()
-    TableAggregateSpec("count", Seq(agg), value, Some(Seq(Literal(0L))),
-      Seq(Add(agg, Literal(1L))), Seq(Subtract(agg, Literal(1L))))
+    TableAggregateSpec(
+      "count",
+      Seq(agg),
+      value,
+      Some(Seq(Literal(0L))),
+      Seq(Add(agg, Literal(1L))),
+      Seq(Subtract(agg, Literal(1L)))
+    )
   }
 
   /** The type `sum` adds values of type `t` in, or None when `t` is not numeric. */
@@ -60,8 +80,14 @@ object TableAggregateSpec {
     val t = sumType(v.dataType).get
     val agg = AttributeReference(name, t)()
     def fold(op: (Expression, Expression) => Expression) = Seq(Cast(op(agg, Cast(v, t)), t))
-    TableAggregateSpec("sum", Seq(agg), Seq(v), Some(Seq(Cast(Literal(0), t))),
-      fold(Add(_, _)), fold(Subtract(_, _)))
+    TableAggregateSpec(
+      "sum",
+      Seq(agg),
+      Seq(v),
+      Some(Seq(Cast(Literal(0), t))),
+      fold(Add(_, _)),
+      fold(Subtract(_, _))
+    )
   }
 
   /**
@@ -69,8 +95,13 @@ object TableAggregateSpec {
    * columns. `adder` / `subtractor` are resolved over the two placeholders
    * ([[placeholder]]); each must return the placeholders' type.
    */
-  def reduce(value: Seq[Attribute], adder: Expression, subtractor: Expression,
-      aggPlaceholder: Attribute, valuePlaceholder: Attribute): TableAggregateSpec = {
+  def reduce(
+      value: Seq[Attribute],
+      adder: Expression,
+      subtractor: Expression,
+      aggPlaceholder: Attribute,
+      valuePlaceholder: Attribute
+  ): TableAggregateSpec = {
     val agg = value.map(a => AttributeReference(a.name, a.dataType)())
     val bind = binder(agg, agg.length > 1, value, aggPlaceholder, valuePlaceholder)
     TableAggregateSpec("reduce", agg, value, None, bind(adder), bind(subtractor))
@@ -82,8 +113,15 @@ object TableAggregateSpec {
    * `adder` / `subtractor` are resolved over the placeholders (the aggregate's placeholder has
    * the initializer's type, the value's [[placeholderType]]) and return the initializer's type.
    */
-  def aggregate(value: Seq[Attribute], initializer: Expression, name: String, adder: Expression,
-      subtractor: Expression, aggPlaceholder: Attribute, valuePlaceholder: Attribute): TableAggregateSpec = {
+  def aggregate(
+      value: Seq[Attribute],
+      initializer: Expression,
+      name: String,
+      adder: Expression,
+      subtractor: Expression,
+      aggPlaceholder: Attribute,
+      valuePlaceholder: Attribute
+  ): TableAggregateSpec = {
     val (agg, isStruct) = initializer.dataType match {
       case s: StructType => (s.fields.toSeq.map(f => AttributeReference(f.name, f.dataType)()), true)
       case t => (Seq(AttributeReference(name, t)()), false)
@@ -99,8 +137,13 @@ object TableAggregateSpec {
    * bound to the aggregate (`aggAsStruct`: a struct of its columns, else its one column) and the
    * value ([[placeholderType]]), the result split into the aggregate's columns.
    */
-  private def binder(agg: Seq[Attribute], aggAsStruct: Boolean, value: Seq[Attribute],
-      aggPlaceholder: Attribute, valuePlaceholder: Attribute): Expression => Seq[Expression] = {
+  private def binder(
+      agg: Seq[Attribute],
+      aggAsStruct: Boolean,
+      value: Seq[Attribute],
+      aggPlaceholder: Attribute,
+      valuePlaceholder: Attribute
+  ): Expression => Seq[Expression] = {
     def asStruct(attrs: Seq[Attribute]): Expression = CreateNamedStruct(attrs.flatMap(a => Seq(Literal(a.name), a)))
     val aggBound = if (aggAsStruct) asStruct(agg) else agg.head
     val valueBound = if (value.length == 1) value.head else asStruct(value)

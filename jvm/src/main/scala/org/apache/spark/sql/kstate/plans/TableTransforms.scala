@@ -1,6 +1,21 @@
 package org.apache.spark.sql.kstate.plans
 
-import org.apache.spark.sql.catalyst.expressions.{Alias, And, Or, Attribute, Coalesce, CreateNamedStruct, Expression, GetStructField, If, IsNotNull, IsNull, Literal, NamedExpression, Not}
+import org.apache.spark.sql.catalyst.expressions.{
+  Alias,
+  And,
+  Or,
+  Attribute,
+  Coalesce,
+  CreateNamedStruct,
+  Expression,
+  GetStructField,
+  If,
+  IsNotNull,
+  IsNull,
+  Literal,
+  NamedExpression,
+  Not
+}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project}
 
 /**
@@ -21,6 +36,7 @@ import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project
  * The timestamp column in a condition or mapping is the change's timestamp, for the old value too.
  */
 object TableTransforms {
+
   /** A table's change rows: its plan and which of its columns are what. */
   final case class Changes(plan: LogicalPlan, key: String, timestamp: String, values: Seq[String]) {
     def attr(name: String): Attribute = plan.output.find(_.name == name).get

@@ -64,8 +64,13 @@ object TwoInputs {
    * `KSTATE_MISMATCHED_INPUTS` otherwise, when the DataFrame is built.
    */
   def apply(
-      left: LogicalPlan, leftKey: Expression, leftTs: Expression,
-      right: LogicalPlan, rightKey: Expression, rightTs: Expression): Envelope = {
+      left: LogicalPlan,
+      leftKey: Expression,
+      leftTs: Expression,
+      right: LogicalPlan,
+      rightKey: Expression,
+      rightTs: Expression
+  ): Envelope = {
     if (leftKey.dataType != rightKey.dataType) {
       throw KStateErrors.mismatchedInputs("key", leftKey.dataType.sql, rightKey.dataType.sql)
     }
@@ -74,16 +79,27 @@ object TwoInputs {
     }
     val leftStruct = CreateStruct(left.output)
     val rightStruct = CreateStruct(right.output)
-    def side(tag: Byte, plan: LogicalPlan, key: Expression, ts: Expression,
-        l: Expression, r: Expression): LogicalPlan = Project(Seq(
-      Alias(Literal(tag, ByteType), SideColumn)(),
-      Alias(key, KeyColumn)(),
-      Alias(ts, TimestampColumn)(),
-      Alias(l, LeftColumn)(),
-      Alias(r, RightColumn)()), plan)
+    def side(
+        tag: Byte,
+        plan: LogicalPlan,
+        key: Expression,
+        ts: Expression,
+        l: Expression,
+        r: Expression
+    ): LogicalPlan = Project(
+      Seq(
+        Alias(Literal(tag, ByteType), SideColumn)(),
+        Alias(key, KeyColumn)(),
+        Alias(ts, TimestampColumn)(),
+        Alias(l, LeftColumn)(),
+        Alias(r, RightColumn)()
+      ),
+      plan
+    )
     val union = Union(Seq(
       side(Left, left, leftKey, leftTs, leftStruct, Literal(null, rightStruct.dataType)),
-      side(Right, right, rightKey, rightTs, Literal(null, leftStruct.dataType), rightStruct)))
+      side(Right, right, rightKey, rightTs, Literal(null, leftStruct.dataType), rightStruct)
+    ))
     Envelope(union, leftStruct.dataType, rightStruct.dataType)
   }
 }

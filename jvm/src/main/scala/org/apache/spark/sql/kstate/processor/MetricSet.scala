@@ -49,6 +49,7 @@ abstract class MetricSet {
 
   /** Every declared metric, in declaration order. */
   final def metrics: Seq[Metric] = declared.toSeq
+
   /** The custom metrics the operator reports (progress, Spark UI). */
   final def reported: Seq[Metric] = declared.filter(_.reported).toSeq
   final def averages: Seq[AverageMetric] = declaredAverages.toSeq
@@ -66,8 +67,13 @@ object MetricKind {
 
 /** A declared metric: the handle to count with. */
 final class Metric private[processor] (
-    val name: String, val description: String, val kind: MetricKind, val reported: Boolean,
-    private[processor] val index: Int, private[processor] val owner: MetricSet) {
+    val name: String,
+    val description: String,
+    val kind: MetricKind,
+    val reported: Boolean,
+    private[processor] val index: Int,
+    private[processor] val owner: MetricSet
+) {
   override def toString: String = name
 }
 
@@ -88,6 +94,7 @@ final class Counters private[processor] (val set: MetricSet) {
 
   def add(m: Metric, n: Long = 1L): Unit = values(slot(m)) += n
   def set(m: Metric, v: Long): Unit = values(slot(m)) = v
+
   /** Raises a [[MetricKind.Max]] metric to `v` if `v` is larger. */
   def raise(m: Metric, v: Long): Unit = { val i = slot(m); if (v > values(i)) values(i) = v }
   def apply(m: Metric): Long = values(slot(m))

@@ -45,6 +45,7 @@ final class StreamTime(initial: Long) {
 }
 
 object StreamTime {
+
   /** Stream time before any record was seen (also how state stores record "none"). */
   val Unknown: Long = Long.MinValue
 

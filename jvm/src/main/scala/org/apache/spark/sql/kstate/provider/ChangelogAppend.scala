@@ -10,14 +10,20 @@ import org.apache.spark.sql.kstate.engine.{Bytes, FamilyCodec, StateFile, WriteS
  * keys counted, and for every change whether its key existed (resolved in batches); else 0.
  */
 private[kstate] object ChangelogAppend {
-  def apply(families: Vector[FamilyChange], changes: Array[WriteSet.Entry], w: StateFile.Writer,
-      countIn: Option[WorkingCopy]): Long = {
+  def apply(
+      families: Vector[FamilyChange],
+      changes: Array[WriteSet.Entry],
+      w: StateFile.Writer,
+      countIn: Option[WorkingCopy]
+  ): Long = {
     var delta = 0L
     families.foreach {
       case FamilyChange.Created(name, id) => w.family(id, name)
       case FamilyChange.Dropped(id) =>
         // Its keys are gone: counted (drops are rare) before the working copy deletes them.
-        countIn.foreach { c => val p = FamilyCodec.prefixOf(id); delta -= c.count(p, Bytes.prefixEnd(p)) }
+        countIn.foreach { c =>
+          val p = FamilyCodec.prefixOf(id); delta -= c.count(p, Bytes.prefixEnd(p))
+        }
         w.dropFamily(id)
     }
     countIn.foreach(_.resolveExistence(changes))

@@ -25,8 +25,11 @@ import org.apache.spark.sql.kstate.engine.StateFile.LineageEntry
  * Threading: stateless apart from the directory; any thread may call it. Files appear whole or
  * not at all ([[StateFiles]]), so a reader never sees a half-written one.
  */
-private[kstate] final class CheckpointFiles(val dir: Path, hadoopConf: Configuration,
-    identity: StateFileIdentity) {
+private[kstate] final class CheckpointFiles(
+    val dir: Path,
+    hadoopConf: Configuration,
+    identity: StateFileIdentity
+) {
   import CheckpointFiles._
 
   private val files = StateFiles(dir, hadoopConf)
@@ -56,34 +59,47 @@ private[kstate] final class CheckpointFiles(val dir: Path, hadoopConf: Configura
    * checkpoint id `id` (format v2), or the format v1 file when None.
    * `KSTATE_STATE_FILE_MISSING` / `KSTATE_STATE_FILE_CORRUPT` name the file and the batch.
    */
-  def read(kind: StateFile.Kind, version: Long, target: Long, visitor: StateFile.Visitor,
-      id: Option[String] = None): StateFile.Summary = {
+  def read(
+      kind: StateFile.Kind,
+      version: Long,
+      target: Long,
+      visitor: StateFile.Visitor,
+      id: Option[String] = None
+  ): StateFile.Summary = {
     val p = path(kind, version, id)
-    val in = try files.open(p) catch {
-      case _: FileNotFoundException => throw KStateErrors.stateFileMissing(p.toString, version, target)
-    }
-    try StateFile.read(in, kind, version, identity, p.toString, visitor, id) finally in.close()
+    val in =
+      try files.open(p)
+      catch {
+        case _: FileNotFoundException => throw KStateErrors.stateFileMissing(p.toString, version, target)
+      }
+    try StateFile.read(in, kind, version, identity, p.toString, visitor, id)
+    finally in.close()
   }
 
   /** The header of `kind` of (`version`, `id`), not verified (its full [[read]] verifies it). */
   def header(kind: StateFile.Kind, version: Long, target: Long, id: Option[String]): StateFile.Header = {
     val p = path(kind, version, id)
-    val in = try files.open(p) catch {
-      case _: FileNotFoundException => throw KStateErrors.stateFileMissing(p.toString, version, target)
-    }
-    try StateFile.readHeader(in, kind, version, p.toString) finally in.close()
+    val in =
+      try files.open(p)
+      catch {
+        case _: FileNotFoundException => throw KStateErrors.stateFileMissing(p.toString, version, target)
+      }
+    try StateFile.readHeader(in, kind, version, p.toString)
+    finally in.close()
   }
 
   /** Whether `kind` of `version` (id `id`) reads whole, with a valid checksum, this store's identity and id. */
   def verifies(kind: StateFile.Kind, version: Long, id: Option[String] = None): Boolean =
-    try { read(kind, version, version, Discard, id); true } catch { case NonFatal(_) => false }
+    try { read(kind, version, version, Discard, id); true }
+    catch { case NonFatal(_) => false }
 
   /**
    * The checksum of `kind` of `version` (id `id`) when it reads whole as this store's file, else
    * None: which write of the file is on disk (a re-run of a micro-batch rewrites it).
    */
   def checksum(kind: StateFile.Kind, version: Long, id: Option[String] = None): Option[Int] =
-    try read(kind, version, version, Discard, id).checksum catch { case NonFatal(_) => None }
+    try read(kind, version, version, Discard, id).checksum
+    catch { case NonFatal(_) => None }
 
   def missing(kind: StateFile.Kind, version: Long, target: Long, id: Option[String] = None): Throwable =
     KStateErrors.stateFileMissing(path(kind, version, id).toString, version, target)
@@ -103,8 +119,13 @@ private[kstate] final class CheckpointFiles(val dir: Path, hadoopConf: Configura
    * file and returns it unpublished: `commit()` makes it appear whole, `cancel()` drops it. With
    * an `id` (format v2) the file is `<v>_<id>.kstate.snapshot`.
    */
-  def prepareSnapshot(version: Long, families: Map[String, Short], numKeys: Long,
-      entries: FrozenEntries, id: Option[String] = None): StateFiles.AtomicOutput = {
+  def prepareSnapshot(
+      version: Long,
+      families: Map[String, Short],
+      numKeys: Long,
+      entries: FrozenEntries,
+      id: Option[String] = None
+  ): StateFiles.AtomicOutput = {
     val out = files.create(path(StateFile.Snapshot, version, id))
     try {
       val w = new StateFile.Writer(out.stream, StateFile.Snapshot, version, identity, id.map(StateFile.Checkpoint(_)))
@@ -114,7 +135,8 @@ private[kstate] final class CheckpointFiles(val dir: Path, hadoopConf: Configura
       out
     } catch {
       case NonFatal(e) =>
-        try out.cancel() catch { case NonFatal(c) => e.addSuppressed(c) }
+        try out.cancel()
+        catch { case NonFatal(c) => e.addSuppressed(c) }
         throw e
     }
   }
@@ -128,6 +150,7 @@ private[kstate] final class CheckpointFiles(val dir: Path, hadoopConf: Configura
 }
 
 private[kstate] object CheckpointFiles {
+
   /** The versions a store directory has files for. */
   final case class Versions(changelogs: Set[Long], snapshots: Set[Long]) {
     def latest: Option[Long] = (changelogs ++ snapshots).maxOption
@@ -136,6 +159,7 @@ private[kstate] object CheckpointFiles {
   /** The (version, id) a store directory has files of format v2 for. */
   final case class IdVersions(changelogs: Set[LineageEntry], snapshots: Set[LineageEntry]) {
     def latest: Option[Long] = (changelogs ++ snapshots).map(_.version).maxOption
+
     /** The ids version `v` has a file of. */
     def idsOf(v: Long): Seq[String] = (changelogs ++ snapshots).filter(_.version == v).map(_.id).toSeq.distinct.sorted
   }

@@ -28,12 +28,16 @@ import org.apache.spark.sql.kstate.engine.StateFile.LineageEntry
  * `KSTATE_STATE_FILE_MISSING` naming that file.
  */
 private[kstate] object CheckpointLineage {
+
   /** Where a resolved restore starts. */
   sealed trait Start { def version: Long }
+
   /** Version 0: an empty store. */
   case object FromEmpty extends Start { override def version: Long = 0L }
+
   /** The snapshot of `entry`. */
   final case class FromSnapshot(entry: LineageEntry) extends Start { override def version: Long = entry.version }
+
   /** A working copy that already holds `entry`. */
   final case class FromHeld(entry: LineageEntry) extends Start { override def version: Long = entry.version }
 
@@ -42,20 +46,28 @@ private[kstate] object CheckpointLineage {
    * `replay` (ascending, the versions after the start's).
    */
   final case class Resolved(start: Start, replay: Vector[LineageEntry]) {
+
     /** (version, id) from the start (when it is not version 0) to the target, ascending. */
-    def chain: Vector[LineageEntry] = (start match {
-      case FromSnapshot(e) => Vector(e)
-      case FromHeld(e) => Vector(e)
-      case FromEmpty => Vector.empty
-    }) ++ replay
+    def chain: Vector[LineageEntry] =
+      (start match {
+        case FromSnapshot(e) => Vector(e)
+        case FromHeld(e) => Vector(e)
+        case FromEmpty => Vector.empty
+      }) ++ replay
   }
 
   /**
    * How to restore (`version`, `id`) from the files `on` lists, stopping at `held` if it is on
    * the lineage. `store` names the store in errors.
    */
-  def resolve(files: CheckpointFiles, on: IdVersions, version: Long, id: String, store: => String,
-      held: Option[LineageEntry] = None): Resolved = {
+  def resolve(
+      files: CheckpointFiles,
+      on: IdVersions,
+      version: Long,
+      id: String,
+      store: => String,
+      held: Option[LineageEntry] = None
+  ): Resolved = {
     require(version > 0, s"version $version has no checkpoint id")
     val target = LineageEntry(version, id)
     if (!on.changelogs(target) && !on.snapshots(target)) {
@@ -81,8 +93,11 @@ private[kstate] object CheckpointLineage {
               .map(_.lineage).getOrElse(Nil)
             lineage.foreach(l => ids.getOrElseUpdate(l.version, l.id))
             if (!ids.contains(v - 1)) {
-              throw KStateErrors.stateFileCorrupt(files.path(StateFile.Changelog, v, Some(e.id)).toString, v,
-                "it records no lineage to the version below it")
+              throw KStateErrors.stateFileCorrupt(
+                files.path(StateFile.Changelog, v, Some(e.id)).toString,
+                v,
+                "it records no lineage to the version below it"
+              )
             }
           }
           v -= 1

@@ -31,23 +31,30 @@ import org.apache.spark.sql.types.StructType
 final class KStateStore private[kstate] (
     provider: KStateStoreProvider,
     override val version: Long,
-    private[kstate] val startRegistry: FamilyRegistry) extends StateStore {
+    private[kstate] val startRegistry: FamilyRegistry
+) extends StateStore {
   import KStateStore._
 
   private var state: State = Updating
   // sized like the last committed version's, so a steady workload does not grow it from empty
   private[kstate] val changes = new WriteSet(provider.writeSetSizeHint)
   private[kstate] var registry: FamilyRegistry = startRegistry
+
   /** Column families created and dropped by this version, in order. */
   private[kstate] var familyLog: Vector[FamilyChange] = Vector.empty
+
   /** How much of `familyLog` a spill already wrote. */
   private[kstate] var familiesFlushed: Int = 0
+
   /** Whether part of this version was spilled to the provider's local database. */
   private[kstate] var spilled: Boolean = false
+
   /** Spark's `forceSnapshotOnCommit` for this version: the commit also writes its snapshot. */
   private[kstate] var forceSnapshotOnCommit: Boolean = false
+
   /** Checkpoint format v2: the id of the version this store was opened at (None: version 0). */
   private[kstate] var baseId: Option[String] = None
+
   /** Checkpoint format v2: the id its commit gave the new version. */
   private[kstate] var committedId: Option[String] = None
   private[kstate] val counters = new StoreCounters
@@ -65,10 +72,13 @@ final class KStateStore private[kstate] (
       valueSchema: StructType,
       keyStateEncoderSpec: KeyStateEncoderSpec,
       useMultipleValuesPerKey: Boolean,
-      isInternal: Boolean): Unit = {
-    if (colFamilyName == null || colFamilyName.trim.isEmpty ||
-        colFamilyName == StateStore.DEFAULT_COL_FAMILY_NAME ||
-        (!isInternal && colFamilyName.startsWith("$"))) {
+      isInternal: Boolean
+  ): Unit = {
+    if (
+      colFamilyName == null || colFamilyName.trim.isEmpty ||
+      colFamilyName == StateStore.DEFAULT_COL_FAMILY_NAME ||
+      (!isInternal && colFamilyName.startsWith("$"))
+    ) {
       throw KStateErrors.invalidColumnFamilyName(colFamilyName)
     }
     val (next, id) = registry.create(colFamilyName)
@@ -77,7 +87,13 @@ final class KStateStore private[kstate] (
       familyLog :+= FamilyChange.Created(colFamilyName, id)
     }
     provider.registerCodec(new FamilyCodec(
-      id, colFamilyName, keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey))
+      id,
+      colFamilyName,
+      keySchema,
+      valueSchema,
+      keyStateEncoderSpec,
+      useMultipleValuesPerKey
+    ))
     lastName = null // the family's codec may have been replaced
   }
 
@@ -160,12 +176,18 @@ final class KStateStore private[kstate] (
   override def prefixScanWithMultiValues(prefixKey: UnsafeRow, colFamilyName: String)
       : StateStoreIterator[UnsafeRowPair] = prefixPairs(prefixKey, colFamilyName, multi = true)
 
-  override def rangeScan(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow],
-      colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
+  override def rangeScan(
+      startKey: Option[UnsafeRow],
+      endKey: Option[UnsafeRow],
+      colFamilyName: String
+  ): StateStoreIterator[UnsafeRowPair] =
     rangePairs(startKey, endKey, colFamilyName, multi = false)
 
-  override def rangeScanWithMultiValues(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow],
-      colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
+  override def rangeScanWithMultiValues(
+      startKey: Option[UnsafeRow],
+      endKey: Option[UnsafeRow],
+      colFamilyName: String
+  ): StateStoreIterator[UnsafeRowPair] =
     rangePairs(startKey, endKey, colFamilyName, multi = true)
 
   /**
@@ -176,7 +198,8 @@ final class KStateStore private[kstate] (
    */
   private def familyPairs(cf: String, multi: Boolean): StateStoreIterator[UnsafeRowPair] = {
     val fam = family(cf)
-    val unordered = if (fam.plainKeys) { checkReadable(); provider.unorderedScan(this, fam.prefix) } else None
+    val unordered = if (fam.plainKeys) { checkReadable(); provider.unorderedScan(this, fam.prefix) }
+    else None
     pairs(fam, unordered.getOrElse(scan(fam.prefix, Bytes.prefixEnd(fam.prefix))), multi)
   }
 
@@ -188,22 +211,33 @@ final class KStateStore private[kstate] (
     pairs(fam, scan(p, Bytes.prefixEnd(p)), multi)
   }
 
-  private def rangePairs(startKey: Option[UnsafeRow], endKey: Option[UnsafeRow], cf: String,
-      multi: Boolean): StateStoreIterator[UnsafeRowPair] = {
+  private def rangePairs(
+      startKey: Option[UnsafeRow],
+      endKey: Option[UnsafeRow],
+      cf: String,
+      multi: Boolean
+  ): StateStoreIterator[UnsafeRowPair] = {
     val fam = family(cf)
     val (from, until) = rangeBounds(fam, startKey, endKey)
     pairs(fam, scan(from, until), multi)
   }
 
   /** [start, end) in encoded key order; a missing bound is the family's first/last key. */
-  private def rangeBounds(fam: FamilyCodec, startKey: Option[UnsafeRow],
-      endKey: Option[UnsafeRow]): (Array[Byte], Option[Array[Byte]]) = {
+  private def rangeBounds(
+      fam: FamilyCodec,
+      startKey: Option[UnsafeRow],
+      endKey: Option[UnsafeRow]
+  ): (Array[Byte], Option[Array[Byte]]) = {
     if (!fam.supportsRangeScan) {
-      throw KStateErrors.unsupportedStoreOperation("rangeScan",
-        s"column family '${fam.name}' was not registered with a range-scan key encoder spec")
+      throw KStateErrors.unsupportedStoreOperation(
+        "rangeScan",
+        s"column family '${fam.name}' was not registered with a range-scan key encoder spec"
+      )
     }
-    (startKey.map(fam.encodeKey).getOrElse(fam.prefix),
-      endKey.map(fam.encodeKey).orElse(Bytes.prefixEnd(fam.prefix)))
+    (
+      startKey.map(fam.encodeKey).getOrElse(fam.prefix),
+      endKey.map(fam.encodeKey).orElse(Bytes.prefixEnd(fam.prefix))
+    )
   }
 
   private def scan(from: Array[Byte], until: Option[Array[Byte]]): MergedScan = {
@@ -212,19 +246,31 @@ final class KStateStore private[kstate] (
   }
 
   /** A scan of [from, until) within one key group `group` (see [[WriteSet.changesInGroup]]). */
-  private def groupScan(group: Array[Byte], groups: KeyGroups, prefixLength: Int, from: Array[Byte],
-      until: Option[Array[Byte]]): MergedScan = {
+  private def groupScan(
+      group: Array[Byte],
+      groups: KeyGroups,
+      prefixLength: Int,
+      from: Array[Byte],
+      until: Option[Array[Byte]]
+  ): MergedScan = {
     checkReadable()
     new MergedScan(changes.changesInGroup(group, groups, prefixLength, from, until), provider.dbScan(this, from, until))
   }
 
   /** A scan that copies this version's changes in chunks as it goes (see [[ChunkedScan]]). */
   private def chunkedScan(from: Array[Byte], until: Option[Array[Byte]]): ChunkedScan =
-    new ChunkedScan(from, until, (f, limit) => { checkReadable(); changes.changesIn(f, until, limit) },
-      (f, bound) => provider.dbScan(this, f, bound))
+    new ChunkedScan(
+      from,
+      until,
+      (f, limit) => { checkReadable(); changes.changesIn(f, until, limit) },
+      (f, bound) => provider.dbScan(this, f, bound)
+    )
 
-  private def pairs(fam: FamilyCodec, scan: Iterator[(Array[Byte], Array[Byte])] with AutoCloseable,
-      multi: Boolean)
+  private def pairs(
+      fam: FamilyCodec,
+      scan: Iterator[(Array[Byte], Array[Byte])] with AutoCloseable,
+      multi: Boolean
+  )
       : StateStoreIterator[UnsafeRowPair] = {
     val it: Iterator[UnsafeRowPair] =
       if (!multi) scan.map { case (k, v) => new UnsafeRowPair(fam.decodeKey(k), fam.decodeValue(v)) }
@@ -246,8 +292,10 @@ final class KStateStore private[kstate] (
   override def putList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit = {
     checkWritable("putList"); requireKey(key); values.foreach(requireValue)
     val fam = family(colFamilyName)
-    write(fam.encodeKey(key),
-      if (values.isEmpty) WriteSet.Deleted else fam.encodeValues(values))
+    write(
+      fam.encodeKey(key),
+      if (values.isEmpty) WriteSet.Deleted else fam.encodeValues(values)
+    )
   }
 
   override def merge(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit =
@@ -270,7 +318,8 @@ final class KStateStore private[kstate] (
     val fam = family(colFamilyName)
     val (from, until) = rangeBounds(fam, Option(beginKey), Option(endKey))
     val it = scan(from, until)
-    try it.foreach { case (k, _) => write(k, WriteSet.Deleted) } finally it.close()
+    try it.foreach { case (k, _) => write(k, WriteSet.Deleted) }
+    finally it.close()
   }
 
   private def write(key: Array[Byte], value: Array[Byte]): Unit = write(new HashedKey(key), value)
@@ -316,8 +365,14 @@ final class KStateStore private[kstate] (
    * prefix; scans are in unsigned byte order and merge this version's changes.
    */
   private[kstate] def bytes(colFamilyName: String): RawFamily = {
-    createColFamilyIfAbsent(colFamilyName, RawSchema, RawSchema,
-      NoPrefixKeyStateEncoderSpec(RawSchema), useMultipleValuesPerKey = false, isInternal = true)
+    createColFamilyIfAbsent(
+      colFamilyName,
+      RawSchema,
+      RawSchema,
+      NoPrefixKeyStateEncoderSpec(RawSchema),
+      useMultipleValuesPerKey = false,
+      isInternal = true
+    )
     new RawFamily(family(colFamilyName).prefix)
   }
 
@@ -331,13 +386,16 @@ final class KStateStore private[kstate] (
 
   private[kstate] final class RawFamily(prefix: Array[Byte]) {
     def get(key: Array[Byte]): Array[Byte] = current(Bytes.concat(prefix, key))
+
     /** `key` with this family's prefix, hashed once: for reading and then writing one key. */
     def hashed(key: Array[Byte]): HashedKey = new HashedKey(Bytes.concat(prefix, key))
     def get(key: HashedKey): Array[Byte] = current(key)
     def put(key: HashedKey, value: Array[Byte]): Unit = { checkWritable("put"); write(key, value) }
+
     /** A buffer for a key of `length` bytes with this family's prefix already written. */
     def keyBuffer(length: Int): java.nio.ByteBuffer =
       java.nio.ByteBuffer.allocate(prefix.length + length).put(prefix)
+
     /** Writes under a key that already starts with this family's prefix (from [[keyBuffer]]). */
     def putPrefixed(key: Array[Byte], value: Array[Byte]): Unit = { checkWritable("put"); write(key, value) }
     def put(key: Array[Byte], value: Array[Byte]): Unit = {
@@ -346,6 +404,7 @@ final class KStateStore private[kstate] (
     def delete(key: Array[Byte]): Unit = {
       checkWritable("remove"); write(Bytes.concat(prefix, key), WriteSet.Deleted)
     }
+
     /**
      * Entries with keys in [from, until) (until None: to the family's end), keys unprefixed,
      * frozen when opened. `chunked`: for reading a few entries of a large range; writes made
@@ -438,8 +497,10 @@ private[kstate] object KStateStore {
   case object Committed extends State
   case object Aborted extends State
 
-  private val RawSchema = StructType(Seq(org.apache.spark.sql.types.StructField("bytes",
-    org.apache.spark.sql.types.BinaryType)))
+  private val RawSchema = StructType(Seq(org.apache.spark.sql.types.StructField(
+    "bytes",
+    org.apache.spark.sql.types.BinaryType
+  )))
 
   private def requireKey(key: UnsafeRow): Unit =
     if (key == null) throw new IllegalArgumentException("state store keys cannot be null")

@@ -80,6 +80,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
   private var hadoopConf: Configuration = _
   private var files: CheckpointFiles = _
   private[kstate] var countsRows: Boolean = true
+
   /**
    * Spark's state checkpoint format v2 (`spark.sql.streaming.stateStore.checkpointFormatVersion`
    * 2): every version is a (version, checkpoint id) pair, files are named by both, and a commit
@@ -94,41 +95,52 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
   private val lifecycle = new ProviderLifecycle(this)
   private var registry: FamilyRegistry = _
   private var numKeys: Long = 0
+
   /** The newest snapshot this provider restored from or wrote. */
   private var lastSnapshotVersion: Long = 0
+
   /** Snapshots known to read whole (restored from or written here): retention may rely on them. */
   private var usableSnapshots: Set[Long] = Set.empty
+
   /** Snapshots above the restored version: a re-run is rewriting those versions (see commit). */
   private var staleSnapshots: Set[Long] = Set.empty
+
   /** Restores so far: a snapshot taken before a restore is not published after it. */
   private var restores: Long = 0
   // format v2 only:
   /** The checkpoint id of the version the working copy holds (None: version 0, or format v1). */
   private var loadedId: Option[String] = None
+
   /**
    * The (version, id) of the loaded version and the versions below it, back to where its restore
    * started (or to the base retention kept, at most [[MaxChain]] entries): what the next commit's
    * changelog records as its lineage, and where retention looks for its base snapshot.
    */
   private var chain: Vector[LineageEntry] = Vector.empty
+
   /**
    * The newest version Spark asked for by its id (`getStore(v, Some(id))`): Spark hands out only
    * committed ids, so it and its chain are committed; the versions this provider committed after
    * it may not be (another attempt may be the one Spark records).
    */
   private var committedTip: Option[LineageEntry] = None
+
   /** Snapshots known to read whole (restored from or written here), by (version, id). */
   private var usableIdSnapshots: Set[LineageEntry] = Set.empty
   private var snapshotting = false
   private var unreportedSnapshots = ProviderMetrics.NoSnapshots
   private var unreportedRestore: Option[RestoreInfo] = None
   @volatile private var lastRestoreInfo: Option[RestoreInfo] = None
+
   /** Entries in the last committed version's write set: the next one's initial capacity. */
   @volatile private[kstate] var writeSetSizeHint: Int = 0
+
   /** This store as standby replicas know it: only in a query (its operators pass the query id). */
   private var replicaStore: Option[ReplicaStore] = None
+
   /** The version this provider holds or is restoring, for [[KStateReplicas]] (-1: none yet). */
   @volatile private var replicaVersion: Long = -1L
+
   /**
    * Format v1: the checksum of the changelog of the loaded version when this provider committed
    * it (None after a restore): tells whether that changelog on disk is still this write, i.e.
@@ -145,7 +157,8 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
       storeConfs: StateStoreConf,
       hadoopConf: Configuration,
       useMultipleValuesPerKey: Boolean,
-      stateSchemaProvider: Option[StateSchemaProvider]): Unit = synchronized {
+      stateSchemaProvider: Option[StateSchemaProvider]
+  ): Unit = synchronized {
     this.checkpointIds = storeConfs.enableStateStoreCheckpointIds
     this.storeId = stateStoreId
     this.storeConf = storeConfs
@@ -155,10 +168,19 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
       .map(KStateConf.MaxWriteSetBytes.parse).getOrElse(KStateConf.MaxWriteSetBytes.default)
     this.tiering = new TieringPolicy(setting(KStateConf.HeapStateBytes.key)
       .map(KStateConf.HeapStateBytes.parse).filter(_ >= 0).getOrElse(HeapStateBudget.defaultLimit))
-    this.files = new CheckpointFiles(stateStoreId.storeCheckpointLocation(), hadoopConf,
-      StateFileIdentity.of(stateStoreId))
-    registerCodec(new FamilyCodec(0, StateStore.DEFAULT_COL_FAMILY_NAME, keySchema, valueSchema,
-      keyStateEncoderSpec, useMultipleValuesPerKey))
+    this.files = new CheckpointFiles(
+      stateStoreId.storeCheckpointLocation(),
+      hadoopConf,
+      StateFileIdentity.of(stateStoreId)
+    )
+    registerCodec(new FamilyCodec(
+      0,
+      StateStore.DEFAULT_COL_FAMILY_NAME,
+      keySchema,
+      valueSchema,
+      keyStateEncoderSpec,
+      useMultipleValuesPerKey
+    ))
     this.replicaStore = setting(QueryIdKey).map(ReplicaStore.of(_, stateStoreId))
     lifecycle.moveTo(Empty)
   }
@@ -182,8 +204,12 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
    * is loaded. An id with format v1 is the Spark 4.2 case of a format-v2 checkpoint restarted
    * with format 1: `KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT`.
    */
-  override def getStore(version: Long, uniqueId: Option[String], forceSnapshotOnCommit: Boolean,
-      loadEmpty: Boolean): KStateStore = synchronized {
+  override def getStore(
+      version: Long,
+      uniqueId: Option[String],
+      forceSnapshotOnCommit: Boolean,
+      loadEmpty: Boolean
+  ): KStateStore = synchronized {
     if (uniqueId.isDefined && !checkpointIds) {
       throw KStateErrors.checkpointFormatChanged(s"the state store at ${files.dir}", version, written = 2, asked = 1)
     }
@@ -212,8 +238,9 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
   private def ensureLoaded(version: Long, id: Option[String]): Unit = lifecycle.current match {
     case Closed => throw new IllegalStateException(s"$this is closed")
     case Created => throw new IllegalStateException(s"$this is not initialised")
-    case Spilled(v, _, spill) if v != version || loadedId != id || spill.taskAttempt.isEmpty ||
-        spill.taskAttempt != currentTask =>
+    case Spilled(v, _, spill)
+        if v != version || loadedId != id || spill.taskAttempt.isEmpty ||
+          spill.taskAttempt != currentTask =>
       // A store of this partition spilled and was neither committed nor aborted, and this is
       // another task (its task died) or another version: its changes are in the working copy,
       // so it no longer holds any version.
@@ -238,21 +265,28 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
   private def restoreTo(version: Long, id: Option[String]): Unit = {
     restores += 1
     committedChangelog = None
-    val adopted = if (!KStateReplicas.enabled) None else replicaStore.flatMap { s =>
+    val adopted = if (!KStateReplicas.enabled) None
+    else replicaStore.flatMap { s =>
       replicaVersion = version
       KStateReplicas.activate(s, this, () => replicaVersion)
       KStateReplicas.adopt(s, version, countsRows, if (checkpointIds) Some(id) else None)
     }
     val (copy, r) = adopted.getOrElse {
-      val copy = new WorkingCopy(tiering.startsOnHeap, tiering.heapStateLimit, () => localRoot,
-        writeLocally, toString)
+      val copy = new WorkingCopy(
+        tiering.startsOnHeap,
+        tiering.heapStateLimit,
+        () => localRoot,
+        writeLocally,
+        toString
+      )
       val fits = () => copy.fitsBudget() && tiering.admits(copy.heapBytes)
-      val r = try {
-        if (checkpointIds) Restore.withId(files, version, id, copy, fits, countsRows)
-        else Restore(files, version, copy, fits, countsRows)
-      } catch {
-        case NonFatal(e) => copy.close(); throw e
-      }
+      val r =
+        try {
+          if (checkpointIds) Restore.withId(files, version, id, copy, fits, countsRows)
+          else Restore(files, version, copy, fits, countsRows)
+        } catch {
+          case NonFatal(e) => copy.close(); throw e
+        }
       (copy, r)
     }
     registry = r.registry
@@ -285,19 +319,30 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
     val standbyHere = KStateReplicas.enabled && replicaStore.exists(KStateReplicas.holds)
     val onLineage = v < version && !standbyHere && (
       if (checkpointIds) id.isDefined && (v == 0 || loadedId.isDefined)
-      else v == 0 || committedChangelog.exists(c => files.checksum(StateFile.Changelog, v).contains(c)))
+      else v == 0 || committedChangelog.exists(c => files.checksum(StateFile.Changelog, v).contains(c))
+    )
     if (!onLineage) return false
     val started = System.nanoTime()
     replicaVersion = version
     val fits = () => copy.fitsBudget() && tiering.admits(copy.heapBytes)
     val base = Restore.Base(v, registry, numKeys, loadedId)
-    val caught = try Restore.onto(files, base, version, copy, fits, countsRows, standby = false,
-      if (checkpointIds) id else None) catch {
-      case NonFatal(e) =>
-        logWarning(s"$this could not catch up from version $v to $version; restoring from the checkpoint", e)
-        discard()
-        return false
-    }
+    val caught =
+      try Restore.onto(
+          files,
+          base,
+          version,
+          copy,
+          fits,
+          countsRows,
+          standby = false,
+          if (checkpointIds) id else None
+        )
+      catch {
+        case NonFatal(e) =>
+          logWarning(s"$this could not catch up from version $v to $version; restoring from the checkpoint", e)
+          discard()
+          return false
+      }
     caught.exists { r =>
       restores += 1
       registry = r.registry
@@ -347,7 +392,8 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
   /** Moves a bounded store's heap copy to RocksDB (for good) once it outgrew its share. */
   private def keepWithinBound(store: KStateStore, copy: WorkingCopy): Unit =
     if (tiering.leaveHeap(copy)) {
-      try copy.moveToDb() catch {
+      try copy.moveToDb()
+      catch {
         case NonFatal(e) =>
           discard()
           throw KStateErrors.stateSpillFailed(store.id.toString, store.version, localRoot.toString, e)
@@ -362,7 +408,8 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
     if (!tiering.bounded) 0L else synchronized(lifecycle.current.workingCopy.map(_.heapBytes).getOrElse(0L))
 
   /** Bytes this provider holds of the executor's heap state budget (for tests). */
-  private[kstate] def heapReservedBytes: Long = synchronized(lifecycle.current.workingCopy.map(_.reservedBytes).getOrElse(0L))
+  private[kstate] def heapReservedBytes: Long =
+    synchronized(lifecycle.current.workingCopy.map(_.reservedBytes).getOrElse(0L))
 
   // ---- a store's reads ---------------------------------------------------------------------
 
@@ -370,11 +417,12 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
    * Whether `store` can still read its version: the working copy holds its base version, and
    * its spills if it spilled (a store that did not spill reads the base view meanwhile).
    */
-  private[kstate] def holds(store: KStateStore): Boolean = (lifecycle.current match {
-    case Loaded(v, _) => v == store.version && !store.spilled
-    case Spilled(v, _, spill) => v == store.version && (!store.spilled || (spill.store eq store))
-    case _ => false
-  }) && loadedId == store.baseId
+  private[kstate] def holds(store: KStateStore): Boolean =
+    (lifecycle.current match {
+      case Loaded(v, _) => v == store.version && !store.spilled
+      case Spilled(v, _, spill) => v == store.version && (!store.spilled || (spill.store eq store))
+      case _ => false
+    }) && loadedId == store.baseId
 
   /** Reads of `store` in the working copy: the base view while another store has spilled. */
   private[kstate] def dbGet(store: KStateStore, key: HashedKey): Array[Byte] = lifecycle.current match {
@@ -386,7 +434,8 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
   private[kstate] def dbScan(store: KStateStore, from: Array[Byte], until: Option[Array[Byte]]): StateScan =
     lifecycle.current match {
       case Loaded(_, copy) => copy.scan(from, until)
-      case Spilled(_, copy, spill) => if (spill.store ne store) spill.baseView.scan(from, until) else copy.scan(from, until)
+      case Spilled(_, copy, spill) =>
+        if (spill.store ne store) spill.baseView.scan(from, until) else copy.scan(from, until)
       case s => workingCopyOf(s, store).scan(from, until)
     }
 
@@ -465,7 +514,8 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
       committedChangelog = if (checkpointIds) None else p.writer.checksum
     } catch {
       case NonFatal(e) =>
-        try p.out.cancel() catch { case NonFatal(c) => e.addSuppressed(c) }
+        try p.out.cancel()
+        catch { case NonFatal(c) => e.addSuppressed(c) }
         if (store.spilled || heapFirst) discard()
         throw e
     }
@@ -526,7 +576,9 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
           // where a frozen view of version v stays readable meanwhile.
           c.moveToDb()
           val view = c.view()
-          val spill = try openPending(store, view) catch { case NonFatal(e) => view.close(); throw e }
+          val spill =
+            try openPending(store, view)
+            catch { case NonFatal(e) => view.close(); throw e }
           lifecycle.moveTo(Spilled(v, c, spill))
           (c, spill)
         case s => throw new IllegalStateException(s"cannot spill $store: the provider is $s")
@@ -576,10 +628,18 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
    */
   private def openPending(store: KStateStore, baseView: DbView): PendingVersion = {
     val v = store.version + 1
-    val checkpoint = if (!checkpointIds) None else Some(StateFile.Checkpoint(UUID.randomUUID().toString, lineageToWrite))
+    val checkpoint =
+      if (!checkpointIds) None else Some(StateFile.Checkpoint(UUID.randomUUID().toString, lineageToWrite))
     val (out, writer) = files.openChangelog(v, checkpoint)
-    PendingVersion(store, currentTask, files.path(StateFile.Changelog, v, checkpoint.map(_.id)), out, writer,
-      baseView, checkpoint.map(_.id))
+    PendingVersion(
+      store,
+      currentTask,
+      files.path(StateFile.Changelog, v, checkpoint.map(_.id)),
+      out,
+      writer,
+      baseView,
+      checkpoint.map(_.id)
+    )
   }
 
   /**
@@ -657,9 +717,11 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
     job.foreach { j =>
       val started = System.nanoTime()
       try {
-        val out = try files.prepareSnapshot(j.version, j.families, j.numKeys, j.entries, j.id)
+        val out =
+          try files.prepareSnapshot(j.version, j.families, j.numKeys, j.entries, j.id)
           finally j.entries.close()
-        try snapshotPrepared(j.version) catch { case NonFatal(e) => out.cancel(); throw e }
+        try snapshotPrepared(j.version)
+        catch { case NonFatal(e) => out.cancel(); throw e }
         synchronized {
           // A restore since the view may be a re-run rewriting version j.version: do not publish.
           if (restores == j.restoresBefore) {
@@ -684,15 +746,21 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
    * usable happen outside the lock; the deletes under it, so that no restore of this provider
    * runs between choosing files and deleting them.
    */
-  private def deleteObsoleteFiles(): Unit = if (checkpointIds) deleteObsoleteIdFiles() else {
+  private def deleteObsoleteFiles(): Unit = if (checkpointIds) deleteObsoleteIdFiles()
+  else {
     val on = files.versions()
     val known = synchronized(usableSnapshots)
-    val doomed = RetentionRule.delete(on, storeConf.minVersionsToRetain, s => known(s) || {
-      val ok = files.verifies(StateFile.Snapshot, s)
-      if (ok) synchronized { usableSnapshots += s }
-      else logWarning(s"$this: snapshot $s does not verify; the files before it are kept")
-      ok
-    })
+    val doomed = RetentionRule.delete(
+      on,
+      storeConf.minVersionsToRetain,
+      s =>
+        known(s) || {
+          val ok = files.verifies(StateFile.Snapshot, s)
+          if (ok) synchronized { usableSnapshots += s }
+          else logWarning(s"$this: snapshot $s does not verify; the files before it are kept")
+          ok
+        }
+    )
     synchronized {
       doomed.snapshots.foreach { v => files.delete(StateFile.Snapshot, v); usableSnapshots -= v }
       doomed.changelogs.foreach(v => files.delete(StateFile.Changelog, v))
@@ -706,19 +774,31 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
    */
   private def deleteObsoleteIdFiles(): Unit = {
     val (tip, committedChain, known) = synchronized {
-      (committedTip, committedTip.fold(Vector.empty[LineageEntry])(t => chain.filter(_.version <= t.version)),
-        usableIdSnapshots)
+      (
+        committedTip,
+        committedTip.fold(Vector.empty[LineageEntry])(t => chain.filter(_.version <= t.version)),
+        usableIdSnapshots
+      )
     }
     tip.filter(t => committedChain.lastOption.contains(t)).foreach { t =>
       val on = files.checkpoints()
-      val doomed = RetentionRule.deleteWithIds(on, committedChain, t.version, storeConf.minVersionsToRetain, s => known(s) || {
-        val ok = files.verifies(StateFile.Snapshot, s.version, Some(s.id))
-        if (ok) synchronized { usableIdSnapshots += s }
-        else logWarning(s"$this: snapshot $s does not verify; the files before it are kept")
-        ok
-      })
+      val doomed = RetentionRule.deleteWithIds(
+        on,
+        committedChain,
+        t.version,
+        storeConf.minVersionsToRetain,
+        s =>
+          known(s) || {
+            val ok = files.verifies(StateFile.Snapshot, s.version, Some(s.id))
+            if (ok) synchronized { usableIdSnapshots += s }
+            else logWarning(s"$this: snapshot $s does not verify; the files before it are kept")
+            ok
+          }
+      )
       synchronized {
-        doomed.snapshots.foreach { e => files.delete(StateFile.Snapshot, e.version, Some(e.id)); usableIdSnapshots -= e }
+        doomed.snapshots.foreach { e =>
+          files.delete(StateFile.Snapshot, e.version, Some(e.id)); usableIdSnapshots -= e
+        }
         doomed.changelogs.foreach(e => files.delete(StateFile.Changelog, e.version, Some(e.id)))
         doomed.base.foreach(b => chain = chain.dropWhile(_.version < b.version))
       }
@@ -772,6 +852,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
 }
 
 object KStateStoreProvider {
+
   /**
    * The query id a kstate operator passes its stores (in the store configuration's extra
    * options), so that a provider knows its store across query restarts (standby replicas).
@@ -789,8 +870,14 @@ object KStateStoreProvider {
   private def currentTask: Option[Long] = Option(TaskContext.get()).map(_.taskAttemptId())
 
   /** A due snapshot: the frozen entries of `version`, taken after `restoresBefore` restores. */
-  private final case class SnapshotJob(version: Long, families: Map[String, Short], numKeys: Long,
-      entries: FrozenEntries, restoresBefore: Long, id: Option[String])
+  private final case class SnapshotJob(
+      version: Long,
+      families: Map[String, Short],
+      numKeys: Long,
+      entries: FrozenEntries,
+      restoresBefore: Long,
+      id: Option[String]
+  )
 
   /** Format v2: the most entries of the loaded version's chain a provider keeps. */
   private val MaxChain = 4096
@@ -806,5 +893,6 @@ object KStateStoreProvider {
 
   /** One restore: which version, from which snapshot, how many changelog records, how long. */
   type RestoreInfo = org.apache.spark.sql.kstate.provider.RestoreInfo
-  val RestoreInfo: org.apache.spark.sql.kstate.provider.RestoreInfo.type = org.apache.spark.sql.kstate.provider.RestoreInfo
+  val RestoreInfo: org.apache.spark.sql.kstate.provider.RestoreInfo.type =
+    org.apache.spark.sql.kstate.provider.RestoreInfo
 }

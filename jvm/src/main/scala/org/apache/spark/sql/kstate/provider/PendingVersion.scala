@@ -17,9 +17,15 @@ import org.apache.spark.sql.kstate.engine.{DbView, StateFile, StateFiles}
  *                    version never spilled (a commit's changelog)
  * @param checkpointId checkpoint format v2: the id the version gets if it commits (its file's)
  */
-private[kstate] final case class PendingVersion(store: KStateStore, taskAttempt: Option[Long],
-    file: Path, out: StateFiles.AtomicOutput, writer: StateFile.Writer, baseView: DbView,
-    checkpointId: Option[String] = None) {
+private[kstate] final case class PendingVersion(
+    store: KStateStore,
+    taskAttempt: Option[Long],
+    file: Path,
+    out: StateFiles.AtomicOutput,
+    writer: StateFile.Writer,
+    baseView: DbView,
+    checkpointId: Option[String] = None
+) {
 
   private var viewClosed = baseView == null
 
@@ -29,6 +35,7 @@ private[kstate] final case class PendingVersion(store: KStateStore, taskAttempt:
   /** Gives the version up: no changelog file appears; returns a failure to log, if any. */
   def cancel(): Option[Throwable] = {
     closeView()
-    try { out.cancel(); None } catch { case NonFatal(e) => Some(e) }
+    try { out.cancel(); None }
+    catch { case NonFatal(e) => Some(e) }
   }
 }

@@ -20,7 +20,8 @@ private[kstate] final class ProviderLifecycle(lock: AnyRef) {
   def moveTo(to: ProviderState): Unit = {
     if (!Thread.holdsLock(lock)) {
       throw new IllegalStateException(
-        s"provider state change $state -> $to outside the provider's lock (thread ${Thread.currentThread.getName})")
+        s"provider state change $state -> $to outside the provider's lock (thread ${Thread.currentThread.getName})"
+      )
     }
     if (!ProviderState.allows(state, to)) {
       throw new IllegalStateException(s"illegal provider state transition: $state -> $to")

@@ -23,23 +23,29 @@ package org.apache.spark.sql.kstate.provider
  * `IllegalStateException` naming both states.
  */
 private[kstate] sealed trait ProviderState {
+
   /** The committed version the working copy holds, if any. */
   def version: Option[Long] = None
+
   /** The working copy, in LOADED and SPILLED. */
   def workingCopy: Option[WorkingCopy] = None
 }
 
 private[kstate] object ProviderState {
+
   /** Constructed, `init` not called yet. */
   case object Created extends ProviderState { override def toString: String = "CREATED" }
+
   /** No working copy: the next `getStore` restores from the checkpoint. */
   case object Empty extends ProviderState { override def toString: String = "EMPTY" }
+
   /** The working copy holds committed version `v`. */
   final case class Loaded(v: Long, working: WorkingCopy) extends ProviderState {
     override def version: Option[Long] = Some(v)
     override def workingCopy: Option[WorkingCopy] = Some(working)
     override def toString: String = s"LOADED($v)"
   }
+
   /**
    * The working copy holds committed version `v` plus the spilled, uncommitted changes of
    * `spill.store`; other stores at `v` read `spill.baseView`.

@@ -13,8 +13,14 @@ import org.apache.spark.sql.kstate.engine.StateFile.LineageEntry
  * version this provider's own working copy held when it was brought to `version` by replaying
  * only the changelogs after it (its store ran on another executor meanwhile).
  */
-final case class RestoreInfo(version: Long, snapshotVersion: Option[Long],
-    recordsReplayed: Long, millis: Long, standbyVersion: Option[Long] = None, caughtUpFrom: Option[Long] = None)
+final case class RestoreInfo(
+    version: Long,
+    snapshotVersion: Option[Long],
+    recordsReplayed: Long,
+    millis: Long,
+    standbyVersion: Option[Long] = None,
+    caughtUpFrom: Option[Long] = None
+)
 
 /**
  * Rebuilding version v of a store into a working copy: the newest snapshot at or below v, then
@@ -34,13 +40,20 @@ final case class RestoreInfo(version: Long, snapshotVersion: Option[Long],
  * @param chain        format v2: the (version, id) of v and the versions below it back to where
  *                     the restore started (the snapshot or held version read, else version 1)
  */
-private[kstate] final case class Restore(info: RestoreInfo, registry: FamilyRegistry, numKeys: Long,
-    staleAbove: Set[Long], chain: Vector[LineageEntry] = Vector.empty) {
+private[kstate] final case class Restore(
+    info: RestoreInfo,
+    registry: FamilyRegistry,
+    numKeys: Long,
+    staleAbove: Set[Long],
+    chain: Vector[LineageEntry] = Vector.empty
+) {
+
   /** What the working copy holds after this restore, as the base of a later [[Restore.onto]]. */
   def base: Restore.Base = Restore.Base(info.version, registry, numKeys, chain.lastOption.map(_.id))
 }
 
 private[kstate] object Restore {
+
   /**
    * What a working copy holds: a committed version, its column families and key count, and with
    * checkpoint format v2 the version's checkpoint id (None for version 0 and for format v1).
@@ -50,8 +63,13 @@ private[kstate] object Restore {
   private def emptyBase = Base(0L, FamilyRegistry.initial(StateStore.DEFAULT_COL_FAMILY_NAME), 0L)
 
   /** Restores `version` into `copy` (empty), reading `files`; `fits`: may the heap copy grow. */
-  def apply(files: CheckpointFiles, version: Long, copy: WorkingCopy, fits: () => Boolean,
-      countRows: Boolean): Restore = {
+  def apply(
+      files: CheckpointFiles,
+      version: Long,
+      copy: WorkingCopy,
+      fits: () => Boolean,
+      countRows: Boolean
+  ): Restore = {
     val started = System.nanoTime()
     // listed for version 0 too: a re-run of the first micro-batch replaces version 1
     val on = files.versions()
@@ -69,8 +87,14 @@ private[kstate] object Restore {
    * version 0; a version above 0 without one is `KSTATE_CHECKPOINT_ID_MISSING` (or
    * `KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT` when the store's files are of format v1).
    */
-  def withId(files: CheckpointFiles, version: Long, id: Option[String], copy: WorkingCopy, fits: () => Boolean,
-      countRows: Boolean): Restore = {
+  def withId(
+      files: CheckpointFiles,
+      version: Long,
+      id: Option[String],
+      copy: WorkingCopy,
+      fits: () => Boolean,
+      countRows: Boolean
+  ): Restore = {
     val started = System.nanoTime()
     val on = files.checkpoints()
     (version, id) match {
@@ -100,20 +124,44 @@ private[kstate] object Restore {
    * checkpoint format v2 (`id`), only along the lineage of (`version`, `id`): None when `base`
    * is not on it (the copy holds another attempt's state; the caller rebuilds from the checkpoint).
    */
-  def onto(files: CheckpointFiles, base: Base, version: Long, copy: WorkingCopy, fits: () => Boolean,
-      countRows: Boolean, standby: Boolean, id: Option[String] = None): Option[Restore] = {
+  def onto(
+      files: CheckpointFiles,
+      base: Base,
+      version: Long,
+      copy: WorkingCopy,
+      fits: () => Boolean,
+      countRows: Boolean,
+      standby: Boolean,
+      id: Option[String] = None
+  ): Option[Restore] = {
     require(version >= base.version, s"cannot restore version $version onto ${base.version}")
     val standbyVersion = if (standby) Some(base.version) else None
     id match {
       case None =>
-        Some(replay(files, files.versions(), base, version, copy, fits, countRows, System.nanoTime(), None, standbyVersion))
+        Some(replay(
+          files,
+          files.versions(),
+          base,
+          version,
+          copy,
+          fits,
+          countRows,
+          System.nanoTime(),
+          None,
+          standbyVersion
+        ))
       case Some(i) =>
         val held = base.id.map(LineageEntry(base.version, _))
         if (held.isEmpty && base.version > 0) None
         else if (version == base.version) {
           if (held.exists(_.id != i)) None
-          else Some(Restore(RestoreInfo(version, None, 0L, 0L, standbyVersion), base.registry, base.numKeys,
-            Set.empty[Long], held.toVector))
+          else Some(Restore(
+            RestoreInfo(version, None, 0L, 0L, standbyVersion),
+            base.registry,
+            base.numKeys,
+            Set.empty[Long],
+            held.toVector
+          ))
         } else {
           val resolved = CheckpointLineage.resolve(files, files.checkpoints(), version, i, describe(files), held)
           val fromBase = resolved.start match {
@@ -122,17 +170,36 @@ private[kstate] object Restore {
             case _ => false
           }
           if (!fromBase) None
-          else Some(replayIds(files, base, resolved, version, copy, fits, countRows, System.nanoTime(), None,
-            standbyVersion))
+          else Some(replayIds(
+            files,
+            base,
+            resolved,
+            version,
+            copy,
+            fits,
+            countRows,
+            System.nanoTime(),
+            None,
+            standbyVersion
+          ))
         }
     }
   }
 
   private def describe(files: CheckpointFiles): String = s"the state store at ${files.dir}"
 
-  private def replayIds(files: CheckpointFiles, base: Base, resolved: CheckpointLineage.Resolved, version: Long,
-      copy: WorkingCopy, fits: () => Boolean, countRows: Boolean, started: Long, snapshotUsed: Option[Long],
-      standbyVersion: Option[Long]): Restore = {
+  private def replayIds(
+      files: CheckpointFiles,
+      base: Base,
+      resolved: CheckpointLineage.Resolved,
+      version: Long,
+      copy: WorkingCopy,
+      fits: () => Boolean,
+      countRows: Boolean,
+      started: Long,
+      snapshotUsed: Option[Long],
+      standbyVersion: Option[Long]
+  ): Restore = {
     var registry = base.registry
     var numKeys = base.numKeys
     var replayed = 0L
@@ -143,13 +210,27 @@ private[kstate] object Restore {
       numKeys = summary.numKeys
     }
     if (countRows && numKeys < 0) numKeys = copy.countAll()
-    Restore(RestoreInfo(version, snapshotUsed, replayed, (System.nanoTime() - started) / 1000000, standbyVersion),
-      registry, numKeys, Set.empty[Long], resolved.chain)
+    Restore(
+      RestoreInfo(version, snapshotUsed, replayed, (System.nanoTime() - started) / 1000000, standbyVersion),
+      registry,
+      numKeys,
+      Set.empty[Long],
+      resolved.chain
+    )
   }
 
-  private def replay(files: CheckpointFiles, on: CheckpointFiles.Versions, base: Base, version: Long,
-      copy: WorkingCopy, fits: () => Boolean, countRows: Boolean, started: Long,
-      snapshotUsed: Option[Long], standbyVersion: Option[Long]): Restore = {
+  private def replay(
+      files: CheckpointFiles,
+      on: CheckpointFiles.Versions,
+      base: Base,
+      version: Long,
+      copy: WorkingCopy,
+      fits: () => Boolean,
+      countRows: Boolean,
+      started: Long,
+      snapshotUsed: Option[Long],
+      standbyVersion: Option[Long]
+  ): Restore = {
     var registry = base.registry
     var numKeys = base.numKeys
     var replayed = 0L
@@ -169,12 +250,30 @@ private[kstate] object Restore {
       v += 1
     }
     if (countRows && numKeys < 0) numKeys = copy.countAll()
-    Restore(RestoreInfo(version, snapshotUsed, replayed, (System.nanoTime() - started) / 1000000,
-      standbyVersion), registry, numKeys, on.snapshots.filter(_ > version))
+    Restore(
+      RestoreInfo(
+        version,
+        snapshotUsed,
+        replayed,
+        (System.nanoTime() - started) / 1000000,
+        standbyVersion
+      ),
+      registry,
+      numKeys,
+      on.snapshots.filter(_ > version)
+    )
   }
 
-  private def load(files: CheckpointFiles, kind: StateFile.Kind, v: Long, target: Long, copy: WorkingCopy,
-      fits: () => Boolean, registry: FamilyRegistry, id: Option[String] = None): (StateFile.Summary, FamilyRegistry) = {
+  private def load(
+      files: CheckpointFiles,
+      kind: StateFile.Kind,
+      v: Long,
+      target: Long,
+      copy: WorkingCopy,
+      fits: () => Boolean,
+      registry: FamilyRegistry,
+      id: Option[String] = None
+  ): (StateFile.Summary, FamilyRegistry) = {
     val sink = copy.loader(fits)
     try {
       val summary = files.read(kind, v, target, sink, id)

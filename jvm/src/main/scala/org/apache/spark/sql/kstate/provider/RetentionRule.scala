@@ -19,6 +19,7 @@ import org.apache.spark.sql.kstate.engine.StateFile.LineageEntry
  * and deleting the damaged snapshot 9 leaves every retained version restorable from 6.
  */
 private[kstate] object RetentionRule {
+
   /** The files of `on` to delete; `usable(s)` says whether snapshot s may serve as the base. */
   def delete(on: Versions, minVersionsToRetain: Int, usable: Long => Boolean): Versions =
     on.latest match {
@@ -49,14 +50,22 @@ private[kstate] object RetentionRule {
    * of version 3), changelogs 1_a..5_e and 4_y): retained 4..5, base 3_c: deleted 1_a, 2_b, 3_c's
    * changelog and snapshot 3_x; kept snapshot 3_c, changelogs 4_d, 4_y, 5_e.
    */
-  def deleteWithIds(on: IdVersions, chain: Seq[LineageEntry], tip: Long, minVersionsToRetain: Int,
-      usable: LineageEntry => Boolean): IdDeletes = {
+  def deleteWithIds(
+      on: IdVersions,
+      chain: Seq[LineageEntry],
+      tip: Long,
+      minVersionsToRetain: Int,
+      usable: LineageEntry => Boolean
+  ): IdDeletes = {
     val oldestKept = tip - math.max(1, minVersionsToRetain) + 1
     chain.filter(e => e.version <= oldestKept && on.snapshots(e)).sortBy(-_.version).find(usable) match {
       case None => IdDeletes(Set.empty, Set.empty, None)
       case Some(base) =>
-        IdDeletes(on.changelogs.filter(_.version <= base.version),
-          on.snapshots.filter(s => s.version < base.version || (s.version == base.version && s != base)), Some(base))
+        IdDeletes(
+          on.changelogs.filter(_.version <= base.version),
+          on.snapshots.filter(s => s.version < base.version || (s.version == base.version && s != base)),
+          Some(base)
+        )
     }
   }
 }

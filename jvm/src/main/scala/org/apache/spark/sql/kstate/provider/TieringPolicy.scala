@@ -29,5 +29,6 @@ private[kstate] final class TieringPolicy(val heapStateLimit: Long) {
 
   /** Whether `copy` is on the heap but outgrew the bound; if so, later restores go to RocksDB. */
   def leaveHeap(copy: WorkingCopy): Boolean =
-    if (bounded && copy.onHeap && !admits(copy.heapBytes)) { heapAllowed = false; true } else false
+    if (bounded && copy.onHeap && !admits(copy.heapBytes)) { heapAllowed = false; true }
+    else false
 }

@@ -23,19 +23,28 @@ import org.apache.spark.sql.kstate.engine._
  *
  * @param writeLocally writes a batch into the database (the provider's seam for fault tests)
  */
-private[kstate] final class WorkingCopy(onHeapAtStart: Boolean, limit: Long, localRoot: () => File,
-    writeLocally: (LocalDb, WriteBatch) => Unit, owner: String) extends Logging {
+private[kstate] final class WorkingCopy(
+    onHeapAtStart: Boolean,
+    limit: Long,
+    localRoot: () => File,
+    writeLocally: (LocalDb, WriteBatch) => Unit,
+    owner: String
+) extends Logging {
   private var heap: FamilyHeaps = if (onHeapAtStart) new FamilyHeaps else null
   private var db: LocalDb = if (onHeapAtStart) null else new LocalDb(localRoot())
+
   /** Bytes of [[HeapStateBudget]] reserved for `heap`. */
   private var reserved = 0L
 
   def onHeap: Boolean = heap != null
+
   /** Heap held by a heap copy (0 in RocksDB). */
   def heapBytes: Long = if (heap != null) heap.heapBytes else 0L
   def reservedBytes: Long = reserved
+
   /** Data in the local database (its files and memtables), the disk tier. */
   def dbBytes: Long = if (db != null) db.dataBytes else 0L
+
   /** The heap copy's size, or RocksDB's memtables and table readers. */
   def memoryBytes: Long = if (heap != null) heap.heapBytes else if (db != null) db.memoryBytes else 0L
   def localDir: Option[File] = Option(db).map(_.directory)
@@ -64,7 +73,8 @@ private[kstate] final class WorkingCopy(onHeapAtStart: Boolean, limit: Long, loc
     else {
       val scan = db.scan(from, until)
       var n = 0L
-      try while (scan.valid) { n += 1; scan.next() } finally scan.close()
+      try while (scan.valid) { n += 1; scan.next() }
+      finally scan.close()
       n
     }
 
@@ -132,7 +142,8 @@ private[kstate] final class WorkingCopy(onHeapAtStart: Boolean, limit: Long, loc
   def resolveExistence(changes: Array[WriteSet.Entry]): Unit =
     if (heap != null) {
       changes.foreach { e =>
-        if (e.existed == WriteSet.Unknown) e.existed = if (heap.contains(new HashedKey(e.key))) WriteSet.Present else WriteSet.Absent
+        if (e.existed == WriteSet.Unknown)
+          e.existed = if (heap.contains(new HashedKey(e.key))) WriteSet.Present else WriteSet.Absent
       }
     } else {
       val keys = new java.util.ArrayList[Array[Byte]](WorkingCopy.ExistenceBatch)
@@ -195,12 +206,14 @@ private[kstate] final class WorkingCopy(onHeapAtStart: Boolean, limit: Long, loc
       releaseReservation()
     }
     if (db != null) {
-      try db.close() finally db = null
+      try db.close()
+      finally db = null
     }
   }
 }
 
 private[kstate] object WorkingCopy {
+
   /** Keys per native multi-get when resolving which changed keys existed. */
   val ExistenceBatch = 4096
 }

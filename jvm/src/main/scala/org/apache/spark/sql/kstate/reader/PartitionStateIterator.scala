@@ -23,7 +23,8 @@ final class PartitionStateIterator private (
     provider: StateStoreProvider,
     store: ReadStateStore,
     pairs: StateStoreIterator[UnsafeRowPair],
-    partitionId: Int) extends Iterator[InternalRow] with AutoCloseable {
+    partitionId: Int
+) extends Iterator[InternalRow] with AutoCloseable {
 
   private var closed = false
 
@@ -41,21 +42,29 @@ final class PartitionStateIterator private (
 
   override def close(): Unit = if (!closed) {
     closed = true
-    PartitionStateIterator.closeAll(Seq(() => pairs.close(), () => store.release(),
-      () => provider.close()))
+    PartitionStateIterator.closeAll(Seq(
+      () => pairs.close(),
+      () => store.release(),
+      () => provider.close()
+    ))
   }
 }
 
 object PartitionStateIterator {
+
   /** Opens `partition` of `target` read-only; on failure, releases what was opened. */
   def open(target: StateReadTarget, partition: Int, hadoopConf: Configuration)
-    : PartitionStateIterator = {
+      : PartitionStateIterator = {
     val provider = providerOf(target, partition, hadoopConf)
     var store: ReadStateStore = null
     try {
       store = provider.getReadStore(target.version, target.idOf(partition))
-      new PartitionStateIterator(provider, store, store.iterator(StateStore.DEFAULT_COL_FAMILY_NAME),
-        partition)
+      new PartitionStateIterator(
+        provider,
+        store,
+        store.iterator(StateStore.DEFAULT_COL_FAMILY_NAME),
+        partition
+      )
     } catch {
       case NonFatal(e) =>
         val s = store
@@ -71,18 +80,26 @@ object PartitionStateIterator {
   def providerOf(target: StateReadTarget, partition: Int, hadoopConf: Configuration): StateStoreProvider =
     StateStoreProvider.createAndInit(
       StateStoreProviderId(target.storeId(partition), java.util.UUID.randomUUID()),
-      target.keySchema, target.valueSchema, NoPrefixKeyStateEncoderSpec(target.keySchema),
-      true, target.storeConf, hadoopConf, false, None)
+      target.keySchema,
+      target.valueSchema,
+      NoPrefixKeyStateEncoderSpec(target.keySchema),
+      true,
+      target.storeConf,
+      hadoopConf,
+      false,
+      None
+    )
 
   /** Runs every step even if some fail; the first failure is thrown (or added to `primary`). */
   private def closeAll(steps: Seq[() => Unit], primary: Option[Throwable] = None): Unit = {
     var failure = primary
     steps.foreach { step =>
-      try step() catch {
+      try step()
+      catch {
         case NonFatal(e) => failure match {
-          case Some(f) => f.addSuppressed(e)
-          case None => failure = Some(e)
-        }
+            case Some(f) => f.addSuppressed(e)
+            case None => failure = Some(e)
+          }
       }
     }
     if (primary.isEmpty) failure.foreach(throw _)

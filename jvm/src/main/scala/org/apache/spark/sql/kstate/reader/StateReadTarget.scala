@@ -35,7 +35,8 @@ final case class StateReadTarget(
     keySchema: StructType,
     valueSchema: StructType,
     storeConf: StateStoreConf,
-    checkpointIds: Option[Seq[String]] = None) {
+    checkpointIds: Option[Seq[String]] = None
+) {
   def version: Long = batchId + 1
 
   def storeId(partition: Int): StateStoreId = StateStoreId(stateRoot, operatorId, partition, storeName)
@@ -45,6 +46,7 @@ final case class StateReadTarget(
 }
 
 object StateReadTarget {
+
   /** The state store kstate operators keep their state in. */
   val DefaultStoreName: String = "default"
 
@@ -62,7 +64,8 @@ object StateReadTarget {
       checkpointLocation: String,
       operator: OperatorSelector,
       batchId: Option[Long],
-      storeName: String): StateReadTarget = {
+      storeName: String
+  ): StateReadTarget = {
     if (checkpointLocation == null || checkpointLocation.trim.isEmpty) {
       throw KStateErrors.invalidStateRead("the checkpoint location is empty")
     }
@@ -88,7 +91,10 @@ object StateReadTarget {
 
     val found = view.kstateOperators
     val op = found.find(operator.matches).getOrElse(throw KStateErrors.unknownStateOperator(
-      operator.describe, view.root.toString, found.map(_.describe)))
+      operator.describe,
+      view.root.toString,
+      found.map(_.describe)
+    ))
 
     val (keySchema, valueSchema) =
       defaultFamilySchema(view.stateRoot.toString, op, storeName, view.hadoopConf)
@@ -96,8 +102,17 @@ object StateReadTarget {
     val numPartitions = recorded.get(SQLConf.SHUFFLE_PARTITIONS.key).flatMap(_.toIntOption)
       .getOrElse(view.partitionDirectories(op.id))
     val ids = checkpointIdsOf(view, batch, op, numPartitions)
-    StateReadTarget(view.stateRoot.toString, op.id, storeName, batch, numPartitions, keySchema,
-      valueSchema, storeConf(session.sessionState.conf, recorded, op.providerClass, ids.isDefined), ids)
+    StateReadTarget(
+      view.stateRoot.toString,
+      op.id,
+      storeName,
+      batch,
+      numPartitions,
+      keySchema,
+      valueSchema,
+      storeConf(session.sessionState.conf, recorded, op.providerClass, ids.isDefined),
+      ids
+    )
   }
 
   /**
@@ -111,14 +126,21 @@ object StateReadTarget {
     val perPartition = all.getOrElse(op.id, Array.empty[Array[String]])
     (0 until numPartitions).map { p =>
       perPartition.lift(p).flatMap(_.headOption).getOrElse(throw KStateErrors.checkpointIdMissing(
-        s"kstate operator ${op.describe}, partition $p", batch + 1, Nil))
+        s"kstate operator ${op.describe}, partition $p",
+        batch + 1,
+        Nil
+      ))
     }
   }
 
   /** Key and value schema of the default column family, from the store's state schema file. */
   private def defaultFamilySchema(
-      stateRoot: String, op: RecordedOperator, storeName: String, hadoopConf: Configuration)
-    : (StructType, StructType) = {
+      stateRoot: String,
+      op: RecordedOperator,
+      storeName: String,
+      hadoopConf: Configuration
+  )
+      : (StructType, StructType) = {
     val storeId = StateStoreId(stateRoot, op.id, 0, storeName)
     val file = StateSchemaCompatibilityChecker.schemaFile(storeId.storeCheckpointLocation())
     def missing = KStateErrors.stateSchemaMissing(op.describe, storeName, file.toString)
@@ -126,7 +148,12 @@ object StateReadTarget {
     // Spark's checker reads the file kstate's operators wrote through it; it creates nothing
     // when told not to create the schema directory.
     val checker = new StateSchemaCompatibilityChecker(
-      StateStoreProviderId(storeId, UUID.randomUUID()), hadoopConf, Nil, None, false)
+      StateStoreProviderId(storeId, UUID.randomUUID()),
+      hadoopConf,
+      Nil,
+      None,
+      false
+    )
     checker.readSchemaFile().find(_.colFamilyName == StateStore.DEFAULT_COL_FAMILY_NAME)
       .map(s => (s.keySchema, s.valueSchema)).getOrElse(throw missing)
   }
@@ -138,7 +165,7 @@ object StateReadTarget {
    * kstate's operators do, `KStateConf.StoreDefaults`).
    */
   private def storeConf(session: SQLConf, recorded: Map[String, String], provider: String, withIds: Boolean)
-    : StateStoreConf = {
+      : StateStoreConf = {
     val conf = session.clone()
     recorded.foreach { case (k, v) => conf.setConfString(k, v) }
     conf.setConfString(SQLConf.STATE_STORE_PROVIDER_CLASS.key, provider)

@@ -16,18 +16,24 @@ object StateReader {
       checkpointLocation: String,
       operator: OperatorSelector,
       batchId: Option[Long],
-      storeName: String): DataFrame = {
+      storeName: String
+  ): DataFrame = {
     val session = SparkShim.classic(spark)
     val target = StateReadTarget.resolve(session, checkpointLocation, operator, batchId, storeName)
     val hadoopConf = session.sparkContext.broadcast(
-      new SerializableConfiguration(session.sessionState.newHadoopConf()))
-    SparkShim.dataFrameOf(session, new StateReaderRDD(session.sparkContext, target, hadoopConf),
-      schema(target))
+      new SerializableConfiguration(session.sessionState.newHadoopConf())
+    )
+    SparkShim.dataFrameOf(
+      session,
+      new StateReaderRDD(session.sparkContext, target, hadoopConf),
+      schema(target)
+    )
   }
 
   /** The schema of Spark's `statestore` source: key and value structs, then the partition. */
   def schema(target: StateReadTarget): StructType = StructType(Seq(
     StructField("key", target.keySchema),
     StructField("value", target.valueSchema),
-    StructField("partition_id", IntegerType)))
+    StructField("partition_id", IntegerType)
+  ))
 }

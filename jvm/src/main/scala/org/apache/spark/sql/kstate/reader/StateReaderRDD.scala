@@ -13,8 +13,8 @@ import org.apache.spark.util.SerializableConfiguration
 final class StateReaderRDD(
     sc: SparkContext,
     target: StateReadTarget,
-    hadoopConf: Broadcast[SerializableConfiguration])
-  extends RDD[InternalRow](sc, Nil) {
+    hadoopConf: Broadcast[SerializableConfiguration]
+) extends RDD[InternalRow](sc, Nil) {
 
   override protected def getPartitions: Array[Partition] =
     Array.tabulate[Partition](target.numPartitions)(StateReaderRDD.StatePartition)

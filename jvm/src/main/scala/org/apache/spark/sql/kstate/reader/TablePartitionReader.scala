@@ -28,10 +28,15 @@ final class TablePartitionReader private (
     provider: StateStoreProvider,
     store: KStateStore,
     target: TableReadTarget,
-    asOf: Option[Long]) extends Iterator[InternalRow] with AutoCloseable {
+    asOf: Option[Long]
+) extends Iterator[InternalRow] with AutoCloseable {
 
-  private val versions = new VersionedKeyValueStore(store, target.storeName,
-    target.historyRetentionMs, target.graceMs)
+  private val versions = new VersionedKeyValueStore(
+    store,
+    target.storeName,
+    target.historyRetentionMs,
+    target.graceMs
+  )
   private val keys = versions.keys()
   private val valueTypes = target.valueSchema.fields.map(_.dataType)
   private val timestampOf = KStateStatefulExec.millisTo(target.timestampType)
@@ -72,26 +77,33 @@ final class TablePartitionReader private (
 
   override def close(): Unit = if (!closed) {
     closed = true
-    try keys.close() finally try store.release() finally provider.close()
+    try keys.close()
+    finally
+      try store.release()
+      finally provider.close()
   }
 }
 
 object TablePartitionReader {
+
   /** Opens `partition` of `target` as of `asOf`; on failure, releases what was opened. */
   def open(target: TableReadTarget, partition: Int, asOf: Option[Long], hadoopConf: Configuration)
-    : TablePartitionReader = {
+      : TablePartitionReader = {
     val provider = PartitionStateIterator.providerOf(target.state, partition, hadoopConf)
     var store: KStateStore = null
     try {
       provider match {
-        case k: KStateStoreProvider => store = k.getStore(target.state.version, target.state.idOf(partition), true, false)
+        case k: KStateStoreProvider =>
+          store = k.getStore(target.state.version, target.state.idOf(partition), true, false)
         case other => throw KStateErrors.internal(
-          s"a versioned table's state was opened with ${other.getClass.getName}, not kstate's provider")
+            s"a versioned table's state was opened with ${other.getClass.getName}, not kstate's provider"
+          )
       }
       new TablePartitionReader(provider, store, target, asOf)
     } catch {
       case NonFatal(e) =>
-        try if (store != null) store.release() finally provider.close()
+        try if (store != null) store.release()
+        finally provider.close()
         throw e
     }
   }

@@ -28,9 +28,11 @@ final case class TableReadTarget(
     keyType: DataType,
     valueSchema: StructType,
     timestampType: DataType,
-    schema: StructType)
+    schema: StructType
+)
 
 object TableReadTarget {
+
   /** The name of the versioned store the table source keeps its versions in (`kstate_vs_table_*`). */
   val VersionedStoreName: String = org.apache.spark.sql.kstate.execution.KStateTableSourceExec.VersionedStoreName
 
@@ -40,8 +42,13 @@ object TableReadTarget {
    * An operator that materializes a table: its name, kind, the prefix of the table's entries in
    * its recorded configuration and the versioned store's name.
    */
-  private final case class Found(op: RecordedOperator, name: Option[String], kind: String, prefix: String,
-      storeName: String)
+  private final case class Found(
+      op: RecordedOperator,
+      name: Option[String],
+      kind: String,
+      prefix: String,
+      storeName: String
+  )
 
   /**
    * Resolves a read of the table named `name` in the checkpoint at `checkpointLocation`. Checks,
@@ -65,18 +72,35 @@ object TableReadTarget {
     val sources = view.kstateOperators.filter(op => op.config.get("kind").exists(Kinds.contains))
       .map(op => Found(op, op.name, op.config("kind"), "", VersionedStoreName))
     val inJoins = view.kstateOperators.filter(_.config.contains(JoinedTableSource.Name))
-      .map(op => Found(op, op.config.get(JoinedTableSource.Name), op.config(JoinedTableSource.Kind), JoinedTableSource.Prefix,
-        KStateStreamTableJoinExec.VersionedStoreName))
+      .map(op =>
+        Found(
+          op,
+          op.config.get(JoinedTableSource.Name),
+          op.config(JoinedTableSource.Kind),
+          JoinedTableSource.Prefix,
+          KStateStreamTableJoinExec.VersionedStoreName
+        )
+      )
     val tables = sources ++ inJoins
     val found = tables.find(_.name.contains(name)).getOrElse(throw KStateErrors.tableNotFound(
-      name, view.root.toString, tables.map(t => s"${t.name.getOrElse("?")} (${t.kind})")))
+      name,
+      view.root.toString,
+      tables.map(t => s"${t.name.getOrElse("?")} (${t.kind})")
+    ))
     if (found.kind != "versioned_table") throw KStateErrors.tableNotVersioned(name, view.root.toString)
     val table = found.op
 
-    val state = StateReadTarget.resolve(session, checkpointLocation, OperatorSelector.ById(table.id), None,
-      StateReadTarget.DefaultStoreName)
-    def recorded(key: String): String = table.config.getOrElse(key,
-      throw KStateErrors.internal(s"table '$name' has no '$key' in its recorded configuration: ${table.config}"))
+    val state = StateReadTarget.resolve(
+      session,
+      checkpointLocation,
+      OperatorSelector.ById(table.id),
+      None,
+      StateReadTarget.DefaultStoreName
+    )
+    def recorded(key: String): String = table.config.getOrElse(
+      key,
+      throw KStateErrors.internal(s"table '$name' has no '$key' in its recorded configuration: ${table.config}")
+    )
     val p = found.prefix
     val keyType = state.keySchema.fields.head.dataType
     val timestampType = CatalystSqlParser.parseDataType(recorded(p + "timestampType"))
@@ -86,7 +110,15 @@ object TableReadTarget {
     val schema = StructType(StructField(keyColumn, keyType, nullable = false) +:
       state.valueSchema.fields.map(_.copy(nullable = true)) :+
       StructField(timestampColumn, timestampType, nullable = false))
-    TableReadTarget(state, found.storeName, recorded("historyRetentionMs").toLong, recorded(p + "graceMs").toLong, keyType,
-      state.valueSchema, timestampType, schema)
+    TableReadTarget(
+      state,
+      found.storeName,
+      recorded("historyRetentionMs").toLong,
+      recorded(p + "graceMs").toLong,
+      keyType,
+      state.valueSchema,
+      timestampType,
+      schema
+    )
   }
 }

@@ -23,9 +23,13 @@ object TableReader {
     val session = SparkShim.classic(spark)
     val target = TableReadTarget.resolve(session, checkpointLocation, name)
     val hadoopConf = session.sparkContext.broadcast(
-      new SerializableConfiguration(session.sessionState.newHadoopConf()))
-    SparkShim.dataFrameOf(session, new TableReaderRDD(session.sparkContext, target, asOf, hadoopConf),
-      target.schema)
+      new SerializableConfiguration(session.sessionState.newHadoopConf())
+    )
+    SparkShim.dataFrameOf(
+      session,
+      new TableReaderRDD(session.sparkContext, target, asOf, hadoopConf),
+      target.schema
+    )
   }
 
   /**
@@ -41,7 +45,8 @@ object TableReader {
       if (target.timestampType == TimestampNTZType) DateTimeUtils.stringToTimestampWithoutTimeZone(s)
       else DateTimeUtils.stringToTimestamp(s, DateTimeUtils.getZoneId(session.sessionState.conf.sessionLocalTimeZone))
     val ms = micros.map(m => Math.floorDiv(m, 1000L)).getOrElse(throw KStateErrors.invalidStateRead(
-      s"as_of '$asOf' is not a timestamp; use e.g. '2026-11-24 10:00:00' or '2026-11-24T10:00:00Z'"))
+      s"as_of '$asOf' is not a timestamp; use e.g. '2026-11-24 10:00:00' or '2026-11-24T10:00:00Z'"
+    ))
     read(spark, checkpointLocation, name, Some(ms))
   }
 }
@@ -51,8 +56,8 @@ final class TableReaderRDD(
     sc: SparkContext,
     target: TableReadTarget,
     asOf: Option[Long],
-    hadoopConf: Broadcast[SerializableConfiguration])
-  extends RDD[InternalRow](sc, Nil) {
+    hadoopConf: Broadcast[SerializableConfiguration]
+) extends RDD[InternalRow](sc, Nil) {
 
   override protected def getPartitions: Array[Partition] =
     Array.tabulate[Partition](target.state.numPartitions)(StateReaderRDD.StatePartition)

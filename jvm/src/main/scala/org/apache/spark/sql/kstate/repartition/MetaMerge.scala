@@ -19,6 +19,7 @@ import org.apache.spark.sql.types.StructType
  */
 final class EntryTally(layout: OperatorLayout) {
   private val counting = layout.counting
+
   /** `kstate_meta`'s Entries and Bytes, as the operator counts them. */
   var entries: Long = 0L
   var bytes: Long = 0L
@@ -33,21 +34,21 @@ final class EntryTally(layout: OperatorLayout) {
 
   def observe(family: String, key: Array[Byte], value: Array[Byte]): Unit = family match {
     case org.apache.spark.sql.execution.streaming.state.StateStore.DEFAULT_COL_FAMILY_NAME => counting match {
-      case Counting.DefaultEntries => entries += 1
-      case Counting.WindowAggregate => entries += 1; bytes += key.length.toLong + value.length
-      case Counting.SessionDistinct => entries += arrayOf(value).numElements() / 2
-      case Counting.SpanAggregate =>
-        val spans = arrayOf(value)
-        entries += spans.numElements()
-        var b = key.length.toLong
-        var i = 0
-        while (i < spans.numElements()) {
-          b += 24L + spans.getStruct(i, 4).getStruct(3, spanBuffers).getSizeInBytes
-          i += 1
-        }
-        bytes += b
-      case _ =>
-    }
+        case Counting.DefaultEntries => entries += 1
+        case Counting.WindowAggregate => entries += 1; bytes += key.length.toLong + value.length
+        case Counting.SessionDistinct => entries += arrayOf(value).numElements() / 2
+        case Counting.SpanAggregate =>
+          val spans = arrayOf(value)
+          entries += spans.numElements()
+          var b = key.length.toLong
+          var i = 0
+          while (i < spans.numElements()) {
+            b += 24L + spans.getStruct(i, 4).getStruct(3, spanBuffers).getSizeInBytes
+            i += 1
+          }
+          bytes += b
+        case _ =>
+      }
     case org.apache.spark.sql.kstate.operatorstate.StoreForeignKeySubscriptionState.Cf =>
       if (counting == Counting.Subscriptions) entries += 1
     case OperatorLayout.Structure("buf", name, "time") =>
@@ -89,8 +90,16 @@ final class EntryTally(layout: OperatorLayout) {
  * @param entries the family's entries of every old partition: (old partition, key, value)
  */
 object MetaMerge {
-  def apply(kind: MetaKind, family: String, operator: String, entries: Seq[(Int, Array[Byte], Array[Byte])],
-      tally: EntryTally, counting: Counting, newPartition: Int, numPartitions: Int): Seq[(Array[Byte], Array[Byte])] = {
+  def apply(
+      kind: MetaKind,
+      family: String,
+      operator: String,
+      entries: Seq[(Int, Array[Byte], Array[Byte])],
+      tally: EntryTally,
+      counting: Counting,
+      newPartition: Int,
+      numPartitions: Int
+  ): Seq[(Array[Byte], Array[Byte])] = {
     def bad(why: String) = KStateErrors.repartitionUnsupportedState(operator, s"its column family '$family' $why")
     kind match {
       case MetaKind.OperatorMeta =>

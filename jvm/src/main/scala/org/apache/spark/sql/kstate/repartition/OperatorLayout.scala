@@ -7,10 +7,19 @@ import org.apache.spark.sql.kstate.errors.KStateErrors
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.catalyst.parser.CatalystSqlParser
-import org.apache.spark.sql.execution.streaming.state.{PrefixKeyScanStateEncoderSpec, RangeKeyScanStateEncoderSpec, StateStore}
+import org.apache.spark.sql.execution.streaming.state.{
+  PrefixKeyScanStateEncoderSpec,
+  RangeKeyScanStateEncoderSpec,
+  StateStore
+}
 import org.apache.spark.sql.kstate.execution.{KStateFkJoinExec, KStateFkJoinSubscriptionsExec, KStateTableJoinExec}
 import org.apache.spark.sql.kstate.reader.RecordedOperator
-import org.apache.spark.sql.kstate.operatorstate.{ExpiryIndex, StateMeta, StoreForeignKeySubscriptionState, StoreTableState}
+import org.apache.spark.sql.kstate.operatorstate.{
+  ExpiryIndex,
+  StateMeta,
+  StoreForeignKeySubscriptionState,
+  StoreTableState
+}
 import org.apache.spark.sql.kstate.engine.FamilyCodec
 import org.apache.spark.sql.types.{DataType, LongType, StructField, StructType}
 
@@ -58,7 +67,7 @@ final case class OperatorLayout(operator: RecordedOperator, keySchema: StructTyp
       val schema = StructType(StructField("time", LongType, nullable = false) +: keySchema.fields)
       FamilyRoute.ByKey(decoded(family, schema, RangeKeyScanStateEncoderSpec(schema, Seq(0))), 1)
     case StoreTableState.Cf | KStateTableJoinExec.LeftFamily | KStateTableJoinExec.RightFamily |
-         KStateFkJoinSubscriptionsExec.RightFamily | KStateFkJoinExec.ResultFamily =>
+        KStateFkJoinSubscriptionsExec.RightFamily | KStateFkJoinExec.ResultFamily =>
       FamilyRoute.ByKey(rowOf(1), 0)
     case StoreForeignKeySubscriptionState.Cf =>
       val schema = StructType(Seq(StructField("foreignKey", keyType), StructField("key", leftKeyType)))
@@ -72,8 +81,10 @@ final case class OperatorLayout(operator: RecordedOperator, keySchema: StructTyp
     case Structure("vs", _, "meta") => FamilyRoute.PerPartition(MetaKind.VersionedMeta)
     case Structure("stj", _, "buffer") => FamilyRoute.ByKey(keyInValue, 0)
     case Structure("stj", _, "meta") => FamilyRoute.PerPartition(MetaKind.JoinBufferMeta)
-    case other => throw KStateErrors.repartitionUnsupportedState(operator.describe,
-      s"its state has a column family '$other' this kstate version does not know how to move")
+    case other => throw KStateErrors.repartitionUnsupportedState(
+        operator.describe,
+        s"its state has a column family '$other' this kstate version does not know how to move"
+      )
   }
 
   /**
@@ -94,12 +105,19 @@ final case class OperatorLayout(operator: RecordedOperator, keySchema: StructTyp
 
   /** The foreign-key join's left key type, from the recorded subscription row type (its field 1). */
   private def leftKeyType: DataType = {
-    val recorded = operator.config.getOrElse("subscriptionType", throw KStateErrors.repartitionUnsupportedState(
-      operator.describe, "its recorded configuration has no subscription row type"))
+    val recorded = operator.config.getOrElse(
+      "subscriptionType",
+      throw KStateErrors.repartitionUnsupportedState(
+        operator.describe,
+        "its recorded configuration has no subscription row type"
+      )
+    )
     CatalystSqlParser.parseDataType(recorded) match {
       case s: StructType if s.length > 1 => s(1).dataType
-      case other => throw KStateErrors.repartitionUnsupportedState(operator.describe,
-        s"its recorded subscription row type '${other.catalogString}' is not the one this kstate writes")
+      case other => throw KStateErrors.repartitionUnsupportedState(
+          operator.describe,
+          s"its recorded subscription row type '${other.catalogString}' is not the one this kstate writes"
+        )
     }
   }
 }
@@ -108,6 +126,7 @@ final case class OperatorLayout(operator: RecordedOperator, keySchema: StructTyp
 sealed trait FamilyRoute
 
 object FamilyRoute {
+
   /**
    * With the operator key: `rowOf(key, value)` is a row whose field `ordinal` is the operator key
    * (keys are family keys without the family prefix).
@@ -121,12 +140,16 @@ object FamilyRoute {
 /** The kinds of per-partition scalars a kstate store keeps, each merged by its own rule. */
 sealed trait MetaKind
 object MetaKind {
+
   /** `kstate_meta`: [[StateMeta]] slots. */
   case object OperatorMeta extends MetaKind
+
   /** `kstate_buf_<n>_meta`: the time-ordered buffer's record and byte counts. */
   case object BufferMeta extends MetaKind
+
   /** `kstate_vs_<n>_meta`: the versioned store's stream time, segments, version count, layout. */
   case object VersionedMeta extends MetaKind
+
   /** `kstate_stj_<n>_meta`: the join buffer's stream time, arrival counter and record count. */
   case object JoinBufferMeta extends MetaKind
 }
@@ -134,21 +157,28 @@ object MetaKind {
 /** What the operator's `kstate_meta` counts (`Entries`, `Bytes`), by operator. */
 sealed trait Counting
 object Counting {
+
   /** Nothing: the operator keeps only stream time there. */
   case object None extends Counting
+
   /** Entries = the default family's entries (deduplication, time-window distinct). */
   case object DefaultEntries extends Counting
+
   /** Entries = sessions (two longs each) in the default family's values (session distinct). */
   case object SessionDistinct extends Counting
+
   /** Entries = windows, Bytes = state key + value bytes (time-window aggregation). */
   case object WindowAggregate extends Counting
+
   /** Entries = sessions or sliding spans, Bytes = key + 24 + buffer bytes per span. */
   case object SpanAggregate extends Counting
+
   /** Entries = the foreign-key join's subscriptions. */
   case object Subscriptions extends Counting
 }
 
 private[repartition] object OperatorLayout {
+
   /** `kstate_<structure>_<name>_<part>`: the families of kstate's own structures. */
   object Structure {
     private val Pattern = "kstate_(buf|vs|stj)_(.+)_([a-z]+)".r
@@ -189,9 +219,12 @@ private[repartition] object OperatorLayout {
   }
 
   /** Keys encoded by Spark's key encoder for `spec`, decoded with the same encoder. */
-  def decoded(family: String, schema: StructType,
-      spec: org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec)
-    : (Array[Byte], Array[Byte]) => InternalRow = {
+  def decoded(
+      family: String,
+      schema: StructType,
+      spec: org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec
+  )
+      : (Array[Byte], Array[Byte]) => InternalRow = {
     val codec = new FamilyCodec(0, family, schema, StructType(Nil), spec, false)
     (key, _) => codec.decodeKey(FamilyCodec.prefixOf(0) ++ key)
   }

@@ -29,8 +29,10 @@ import org.apache.spark.util.SerializableConfiguration
  * directory. Returns per new partition: (entries, bytes of its snapshot).
  */
 private[kstate] object RepartitionJob {
+
   /** A routed entry's sort key: new partition, then family (default first), then key bytes. */
   final case class Routed(partition: Int, family: String, key: Array[Byte])
+
   /** A routed entry's value and the old partition it came from. */
   final case class Payload(value: Array[Byte], from: Int)
 
@@ -46,7 +48,8 @@ private[kstate] object RepartitionJob {
 
   /** The default family first (id 0), then by name: the order of the ids the snapshot gives them. */
   private val familyOrder: Ordering[String] = Ordering.by[String, (Boolean, String)](f =>
-    (f != StateStore.DEFAULT_COL_FAMILY_NAME, f))
+    (f != StateStore.DEFAULT_COL_FAMILY_NAME, f)
+  )
 
   private final class ByNewPartition(override val numPartitions: Int) extends Partitioner {
     override def getPartition(key: Any): Int = key.asInstanceOf[Routed].partition
@@ -56,41 +59,77 @@ private[kstate] object RepartitionJob {
    * `newIds`: checkpoint format v2, the checkpoint id of each new partition's snapshot (it is
    * then of state file format 3 and records its id).
    */
-  def run(sc: SparkContext, target: StateReadTarget, layout: OperatorLayout, numPartitions: Int,
-      newVersion: Long, staging: String, hadoopConf: Broadcast[SerializableConfiguration],
-      newIds: Option[Seq[String]] = None): Seq[(Long, Long)] = {
+  def run(
+      sc: SparkContext,
+      target: StateReadTarget,
+      layout: OperatorLayout,
+      numPartitions: Int,
+      newVersion: Long,
+      staging: String,
+      hadoopConf: Broadcast[SerializableConfiguration],
+      newIds: Option[Seq[String]] = None
+  ): Seq[(Long, Long)] = {
     val operatorId = target.operatorId
     val describe = layout.operator.describe
     val counting = layout.counting
     val routed = org.apache.spark.rdd.RDD.rddToOrderedRDDFunctions(
-      new OldStoresRDD(sc, target, layout, numPartitions, hadoopConf))(RoutedOrder, implicitly, implicitly)
+      new OldStoresRDD(sc, target, layout, numPartitions, hadoopConf)
+    )(RoutedOrder, implicitly, implicitly)
       .repartitionAndSortWithinPartitions(new ByNewPartition(numPartitions))
     routed.mapPartitionsWithIndex { (p, entries) =>
-      Iterator(writeSnapshot(entries, layout, describe, counting, operatorId, p, numPartitions, newVersion,
-        new Path(staging), hadoopConf.value.value, newIds.map(_(p))))
+      Iterator(writeSnapshot(
+        entries,
+        layout,
+        describe,
+        counting,
+        operatorId,
+        p,
+        numPartitions,
+        newVersion,
+        new Path(staging),
+        hadoopConf.value.value,
+        newIds.map(_(p))
+      ))
     }.collect().toSeq
   }
 
   /** The staged snapshot of new partition `p` in `staging`. */
   def stagedFile(staging: Path, p: Int): Path = new Path(staging, s"$p.${StateFile.Snapshot.suffix}")
 
-  private def writeSnapshot(entries: Iterator[(Routed, Payload)], layout: OperatorLayout, describe: String,
-      counting: Counting, operatorId: Long, p: Int, numPartitions: Int, newVersion: Long, staging: Path,
-      conf: org.apache.hadoop.conf.Configuration, id: Option[String]): (Long, Long) = {
+  private def writeSnapshot(
+      entries: Iterator[(Routed, Payload)],
+      layout: OperatorLayout,
+      describe: String,
+      counting: Counting,
+      operatorId: Long,
+      p: Int,
+      numPartitions: Int,
+      newVersion: Long,
+      staging: Path,
+      conf: org.apache.hadoop.conf.Configuration,
+      id: Option[String]
+  ): (Long, Long) = {
     val files = StateFiles(staging, conf)
     val out = files.create(stagedFile(staging, p))
     try {
-      val w = new StateFile.Writer(out.stream, StateFile.Snapshot, newVersion,
-        StateFileIdentity(operatorId, StateStore.DEFAULT_COL_FAMILY_NAME, p), id.map(StateFile.Checkpoint(_)))
+      val w = new StateFile.Writer(
+        out.stream,
+        StateFile.Snapshot,
+        newVersion,
+        StateFileIdentity(operatorId, StateStore.DEFAULT_COL_FAMILY_NAME, p),
+        id.map(StateFile.Checkpoint(_))
+      )
       val tally = new EntryTally(layout)
       var ids = Map(StateStore.DEFAULT_COL_FAMILY_NAME -> 0.toShort)
       w.family(0, StateStore.DEFAULT_COL_FAMILY_NAME)
-      def idOf(family: String): Short = ids.getOrElse(family, {
-        val id = ids.size.toShort
-        ids += family -> id
-        w.family(id, family)
-        id
-      })
+      def idOf(family: String): Short = ids.getOrElse(
+        family, {
+          val id = ids.size.toShort
+          ids += family -> id
+          w.family(id, family)
+          id
+        }
+      )
       val metas = scala.collection.mutable.LinkedHashMap.empty[String, ArrayBuffer[(Int, Array[Byte], Array[Byte])]]
       var count = 0L
       var lastFamily: String = null
@@ -120,7 +159,8 @@ private[kstate] object RepartitionJob {
       (count, bytes)
     } catch {
       case NonFatal(e) =>
-        try out.cancel() catch { case NonFatal(c) => e.addSuppressed(c) }
+        try out.cancel()
+        catch { case NonFatal(c) => e.addSuppressed(c) }
         throw e
     }
   }
@@ -129,9 +169,13 @@ private[kstate] object RepartitionJob {
    * One partition per old state partition: its store at the read version, every entry routed
    * (a per-partition family's entries once per new partition).
    */
-  private final class OldStoresRDD(sc: SparkContext, target: StateReadTarget, layout: OperatorLayout,
-      numPartitions: Int, hadoopConf: Broadcast[SerializableConfiguration])
-    extends RDD[(Routed, Payload)](sc, Nil) {
+  private final class OldStoresRDD(
+      sc: SparkContext,
+      target: StateReadTarget,
+      layout: OperatorLayout,
+      numPartitions: Int,
+      hadoopConf: Broadcast[SerializableConfiguration]
+  ) extends RDD[(Routed, Payload)](sc, Nil) {
 
     override protected def getPartitions: Array[Partition] =
       Array.tabulate[Partition](target.numPartitions)(OldPartition)
@@ -139,11 +183,16 @@ private[kstate] object RepartitionJob {
     override def compute(split: Partition, context: TaskContext): Iterator[(Routed, Payload)] = {
       val q = split.index
       val provider = PartitionStateIterator.providerOf(target, q, hadoopConf.value.value)
-      val store = try provider.getStore(target.version, target.idOf(q)) match {
-        case k: KStateStore => k
-        case other => throw new IllegalStateException(s"${other.getClass.getName} is not kstate's store")
-      } catch { case NonFatal(e) => provider.close(); throw e }
-      context.addTaskCompletionListener[Unit] { _ => try store.abort() finally provider.close() }
+      val store =
+        try provider.getStore(target.version, target.idOf(q)) match {
+            case k: KStateStore => k
+            case other => throw new IllegalStateException(s"${other.getClass.getName} is not kstate's store")
+          }
+        catch { case NonFatal(e) => provider.close(); throw e }
+      context.addTaskCompletionListener[Unit] { _ =>
+        try store.abort()
+        finally provider.close()
+      }
       val hash = new PartitionOf(layout, numPartitions)
       // the routes first: a family this kstate cannot move fails the task before any entry is read
       val routes = store.allColumnFamilyNames.toSeq.sorted.map(f => f -> layout.route(f))
@@ -168,8 +217,10 @@ private[kstate] object RepartitionJob {
   private final class PartitionOf(layout: OperatorLayout, numPartitions: Int) {
     private val hashes = scala.collection.mutable.Map.empty[Int, Murmur3Hash]
     def apply(row: org.apache.spark.sql.catalyst.InternalRow, ordinal: Int): Int = {
-      val h = hashes.getOrElseUpdate(ordinal,
-        new Murmur3Hash(Seq(BoundReference(ordinal, layout.keyType, nullable = true)))).eval(row).asInstanceOf[Int]
+      val h = hashes.getOrElseUpdate(
+        ordinal,
+        new Murmur3Hash(Seq(BoundReference(ordinal, layout.keyType, nullable = true)))
+      ).eval(row).asInstanceOf[Int]
       val m = h % numPartitions
       if (m < 0) m + numPartitions else m
     }
@@ -177,7 +228,7 @@ private[kstate] object RepartitionJob {
 
   /** For tests: the partition `pmod(murmur3(key, 42), M)` of a key row's field `ordinal`. */
   private[kstate] def partitionOf(layout: OperatorLayout, numPartitions: Int)
-    : (org.apache.spark.sql.catalyst.InternalRow, Int) => Int = {
+      : (org.apache.spark.sql.catalyst.InternalRow, Int) => Int = {
     val f = new PartitionOf(layout, numPartitions)
     (row, ordinal) => f(row, ordinal)
   }

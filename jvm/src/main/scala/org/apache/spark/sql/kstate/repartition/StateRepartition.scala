@@ -64,7 +64,8 @@ object StateRepartition extends Logging {
     val plan = Plan.of(session, checkpointLocation, numPartitions)
     // checkpoint format v2: the new snapshots' ids, per operator and new partition
     val newIds: Map[Long, Seq[String]] = plan.operators.collect {
-      case (t, _) if t.checkpointIds.isDefined => t.operatorId -> Seq.fill(numPartitions)(java.util.UUID.randomUUID().toString)
+      case (t, _) if t.checkpointIds.isDefined =>
+        t.operatorId -> Seq.fill(numPartitions)(java.util.UUID.randomUUID().toString)
     }.toMap
     val hadoopConf = SerializableConfiguration.broadcast(session.sparkContext, plan.view.hadoopConf)
     val fs = plan.view.stateRoot.getFileSystem(plan.view.hadoopConf)
@@ -74,9 +75,18 @@ object StateRepartition extends Logging {
         val staging = plan.staging(target.operatorId)
         if (fs.exists(staging)) fs.delete(staging, true)
         session.sparkContext.setJobDescription(
-          s"kstate: repartition ${layout.operator.describe} to $numPartitions partitions")
-        try RepartitionJob.run(session.sparkContext, target, layout, numPartitions, plan.newVersion,
-          staging.toString, hadoopConf, newIds.get(target.operatorId))
+          s"kstate: repartition ${layout.operator.describe} to $numPartitions partitions"
+        )
+        try RepartitionJob.run(
+            session.sparkContext,
+            target,
+            layout,
+            numPartitions,
+            plan.newVersion,
+            staging.toString,
+            hadoopConf,
+            newIds.get(target.operatorId)
+          )
         catch { case e: SparkException => throw kstateCause(e).getOrElse(e) }
         finally session.sparkContext.setJobDescription(null)
       }
@@ -86,7 +96,9 @@ object StateRepartition extends Logging {
         throw e
     }
     // 3. the offset log entry
-    if (!plan.resuming && !OffsetLogs.addWithPartitions(plan.offsets, plan.lastCommitted, plan.batchId, numPartitions)) {
+    if (
+      !plan.resuming && !OffsetLogs.addWithPartitions(plan.offsets, plan.lastCommitted, plan.batchId, numPartitions)
+    ) {
       throw KStateErrors.invalidRepartition(s"micro-batch ${plan.batchId} appeared in the offset log " +
         "while repartitioning: is the query running, or another repartition?")
     }
@@ -95,8 +107,14 @@ object StateRepartition extends Logging {
       (0 until numPartitions).foreach { p =>
         val staged = RepartitionJob.stagedFile(plan.staging(target.operatorId), p)
         val dir = target.storeId(p).storeCheckpointLocation()
-        val dest = new Path(dir, CheckpointFiles.fileName(StateFile.Snapshot, plan.newVersion,
-          newIds.get(target.operatorId).map(_(p))))
+        val dest = new Path(
+          dir,
+          CheckpointFiles.fileName(
+            StateFile.Snapshot,
+            plan.newVersion,
+            newIds.get(target.operatorId).map(_(p))
+          )
+        )
         fs.mkdirs(dir)
         if (fs.exists(dest)) fs.delete(dest, false)
         if (!fs.rename(staged, dest)) throw new java.io.IOException(s"could not move $staged to $dest")
@@ -105,9 +123,11 @@ object StateRepartition extends Logging {
     // 5. the commit log entry
     val last = plan.commits.get(plan.lastCommitted).get
     // format v2: the new snapshots' ids for every operator and new partition (one store each)
-    val committed = if (newIds.isEmpty) last else last.withStateUniqueIds(Some(
+    val committed = if (newIds.isEmpty) last
+    else last.withStateUniqueIds(Some(
       last.stateUniqueIds.getOrElse(Map.empty[Long, Array[Array[String]]]) ++
-        newIds.map { case (op, ids) => op -> ids.map(Array(_)).toArray }))
+        newIds.map { case (op, ids) => op -> ids.map(Array(_)).toArray }
+    ))
     if (!plan.commits.add(plan.batchId, committed)) {
       throw KStateErrors.invalidRepartition(s"micro-batch ${plan.batchId} appeared in the commit log " +
         "while repartitioning: is the query running?")
@@ -137,12 +157,16 @@ object StateRepartition extends Logging {
       batchId: Long,
       resuming: Boolean,
       oldPartitions: Int,
-      operators: Seq[(StateReadTarget, OperatorLayout)]) {
+      operators: Seq[(StateReadTarget, OperatorLayout)]
+  ) {
+
     /** The state version the repartition batch commits. */
     def newVersion: Long = batchId + 1
     def staging(operatorId: Long): Path =
-      new Path(new Path(new Path(view.stateRoot, operatorId.toString), OperatorIdentity.ConfigDir),
-        s"repartition-$batchId")
+      new Path(
+        new Path(new Path(view.stateRoot, operatorId.toString), OperatorIdentity.ConfigDir),
+        s"repartition-$batchId"
+      )
   }
 
   private object Plan {
@@ -154,10 +178,14 @@ object StateRepartition extends Logging {
       val offsets = new OffsetSeqLog(session, new Path(view.root, "offsets").toString)
       val commits = new CommitLog(session, new Path(view.root, "commits").toString)
       val lastCommitted = commits.getLatestBatchId().getOrElse(throw KStateErrors.invalidRepartition(
-        s"checkpoint $root has no committed micro-batch: run the query until it commits one"))
+        s"checkpoint $root has no committed micro-batch: run the query until it commits one"
+      ))
       val lastPlanned = offsets.getLatestBatchId().getOrElse(lastCommitted)
       val oldPartitions = OffsetLogs.shufflePartitions(offsets, lastCommitted).getOrElse(
-        throw KStateErrors.invalidRepartition(s"micro-batch $lastCommitted of $root records no number of state partitions"))
+        throw KStateErrors.invalidRepartition(
+          s"micro-batch $lastCommitted of $root records no number of state partitions"
+        )
+      )
       val (batchId, resuming) =
         if (lastPlanned == lastCommitted) (lastCommitted + 1, false)
         else OffsetLogs.shufflePartitions(offsets, lastPlanned) match {
@@ -170,26 +198,40 @@ object StateRepartition extends Logging {
         throw KStateErrors.repartitionNotNeeded(root, lastCommitted, numPartitions)
       }
       val operatorDirs = if (!fs.exists(view.stateRoot)) Nil
-        else fs.listStatus(view.stateRoot).filter(_.isDirectory).flatMap(_.getPath.getName.toLongOption).toSeq.sorted
+      else fs.listStatus(view.stateRoot).filter(_.isDirectory).flatMap(_.getPath.getName.toLongOption).toSeq.sorted
       operatorDirs.filterNot(OperatorIdentity.isKStateOperatorId).foreach { id =>
-        throw KStateErrors.repartitionUnsupportedState(s"with operator id $id",
+        throw KStateErrors.repartitionUnsupportedState(
+          s"with operator id $id",
           "it is one of Spark's own stateful operators, which kstate does not repartition yet; the " +
-            "checkpoint mixes them with kstate operators, which Spark's own repartition cannot move")
+            "checkpoint mixes them with kstate operators, which Spark's own repartition cannot move"
+        )
       }
       val operators = view.kstateOperators.map { op =>
         if (op.config.isEmpty) {
-          throw KStateErrors.repartitionUnsupportedState(op.describe,
-            s"its configuration record (state/${op.id}/${OperatorIdentity.ConfigDir}) is missing")
+          throw KStateErrors.repartitionUnsupportedState(
+            op.describe,
+            s"its configuration record (state/${op.id}/${OperatorIdentity.ConfigDir}) is missing"
+          )
         }
         if (op.providerClass != KStateConf.StateStoreProvider.default) {
-          throw KStateErrors.repartitionUnsupportedState(op.describe, s"its state is kept by ${op.providerClass}; " +
-            s"kstate moves state kept by its own provider (${KStateConf.StateStoreProvider.default}) only")
+          throw KStateErrors.repartitionUnsupportedState(
+            op.describe,
+            s"its state is kept by ${op.providerClass}; " +
+              s"kstate moves state kept by its own provider (${KStateConf.StateStoreProvider.default}) only"
+          )
         }
-        val target = StateReadTarget.resolve(session, checkpointLocation, OperatorSelector.ById(op.id),
-          Some(lastCommitted), StateStore.DEFAULT_COL_FAMILY_NAME)
+        val target = StateReadTarget.resolve(
+          session,
+          checkpointLocation,
+          OperatorSelector.ById(op.id),
+          Some(lastCommitted),
+          StateStore.DEFAULT_COL_FAMILY_NAME
+        )
         if (target.numPartitions != oldPartitions) {
-          throw KStateErrors.repartitionUnsupportedState(op.describe,
-            s"it has ${target.numPartitions} state partitions where the query has $oldPartitions")
+          throw KStateErrors.repartitionUnsupportedState(
+            op.describe,
+            s"it has ${target.numPartitions} state partitions where the query has $oldPartitions"
+          )
         }
         target -> OperatorLayout(op, target.keySchema, target.valueSchema)
       }
@@ -202,7 +244,8 @@ object StateRepartition extends Logging {
     Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).collectFirst { case k: KStateException => k }
 
   private def deleteQuietly(fs: FileSystem, dir: Path, failure: Throwable): Unit =
-    try fs.delete(dir, true) catch {
+    try fs.delete(dir, true)
+    catch {
       case NonFatal(c) => if (failure != null) failure.addSuppressed(c) else logWarning(s"could not delete $dir", c)
     }
 }

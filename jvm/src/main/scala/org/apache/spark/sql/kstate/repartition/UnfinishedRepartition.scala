@@ -30,13 +30,15 @@ import org.apache.spark.sql.kstate.shim.OffsetLogs
  * versions, and operators whose state never saw R.
  */
 object UnfinishedRepartition extends Logging {
+
   /** The unfinished repartition batch of the checkpoint at `root`, if it has kstate operators and one. */
   def find(session: ClassicSession, root: Path, conf: Configuration): Option[Long] = {
     val fs = root.getFileSystem(conf)
     val stateRoot = new Path(root, "state")
     if (!fs.exists(new Path(root, "offsets")) || !fs.exists(stateRoot)) return None
     val hasKState = fs.listStatus(stateRoot).exists(s =>
-      s.isDirectory && s.getPath.getName.toLongOption.exists(OperatorIdentity.isKStateOperatorId))
+      s.isDirectory && s.getPath.getName.toLongOption.exists(OperatorIdentity.isKStateOperatorId)
+    )
     if (!hasKState) return None
     val offsets = new OffsetSeqLog(session, new Path(root, "offsets").toString)
     val commits = new CommitLog(session, new Path(root, "commits").toString)

@@ -18,6 +18,7 @@ import org.json4s.jackson.JsonMethods.parse
  * Threading: stateless; the follower thread only.
  */
 private[kstate] object CommitLogView {
+
   /**
    * The newest committed version of `store`, given that `planned` (the version the latest
    * planned micro-batch started from) is committed: `planned + 1` once batch `planned`
@@ -36,12 +37,16 @@ private[kstate] object CommitLogView {
    * not there, and for a checkpoint of format v1 (no `stateUniqueIds`).
    */
   def checkpointIds(store: ReplicaStore, version: Long, hadoopConf: Configuration): Option[CheckpointIds] =
-    if (version <= 0) None else {
+    if (version <= 0) None
+    else {
       val entry = new Path(new Path(new Path(store.stateRoot).getParent, "commits"), (version - 1).toString)
       val fs = entry.getFileSystem(hadoopConf)
-      if (!fs.exists(entry)) None else {
+      if (!fs.exists(entry)) None
+      else {
         val in = fs.open(entry)
-        val text = try new String(in.readAllBytes(), StandardCharsets.UTF_8) finally in.close()
+        val text =
+          try new String(in.readAllBytes(), StandardCharsets.UTF_8)
+          finally in.close()
         parseIds(text)
       }
     }
@@ -56,9 +61,9 @@ private[kstate] object CommitLogView {
         Some(CheckpointIds(ops.flatMap { case (op, parts) =>
           op.toLongOption.map(_ -> (parts match {
             case JArray(ps) => ps.map {
-              case JArray(stores) => stores.collect { case JString(s) => s }.toVector
-              case _ => Vector.empty[String]
-            }.toVector
+                case JArray(stores) => stores.collect { case JString(s) => s }.toVector
+                case _ => Vector.empty[String]
+              }.toVector
             case _ => Vector.empty[Vector[String]]
           }))
         }.toMap))
@@ -68,6 +73,7 @@ private[kstate] object CommitLogView {
 
   /** A commit log entry's checkpoint ids: operator id -> partition -> one id per store name. */
   final case class CheckpointIds(byOperator: Map[Long, Vector[Vector[String]]]) {
+
     /** The id of `store`'s partition (its first store: kstate's stores are `default`). */
     def of(store: ReplicaStore): Option[String] =
       byOperator.get(store.operatorId).flatMap(_.lift(store.partition)).flatMap(_.headOption)

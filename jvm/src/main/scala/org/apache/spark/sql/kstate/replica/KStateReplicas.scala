@@ -87,8 +87,12 @@ private[kstate] object KStateReplicas extends Logging {
    *                     0); the copy is adopted only when it holds a version on that id's lineage.
    *                     None: format v1.
    */
-  def adopt(store: ReplicaStore, version: Long, countRows: Boolean,
-      checkpointId: Option[Option[String]] = None): Option[(WorkingCopy, Restore)] =
+  def adopt(
+      store: ReplicaStore,
+      version: Long,
+      countRows: Boolean,
+      checkpointId: Option[Option[String]] = None
+  ): Option[(WorkingCopy, Restore)] =
     Option(copies.remove(store)) match {
       case None =>
         if (following && version > 0) logInfo(s"no standby of $store on this executor to adopt at version $version " +
@@ -97,14 +101,18 @@ private[kstate] object KStateReplicas extends Logging {
       case Some(c) =>
         val held = c.version
         try {
-          val r = c.take(version, countRows, checkpointId.fold[StandbyCopy.Wanted](StandbyCopy.FormatV1)(StandbyCopy.WithId))
+          val r =
+            c.take(version, countRows, checkpointId.fold[StandbyCopy.Wanted](StandbyCopy.FormatV1)(StandbyCopy.WithId))
           if (r.isEmpty) logInfo(s"the standby of $store (at version $held) cannot serve version $version" +
             checkpointId.flatten.fold("")(i => s" with checkpoint id $i") +
             " (ahead of it, or of another lineage); restoring from the checkpoint")
           r
         } catch {
           case NonFatal(e) =>
-            logWarning(s"the standby of $store could not be adopted at version $version; restoring from the checkpoint", e)
+            logWarning(
+              s"the standby of $store could not be adopted at version $version; restoring from the checkpoint",
+              e
+            )
             None
         }
     }
@@ -127,11 +135,14 @@ private[kstate] object KStateReplicas extends Logging {
     wanted.foreach { a =>
       val c = copies.computeIfAbsent(a.store, s => newCopy(s, hadoopConf))
       try {
-        val target = newest.getOrElseUpdate((a.store.stateRoot, a.committedVersion),
-          CommitLogView.newest(a.store, a.committedVersion, hadoopConf))
+        val target = newest.getOrElseUpdate(
+          (a.store.stateRoot, a.committedVersion),
+          CommitLogView.newest(a.store, a.committedVersion, hadoopConf)
+        )
         // checkpoint format v2: the id the commit log recorded for that version
-        val id = ids.getOrElseUpdate((a.store.stateRoot, target), CommitLogView.checkpointIds(a.store, target, hadoopConf))
-          .flatMap(_.of(a.store))
+        val id =
+          ids.getOrElseUpdate((a.store.stateRoot, target), CommitLogView.checkpointIds(a.store, target, hadoopConf))
+            .flatMap(_.of(a.store))
         val r = c.catchUp(target, id)
         step = step.add(r.rebuilt, r.recordsReplayed, failed = false)
       } catch {
@@ -153,16 +164,29 @@ private[kstate] object KStateReplicas extends Logging {
     val id = store.storeId
     val files = new CheckpointFiles(id.storeCheckpointLocation(), hadoopConf, StateFileIdentity.of(id))
     val limit = HeapStateBudget.defaultLimit
-    new StandbyCopy(store, files,
-      () => new WorkingCopy(limit > 0, limit, () => KStateStoreProvider.localRoot,
-        (db: LocalDb, b) => db.writeBatch(b), s"standby of $store"),
-      countRows = false)
+    new StandbyCopy(
+      store,
+      files,
+      () =>
+        new WorkingCopy(
+          limit > 0,
+          limit,
+          () => KStateStoreProvider.localRoot,
+          (db: LocalDb, b) => db.writeBatch(b),
+          s"standby of $store"
+        ),
+      countRows = false
+    )
   }
 
   /** What one [[follow]] did: copies rebuilt from the checkpoint, records replayed, failures. */
   final case class FollowStep(rebuilt: Int, recordsReplayed: Long, failed: Int) {
     def add(rebuilt: Boolean, records: Long, failed: Boolean): FollowStep =
-      FollowStep(this.rebuilt + (if (rebuilt) 1 else 0), recordsReplayed + records, this.failed + (if (failed) 1 else 0))
+      FollowStep(
+        this.rebuilt + (if (rebuilt) 1 else 0),
+        recordsReplayed + records,
+        this.failed + (if (failed) 1 else 0)
+      )
   }
 
   object FollowStep { val None: FollowStep = FollowStep(0, 0L, 0) }

@@ -36,23 +36,31 @@ import org.apache.spark.sql.kstate.replica.ReplicaProtocol._
  * @param schedulerExecutors the executors Spark's scheduler has now, when it lists them (None in
  *                           local mode)
  */
-final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => System.currentTimeMillis(),
-    schedulerExecutors: () => Option[Set[String]] = () => None) extends Logging {
+final class ReplicaCoordinator(
+    liveAfterMillis: Long,
+    clock: () => Long = () => System.currentTimeMillis(),
+    schedulerExecutors: () => Option[Set[String]] = () => None
+) extends Logging {
   import ReplicaCoordinator._
 
   /** Operators with standbys, by (query id, state root, operator id). */
   private var operators = Map.empty[(String, String, Long), Operator]
   private var actives = Map.empty[ReplicaStore, String]
   private var standbys = Map.empty[ReplicaStore, Seq[String]]
+
   /** Stores whose active should move, to which executor (balance, docs/replicas.md "Warm-up"). */
   private var moves = Map.empty[ReplicaStore, String]
+
   /** The moves this micro-batch makes (their copy was ready when it was planned). */
   private var movingNow = Map.empty[ReplicaStore, String]
+
   /** The warm-up copies those moves need: store -> the executor that keeps it. */
   private var warmups = Map.empty[ReplicaStore, String]
+
   /** Stores whose active executor changed between an operator's last two plannings. */
   private var lastMoves = Map.empty[(String, String, Long), Int]
   private var followers = Map.empty[String, Follower]
+
   /** Executors Spark removed: never alive again (a replacement gets a new id). */
   private var removed = Set.empty[String]
 
@@ -62,8 +70,16 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
    * (`executor_<host>_<id>`). Recomputes the operator's standbys, moves and warm-ups. An operator
    * that wants neither standbys nor warm-ups is forgotten: kstate leaves its placement to Spark.
    */
-  def plan(queryId: String, stateRoot: String, operatorId: Long, storeName: String, numPartitions: Int,
-      wanted: Wanted, committed: Long, locate: Int => Option[String]): Unit = {
+  def plan(
+      queryId: String,
+      stateRoot: String,
+      operatorId: Long,
+      storeName: String,
+      numPartitions: Int,
+      wanted: Wanted,
+      committed: Long,
+      locate: Int => Option[String]
+  ): Unit = {
     val stores = (0 until numPartitions).map(p => ReplicaStore(queryId, stateRoot, operatorId, p, storeName))
     val located = stores.map(s => s -> locate(s.partition).map(ReplicaCoordinator.executorOf))
     synchronized {
@@ -86,21 +102,32 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
   }
 
   /** The operator's moves and warm-ups, within the query's warm-up budget (caller holds the lock). */
-  private def planMoves(key: (String, String, Long), stores: Seq[ReplicaStore], wanted: Wanted,
-      live: Map[String, Follower], isAlive: String => Boolean): Unit = {
+  private def planMoves(
+      key: (String, String, Long),
+      stores: Seq[ReplicaStore],
+      wanted: Wanted,
+      live: Map[String, Follower],
+      isAlive: String => Boolean
+  ): Unit = {
     def ofOperator(s: ReplicaStore) = (s.queryId, s.stateRoot, s.operatorId) == key
     val othersWarming = warmups.count { case (s, e) => s.queryId == key._1 && !ofOperator(s) && live.contains(e) }
     val slots = stores.map { s =>
       val copies = live.flatMap { case (e, f) => f.versionOf(s).map(e -> _) }
       WarmupPlacement.Slot(s, actives.get(s).filter(isAlive), standbys.getOrElse(s, Nil), copies)
     }
-    val p = WarmupPlacement.plan(slots, live.keySet, moves.filter(m => ofOperator(m._1)),
-      wanted.maxWarmups - othersWarming)
+    val p = WarmupPlacement.plan(
+      slots,
+      live.keySet,
+      moves.filter(m => ofOperator(m._1)),
+      wanted.maxWarmups - othersWarming
+    )
     moves = moves.filterNot(m => ofOperator(m._1)) ++ p.moves
     warmups = warmups.filterNot(w => ofOperator(w._1)) ++ p.warmups
     // a copy catches up the versions it lacks; a loaded provider is reused only as it is
     def ready(s: ReplicaStore, e: String) = live.get(e).exists { f =>
-      f.holdings.get(s).exists(_ >= committedOf(key) - wanted.acceptableLag) || f.loaded.get(s).contains(committedOf(key))
+      f.holdings.get(s).exists(_ >= committedOf(key) - wanted.acceptableLag) || f.loaded.get(
+        s
+      ).contains(committedOf(key))
     }
     movingNow = movingNow.filterNot(m => ofOperator(m._1)) ++ p.moves.filter { case (s, e) => ready(s, e) }
   }
@@ -114,8 +141,12 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
    * a new standby and that one caught up, and losing the destination in that window restored it
    * cold. The destination keeps its copy (as the store's warm-up) until the task adopted it.
    */
-  private def replaceStandbysOfMoves(stores: Seq[ReplicaStore], hosts: Map[String, String], wanted: Wanted,
-      isAlive: String => Boolean): Unit = {
+  private def replaceStandbysOfMoves(
+      stores: Seq[ReplicaStore],
+      hosts: Map[String, String],
+      wanted: Wanted,
+      isAlive: String => Boolean
+  ): Unit = {
     val moving = stores.flatMap(s => movingNow.get(s).map(s -> _)).toMap
     if (moving.nonEmpty && wanted.standbys > 0) {
       placeStandbys(stores, s => moving.get(s).orElse(actives.get(s).filter(isAlive)), hosts, wanted.standbys)
@@ -124,10 +155,17 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
   }
 
   /** Re-places `stores`' standbys ([[StandbyPlacement]]), each store's active as `activeOf` says (caller holds the lock). */
-  private def placeStandbys(stores: Seq[ReplicaStore], activeOf: ReplicaStore => Option[String],
-      hosts: Map[String, String], n: Int): Unit =
+  private def placeStandbys(
+      stores: Seq[ReplicaStore],
+      activeOf: ReplicaStore => Option[String],
+      hosts: Map[String, String],
+      n: Int
+  ): Unit =
     standbys ++= StandbyPlacement.assign(
-      stores.map(s => StandbyPlacement.Slot(s, activeOf(s), standbys.getOrElse(s, Nil))), hosts, n)
+      stores.map(s => StandbyPlacement.Slot(s, activeOf(s), standbys.getOrElse(s, Nil))),
+      hosts,
+      n
+    )
 
   /**
    * Where the next task of `store` should run. While Spark's location (`spark`) is alive: the
@@ -173,7 +211,8 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
       if (primary.isEmpty || primary != spark) Nil
       else standbys.getOrElse(store, Nil).flatMap(e => live.get(e).filter(_.holdings.contains(store)).map(_.host))
     }
-    val primaryHost = primary.map(l => l.stripPrefix("executor_").substring(0, l.stripPrefix("executor_").lastIndexOf('_')))
+    val primaryHost =
+      primary.map(l => l.stripPrefix("executor_").substring(0, l.stripPrefix("executor_").lastIndexOf('_')))
     primary.toSeq ++ hosts.distinct.filterNot(h => primaryHost.contains(h))
   }
 
@@ -212,8 +251,14 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
       standbys.keys.filter(s => s.queryId == queryId && s.stateRoot == root && s.operatorId == op).toSeq
         .sortBy(_.partition).map { s =>
           def held(e: String) = e -> live.get(e).flatMap(f => f.versionOf(s))
-          ReplicaCoordinator.StoreStatus(s, actives.get(s), o.committed,
-            standbys.getOrElse(s, Nil).map(held), warmups.get(s).map(held), moves.get(s))
+          ReplicaCoordinator.StoreStatus(
+            s,
+            actives.get(s),
+            o.committed,
+            standbys.getOrElse(s, Nil).map(held),
+            warmups.get(s).map(held),
+            moves.get(s)
+          )
         }
     }
   }
@@ -288,8 +333,13 @@ final class ReplicaCoordinator(liveAfterMillis: Long, clock: () => Long = () => 
 
 object ReplicaCoordinator {
   private final case class Operator(numPartitions: Int, wanted: Wanted, committed: Long)
-  private final case class Follower(host: String, lastPoll: Long, holdings: Map[ReplicaStore, Long],
-      loaded: Map[ReplicaStore, Long]) {
+  private final case class Follower(
+      host: String,
+      lastPoll: Long,
+      holdings: Map[ReplicaStore, Long],
+      loaded: Map[ReplicaStore, Long]
+  ) {
+
     /** The version this executor holds of `s`: its copy's, else its loaded provider's. */
     def versionOf(s: ReplicaStore): Option[Long] = holdings.get(s).orElse(loaded.get(s))
   }
@@ -323,6 +373,7 @@ object ReplicaCoordinator {
    *                       active to move to it (`spark.kstate.acceptableRecoveryLag`)
    */
   final case class Wanted(standbys: Int, maxWarmups: Int, acceptableLag: Long) {
+
     /** Whether the coordinator has anything to do for the operator. */
     def any: Boolean = standbys > 0 || maxWarmups > 0
   }
@@ -337,6 +388,12 @@ object ReplicaCoordinator {
    * One store: its active executor, committed version, each standby and its warm-up copy with
    * the version it holds, and the executor its active should move to.
    */
-  final case class StoreStatus(store: ReplicaStore, active: Option[String], committed: Long,
-      standbys: Seq[(String, Option[Long])], warmup: Option[(String, Option[Long])], movingTo: Option[String])
+  final case class StoreStatus(
+      store: ReplicaStore,
+      active: Option[String],
+      committed: Long,
+      standbys: Seq[(String, Option[Long])],
+      warmup: Option[(String, Option[Long])],
+      movingTo: Option[String]
+  )
 }

@@ -21,8 +21,10 @@ final class ReplicaDriverPlugin extends DriverPlugin {
     val interval = KStateConf.ReplicaPollInterval.get(sc.conf)
     // local mode lists no executors (its scheduler is no allocation client): liveness then
     // comes from the listener bus alone
-    val c = new ReplicaCoordinator(liveAfterMillis = math.max(5 * interval, 10000L),
-      schedulerExecutors = () => Some(sc.getExecutorIds().toSet).filter(_.nonEmpty))
+    val c = new ReplicaCoordinator(
+      liveAfterMillis = math.max(5 * interval, 10000L),
+      schedulerExecutors = () => Some(sc.getExecutorIds().toSet).filter(_.nonEmpty)
+    )
     coordinator = c
     ReplicaCoordinator.install(c)
     sc.addSparkListener(new SparkListener {

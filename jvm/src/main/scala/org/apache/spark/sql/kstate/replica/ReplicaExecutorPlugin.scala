@@ -21,9 +21,12 @@ final class ReplicaExecutorPlugin extends ExecutorPlugin {
     // The host as the scheduler knows it (its task locations): the block manager's. Not
     // ctx.hostname(): an executor's RPC environment has no address of its own.
     val f = new ReplicaFollower(
-      p => ReplicaProtocol.decodeAssignments(ctx.ask(ReplicaProtocol.encode(p)).asInstanceOf[String]), ctx.executorID(),
+      p => ReplicaProtocol.decodeAssignments(ctx.ask(ReplicaProtocol.encode(p)).asInstanceOf[String]),
+      ctx.executorID(),
       () => Option(SparkEnv.get.blockManager.blockManagerId).map(_.host).orNull,
-      KStateConf.ReplicaPollInterval.get(ctx.conf()), () => SparkHadoopUtil.get.newConfiguration(SparkEnv.get.conf))
+      KStateConf.ReplicaPollInterval.get(ctx.conf()),
+      () => SparkHadoopUtil.get.newConfiguration(SparkEnv.get.conf)
+    )
     follower = f
     f.start()
   }

@@ -18,8 +18,13 @@ import org.apache.spark.sql.kstate.replica.ReplicaProtocol.{Assignments, Poll}
  * at [[shutdown]]. `host` and `hadoopConf` are asked for on the thread, after the executor
  * finished starting.
  */
-private[kstate] final class ReplicaFollower(ask: Poll => Assignments, executorId: String, host: () => String,
-    intervalMillis: Long, hadoopConf: () => Configuration) extends Thread("kstate-replica-follower") with Logging {
+private[kstate] final class ReplicaFollower(
+    ask: Poll => Assignments,
+    executorId: String,
+    host: () => String,
+    intervalMillis: Long,
+    hadoopConf: () => Configuration
+) extends Thread("kstate-replica-follower") with Logging {
   setDaemon(true)
   @volatile private var stopped = false
 
@@ -30,13 +35,15 @@ private[kstate] final class ReplicaFollower(ask: Poll => Assignments, executorId
     while (!stopped) {
       try {
         if (hostName == null) hostName = host() // null until the executor's block manager registered
-        val a = if (hostName == null) Assignments(Nil) else ask(Poll(executorId, hostName, KStateReplicas.holdings, KStateReplicas.loaded))
+        val a = if (hostName == null) Assignments(Nil)
+        else ask(Poll(executorId, hostName, KStateReplicas.holdings, KStateReplicas.loaded))
         if (!stopped) KStateReplicas.follow(a.standbys, conf)
       } catch {
         case _: InterruptedException if stopped =>
         case NonFatal(e) => logWarning(s"kstate replica follower on executor $executorId: poll failed", e)
       }
-      try Thread.sleep(intervalMillis) catch { case _: InterruptedException => }
+      try Thread.sleep(intervalMillis)
+      catch { case _: InterruptedException => }
     }
   }
 

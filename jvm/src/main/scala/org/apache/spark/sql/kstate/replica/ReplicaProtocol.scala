@@ -15,6 +15,7 @@ import org.json4s.jackson.JsonMethods.{compact, parse, render}
  * in a reply fails the executor's connection to the driver.
  */
 object ReplicaProtocol {
+
   /**
    * An executor's follower asks what to follow, and says what it holds.
    *
@@ -22,8 +23,12 @@ object ReplicaProtocol {
    * @param loaded   the version each provider loaded on the executor holds (stores without a copy
    *                 there): a task reuses it only at exactly that version
    */
-  final case class Poll(executorId: String, host: String, holdings: Map[ReplicaStore, Long],
-      loaded: Map[ReplicaStore, Long] = Map.empty)
+  final case class Poll(
+      executorId: String,
+      host: String,
+      holdings: Map[ReplicaStore, Long],
+      loaded: Map[ReplicaStore, Long] = Map.empty
+  )
 
   /** What an executor should hold: a standby copy of each store, at its committed version. */
   final case class Assignments(standbys: Seq[Standby])
@@ -38,15 +43,21 @@ object ReplicaProtocol {
 
   def encode(p: Poll): String = compact(render(
     ("executor" -> p.executorId) ~ ("host" -> p.host) ~
-      ("holdings" -> versions(p.holdings)) ~ ("loaded" -> versions(p.loaded))))
+      ("holdings" -> versions(p.holdings)) ~ ("loaded" -> versions(p.loaded))
+  ))
 
   def encode(a: Assignments): String = compact(render(
-    "standbys" -> a.standbys.map(s => ("store" -> store(s.store)) ~ ("committed" -> s.committedVersion))))
+    "standbys" -> a.standbys.map(s => ("store" -> store(s.store)) ~ ("committed" -> s.committedVersion))
+  ))
 
   def decodePoll(json: String): Poll = {
     val j = parse(json)
-    Poll(str(j \ "executor"), str(j \ "host"),
-      versions(j \ "holdings"), versions(j \ "loaded"))
+    Poll(
+      str(j \ "executor"),
+      str(j \ "host"),
+      versions(j \ "holdings"),
+      versions(j \ "loaded")
+    )
   }
 
   def decodeAssignments(json: String): Assignments =

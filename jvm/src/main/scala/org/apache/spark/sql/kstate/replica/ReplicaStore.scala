@@ -10,14 +10,20 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreId
  * @param queryId   the query's id (its checkpoint's, unchanged by restarts)
  * @param stateRoot the query's state directory (`<checkpoint>/state`)
  */
-final case class ReplicaStore(queryId: String, stateRoot: String, operatorId: Long, partition: Int,
-    storeName: String) {
+final case class ReplicaStore(
+    queryId: String,
+    stateRoot: String,
+    operatorId: Long,
+    partition: Int,
+    storeName: String
+) {
   def storeId: StateStoreId = StateStoreId(stateRoot, operatorId, partition, storeName)
 
   override def toString: String = s"query $queryId operator $operatorId partition $partition store '$storeName'"
 }
 
 object ReplicaStore {
+
   /** The store of `id` in query `queryId`. */
   def of(queryId: String, id: StateStoreId): ReplicaStore =
     ReplicaStore(queryId, id.checkpointRootLocation, id.operatorId, id.partitionId, id.storeName)

@@ -28,15 +28,21 @@ import org.apache.spark.sql.kstate.engine.{StateFile, StateFiles}
  *
  * @param newCopy an empty working copy, on the heap while the executor's budget allows
  */
-private[kstate] final class StandbyCopy(val store: ReplicaStore, files: CheckpointFiles,
-    newCopy: () => WorkingCopy, countRows: Boolean) {
+private[kstate] final class StandbyCopy(
+    val store: ReplicaStore,
+    files: CheckpointFiles,
+    newCopy: () => WorkingCopy,
+    countRows: Boolean
+) {
   import StandbyCopy._
 
   private var copy: WorkingCopy = _
   private var base: Restore.Base = _
+
   /** The last file applied and which write of it: None for version 0 (an empty store). */
   private var applied: Option[(StateFile.Kind, Long, StateFiles.Stamp)] = None
   @volatile private var heldVersion: Long = -1L
+
   /** Taken or closed: it never holds a copy again (a late catch-up does nothing). */
   private var closed = false
 
@@ -64,7 +70,7 @@ private[kstate] final class StandbyCopy(val store: ReplicaStore, files: Checkpoi
 
   private def catchUpById(committed: Long, id: String): CatchUp = {
     val onLineage = if (copy == null || base.version > committed) None
-      else Restore.onto(files, base, committed, copy, () => copy.fitsBudget(), countRows, standby = true, Some(id))
+    else Restore.onto(files, base, committed, copy, () => copy.fitsBudget(), countRows, standby = true, Some(id))
     onLineage match {
       case Some(r) =>
         base = r.base
@@ -73,9 +79,11 @@ private[kstate] final class StandbyCopy(val store: ReplicaStore, files: Checkpoi
       case None =>
         drop()
         val fresh = newCopy()
-        val r = try Restore.withId(files, committed, Some(id), fresh, () => fresh.fitsBudget(), countRows) catch {
-          case NonFatal(e) => fresh.close(); throw e
-        }
+        val r =
+          try Restore.withId(files, committed, Some(id), fresh, () => fresh.fitsBudget(), countRows)
+          catch {
+            case NonFatal(e) => fresh.close(); throw e
+          }
         copy = fresh
         base = r.base
         heldVersion = committed
@@ -116,9 +124,11 @@ private[kstate] final class StandbyCopy(val store: ReplicaStore, files: Checkpoi
 
   private def rebuild(committed: Long): CatchUp = {
     val fresh = newCopy()
-    val r = try Restore(files, committed, fresh, () => fresh.fitsBudget(), countRows) catch {
-      case NonFatal(e) => fresh.close(); throw e
-    }
+    val r =
+      try Restore(files, committed, fresh, () => fresh.fitsBudget(), countRows)
+      catch {
+        case NonFatal(e) => fresh.close(); throw e
+      }
     copy = fresh
     held(r, if (r.info.snapshotVersion.contains(committed)) StateFile.Snapshot else StateFile.Changelog, committed)
     CatchUp(rebuilt = true, r.info.recordsReplayed)
@@ -144,6 +154,7 @@ private[kstate] final class StandbyCopy(val store: ReplicaStore, files: Checkpoi
 }
 
 private[kstate] object StandbyCopy {
+
   /** Which state a provider adopting a copy wants: a version of a format-v1 checkpoint, or of format v2 with its id. */
   sealed trait Wanted
   case object FormatV1 extends Wanted

@@ -20,6 +20,7 @@ package org.apache.spark.sql.kstate.replica
  *     deterministic.
  */
 object StandbyPlacement {
+
   /**
    * One store to place standbys for.
    *

@@ -25,6 +25,7 @@ package org.apache.spark.sql.kstate.replica
  * deterministic.
  */
 object WarmupPlacement {
+
   /**
    * One store of the operator.
    *
@@ -32,8 +33,12 @@ object WarmupPlacement {
    * @param standbys the executors its standbys are placed on
    * @param copies   the committed version each live executor's copy of it holds
    */
-  final case class Slot(store: ReplicaStore, active: Option[String], standbys: Seq[String],
-      copies: Map[String, Long])
+  final case class Slot(
+      store: ReplicaStore,
+      active: Option[String],
+      standbys: Seq[String],
+      copies: Map[String, Long]
+  )
 
   /**
    * @param moves   store -> the executor its active should move to
@@ -58,7 +63,9 @@ object WarmupPlacement {
     val load = scala.collection.mutable.LinkedHashMap.empty[String, Int]
     order.foreach(load(_) = 0)
     placed.foreach(s => load(s.active.get) = load.getOrElse(s.active.get, 0) + 1)
-    val onExecutor = placed.groupBy(_.active.get).map { case (e, ss) => e -> ss.to(scala.collection.mutable.ArrayBuffer) }
+    val onExecutor = placed.groupBy(_.active.get).map { case (e, ss) =>
+      e -> ss.to(scala.collection.mutable.ArrayBuffer)
+    }
     var moves = Vector.empty[(Slot, String)]
     // From the fullest executor to the emptiest while they differ by 2 or more. A store that
     // moved in never moves on: a destination was the emptiest, so it stays within one of it.

@@ -13,6 +13,7 @@ import org.apache.spark.sql.connect.planner.SparkConnectPlanner
  * planner)` since Spark 4.0) are Spark Connect's server API, which changes between minors.
  */
 object ConnectPlannerShim {
+
   /** The server session the planner plans for. */
   def session(planner: SparkConnectPlanner): ClassicSession = planner.session
 

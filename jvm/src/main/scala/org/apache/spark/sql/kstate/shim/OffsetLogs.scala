@@ -8,6 +8,7 @@ import org.apache.spark.sql.internal.SQLConf
  * an `OffsetSeq`, or an `OffsetMap` in offset log format 2).
  */
 private[kstate] object OffsetLogs {
+
   /** The number of state partitions micro-batch `batchId` ran (or runs) with, if recorded. */
   def shufflePartitions(log: OffsetSeqLog, batchId: Long): Option[Int] =
     log.get(batchId).flatMap(_.metadataOpt).flatMap(_.conf.get(SQLConf.SHUFFLE_PARTITIONS.key)).flatMap(_.toIntOption)

@@ -3,7 +3,15 @@ package org.apache.spark.sql.kstate.shim
 import scala.util.Try
 
 import org.apache.spark.sql.connector.read.InputPartition
-import org.apache.spark.sql.execution.{ColumnarToRowExec, FilterExec, InputAdapter, ProjectExec, SparkPlan, UnionExec, WholeStageCodegenExec}
+import org.apache.spark.sql.execution.{
+  ColumnarToRowExec,
+  FilterExec,
+  InputAdapter,
+  ProjectExec,
+  SparkPlan,
+  UnionExec,
+  WholeStageCodegenExec
+}
 import org.apache.spark.sql.execution.datasources.v2.MicroBatchScanExec
 import org.apache.spark.sql.execution.streaming.operators.stateful.EventTimeWatermarkExec
 
@@ -24,7 +32,7 @@ object OrderedLog {
   def apply(plan: SparkPlan): Boolean = plan match {
     case s: MicroBatchScanExec => isKafkaWithDistinctTopicPartitions(s)
     case _: ProjectExec | _: FilterExec | _: EventTimeWatermarkExec | _: UnionExec |
-         _: WholeStageCodegenExec | _: InputAdapter | _: ColumnarToRowExec =>
+        _: WholeStageCodegenExec | _: InputAdapter | _: ColumnarToRowExec =>
       plan.children.nonEmpty && plan.children.forall(apply)
     case _ => false
   }

@@ -7,7 +7,12 @@ import scala.util.Try
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
-import org.apache.spark.sql.execution.streaming.runtime.{IncrementalExecution, MicroBatchExecution, StreamExecution, StreamingQueryWrapper}
+import org.apache.spark.sql.execution.streaming.runtime.{
+  IncrementalExecution,
+  MicroBatchExecution,
+  StreamExecution,
+  StreamingQueryWrapper
+}
 import org.apache.spark.sql.streaming.OutputMode
 
 /**
@@ -36,7 +41,8 @@ final class RunningQuery private (val execution: IncrementalExecution) {
       batchId,
       numStatePartitions,
       None,
-      execution.currentStateStoreCkptId.get(operatorId))
+      execution.currentStateStoreCkptId.get(operatorId)
+    )
 
   /** Event-time watermark (ms) this operator evicts against in the current batch. */
   def inputWatermarkForEviction(operatorId: Long): Long =
@@ -44,13 +50,15 @@ final class RunningQuery private (val execution: IncrementalExecution) {
 }
 
 object RunningQuery {
+
   /**
    * Sessions that built kstate DataFrames. A micro-batch is planned in a clone of the session
    * that started the query, and the clone's StreamingQueryManager does not know the query; the
    * session that built the kstate DataFrame (and so started its query) does. Weakly held.
    */
   private val sessions = java.util.Collections.synchronizedMap(
-    new java.util.WeakHashMap[SparkSession, java.lang.Boolean]())
+    new java.util.WeakHashMap[SparkSession, java.lang.Boolean]()
+  )
 
   def register(session: SparkSession): Unit = sessions.put(session, java.lang.Boolean.TRUE)
 

@@ -19,7 +19,8 @@ object SparkShim {
   def classic(df: DataFrame): ClassicDataset[_] = df match {
     case c: ClassicDataset[_] => c
     case other => throw new UnsupportedOperationException(
-      s"kstate needs a classic (non-Connect) DataFrame, got ${other.getClass.getName}")
+        s"kstate needs a classic (non-Connect) DataFrame, got ${other.getClass.getName}"
+      )
   }
 
   def logicalPlan(df: DataFrame): LogicalPlan = classic(df).logicalPlan
@@ -42,7 +43,8 @@ object SparkShim {
   def classic(spark: SparkSession): ClassicSession = spark match {
     case c: ClassicSession => c
     case other => throw new UnsupportedOperationException(
-      s"kstate needs a classic (non-Connect) SparkSession, got ${other.getClass.getName}")
+        s"kstate needs a classic (non-Connect) SparkSession, got ${other.getClass.getName}"
+      )
   }
 
   /** A batch DataFrame over `rows`, which must match `schema`. */

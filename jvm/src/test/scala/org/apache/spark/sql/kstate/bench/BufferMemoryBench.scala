@@ -38,8 +38,17 @@ object BufferMemoryBench {
     mem.getHeapMemoryUsage.getUsed
   }
 
-  final case class Run(mode: String, putSeconds: Double, evictSeconds: Double, peakPutBytes: Long,
-      peakEvictBytes: Long, writeSetEstimateMax: Long, spills: Long, records: Long, recordBytes: Long)
+  final case class Run(
+      mode: String,
+      putSeconds: Double,
+      evictSeconds: Double,
+      peakPutBytes: Long,
+      peakEvictBytes: Long,
+      writeSetEstimateMax: Long,
+      spills: Long,
+      records: Long,
+      recordBytes: Long
+  )
 
   private def run(mode: String, maxBytes: Long, keys: Int, valueBytes: Int, sample: Boolean): Run = {
     val root = Files.createTempDirectory("kstate-bench-buffer").toFile
@@ -50,9 +59,17 @@ object BufferMemoryBench {
       // The heap mode must not spill at all: a write-set limit above anything it can reach.
       if (mode == "heap") sql.setConfString("spark.sql.streaming.stateStore.kstate.maxWriteSetBytes", "1t")
       val p = new KStateStoreProvider
-      p.init(StateStoreId(root.getAbsolutePath, 0, 0), schema, schema,
-        NoPrefixKeyStateEncoderSpec(schema), useColumnFamilies = true, new StateStoreConf(sql),
-        new Configuration, useMultipleValuesPerKey = false, None)
+      p.init(
+        StateStoreId(root.getAbsolutePath, 0, 0),
+        schema,
+        schema,
+        NoPrefixKeyStateEncoderSpec(schema),
+        useColumnFamilies = true,
+        new StateStoreConf(sql),
+        new Configuration,
+        useMultipleValuesPerKey = false,
+        None
+      )
       val limits =
         if (mode == "spill") BufferLimits(maxBytes = maxBytes, whenFull = WhenFull.SpillToDisk)
         else BufferLimits()
@@ -128,23 +145,25 @@ object BufferMemoryBench {
     val peak = math.max(spill.peakPutBytes, spill.peakEvictBytes)
     println(f"  spill peak / max_bytes: ${peak.toDouble / maxBytes}%.2f (bound: max_bytes + constant)")
     println(f"  heap  peak / max_bytes: ${math.max(heap.peakPutBytes, heap.peakEvictBytes).toDouble / maxBytes}%.2f")
-    println(f"  spill / heap time: ${(spill.putSeconds + spill.evictSeconds) / (heap.putSeconds + heap.evictSeconds)}%.2fx")
+    println(
+      f"  spill / heap time: ${(spill.putSeconds + spill.evictSeconds) / (heap.putSeconds + heap.evictSeconds)}%.2fx"
+    )
 
     def js(r: Run) =
       s"""{"put_s": ${r.putSeconds}, "evict_s": ${r.evictSeconds}, "peak_put_heap_bytes": ${r.peakPutBytes},
-         |    "peak_evict_heap_bytes": ${r.peakEvictBytes}, "write_set_estimate_max_bytes": ${r.writeSetEstimateMax},
-         |    "spills": ${r.spills}, "records": ${r.records}, "record_bytes": ${r.recordBytes}}""".stripMargin
+        |    "peak_evict_heap_bytes": ${r.peakEvictBytes}, "write_set_estimate_max_bytes": ${r.writeSetEstimateMax},
+        |    "spills": ${r.spills}, "records": ${r.records}, "record_bytes": ${r.recordBytes}}""".stripMargin
     val json =
       s"""{
-         |  "quick": $quick, "date_utc": "${java.time.Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS)}",
-         |  "max_bytes": $maxBytes, "keys": $keys, "keys_that_fit": $fit,
-         |  "jvm_max_heap_bytes": ${Runtime.getRuntime.maxMemory},
-         |  "spill": ${js(spill)},
-         |  "heap": ${js(heap)},
-         |  "spill_peak_over_max_bytes": ${peak.toDouble / maxBytes},
-         |  "spill_vs_heap_time": ${(spill.putSeconds + spill.evictSeconds) / (heap.putSeconds + heap.evictSeconds)}
-         |}
-         |""".stripMargin
+        |  "quick": $quick, "date_utc": "${java.time.Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS)}",
+        |  "max_bytes": $maxBytes, "keys": $keys, "keys_that_fit": $fit,
+        |  "jvm_max_heap_bytes": ${Runtime.getRuntime.maxMemory},
+        |  "spill": ${js(spill)},
+        |  "heap": ${js(heap)},
+        |  "spill_peak_over_max_bytes": ${peak.toDouble / maxBytes},
+        |  "spill_vs_heap_time": ${(spill.putSeconds + spill.evictSeconds) / (heap.putSeconds + heap.evictSeconds)}
+        |}
+        |""".stripMargin
     Files.createDirectories(Paths.get(out).toAbsolutePath.getParent)
     Files.write(Paths.get(out), json.getBytes("UTF-8"))
     println(s"wrote $out")

@@ -40,14 +40,26 @@ object CommitLatencyBench {
     try new String(Files.readAllBytes(Paths.get("/proc/loadavg")), "UTF-8").trim
     catch { case _: Exception => "unknown" }
 
-  final case class Figures(p50Ms: Double, p99Ms: Double, maxMs: Double, meanMs: Double,
-      batches: Int, snapshots: Int)
+  final case class Figures(
+      p50Ms: Double,
+      p99Ms: Double,
+      maxMs: Double,
+      meanMs: Double,
+      batches: Int,
+      snapshots: Int
+  )
 
   private def percentile(sorted: Array[Double], p: Double): Double =
     sorted(math.min(sorted.length - 1, math.ceil(p * sorted.length).toInt - 1).max(0))
 
-  private def run(keys: Int, perBatch: Int, batches: Int, warmUp: Int, heapState: String,
-      snapshotEvery: Int): Figures = {
+  private def run(
+      keys: Int,
+      perBatch: Int,
+      batches: Int,
+      warmUp: Int,
+      heapState: String,
+      snapshotEvery: Int
+  ): Figures = {
     Files.createDirectories(Paths.get(System.getProperty("java.io.tmpdir")))
     val root = Files.createTempDirectory("kstate-bench-commit").toFile
     val sql = new SQLConf
@@ -55,16 +67,29 @@ object CommitLatencyBench {
     sql.setConfString("spark.sql.streaming.minBatchesToRetain", "100")
     sql.setConfString("spark.sql.streaming.stateStore.kstate.heapStateBytes", heapState)
     val p = new KStateStoreProvider
-    p.init(StateStoreId(root.getAbsolutePath, 0, 0), keySchema, valueSchema,
-      NoPrefixKeyStateEncoderSpec(keySchema), false, new StateStoreConf(sql), new Configuration,
-      false, None)
+    p.init(
+      StateStoreId(root.getAbsolutePath, 0, 0),
+      keySchema,
+      valueSchema,
+      NoPrefixKeyStateEncoderSpec(keySchema),
+      false,
+      new StateStoreConf(sql),
+      new Configuration,
+      false,
+      None
+    )
     val stop = new AtomicBoolean(false)
-    val maintenance = new Thread(() => {
-      while (!stop.get) {
-        try p.doMaintenance() catch { case e: Exception => e.printStackTrace() }
-        try Thread.sleep(100) catch { case _: InterruptedException => }
-      }
-    }, "bench-maintenance")
+    val maintenance = new Thread(
+      () => {
+        while (!stop.get) {
+          try p.doMaintenance()
+          catch { case e: Exception => e.printStackTrace() }
+          try Thread.sleep(100)
+          catch { case _: InterruptedException => }
+        }
+      },
+      "bench-maintenance"
+    )
     try {
       val first = p.getStore(0)
       var i = 0L
@@ -89,11 +114,18 @@ object CommitLatencyBench {
       maintenance.interrupt()
       maintenance.join()
       val walk = Files.walk(root.toPath)
-      val snapshots = try walk.iterator().asScala.count(_.getFileName.toString.endsWith(".kstate.snapshot"))
+      val snapshots =
+        try walk.iterator().asScala.count(_.getFileName.toString.endsWith(".kstate.snapshot"))
         finally walk.close()
       val sorted = times.sorted
-      Figures(percentile(sorted, 0.5), percentile(sorted, 0.99), sorted.last, times.sum / batches,
-        batches, snapshots)
+      Figures(
+        percentile(sorted, 0.5),
+        percentile(sorted, 0.99),
+        sorted.last,
+        times.sum / batches,
+        batches,
+        snapshots
+      )
     } finally {
       stop.set(true)
       p.close()
@@ -124,12 +156,14 @@ object CommitLatencyBench {
     }
     println(s"  load average (1, 5, 15 min, runnable/total, last pid): before $loadBefore, after $loadAfter")
     val current =
-      s"""{"label": "$label", "date_utc": "${java.time.Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS)}", "keys": $keys, "updates_per_batch": $perBatch, "batches": $batches,
-         |    "warm_up": $warmUp, "min_deltas_for_snapshot": 10, "maintenance_interval_ms": 100,
-         |    "loadavg_before": "$loadBefore", "loadavg_after": "$loadAfter",
-         |    "heap": ${json(figures.head._2)},
-         |    "rocksdb": ${json(figures(1)._2)},
-         |    "heap_no_snapshots": ${json(figures(2)._2)}}""".stripMargin
+      s"""{"label": "$label", "date_utc": "${java.time.Instant.now().truncatedTo(
+          java.time.temporal.ChronoUnit.SECONDS
+        )}", "keys": $keys, "updates_per_batch": $perBatch, "batches": $batches,
+        |    "warm_up": $warmUp, "min_deltas_for_snapshot": 10, "maintenance_interval_ms": 100,
+        |    "loadavg_before": "$loadBefore", "loadavg_after": "$loadAfter",
+        |    "heap": ${json(figures.head._2)},
+        |    "rocksdb": ${json(figures(1)._2)},
+        |    "heap_no_snapshots": ${json(figures(2)._2)}}""".stripMargin
     val beforeFile = Paths.get(out).toAbsolutePath.getParent.resolve("commit-latency-before.json")
     val single = args.contains("--single") // only this run's figures (for the "before" file)
     val before = if (Files.exists(beforeFile) && !quick && !single) {

@@ -50,9 +50,16 @@ object StoreBench {
     sql.setConfString(SQLConf.STATE_STORE_PROVIDER_CLASS.key, cls)
     // createAndInit also records a query run id, which Spark's RocksDB provider requires.
     StateStoreProvider.createAndInit(
-      StateStoreProviderId(StateStoreId(root, 0, 0), java.util.UUID.randomUUID()), keySchema,
-      valueSchema, NoPrefixKeyStateEncoderSpec(keySchema), false, new StateStoreConf(sql),
-      new Configuration, false, None)
+      StateStoreProviderId(StateStoreId(root, 0, 0), java.util.UUID.randomUUID()),
+      keySchema,
+      valueSchema,
+      NoPrefixKeyStateEncoderSpec(keySchema),
+      false,
+      new StateStoreConf(sql),
+      new Configuration,
+      false,
+      None
+    )
   }
 
   private def timed[T](f: => T): (T, Double) = {
@@ -60,13 +67,18 @@ object StoreBench {
   }
 
   private val threads = java.lang.management.ManagementFactory.getThreadMXBean
+
   /** The last [[restoreRun]]'s restore: CPU seconds of the restoring thread, snapshot it started from. */
   private var lastRestoreCpuS = 0.0
   private var lastRestoreSnapshot = -1L
 
   /** Writes `keys` keys in `versions` versions; returns (write s, restore s, restored numKeys). */
-  private def restoreRun(cls: String, keys: Int, versions: Int,
-      extra: Map[String, String] = Map.empty): (Double, Double, Long) = {
+  private def restoreRun(
+      cls: String,
+      keys: Int,
+      versions: Int,
+      extra: Map[String, String] = Map.empty
+  ): (Double, Double, Long) = {
     val root = Files.createTempDirectory("kstate-bench-restore").toFile
     try {
       val perVersion = keys / versions
@@ -108,13 +120,22 @@ object StoreBench {
     val root = Files.createTempDirectory("kstate-bench-vs").toFile
     try {
       val p = new KStateStoreProvider
-      p.init(StateStoreId(root.getAbsolutePath, 0, 0), keySchema, valueSchema,
-        NoPrefixKeyStateEncoderSpec(keySchema), useColumnFamilies = true,
+      p.init(
+        StateStoreId(root.getAbsolutePath, 0, 0),
+        keySchema,
+        valueSchema,
+        NoPrefixKeyStateEncoderSpec(keySchema),
+        useColumnFamilies = true,
         // As kstate's operators open their stores: no row counting (they count entries themselves).
-        conf("spark.sql.streaming.stateStore.minDeltasForSnapshot" -> "1000",
+        conf(
+          "spark.sql.streaming.stateStore.minDeltasForSnapshot" -> "1000",
           KStateStoreProvider.TrackRowsKey -> "false",
-          org.apache.spark.sql.kstate.config.KStateConf.HeapStateBytes.key -> heapState), new Configuration,
-        useMultipleValuesPerKey = false, None)
+          org.apache.spark.sql.kstate.config.KStateConf.HeapStateBytes.key -> heapState
+        ),
+        new Configuration,
+        useMultipleValuesPerKey = false,
+        None
+      )
       val v = new Array[Byte](48)
       var version = 0L
       val (_, putS) = timed {
@@ -180,8 +201,11 @@ object StoreBench {
   private def versionedGoal(keys: Int, rounds: Int, reps: Int): Seq[((Double, Double), (Double, Double))] = {
     versionedRun(keys, rounds, batchPerRound = true, heapState = "2g"); rawRun(keys, rounds)
     (0 until reps).map { r =>
-      if (r % 2 == 0) { val v = versionedRun(keys, rounds, batchPerRound = true, heapState = "2g"); (v, rawRun(keys, rounds)) }
-      else { val raw = rawRun(keys, rounds); (versionedRun(keys, rounds, batchPerRound = true, heapState = "2g"), raw) }
+      if (r % 2 == 0) {
+        val v = versionedRun(keys, rounds, batchPerRound = true, heapState = "2g"); (v, rawRun(keys, rounds))
+      } else {
+        val raw = rawRun(keys, rounds); (versionedRun(keys, rounds, batchPerRound = true, heapState = "2g"), raw)
+      }
     }
   }
 
@@ -216,8 +240,10 @@ object StoreBench {
       val pairs = versionedGoal(vk, vr, reps)
       println(s"heap copy puts/s per run: ${pairs.map(p => f"${p._1._1 / 1000}%.1fk").mkString("/")}; " +
         s"raw RocksDB puts/s: ${pairs.map(p => f"${p._2._1 / 1000}%.1fk").mkString("/")}")
-      println(f"medians: puts ${median(pairs.map(_._1._1)) / 1000}%.1fk vs ${median(pairs.map(_._2._1)) / 1000}%.1fk, " +
-        f"as-of gets ${median(pairs.map(_._1._2)) / 1000}%.1fk vs ${median(pairs.map(_._2._2)) / 1000}%.1fk")
+      println(
+        f"medians: puts ${median(pairs.map(_._1._1)) / 1000}%.1fk vs ${median(pairs.map(_._2._1)) / 1000}%.1fk, " +
+          f"as-of gets ${median(pairs.map(_._1._2)) / 1000}%.1fk vs ${median(pairs.map(_._2._2)) / 1000}%.1fk"
+      )
       return
     }
     println(s"restore: $keys keys in 10 versions (snapshot at 5, changelogs 6..10), " +
@@ -225,7 +251,8 @@ object StoreBench {
     // kstate's provider twice: working copy on the heap (default) and in RocksDB (budget 0)
     val kstateDb = "kstate, RocksDB working copy"
     def run(variant: String) =
-      if (variant == kstateDb) restoreRun(kstate, keys, 10, Map(org.apache.spark.sql.kstate.config.KStateConf.HeapStateBytes.key -> "0"))
+      if (variant == kstateDb)
+        restoreRun(kstate, keys, 10, Map(org.apache.spark.sql.kstate.config.KStateConf.HeapStateBytes.key -> "0"))
       else restoreRun(variant, keys, 10)
     val runs = (0 until reps).map { r =>
       val order = if (r % 2 == 0) Seq(kstate, kstateDb, rocks) else Seq(rocks, kstateDb, kstate)
@@ -250,8 +277,12 @@ object StoreBench {
     val (vPut, vGet) = (median(pairs.map(_._1._1)), median(pairs.map(_._1._2)))
     val (rPut, rGet) = (median(pairs.map(_._2._1)), median(pairs.map(_._2._2)))
     val (dPut, dGet) = versionedRun(vk, vr, batchPerRound = true, heapState = "0")
-    val (oPut, oGet) = versionedRun(vk, vr, batchPerRound = false,
-      heapState = org.apache.spark.sql.kstate.engine.HeapStateBudget.defaultLimit.toString)
+    val (oPut, oGet) = versionedRun(
+      vk,
+      vr,
+      batchPerRound = false,
+      heapState = org.apache.spark.sql.kstate.engine.HeapStateBudget.defaultLimit.toString
+    )
     println(f"  batch per round, heap copy    : ${vPut / 1000}%8.1fk puts/s  ${vGet / 1000}%8.1fk as-of gets/s")
     println(f"  batch per round, RocksDB copy : ${dPut / 1000}%8.1fk puts/s  ${dGet / 1000}%8.1fk as-of gets/s")
     println(f"  all in one batch (spills)     : ${oPut / 1000}%8.1fk puts/s  ${oGet / 1000}%8.1fk as-of gets/s")
@@ -261,24 +292,24 @@ object StoreBench {
 
     val json =
       s"""{
-         |  "quick": $quick, "date_utc": "${java.time.Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS)}",
-         |  "restore": {"keys": $keys, "versions": 10, "snapshot_version": 5, "reps": $reps,
-         |    "kstate_restore_s_reps": [${runs.map(_(kstate)._2).mkString(", ")}],
-         |    "rocksdb_restore_s_reps": [${runs.map(_(rocks)._2).mkString(", ")}],
-         |    "kstate": {"write_s": $kw, "restore_s": $kr},
-         |    "kstate_rocksdb_copy": {"write_s": $dw, "restore_s": $dr},
-         |    "rocksdb": {"write_s": $rw, "restore_s": $rr},
-         |    "restore_speedup_kstate_vs_rocksdb": ${rr / kr}},
-         |  "versioned": {"keys": $vk, "versions_per_key": $vr, "reps": $reps,
-         |    "kstate_puts_per_s_reps": [${pairs.map(_._1._1).mkString(", ")}],
-         |    "raw_rocksdb_puts_per_s_reps": [${pairs.map(_._2._1).mkString(", ")}],
-         |    "kstate_puts_per_s": $vPut, "kstate_asof_gets_per_s": $vGet,
-         |    "kstate_rocksdb_copy_puts_per_s": $dPut, "kstate_rocksdb_copy_asof_gets_per_s": $dGet,
-         |    "kstate_one_batch_puts_per_s": $oPut, "kstate_one_batch_asof_gets_per_s": $oGet,
-         |    "raw_rocksdb_puts_per_s": $rPut, "raw_rocksdb_gets_per_s": $rGet,
-         |    "put_slowdown_vs_floor": ${rPut / vPut}, "get_slowdown_vs_floor": ${rGet / vGet}, "goal_max_slowdown": 2.0}
-         |}
-         |""".stripMargin
+        |  "quick": $quick, "date_utc": "${java.time.Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS)}",
+        |  "restore": {"keys": $keys, "versions": 10, "snapshot_version": 5, "reps": $reps,
+        |    "kstate_restore_s_reps": [${runs.map(_(kstate)._2).mkString(", ")}],
+        |    "rocksdb_restore_s_reps": [${runs.map(_(rocks)._2).mkString(", ")}],
+        |    "kstate": {"write_s": $kw, "restore_s": $kr},
+        |    "kstate_rocksdb_copy": {"write_s": $dw, "restore_s": $dr},
+        |    "rocksdb": {"write_s": $rw, "restore_s": $rr},
+        |    "restore_speedup_kstate_vs_rocksdb": ${rr / kr}},
+        |  "versioned": {"keys": $vk, "versions_per_key": $vr, "reps": $reps,
+        |    "kstate_puts_per_s_reps": [${pairs.map(_._1._1).mkString(", ")}],
+        |    "raw_rocksdb_puts_per_s_reps": [${pairs.map(_._2._1).mkString(", ")}],
+        |    "kstate_puts_per_s": $vPut, "kstate_asof_gets_per_s": $vGet,
+        |    "kstate_rocksdb_copy_puts_per_s": $dPut, "kstate_rocksdb_copy_asof_gets_per_s": $dGet,
+        |    "kstate_one_batch_puts_per_s": $oPut, "kstate_one_batch_asof_gets_per_s": $oGet,
+        |    "raw_rocksdb_puts_per_s": $rPut, "raw_rocksdb_gets_per_s": $rGet,
+        |    "put_slowdown_vs_floor": ${rPut / vPut}, "get_slowdown_vs_floor": ${rGet / vGet}, "goal_max_slowdown": 2.0}
+        |}
+        |""".stripMargin
     Files.createDirectories(Paths.get(out).toAbsolutePath.getParent)
     Files.write(Paths.get(out), json.getBytes("UTF-8"))
     println(s"wrote $out")

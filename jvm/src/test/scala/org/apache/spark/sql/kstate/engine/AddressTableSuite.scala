@@ -23,13 +23,18 @@ class AddressTableSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
    * backward shift must get right.
    */
   private val hashGen: Gen[Int => Int] = Gen.oneOf[Int => Int](
-    (k: Int) => k % 3, (k: Int) => (k % 5) << 28, (k: Int) => -k, (k: Int) => 15 - (k % 4),
-    (k: Int) => HashedKey.hashOf(bytes(k)))
+    (k: Int) => k % 3,
+    (k: Int) => (k % 5) << 28,
+    (k: Int) => -k,
+    (k: Int) => 15 - (k % 4),
+    (k: Int) => HashedKey.hashOf(bytes(k))
+  )
 
   private val opGen: Gen[Op] = Gen.frequency(
     4 -> (for (k <- Gen.choose(0, 60); v <- Gen.choose(0, 1000)) yield Put(k, v)),
     2 -> Gen.choose(0, 60).map(Remove),
-    1 -> Gen.choose(0, 60).map(RemoveByAddress))
+    1 -> Gen.choose(0, 60).map(RemoveByAddress)
+  )
 
   test("property: puts and removes agree with a hash map, whatever the hash collisions") {
     forAll(hashGen, Gen.listOf(opGen)) { (hash, ops) =>
@@ -53,7 +58,7 @@ class AddressTableSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       assert(occupied.size == model.size)
       occupied.foreach { s =>
         val k = EntryArena.key(arena.pages, t.addressAt(s))
-        assert(t.hashAt(s) == hash((k(0) & 0xFF) << 8 | (k(1) & 0xFF)))
+        assert(t.hashAt(s) == hash((k(0) & 0xff) << 8 | (k(1) & 0xff)))
       }
       (0 to 60).foreach(k => assert(valueAt(t.get(arena.pages, bytes(k), hash(k))) == model.get(k), s"key $k"))
       assert(t.size <= t.slots * AddressTable.MaxLoad)

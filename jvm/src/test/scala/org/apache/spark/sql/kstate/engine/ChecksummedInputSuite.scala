@@ -24,7 +24,8 @@ class ChecksummedInputSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     Gen.choose(0, 200).flatMap(n => Gen.listOfN(n, Gen.choose(Byte.MinValue, Byte.MaxValue)))
       .map(b => A(b.toArray)),
     Gen.asciiPrintableStr.map(_.take(40)).map(U),
-    Gen.const(U("zaï-€-😀")))
+    Gen.const(U("zaï-€-😀"))
+  )
 
   /** Hands out at most `chunk` bytes per read, as network streams do. */
   private class Trickle(bytes: Array[Byte], chunk: Int) extends InputStream {

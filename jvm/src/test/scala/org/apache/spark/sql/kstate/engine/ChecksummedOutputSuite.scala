@@ -8,6 +8,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
 
 class ChecksummedOutputSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
+
   /** One field: how DataOutputStream writes it, and how ChecksummedOutput does. */
   private final case class Field(reference: DataOutputStream => Unit, ours: ChecksummedOutput => Unit)
 
@@ -19,7 +20,8 @@ class ChecksummedOutputSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     Gen.choose(0, 200).flatMap(n => Gen.listOfN(n, Gen.choose(Byte.MinValue, Byte.MaxValue)))
       .map(_.toArray).map(b => Field(_.write(b), _.write(b))),
     Gen.oneOf(Gen.asciiPrintableStr.map(_.take(40)), Gen.const("zaï-€-😀"))
-      .map(s => Field(_.writeUTF(s), _.writeUTF(s))))
+      .map(s => Field(_.writeUTF(s), _.writeUTF(s)))
+  )
 
   test("property: writes exactly DataOutputStream's bytes, with their CRC32C and size") {
     forAll(Gen.listOf(field), Gen.choose(8, 64)) { (fields, bufferSize) =>

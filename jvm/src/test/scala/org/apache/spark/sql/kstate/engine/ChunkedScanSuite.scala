@@ -18,7 +18,8 @@ class ChunkedScanSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   private def unkey(b: Array[Byte]): Int = ByteBuffer.wrap(b).getInt
 
   private def read(it: Iterator[(Array[Byte], Array[Byte])] with AutoCloseable): List[(Int, Int)] =
-    try it.map { case (k, v) => unkey(k) -> v.length }.toList finally it.close()
+    try it.map { case (k, v) => unkey(k) -> v.length }.toList
+    finally it.close()
 
   test("property: same entries as a frozen scan, with committed and uncommitted changes") {
     // up to ~20k changes per version: chunks of 16 doubling to 4096, so every size is crossed

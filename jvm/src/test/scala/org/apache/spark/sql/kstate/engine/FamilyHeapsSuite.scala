@@ -18,16 +18,18 @@ class FamilyHeapsSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
 
   private def sorted(m: mutable.Map[List[Int], Array[Byte]]): List[(List[Int], List[Byte])] =
     m.toList.sortWith((a, b) => less(a._1, b._1)).map { case (k, v) => k -> v.toList }
+
   /** Family ids 0, 1, 2 and 300 (a second prefix byte and a first one), then 0-2 key bytes. */
   private val familyGen: Gen[List[Int]] = Gen.oneOf(List(0, 0), List(0, 1), List(0, 2), List(1, 44))
   private val keyGen: Gen[List[Int]] = for {
     f <- familyGen
     n <- Gen.choose(0, 2)
-    rest <- Gen.listOfN(n, Gen.oneOf(0, 1, 0x80, 0xFF))
+    rest <- Gen.listOfN(n, Gen.oneOf(0, 1, 0x80, 0xff))
   } yield f ++ rest
+
   /** Range bounds: any short byte string, so ranges start and end inside, between and across families. */
   private val boundGen: Gen[List[Int]] =
-    Gen.oneOf(keyGen, Gen.choose(0, 1).flatMap(n => Gen.listOfN(n, Gen.oneOf(0, 1, 2, 0xFF))))
+    Gen.oneOf(keyGen, Gen.choose(0, 1).flatMap(n => Gen.listOfN(n, Gen.oneOf(0, 1, 2, 0xff))))
 
   private sealed trait Op
   private case class Put(k: List[Int], v: Array[Byte]) extends Op
@@ -42,57 +44,62 @@ class FamilyHeapsSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     2 -> keyGen.map(Del),
     1 -> (for (f <- boundGen; u <- Gen.option(boundGen)) yield DelRange(f, u)),
     4 -> (for {
-      changes <- Gen.mapOf(for (k <- keyGen; v <- Gen.option(Gen.choose(0, 5).map(n => Array.fill(n)(3.toByte)))) yield k -> v)
+      changes <-
+        Gen.mapOf(for (k <- keyGen; v <- Gen.option(Gen.choose(0, 5).map(n => Array.fill(n)(3.toByte)))) yield k -> v)
       sortedRun <- Gen.oneOf(true, false)
       seed <- Gen.long
     } yield Version(changes, sortedRun, seed)),
     2 -> (for (f <- boundGen; u <- Gen.option(boundGen)) yield Scan(f, u)),
-    1 -> boundGen.map(p => WithPrefix(p.take(3))))
+    1 -> boundGen.map(p => WithPrefix(p.take(3)))
+  )
 
   private def read(s: StateScan): List[(List[Int], List[Byte])] = {
     val out = mutable.ListBuffer.empty[(List[Int], List[Byte])]
-    try while (s.valid) { out += ints(s.key) -> s.value.toList; s.next() } finally s.close()
+    try while (s.valid) { out += ints(s.key) -> s.value.toList; s.next() }
+    finally s.close()
     out.toList
   }
 
   test("property: reads, writes, range deletes and counts across families agree with one sorted model") {
     forAll(Gen.listOf(opGen), boundGen, Gen.option(boundGen), Gen.oneOf(0L, 64L, HeapState.MinGarbageBytes)) {
-        (ops, from, until, threshold) =>
-      val h = new FamilyHeaps(threshold)
-      val m = mutable.Map.empty[List[Int], Array[Byte]]
-      // scans opened along the way, read at the end: each must still show the state it was opened at
-      val frozen = mutable.ListBuffer.empty[(StateScan, List[(List[Int], List[Byte])])]
-      ops.foreach {
-        case Put(k, v) => h.put(bytes(k), v.clone()); m(k) = v
-        case Del(k) => h.delete(bytes(k)); m.remove(k)
-        case DelRange(f, u) =>
-          val gone = m.keys.filter(inRange(_, f, u)).toList
-          assert(h.deleteRange(bytes(f), u.map(bytes)) == gone.size)
-          gone.foreach(m.remove)
-        case Version(changes, sortedRun, seed) =>
-          val before = m.size
-          val delta =
-            if (sortedRun) h.applySorted(entries(changes), changes.size)
-            else h.applyChanges(new scala.util.Random(seed).shuffle(entries(changes).toList).toArray)
-          changes.foreach { case (k, v) => v.fold(m.remove(k))(x => m.put(k, x)) }
-          assert(delta == m.size - before)
-        case Scan(f, u) =>
-          frozen += h.scan(bytes(f), u.map(bytes)) -> sorted(m).filter { case (k, _) => inRange(k, f, u) }
-        case WithPrefix(p) =>
-          val got = h.entriesWithPrefix(bytes(p), _ => false).map { case (k, v) => ints(k) -> v.toList }.toList
-          assert(got.sortWith((a, b) => less(a._1, b._1)) == sorted(m).filter(_._1.startsWith(p)))
-      }
-      frozen.foreach { case (s, want) => assert(read(s) == want) }
-      assert(h.size == m.size)
-      m.foreach { case (k, v) => assert(h.get(new HashedKey(bytes(k))).toList == v.toList && h.contains(new HashedKey(bytes(k)))) }
-      val ranged = sorted(m).filter { case (k, _) => inRange(k, from, until) }
-      assert(read(h.scan(bytes(from), until.map(bytes))) == ranged)
-      assert(h.count(bytes(from), until.map(bytes)) == ranged.size)
-      assert(read(h.scan(Array.emptyByteArray, None)) == sorted(m))
-      val all = mutable.ListBuffer.empty[List[Int]]
-      h.foreach((k, _) => all += ints(k))
-      assert(all.toList.sortWith(less) == sorted(m).map(_._1))
-      assert(h.frozenEntries().map(e => ints(e._1)).toList.sortWith(less) == sorted(m).map(_._1))
+      (ops, from, until, threshold) =>
+        val h = new FamilyHeaps(threshold)
+        val m = mutable.Map.empty[List[Int], Array[Byte]]
+        // scans opened along the way, read at the end: each must still show the state it was opened at
+        val frozen = mutable.ListBuffer.empty[(StateScan, List[(List[Int], List[Byte])])]
+        ops.foreach {
+          case Put(k, v) => h.put(bytes(k), v.clone()); m(k) = v
+          case Del(k) => h.delete(bytes(k)); m.remove(k)
+          case DelRange(f, u) =>
+            val gone = m.keys.filter(inRange(_, f, u)).toList
+            assert(h.deleteRange(bytes(f), u.map(bytes)) == gone.size)
+            gone.foreach(m.remove)
+          case Version(changes, sortedRun, seed) =>
+            val before = m.size
+            val delta =
+              if (sortedRun) h.applySorted(entries(changes), changes.size)
+              else h.applyChanges(new scala.util.Random(seed).shuffle(entries(changes).toList).toArray)
+            changes.foreach { case (k, v) => v.fold(m.remove(k))(x => m.put(k, x)) }
+            assert(delta == m.size - before)
+          case Scan(f, u) =>
+            frozen += h.scan(bytes(f), u.map(bytes)) -> sorted(m).filter { case (k, _) => inRange(k, f, u) }
+          case WithPrefix(p) =>
+            val got = h.entriesWithPrefix(bytes(p), _ => false).map { case (k, v) => ints(k) -> v.toList }.toList
+            assert(got.sortWith((a, b) => less(a._1, b._1)) == sorted(m).filter(_._1.startsWith(p)))
+        }
+        frozen.foreach { case (s, want) => assert(read(s) == want) }
+        assert(h.size == m.size)
+        m.foreach { case (k, v) =>
+          assert(h.get(new HashedKey(bytes(k))).toList == v.toList && h.contains(new HashedKey(bytes(k))))
+        }
+        val ranged = sorted(m).filter { case (k, _) => inRange(k, from, until) }
+        assert(read(h.scan(bytes(from), until.map(bytes))) == ranged)
+        assert(h.count(bytes(from), until.map(bytes)) == ranged.size)
+        assert(read(h.scan(Array.emptyByteArray, None)) == sorted(m))
+        val all = mutable.ListBuffer.empty[List[Int]]
+        h.foreach((k, _) => all += ints(k))
+        assert(all.toList.sortWith(less) == sorted(m).map(_._1))
+        assert(h.frozenEntries().map(e => ints(e._1)).toList.sortWith(less) == sorted(m).map(_._1))
     }
   }
 

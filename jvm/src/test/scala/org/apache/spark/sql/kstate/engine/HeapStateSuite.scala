@@ -22,28 +22,32 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   private case class Put(k: List[Int], v: Array[Byte]) extends Op
   private case class Del(k: List[Int]) extends Op
   private case class DelRange(from: List[Int], until: Option[List[Int]]) extends Op
+
   /**
    * One version's changes (None: delete): applied sorted through applySorted, or shuffled
    * through applyUnsorted (which drops the sorted index).
    */
   private case class Version(changes: Map[List[Int], Option[Array[Byte]]], sorted: Boolean, seed: Long)
-    extends Op
+      extends Op
+
   /** The entries under a prefix, in any order, without those of a few skipped keys. */
   private case class WithPrefix(prefix: List[Int], skip: Set[List[Int]]) extends Op
 
   // Few distinct byte values (with 0x00, 0x7F, 0x80 and 0xFF) so keys collide and sign matters.
   private val keyGen: Gen[List[Int]] =
-    Gen.choose(0, 3).flatMap(n => Gen.listOfN(n, Gen.oneOf(0, 1, 0x7F, 0x80, 0xFF)))
+    Gen.choose(0, 3).flatMap(n => Gen.listOfN(n, Gen.oneOf(0, 1, 0x7f, 0x80, 0xff)))
   private val opGen: Gen[Op] = Gen.frequency(
     5 -> (for (k <- keyGen; n <- Gen.choose(0, 40)) yield Put(k, Array.fill(n)(n.toByte))),
     2 -> keyGen.map(Del),
     1 -> (for (f <- keyGen; u <- Gen.option(keyGen)) yield DelRange(f, u)),
     3 -> (for {
-      changes <- Gen.mapOf(for (k <- keyGen; v <- Gen.option(Gen.choose(0, 9).map(n => Array.fill(n)(7.toByte)))) yield k -> v)
+      changes <-
+        Gen.mapOf(for (k <- keyGen; v <- Gen.option(Gen.choose(0, 9).map(n => Array.fill(n)(7.toByte)))) yield k -> v)
       sorted <- Gen.oneOf(true, false)
       seed <- Gen.long
     } yield Version(changes, sorted, seed)),
-    1 -> (for (p <- keyGen; skip <- Gen.listOf(keyGen)) yield WithPrefix(p.take(2), skip.toSet)))
+    1 -> (for (p <- keyGen; skip <- Gen.listOf(keyGen)) yield WithPrefix(p.take(2), skip.toSet))
+  )
 
   /** Bytes of the model's entries as records in the arena. */
   private def liveBytes(m: mutable.Map[List[Int], Array[Byte]]): Long =
@@ -62,70 +66,76 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   private def scanAll(h: HeapState, from: List[Int], until: Option[List[Int]]): List[(List[Int], List[Byte])] = {
     val s = h.scan(bytes(from), until.map(bytes))
     val out = mutable.ListBuffer.empty[(List[Int], List[Byte])]
-    try while (s.valid) { out += ints(s.key) -> s.value.toList; s.next() } finally s.close()
+    try while (s.valid) { out += ints(s.key) -> s.value.toList; s.next() }
+    finally s.close()
     out.toList
   }
 
   test("property: gets, scans, counts and heap estimate agree with a sorted model") {
     // a tiny compaction threshold in most cases, so that compactions run often, mid-sequence
     forAll(Gen.listOf(opGen), keyGen, Gen.option(keyGen), Gen.oneOf(0L, 16L, 200L, HeapState.MinGarbageBytes)) {
-        (ops, from, until, threshold) =>
-      val h = new HeapState(threshold)
-      val m = mutable.Map.empty[List[Int], Array[Byte]]
-      var frozen: Option[(StateScan, List[(List[Int], List[Byte])])] = None
-      val unordered = mutable.ListBuffer.empty[(Iterator[(Array[Byte], Array[Byte])], List[(List[Int], List[Byte])])]
-      ops.zipWithIndex.foreach { case (op, i) =>
-        // Now and then a scan opened here must still show this state at the end.
-        if (frozen.isEmpty && i % 3 == 2) frozen = Some(h.scan(Array.emptyByteArray, None) -> model(m))
-        op match {
-        case Put(k, v) => h.put(bytes(k), v.clone()); m(k) = v
-        case Del(k) => h.delete(bytes(k)); m.remove(k)
-        case DelRange(f, u) =>
-          val gone = m.keys.filter(inRange(_, f, u)).toList
-          assert(h.deleteRange(bytes(f), u.map(bytes)) == gone.size)
-          gone.foreach(m.remove)
-        case Version(changes, sorted, seed) =>
-          val sizeBefore = m.size
-          val delta =
-            if (sorted) h.applySorted(entries(changes))
-            else h.applyUnsorted(new scala.util.Random(seed).shuffle(entries(changes).toList).toArray)
-          changes.foreach { case (k, v) => v.fold(m.remove(k))(x => m.put(k, x)) }
-          assert(delta == m.size - sizeBefore)
-          if (!sorted) assert(!h.keepsIndex)
-        case WithPrefix(p, skip) =>
-          // read at the end, after later changes: it must still show this version
-          val want = model(m).filter { case (k, _) => k.startsWith(p) && !skip.contains(k) }
-          unordered += h.entriesWithPrefix(bytes(p), k => skip.contains(ints(k.bytes))) -> want
+      (ops, from, until, threshold) =>
+        val h = new HeapState(threshold)
+        val m = mutable.Map.empty[List[Int], Array[Byte]]
+        var frozen: Option[(StateScan, List[(List[Int], List[Byte])])] = None
+        val unordered = mutable.ListBuffer.empty[(Iterator[(Array[Byte], Array[Byte])], List[(List[Int], List[Byte])])]
+        ops.zipWithIndex.foreach { case (op, i) =>
+          // Now and then a scan opened here must still show this state at the end.
+          if (frozen.isEmpty && i % 3 == 2) frozen = Some(h.scan(Array.emptyByteArray, None) -> model(m))
+          op match {
+            case Put(k, v) => h.put(bytes(k), v.clone()); m(k) = v
+            case Del(k) => h.delete(bytes(k)); m.remove(k)
+            case DelRange(f, u) =>
+              val gone = m.keys.filter(inRange(_, f, u)).toList
+              assert(h.deleteRange(bytes(f), u.map(bytes)) == gone.size)
+              gone.foreach(m.remove)
+            case Version(changes, sorted, seed) =>
+              val sizeBefore = m.size
+              val delta =
+                if (sorted) h.applySorted(entries(changes))
+                else h.applyUnsorted(new scala.util.Random(seed).shuffle(entries(changes).toList).toArray)
+              changes.foreach { case (k, v) => v.fold(m.remove(k))(x => m.put(k, x)) }
+              assert(delta == m.size - sizeBefore)
+              if (!sorted) assert(!h.keepsIndex)
+            case WithPrefix(p, skip) =>
+              // read at the end, after later changes: it must still show this version
+              val want = model(m).filter { case (k, _) => k.startsWith(p) && !skip.contains(k) }
+              unordered += h.entriesWithPrefix(bytes(p), k => skip.contains(ints(k.bytes))) -> want
+          }
         }
-      }
-      unordered.foreach { case (it, want) =>
-        val got = it.map { case (k, v) => val out = ints(k) -> v.toList; java.util.Arrays.fill(v, 9.toByte); out }.toList
-        assert(got.sortWith((a, b) => less(a._1, b._1)) == want) // and the arrays were copies: see below
-      }
-      frozen.foreach { case (s, expected) =>
-        val out = mutable.ListBuffer.empty[(List[Int], List[Byte])]
-        while (s.valid) { out += ints(s.key) -> s.value.toList; s.next() }
-        assert(out.toList == expected)
-      }
-      assert(h.size == m.size)
-      checkHeap(h, m)
-      m.foreach { case (k, v) => assert(h.get(hk(k)).toList == v.toList && h.contains(hk(k))) }
-      assert(scanAll(h, Nil, None) == model(m))
-      val ranged = model(m).filter { case (k, _) => inRange(k, from, until) }
-      assert(scanAll(h, from, until) == ranged)
-      assert(h.count(bytes(from), until.map(bytes)) == ranged.size)
-      // after the ordered reads above, the index is valid: foreach walks it in key order
-      val all = mutable.ListBuffer.empty[List[Int]]
-      h.foreach((k, _) => all += ints(k))
-      assert(all.toList == model(m).map(_._1))
+        unordered.foreach { case (it, want) =>
+          val got = it.map { case (k, v) =>
+            val out = ints(k) -> v.toList; java.util.Arrays.fill(v, 9.toByte); out
+          }.toList
+          assert(got.sortWith((a, b) => less(a._1, b._1)) == want) // and the arrays were copies: see below
+        }
+        frozen.foreach { case (s, expected) =>
+          val out = mutable.ListBuffer.empty[(List[Int], List[Byte])]
+          while (s.valid) { out += ints(s.key) -> s.value.toList; s.next() }
+          assert(out.toList == expected)
+        }
+        assert(h.size == m.size)
+        checkHeap(h, m)
+        m.foreach { case (k, v) => assert(h.get(hk(k)).toList == v.toList && h.contains(hk(k))) }
+        assert(scanAll(h, Nil, None) == model(m))
+        val ranged = model(m).filter { case (k, _) => inRange(k, from, until) }
+        assert(scanAll(h, from, until) == ranged)
+        assert(h.count(bytes(from), until.map(bytes)) == ranged.size)
+        // after the ordered reads above, the index is valid: foreach walks it in key order
+        val all = mutable.ListBuffer.empty[List[Int]]
+        h.foreach((k, _) => all += ints(k))
+        assert(all.toList == model(m).map(_._1))
     }
   }
 
   test("the sorted index is kept only while ordered reads use it") {
     val h = new HeapState
     def change(k: Int, v: Option[Int]): WriteSet.Entry =
-      new WriteSet.Entry(new HashedKey(Array(k.toByte)), v.map(x => Array(x.toByte)).getOrElse(WriteSet.Deleted),
-        WriteSet.Unknown)
+      new WriteSet.Entry(
+        new HashedKey(Array(k.toByte)),
+        v.map(x => Array(x.toByte)).getOrElse(WriteSet.Deleted),
+        WriteSet.Unknown
+      )
     assert(h.applySorted(Array(change(1, Some(10)), change(2, Some(20)))) == 2)
     assert(!h.keepsIndex) // nothing read it in order yet
     assert(scanAll(h, Nil, None).map(_._1) == List(List(1), List(2)))

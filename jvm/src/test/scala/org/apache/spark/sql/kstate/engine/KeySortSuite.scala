@@ -17,9 +17,9 @@ class KeySortSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
 
   // Few families, long shared prefixes, keys that are prefixes of others, zero bytes past a
   // shorter key's end, bytes either side of 0x80: everything the packed longs must get right.
-  private val byteGen = Gen.oneOf(0, 1, 0x7F, 0x80, 0xFF).map(_.toByte)
+  private val byteGen = Gen.oneOf(0, 1, 0x7f, 0x80, 0xff).map(_.toByte)
   private def keyGen(shared: Array[Byte]): Gen[Array[Byte]] = for {
-    fam <- Gen.oneOf(0, 1, 2, 0xFF)
+    fam <- Gen.oneOf(0, 1, 2, 0xff)
     body <- Gen.choose(0, 12).flatMap(n => Gen.listOfN(n, byteGen))
     cut <- Gen.choose(0, shared.length)
   } yield Array[Byte](0, fam.toByte) ++ shared.take(cut) ++ body

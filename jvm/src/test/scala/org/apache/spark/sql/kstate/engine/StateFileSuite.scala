@@ -39,8 +39,13 @@ class StateFileSuite extends AnyFunSuite {
     override def dropFamily(cf: Short): Unit = seen += s"drop $cf"
   }
 
-  private def read(bytes: Array[Byte], expected: StateFileIdentity, kind: Kind = Changelog,
-      version: Long = 5, visitor: StateFile.Visitor = new Recorder): StateFile.Summary =
+  private def read(
+      bytes: Array[Byte],
+      expected: StateFileIdentity,
+      kind: Kind = Changelog,
+      version: Long = 5,
+      visitor: StateFile.Visitor = new Recorder
+  ): StateFile.Summary =
     StateFile.read(new ByteArrayInputStream(bytes), kind, version, expected, "the-file", visitor)
 
   private def fixture(name: String): Array[Byte] =
@@ -54,17 +59,25 @@ class StateFileSuite extends AnyFunSuite {
     assert(r.seen == Seq("family 1 kstate_meta", "put 0,0,1=9", "delete 0,0,2"))
   }
 
-  for ((what, other) <- Seq(
+  for (
+    (what, other) <- Seq(
       "partition" -> mine.copy(partitionId = 1),
       "operator id" -> mine.copy(operatorId = 1000000008L),
-      "store name" -> mine.copy(storeName = "right-keyToNumValues"));
-      kind <- Seq(Changelog, Snapshot)) {
-    test(s"a valid ${kind.suffix} of another $what is KSTATE_STATE_FILE_CORRUPT naming expected and found; the visitor gets nothing") {
+      "store name" -> mine.copy(storeName = "right-keyToNumValues")
+    );
+    kind <- Seq(Changelog, Snapshot)
+  ) {
+    test(
+      s"a valid ${kind.suffix} of another $what is KSTATE_STATE_FILE_CORRUPT naming expected and found; the visitor gets nothing"
+    ) {
       val r = new Recorder
       val e = intercept[KStateException](read(write(other, kind), mine, kind, visitor = r))
       assert(e.errorClass == "KSTATE_STATE_FILE_CORRUPT")
-      assert(e.getMessage.contains("the-file") && e.getMessage.contains(s"expected $mine") &&
-        e.getMessage.contains(s"found $other"), e.getMessage)
+      assert(
+        e.getMessage.contains("the-file") && e.getMessage.contains(s"expected $mine") &&
+          e.getMessage.contains(s"found $other"),
+        e.getMessage
+      )
       assert(e.getMessage.contains("new checkpoint location"), e.getMessage)
       assert(r.seen.isEmpty)
     }
@@ -76,8 +89,10 @@ class StateFileSuite extends AnyFunSuite {
     bytes(operatorIdLowByte) = (bytes(operatorIdLowByte) ^ 1).toByte
     val e = intercept[KStateException](read(bytes, mine))
     assert(e.errorClass == "KSTATE_STATE_FILE_CORRUPT")
-    assert(e.getMessage.contains("checksum mismatch") && !e.getMessage.contains("another state store"),
-      e.getMessage)
+    assert(
+      e.getMessage.contains("checksum mismatch") && !e.getMessage.contains("another state store"),
+      e.getMessage
+    )
   }
 
   test("format 2 is written; files of format 1 (the previous release, no identity) read for any store") {
@@ -95,16 +110,23 @@ class StateFileSuite extends AnyFunSuite {
     assert(changelog.identity.isEmpty && changelog.records == 2)
   }
 
-  test("a format above 3 (a newer kstate's file) is KSTATE_CHECKPOINT_FROM_NEWER_KSTATE naming the file and both versions; nothing is read") {
+  test(
+    "a format above 3 (a newer kstate's file) is KSTATE_CHECKPOINT_FROM_NEWER_KSTATE naming the file and both versions; nothing is read"
+  ) {
     for (kind <- Seq(Changelog, Snapshot); newer <- Seq(4, 7)) {
       val bytes = write(mine, kind)
       ByteBuffer.wrap(bytes).putInt(4, newer)
       val r = new Recorder
       val e = intercept[KStateException](read(bytes, mine, kind, visitor = r))
       assert(e.errorClass == "KSTATE_CHECKPOINT_FROM_NEWER_KSTATE", e.getMessage)
-      assert(e.getMessage.contains("State file the-file") && e.getMessage.contains(s"format version $newer") &&
-        e.getMessage.contains("reads format versions 1, 2 and 3") && e.getMessage.contains("new checkpoint location") &&
-        e.getMessage.contains("neither used nor changed this file"), e.getMessage)
+      assert(
+        e.getMessage.contains("State file the-file") && e.getMessage.contains(s"format version $newer") &&
+          e.getMessage.contains("reads format versions 1, 2 and 3") && e.getMessage.contains(
+            "new checkpoint location"
+          ) &&
+          e.getMessage.contains("neither used nor changed this file"),
+        e.getMessage
+      )
       assert(r.seen.isEmpty)
     }
     // a newer file's layout after its version is unknown: even one that is all garbage after it
@@ -125,8 +147,12 @@ class StateFileSuite extends AnyFunSuite {
 
   private val lineage = Seq(StateFile.LineageEntry(3, "id-3"), StateFile.LineageEntry(4, "id-4"))
 
-  private def writeV2(kind: Kind = Changelog, version: Long = 5, id: String = "id-5",
-      lin: Seq[StateFile.LineageEntry] = lineage): Array[Byte] = {
+  private def writeV2(
+      kind: Kind = Changelog,
+      version: Long = 5,
+      id: String = "id-5",
+      lin: Seq[StateFile.LineageEntry] = lineage
+  ): Array[Byte] = {
     val bytes = new ByteArrayOutputStream()
     val w = new StateFile.Writer(bytes, kind, version, mine, Some(StateFile.Checkpoint(id, lin)))
     w.put(Array[Byte](0, 0, 1), Array[Byte](9))
@@ -134,12 +160,16 @@ class StateFileSuite extends AnyFunSuite {
     bytes.toByteArray
   }
 
-  test("format 3 (checkpoint format v2) records the version's id and lineage; read with that id it yields them and every record") {
+  test(
+    "format 3 (checkpoint format v2) records the version's id and lineage; read with that id it yields them and every record"
+  ) {
     val bytes = writeV2()
     assert(ByteBuffer.wrap(bytes).getInt(4) == StateFile.FormatWithCheckpointId)
     val r = new Recorder
     val summary = StateFile.read(new ByteArrayInputStream(bytes), Changelog, 5, mine, "the-file", r, Some("id-5"))
-    assert(summary.copy(checksum = None) == StateFile.Summary(1, 1, Some(mine), Some(StateFile.Checkpoint("id-5", lineage))))
+    assert(summary.copy(checksum =
+      None
+    ) == StateFile.Summary(1, 1, Some(mine), Some(StateFile.Checkpoint("id-5", lineage))))
     assert(r.seen == Seq("put 0,0,1=9"))
     // the header alone: the records and the trailer (a put of 13 bytes, then 21) are not read
     val h = StateFile.readHeader(new ByteArrayInputStream(bytes.dropRight(13 + 21)), Changelog, 5, "the-file")
@@ -150,29 +180,56 @@ class StateFileSuite extends AnyFunSuite {
       .checkpoint.contains(StateFile.Checkpoint("id-5")))
   }
 
-  test("a format 3 file read under another id, or without one (checkpoint format v1), is KSTATE_STATE_FILE_CORRUPT naming both; a format 2 file read with an id too") {
-    for ((bytes, expected, found) <- Seq(
+  test(
+    "a format 3 file read under another id, or without one (checkpoint format v1), is KSTATE_STATE_FILE_CORRUPT naming both; a format 2 file read with an id too"
+  ) {
+    for (
+      (bytes, expected, found) <- Seq(
         (writeV2(), Some("id-other"), "checkpoint id id-5"),
         (writeV2(), None, "checkpoint id id-5"),
-        (write(mine), Some("id-5"), "no checkpoint id"))) {
+        (write(mine), Some("id-5"), "no checkpoint id")
+      )
+    ) {
       val r = new Recorder
       val e = intercept[KStateException](
-        StateFile.read(new ByteArrayInputStream(bytes), Changelog, 5, mine, "the-file", r, expected))
-      assert(e.errorClass == "KSTATE_STATE_FILE_CORRUPT" && e.getMessage.contains(s"holds $found") &&
-        e.getMessage.contains("another attempt"), e.getMessage)
+        StateFile.read(new ByteArrayInputStream(bytes), Changelog, 5, mine, "the-file", r, expected)
+      )
+      assert(
+        e.errorClass == "KSTATE_STATE_FILE_CORRUPT" && e.getMessage.contains(s"holds $found") &&
+          e.getMessage.contains("another attempt"),
+        e.getMessage
+      )
       assert(r.seen.isEmpty)
     }
   }
 
   test("a format 3 changelog whose lineage does not lead to the version below it is corrupt") {
-    for (bad <- Seq(Nil, Seq(StateFile.LineageEntry(3, "a")), Seq(StateFile.LineageEntry(2, "a"), StateFile.LineageEntry(4, "b")),
-        Seq(StateFile.LineageEntry(0, "a"), StateFile.LineageEntry(1, "b"), StateFile.LineageEntry(2, "c"),
-          StateFile.LineageEntry(3, "d"), StateFile.LineageEntry(4, "e")))) {
+    for (
+      bad <- Seq(
+        Nil,
+        Seq(StateFile.LineageEntry(3, "a")),
+        Seq(StateFile.LineageEntry(2, "a"), StateFile.LineageEntry(4, "b")),
+        Seq(
+          StateFile.LineageEntry(0, "a"),
+          StateFile.LineageEntry(1, "b"),
+          StateFile.LineageEntry(2, "c"),
+          StateFile.LineageEntry(3, "d"),
+          StateFile.LineageEntry(4, "e")
+        )
+      )
+    ) {
       val e = intercept[KStateException](read(writeV2(lin = bad), mine))
       assert(e.errorClass == "KSTATE_STATE_FILE_CORRUPT" && e.getMessage.contains("lineage"), e.getMessage)
     }
     // version 1 has none
-    assert(StateFile.read(new ByteArrayInputStream(writeV2(version = 1, lin = Nil)), Changelog, 1, mine, "f",
-      new Recorder, Some("id-5")).records == 1)
+    assert(StateFile.read(
+      new ByteArrayInputStream(writeV2(version = 1, lin = Nil)),
+      Changelog,
+      1,
+      mine,
+      "f",
+      new Recorder,
+      Some("id-5")
+    ).records == 1)
   }
 }

@@ -17,10 +17,13 @@ class StateFilesSuite extends AnyFunSuite {
 
   private def read(files: StateFiles, p: Path): String = {
     val in = files.open(p)
-    try new String(in.readAllBytes(), "UTF-8") finally in.close()
+    try new String(in.readAllBytes(), "UTF-8")
+    finally in.close()
   }
 
-  test("the local file system is written with java.nio; a file system built on it, under its own scheme, through Hadoop") {
+  test(
+    "the local file system is written with java.nio; a file system built on it, under its own scheme, through Hadoop"
+  ) {
     val dir = Files.createTempDirectory("kstate-files-choice").toFile
     assert(StateFiles(new Path(dir.toURI), new Configuration).isInstanceOf[StateFiles.Local])
     val conf = new Configuration
@@ -29,7 +32,8 @@ class StateFilesSuite extends AnyFunSuite {
     val files = StateFiles(new Path(s"${RenameFailsFileSystem.Scheme}://${dir.getAbsolutePath}/custom"), conf)
     assert(files.isInstanceOf[StateFiles.Hadoop])
     // its rename is the one used: a commit whose rename fails fails, and no file appears
-    val out = files.create(new Path(s"${RenameFailsFileSystem.Scheme}://${dir.getAbsolutePath}/custom/1.kstate.changelog"))
+    val out =
+      files.create(new Path(s"${RenameFailsFileSystem.Scheme}://${dir.getAbsolutePath}/custom/1.kstate.changelog"))
     out.stream.write(1)
     val e = intercept[Exception](out.commit())
     assert(e.getMessage.contains("rename"), e)

@@ -13,7 +13,7 @@ private[kstate] object UnsignedKeys {
   }
 
   def bytes(k: List[Int]): Array[Byte] = k.map(_.toByte).toArray
-  def ints(b: Array[Byte]): List[Int] = b.toList.map(_ & 0xFF)
+  def ints(b: Array[Byte]): List[Int] = b.toList.map(_ & 0xff)
 
   def inRange(k: List[Int], from: List[Int], until: Option[List[Int]]): Boolean =
     !less(k, from) && until.forall(u => less(k, u))

@@ -19,7 +19,7 @@ class WriteSetSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   // Keys as 2 bytes, unsigned order = numeric order of 0..65535; a few hundred distinct ones,
   // so the tail of the sorted view both stays small and gets merged.
   private def key(k: Int): Array[Byte] = Array((k >> 8).toByte, k.toByte)
-  private def unkey(b: Array[Byte]): Int = ((b(0) & 0xFF) << 8) | (b(1) & 0xFF)
+  private def unkey(b: Array[Byte]): Int = ((b(0) & 0xff) << 8) | (b(1) & 0xff)
   private val keyGen = Gen.frequency(4 -> Gen.choose(0, 400), 1 -> Gen.choose(0, 65535))
 
   /** Model: key -> Some(value) for a write, None for a delete; notes are not changes. */
@@ -30,15 +30,23 @@ class WriteSetSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   private def valueOf(b: Array[Byte]): Option[Int] = if (b eq WriteSet.Deleted) None else Some(b.length)
 
   /** A key space: int keys (their order is the encoded keys' unsigned byte order) and how to scan. */
-  private case class Keys(enc: Int => Array[Byte], dec: Array[Byte] => Int, gen: Gen[Int],
+  private case class Keys(
+      enc: Int => Array[Byte],
+      dec: Array[Byte] => Int,
+      gen: Gen[Int],
       /** a scan op's (from, until) as bytes; ints, for the model */
-      bounds: Scan => (Array[Byte], Option[Array[Byte]], Int, Option[Int]))
+      bounds: Scan => (Array[Byte], Option[Array[Byte]], Int, Option[Int])
+  )
 
   // Keys as 2 bytes, unsigned order = numeric order of 0..65535; a few hundred distinct ones,
   // so the tail of the sorted view both stays small and gets merged. Every key is a family of
   // its own: most scans cross families (the global view), `[k, k + 1)` stays in one.
-  private val twoByteKeys = Keys(key, unkey, keyGen,
-    sc => (key(sc.from), sc.until.map(key), sc.from, sc.until))
+  private val twoByteKeys = Keys(
+    key,
+    unkey,
+    keyGen,
+    sc => (key(sc.from), sc.until.map(key), sc.from, sc.until)
+  )
 
   // Keys as 3 bytes: 4 families (the first two bytes, as FamilyCodec prefixes them, including the
   // last possible one, FF FF, whose end is the keyspace's), 256 keys each. Scans are family
@@ -50,17 +58,22 @@ class WriteSetSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     Array(a.toByte, b.toByte, (k % 256).toByte)
   }
   private def unkey3(x: Array[Byte]): Int =
-    prefixes.indexOf(((x(0) & 0xFF), (x(1) & 0xFF))) * 256 + (x(2) & 0xFF)
-  private val threeByteKeys = Keys(key3, unkey3, Gen.choose(0, 4 * 256 - 1), { sc =>
-    val fam = sc.from / 256
-    sc.until match {
-      case Some(u) if u % 5 == 0 => (key3(sc.from), Some(key3(u)), sc.from, Some(u)) // across families
-      case Some(u) if u / 256 == fam => (key3(sc.from), Some(key3(u)), sc.from, Some(u))
-      case _ =>
-        val p = key3(fam * 256).take(2)
-        (key3(sc.from), Bytes.prefixEnd(p), sc.from, if (fam == 3) None else Some((fam + 1) * 256))
+    prefixes.indexOf(((x(0) & 0xff), (x(1) & 0xff))) * 256 + (x(2) & 0xff)
+  private val threeByteKeys = Keys(
+    key3,
+    unkey3,
+    Gen.choose(0, 4 * 256 - 1),
+    { sc =>
+      val fam = sc.from / 256
+      sc.until match {
+        case Some(u) if u % 5 == 0 => (key3(sc.from), Some(key3(u)), sc.from, Some(u)) // across families
+        case Some(u) if u / 256 == fam => (key3(sc.from), Some(key3(u)), sc.from, Some(u))
+        case _ =>
+          val p = key3(fam * 256).take(2)
+          (key3(sc.from), Bytes.prefixEnd(p), sc.from, if (fam == 3) None else Some((fam + 1) * 256))
+      }
     }
-  })
+  )
 
   test("property: ordered views agree with a model across interleaved writes, notes and scans") {
     checkViews(twoByteKeys)
@@ -74,7 +87,7 @@ class WriteSetSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     assert(WriteSet.singleFamily(Array[Byte](0, 1, 5), Some(Array[Byte](0, 1, 9))) == 1)
     assert(WriteSet.singleFamily(Array[Byte](0, 1), Some(Array[Byte](0, 2))) == 1)
     assert(WriteSet.singleFamily(Array[Byte](0, -1, 3), Some(Array[Byte](1))) == 255)
-    assert(WriteSet.singleFamily(Array[Byte](-1, -1, 3), None) == 0xFFFF)
+    assert(WriteSet.singleFamily(Array[Byte](-1, -1, 3), None) == 0xffff)
     assert(WriteSet.singleFamily(Array[Byte](0, 1, 5), Some(Array[Byte](0, 2, 0))) == -1)
     assert(WriteSet.singleFamily(Array[Byte](0, 1, 5), None) == -1)
     assert(WriteSet.singleFamily(Array[Byte](0), Some(Array[Byte](0, 0, 1))) == -1)
@@ -100,11 +113,13 @@ class WriteSetSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     val version = Gen.choose(0, 255)
     val opGen: Gen[GroupOp] = Gen.frequency(
       10 -> (for (k <- groupBytes; v <- version; x <- Gen.option(Gen.choose(0, 9))) yield GWrite(k, v, x)),
-      2 -> (for (f <- Gen.oneOf(6, 8); b <- Gen.choose(-128, 127); x <- Gen.option(Gen.choose(0, 9))) yield GOther(f, b.toByte, x)),
+      2 -> (for (f <- Gen.oneOf(6, 8); b <- Gen.choose(-128, 127); x <- Gen.option(Gen.choose(0, 9)))
+        yield GOther(f, b.toByte, x)),
       2 -> (for (k <- groupBytes; v <- version) yield GNote(k, v)),
       6 -> (for (k <- groupBytes; f <- Gen.option(version); u <- Gen.option(version)) yield GScan(k, f, u)),
       1 -> Gen.const(GFamilyScan),
-      1 -> Gen.const(GClear))
+      1 -> Gen.const(GClear)
+    )
     forAll(Gen.choose(0, 600).flatMap(n => Gen.listOfN(n, opGen))) { ops =>
       val ws = new WriteSet
       ops.foreach {
@@ -137,7 +152,8 @@ class WriteSetSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       12 -> (for (k <- keys.gen; v <- Gen.option(Gen.choose(0, 20))) yield Write(k, v)),
       3 -> (for (k <- keys.gen; e <- Gen.oneOf(true, false)) yield Note(k, e)),
       3 -> (for (f <- keys.gen; u <- Gen.option(keys.gen)) yield Scan(f, u)),
-      1 -> (for (f <- keys.gen; u <- Gen.option(keys.gen)) yield ClearRange(f, u)))
+      1 -> (for (f <- keys.gen; u <- Gen.option(keys.gen)) yield ClearRange(f, u))
+    )
     val key = keys.enc
     val unkey = keys.dec
     forAll(Gen.choose(0, 1500).flatMap(n => Gen.listOfN(n, opGen))) { ops =>
@@ -173,13 +189,19 @@ class WriteSetSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       // the table's arrays: two slots (int and reference) per table slot at most MaxLoad full,
       // and the insertion order, which at most doubles past the entries
       val table = ws.tableBytes
-      assert(table <= 48L + 8L * AddressTable.capacityFor(2 * ws.numEntries.toInt) + 4L * math.max(16L, 2 * ws.numEntries))
+      assert(table <= 48L + 8L * AddressTable.capacityFor(2 * ws.numEntries.toInt) + 4L * math.max(
+        16L,
+        2 * ws.numEntries
+      ))
       assert(table >= 48L + 8L * ws.numEntries / AddressTable.MaxLoad + 4L * ws.numEntries)
       // an entry is in at most two sorted views: the global one and its family's
       assert(ws.heapBytes >= entriesHeap + table &&
         ws.heapBytes <= entriesHeap + table + 2 * ws.numEntries * (WriteSet.SlotBytes + WriteSet.IndexEntryBytes))
       ws.clear()
-      assert(ws.heapBytes == ws.tableBytes && ws.tableBytes < 512 && ws.numEntries == 0 && ws.changesIn(key(0), None).isEmpty)
+      assert(ws.heapBytes == ws.tableBytes && ws.tableBytes < 512 && ws.numEntries == 0 && ws.changesIn(
+        key(0),
+        None
+      ).isEmpty)
     }
   }
 }

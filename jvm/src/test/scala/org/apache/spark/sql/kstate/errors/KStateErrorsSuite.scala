@@ -16,7 +16,8 @@ import org.scalatest.funsuite.AnyFunSuite
  */
 class KStateErrorsSuite extends AnyFunSuite {
   private val reader = new ErrorClassesJsonReader(
-    Seq(getClass.getClassLoader.getResource(KStateException.ConditionsResource)))
+    Seq(getClass.getClassLoader.getResource(KStateException.ConditionsResource))
+  )
 
   private def placeholder(t: Class[_]): AnyRef = t match {
     case c if c == classOf[String] => "x"
@@ -71,8 +72,13 @@ class KStateErrorsSuite extends AnyFunSuite {
     assert(e.getCondition === "KSTATE_STATE_NOT_FOUND.BATCH_NOT_COMMITTED")
     assert(e.errorClass === "KSTATE_STATE_NOT_FOUND")
     assert(e.getSqlState === "42K03")
-    assert(e.getMessageParameters.asScala === Map("batchId" -> "9", "reason" -> "is not committed (yet)",
-      "checkpoint" -> "/cp", "first" -> "0", "latest" -> "4"))
+    assert(e.getMessageParameters.asScala === Map(
+      "batchId" -> "9",
+      "reason" -> "is not committed (yet)",
+      "checkpoint" -> "/cp",
+      "first" -> "0",
+      "latest" -> "4"
+    ))
     assert(e.getMessage === "[KSTATE_STATE_NOT_FOUND.BATCH_NOT_COMMITTED] Cannot read kstate state: micro-batch 9 " +
       "is not committed (yet) in checkpoint /cp; its committed batches there are 0 to 4. Pass one of them as " +
       "the batch id, or none to read the latest. SQLSTATE: 42K03")

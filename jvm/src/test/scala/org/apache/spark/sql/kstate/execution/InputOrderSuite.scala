@@ -17,7 +17,7 @@ class InputOrderSuite extends KStateSparkSuite {
 
   /** Positions (and payloads) in the order the cursor yields, and the bytes it spilled. */
   private def ordered(in: Seq[In], order: InputOrder.Resolved, spillBytes: Long = Long.MaxValue)
-    : (Seq[(Int, Long, Int)], Long) = {
+      : (Seq[(Int, Long, Int)], Long) = {
     spark.sparkContext.parallelize(Seq(0), 1).mapPartitions(_ => Iterator(runOrder(in, order, spillBytes)))
       .collect().head
   }
@@ -48,9 +48,14 @@ class InputOrderSuite extends KStateSparkSuite {
     // heads (5,3,5) -> p1o0; (5,7,5) -> p0o0 (tie with p2: lower index); (1,7,5) -> p0o1;
     // (9,7,5) -> p2o0; (9,7,5) -> p2o1; (9,7) -> p1o1; -> p0o2.
     val in: Seq[In] = Seq(
-      (0, 0L, Some(5L), 0), (0, 1L, Some(1L), 1), (0, 2L, Some(9L), 2),
-      (1, 0L, Some(3L), 10), (1, 1L, Some(7L), 11),
-      (2, 0L, Some(5L), 20), (2, 1L, Some(5L), 21))
+      (0, 0L, Some(5L), 0),
+      (0, 1L, Some(1L), 1),
+      (0, 2L, Some(9L), 2),
+      (1, 0L, Some(3L), 10),
+      (1, 1L, Some(7L), 11),
+      (2, 0L, Some(5L), 20),
+      (2, 1L, Some(5L), 21)
+    )
     val expected = Seq((1, 0L), (0, 0L), (0, 1L), (2, 0L), (2, 1L), (1, 1L), (0, 2L))
     assert(pos(order(in, InputOrder.KafkaTask)) === expected)
     // independent of arrival order (neither of partitions nor of offsets within one)
@@ -80,8 +85,14 @@ class InputOrderSuite extends KStateSparkSuite {
 
   test("listed order: partition index, then offset (timestamps ignored)") {
     val in: Seq[In] = Seq(
-      (2, 5L, Some(1L), 0), (0, 7L, Some(100L), 1), (1, 3L, None, 2), (0, 2L, Some(200L), 3),
-      (2, 1L, Some(0L), 4), (1, 9L, Some(-5L), 5), (0, 4L, None, 6))
+      (2, 5L, Some(1L), 0),
+      (0, 7L, Some(100L), 1),
+      (1, 3L, None, 2),
+      (0, 2L, Some(200L), 3),
+      (2, 1L, Some(0L), 4),
+      (1, 9L, Some(-5L), 5),
+      (0, 4L, None, 6)
+    )
     val expected = Seq((0, 2L), (0, 4L), (0, 7L), (1, 3L), (1, 9L), (2, 1L), (2, 5L))
     assert(pos(order(in, InputOrder.Listed)) === expected)
     for (seed <- 1 to 10) {
@@ -91,8 +102,14 @@ class InputOrderSuite extends KStateSparkSuite {
 
   test("event-time order: timestamp (null first), then partition, then offset") {
     val in: Seq[In] = Seq(
-      (1, 0L, Some(5L), 0), (0, 0L, Some(5L), 1), (0, 1L, Some(2L), 2), (2, 0L, None, 3),
-      (1, 1L, Some(5L), 4), (0, 2L, Some(-1L), 5), (2, 1L, Some(9L), 6))
+      (1, 0L, Some(5L), 0),
+      (0, 0L, Some(5L), 1),
+      (0, 1L, Some(2L), 2),
+      (2, 0L, None, 3),
+      (1, 1L, Some(5L), 4),
+      (0, 2L, Some(-1L), 5),
+      (2, 1L, Some(9L), 6)
+    )
     val expected = Seq((2, 0L), (0, 2L), (0, 1L), (0, 0L), (1, 0L), (1, 1L), (2, 1L))
     for (seed <- 1 to 10) {
       assert(pos(order(new Random(seed).shuffle(in), InputOrder.EventTime)) === expected, s"seed $seed")
@@ -118,7 +135,9 @@ class InputOrderSuite extends KStateSparkSuite {
     }.collect().head
     cases.zip(results).foreach { case (in, got) =>
       assert(got(InputOrder.KafkaTask) === greedyMerge(in))
-      assert(got(InputOrder.EventTime) === in.sortBy(r => (r._3.getOrElse(Long.MinValue), r._1, r._2)).map(r => (r._1, r._2)))
+      assert(got(InputOrder.EventTime) === in.sortBy(r => (r._3.getOrElse(Long.MinValue), r._1, r._2)).map(r =>
+        (r._1, r._2)
+      ))
       assert(got(InputOrder.Listed) === in.sortBy(r => (r._1, r._2)).map(r => (r._1, r._2)))
     }
   }
@@ -140,6 +159,7 @@ class InputOrderSuite extends KStateSparkSuite {
 }
 
 object InputOrderSuite {
+
   /** (partition, offset, ts; None = null, payload) */
   type In = (Int, Long, Option[Long], Int)
 
@@ -170,7 +190,8 @@ object InputOrderSuite {
   /** Kafka's rule, step by step: repeatedly take the head with the smallest (ts, partition). */
   def greedyMerge(in: Seq[In]): Seq[(Int, Long)] = {
     val queues = scala.collection.mutable.Map(in.groupBy(_._1).toSeq.map { case (p, rs) =>
-      p -> rs.sortBy(_._2).toList }: _*)
+      p -> rs.sortBy(_._2).toList
+    }: _*)
     val expected = scala.collection.mutable.ArrayBuffer.empty[(Int, Long)]
     while (queues.nonEmpty) {
       val (p, q) = queues.minBy { case (p, q) => (q.head._3.getOrElse(Long.MinValue), p) }

@@ -8,7 +8,13 @@ import io.kstate.testing.KStateSparkSuite
 
 import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, AttributeSet, Expression, GenericInternalRow}
+import org.apache.spark.sql.catalyst.expressions.{
+  Attribute,
+  AttributeReference,
+  AttributeSet,
+  Expression,
+  GenericInternalRow
+}
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
@@ -34,7 +40,10 @@ class TwoInputsSuite extends KStateSparkSuite {
   }
 
   private val schema = StructType(Seq(
-    StructField("k", StringType), StructField("ts", LongType), StructField("v", StringType)))
+    StructField("k", StringType),
+    StructField("ts", LongType),
+    StructField("v", StringType)
+  ))
 
   private def frame(rows: Seq[(String, Long, String)], partitions: Int) = {
     val rdd = spark.sparkContext.parallelize(rows.map { case (k, t, v) => Row(k, t, v) }, partitions)
@@ -48,10 +57,17 @@ class TwoInputsSuite extends KStateSparkSuite {
   private def probe(left: Seq[(String, Long, String)], nl: Int, right: Seq[(String, Long, String)], nr: Int) = {
     val (l, r) = (frame(left, nl), frame(right, nr))
     val env = TwoInputs(
-      SparkShim.logicalPlan(l), attr(l, "k"), attr(l, "ts"),
-      SparkShim.logicalPlan(r), attr(r, "k"), attr(r, "ts"))
+      SparkShim.logicalPlan(l),
+      attr(l, "k"),
+      attr(l, "ts"),
+      SparkShim.logicalPlan(r),
+      attr(r, "k"),
+      attr(r, "ts")
+    )
     val out = SparkShim.ofRows(l, MergeProbe(env.key, env.timestamp, env.plan))
-    out.rdd.mapPartitionsWithIndex((p, rows) => rows.map(r => (p, (r.getByte(0), r.getString(1), r.getLong(2), r.getString(3)))))
+    out.rdd.mapPartitionsWithIndex((p, rows) =>
+      rows.map(r => (p, (r.getByte(0), r.getString(1), r.getLong(2), r.getString(3))))
+    )
       .collect().groupBy(_._1).map { case (p, rs) => p -> rs.map(_._2).toSeq }
   }
 
@@ -120,10 +136,17 @@ object TwoInputsSuite {
   object ProbeMetrics extends MetricSet
 
   /** Test-only two-input operator: emits (side, key, ts, value) of each record as its task sees it. */
-  case class MergeProbe(key: Expression, timestamp: Expression, child: LogicalPlan,
+  case class MergeProbe(
+      key: Expression,
+      timestamp: Expression,
+      child: LogicalPlan,
       output: Seq[Attribute] = Seq(
-        AttributeReference("side", ByteType)(), AttributeReference("key", StringType)(),
-        AttributeReference("ts", LongType)(), AttributeReference("value", StringType)())) extends UnaryNode {
+        AttributeReference("side", ByteType)(),
+        AttributeReference("key", StringType)(),
+        AttributeReference("ts", LongType)(),
+        AttributeReference("value", StringType)()
+      )
+  ) extends UnaryNode {
     override def producedAttributes: AttributeSet = outputSet
     override protected def withNewChildInternal(c: LogicalPlan): MergeProbe = copy(child = c)
   }
@@ -136,7 +159,7 @@ object TwoInputsSuite {
   }
 
   case class MergeProbeExec(key: Expression, timestamp: Expression, output: Seq[Attribute], child: SparkPlan)
-    extends KStateStatefulExec {
+      extends KStateStatefulExec {
     override def operatorName: String = "merge-probe"
     override def fingerprint: Map[String, String] = Map.empty
     override def partitionBy: Seq[Expression] = Seq(key)

@@ -40,12 +40,17 @@ class StoreStreamTableJoinBufferSuite extends AnyFunSuite with ScalaCheckPropert
   private val op: Gen[Op] = Gen.frequency(
     6 -> (for { k <- bytes; v <- Gen.alphaStr.map(_.take(3)); ts <- Gen.choose(-5L, 15L) } yield Put(k, v, ts)),
     2 -> Gen.frequency(5 -> Gen.choose(-6L, 16L), 1 -> Gen.const(Long.MaxValue)).map(Evict(_)),
-    1 -> Gen.const(Commit))
+    1 -> Gen.const(Commit)
+  )
 
-  private def drain(b: StreamTableJoinBuffer[UnsafeRow, UnsafeRow], upTo: Long): Seq[(Seq[Byte], String, Long, Long)] = {
+  private def drain(
+      b: StreamTableJoinBuffer[UnsafeRow, UnsafeRow],
+      upTo: Long
+  ): Seq[(Seq[Byte], String, Long, Long)] = {
     val out = ArrayBuffer.empty[(Seq[Byte], String, Long, Long)]
     b.evictUpTo(upTo)((k: UnsafeRow, v: UnsafeRow, ts: Long) =>
-      out += ((k.getBinary(0).toSeq, v.getUTF8String(0).toString, v.getLong(1), ts)))
+      out += ((k.getBinary(0).toSeq, v.getUTF8String(0).toString, v.getLong(1), ts))
+    )
     out.toSeq
   }
 
@@ -92,7 +97,9 @@ class StoreStreamTableJoinBufferSuite extends AnyFunSuite with ScalaCheckPropert
       val byKeys = java.util.Arrays.compareUnsigned(k1, k2)
       val expected = if (t1 != t2) t1.compare(t2) else if (byKeys != 0) byKeys else a1.compare(a2)
       val got = java.util.Arrays.compareUnsigned(
-        StoreStreamTableJoinBuffer.recordKey(t1, k1, a1), StoreStreamTableJoinBuffer.recordKey(t2, k2, a2))
+        StoreStreamTableJoinBuffer.recordKey(t1, k1, a1),
+        StoreStreamTableJoinBuffer.recordKey(t2, k2, a2)
+      )
       assert(got.sign === expected.sign, s"($t1, ${k1.toSeq}, $a1) vs ($t2, ${k2.toSeq}, $a2)")
     }
   }

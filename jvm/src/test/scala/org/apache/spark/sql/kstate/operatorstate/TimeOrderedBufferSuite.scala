@@ -170,10 +170,13 @@ class TimeOrderedBufferSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       2 -> Gen.choose(-5L, 60L).map(t => ("evict", 0, "", t)),
       1 -> Gen.const(("commit", 0, "", 0L)),
       1 -> Gen.const(("abort", 0, "", 0L)),
-      1 -> Gen.const(("restart", 0, "", 0L)))
-    val heapLimits = Gen.oneOf(BufferLimits(),
+      1 -> Gen.const(("restart", 0, "", 0L))
+    )
+    val heapLimits = Gen.oneOf(
+      BufferLimits(),
       BufferLimits(maxBytes = 600, whenFull = WhenFull.SpillToDisk),
-      BufferLimits(maxRecords = 2, whenFull = WhenFull.SpillToDisk))
+      BufferLimits(maxRecords = 2, whenFull = WhenFull.SpillToDisk)
+    )
     var spills = 0L
     forAll(Gen.listOf(op), heapLimits, minSuccessful(40)) { (ops, limits) =>
       val root = ProviderFixture.tmp()

@@ -23,7 +23,8 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
     Option(r).map(x => (new String(x.value, "UTF-8"), x.timestamp, x.validTo))
 
   private def withStore(retention: Long = 100, grace: Long = 100, segment: Long = 10)(
-      f: VersionedKeyValueStore => Unit): Unit = {
+      f: VersionedKeyValueStore => Unit
+  ): Unit = {
     val p = provider()
     val s = p.getStore(0)
     f(new VersionedKeyValueStore(s, "t", retention, grace, segment))
@@ -121,7 +122,11 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
     val s = p.getStore(0)
     val vs = new VersionedKeyValueStore(s, "t", 1000, 1000, 100)
     (1 to 9).foreach(i => vs.put(b("k"), b(s"v$i"), i * 10L)) // 8 versions end in segment 0
-    def index = { val it = s.bytes("kstate_vs_t_expiry").scan(Array.emptyByteArray, None); try it.size finally it.close() }
+    def index = {
+      val it = s.bytes("kstate_vs_t_expiry").scan(Array.emptyByteArray, None);
+      try it.size
+      finally it.close()
+    }
     assert(index == 1)
     vs.put(b("k"), b("v10"), 150) // v9 ends at 150: segment 1
     assert(index == 2)
@@ -138,7 +143,8 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
   private def entries(store: KStateStore, name: String = "t"): Long =
     Seq("latest", "history").map { f =>
       val it = store.bytes(s"kstate_vs_${name}_$f").scan(Array.emptyByteArray, None)
-      try it.size.toLong finally it.close()
+      try it.size.toLong
+      finally it.close()
     }.sum
 
   test("numVersions: new timestamps add one, same-timestamp puts and puts past grace none, cleanup subtracts") {
@@ -179,7 +185,10 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
     val v = s.commit()
     val meta = p.getStore(v).bytes("kstate_vs_t_meta").get(Array[Byte]('t'))
     assert(meta.length == 33 && meta(32) == 2) // stream time, lowest segment, cleaned through, versions, layout 2
-    assert(str(new VersionedKeyValueStore(p.getStore(v), "t", 50, 10, 10).get(b("k"), 15)) == Some(("a", 10L, Some(20L))))
+    assert(str(new VersionedKeyValueStore(p.getStore(v), "t", 50, 10, 10).get(
+      b("k"),
+      15
+    )) == Some(("a", 10L, Some(20L))))
     // the metas older kstate wrote: stream time (8), + lowest segment and cleaned through (24), + versions (32)
     Seq(8, 24, 32).foreach { n =>
       val s1 = p.getStore(v)
@@ -187,7 +196,9 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
       val old = s1.commit()
       val e = intercept[KStateException](new VersionedKeyValueStore(p.getStore(old), "t", 50, 10, 10))
       assert(e.errorClass == "KSTATE_VERSIONED_STORE_LAYOUT_OUTDATED", n)
-      assert(e.getMessage.contains("'t'") && e.getMessage.contains("layout 1") && e.getMessage.contains("new checkpoint"))
+      assert(
+        e.getMessage.contains("'t'") && e.getMessage.contains("layout 1") && e.getMessage.contains("new checkpoint")
+      )
     }
     p.close()
   }
@@ -206,8 +217,11 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
       val w = s1.commit()
       val e = intercept[KStateException](new VersionedKeyValueStore(p.getStore(w), "t", 50, 10, 10))
       assert(e.errorClass == "KSTATE_CHECKPOINT_FROM_NEWER_KSTATE", e.getMessage)
-      assert(e.getMessage.contains("'t'") && e.getMessage.contains("format version 3") &&
-        e.getMessage.contains("reads format version 2") && e.getMessage.contains(root.toString), e.getMessage)
+      assert(
+        e.getMessage.contains("'t'") && e.getMessage.contains("format version 3") &&
+          e.getMessage.contains("reads format version 2") && e.getMessage.contains(root.toString),
+        e.getMessage
+      )
     }
     p.close()
   }
@@ -222,18 +236,28 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
   }
 
   /** The directory invariant: the latest entry lists the newest 16 history versions, truncated iff more exist. */
-  private def assertDirectory(vs: VersionedKeyValueStore, store: KStateStore, key: String, clue: => String = ""): Unit = {
+  private def assertDirectory(
+      vs: VersionedKeyValueStore,
+      store: KStateStore,
+      key: String,
+      clue: => String = ""
+  ): Unit = {
     val dir = vs.directoryOf(b(key))
     val hist = historyOf(store, key)
     if (dir == null) assert(hist.isEmpty, s"$key has history but no latest entry $clue")
-    else assert(dir == HistoryDirectory.newestOf(hist, more = false), s"$key: directory $dir, history ${hist.mkString(",")} $clue")
+    else assert(
+      dir == HistoryDirectory.newestOf(hist, more = false),
+      s"$key: directory $dir, history ${hist.mkString(",")} $clue"
+    )
   }
 
   private def withScans(retention: Long = 1000, grace: Long = 1000, segment: Long = 100)(
-      f: (VersionedKeyValueStore, KStateStore) => Unit): Unit = {
+      f: (VersionedKeyValueStore, KStateStore) => Unit
+  ): Unit = {
     val p = provider()
     val s = p.getStore(0)
-    try f(new VersionedKeyValueStore(s, "t", retention, grace, segment), s) finally p.close()
+    try f(new VersionedKeyValueStore(s, "t", retention, grace, segment), s)
+    finally p.close()
   }
 
   test("a deep key: lookups within its directory are point reads, older ones scan its history") {
@@ -260,7 +284,9 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
       assert(vs.put(b("d"), b("x"), 395) == 400)
       assert(vs.historyScans == 0)
       val dir = vs.directoryOf(b("d"))
-      assert(dir.size == 16 && dir.truncated && dir.from(0) == 395 && dir.from(1) == 390 && dir.from(15) == 250) // 240 dropped
+      assert(
+        dir.size == 16 && dir.truncated && dir.from(0) == 395 && dir.from(1) == 390 && dir.from(15) == 250
+      ) // 240 dropped
       assert(str(vs.get(b("d"), 397)) == Some(("x", 395L, Some(400L))))
       assert(str(vs.get(b("d"), 392)) == Some(("v39", 390L, Some(395L))))
       assert(vs.put(b("d"), b("y"), 255) == 260) // within: 255 listed, 250 drops out
@@ -400,11 +426,16 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
   private def opAt(i: Int, keys: Gen[String], drift: Long, jitter: Long, lookBack: Long): Gen[Op] = {
     val base = i * drift
     Gen.frequency(
-      8 -> (for (k <- keys; v <- Gen.option(Gen.alphaLowerStr.map(_.take(3)));
-        j <- Gen.frequency(8 -> Gen.choose(-jitter, jitter), 1 -> Gen.choose(-lookBack, 0L)))
+      8 -> (for (
+        k <- keys; v <- Gen.option(Gen.alphaLowerStr.map(_.take(3)));
+        j <- Gen.frequency(8 -> Gen.choose(-jitter, jitter), 1 -> Gen.choose(-lookBack, 0L))
+      )
         yield Put(k, v, math.max(0L, base + j))),
       6 -> (for (k <- keys; back <- Gen.choose(-jitter, lookBack)) yield GetAsOf(k, math.max(0L, base - back))),
-      1 -> Gen.const(Commit), 1 -> Gen.const(Restart), 1 -> Gen.const(Cleanup))
+      1 -> Gen.const(Commit),
+      1 -> Gen.const(Restart),
+      1 -> Gen.const(Cleanup)
+    )
   }
 
   private def program(n: Int, keys: Gen[String], drift: Long, jitter: Long, lookBack: Long): Gen[List[Op]] =
@@ -458,7 +489,9 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
     vs = new VersionedKeyValueStore(last, "t", retention, grace, segment)
     keys.foreach { k =>
       assert(str(vs.get(b(k))) == model.get(k))
-      model.versions.get(k).foreach(_.keys.foreach(t => assert(str(vs.get(b(k), t)) == model.get(k, t), s"$k as of $t; $clue")))
+      model.versions.get(k).foreach(_.keys.foreach(t =>
+        assert(str(vs.get(b(k), t)) == model.get(k, t), s"$k as of $t; $clue")
+      ))
       assertDirectory(vs, last, k)
     }
     assert(vs.numVersions == entries(last), "versions counted at the end")
@@ -474,7 +507,10 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
       8 -> (for (k <- Gen.oneOf(keys); v <- Gen.option(Gen.alphaLowerStr.map(_.take(3))); t <- Gen.choose(0L, 120L))
         yield Put(k, v, t)),
       6 -> (for (k <- Gen.oneOf(keys); t <- Gen.choose(0L, 120L)) yield GetAsOf(k, t)),
-      1 -> Gen.const(Commit), 1 -> Gen.const(Restart), 1 -> Gen.const(Cleanup))
+      1 -> Gen.const(Commit),
+      1 -> Gen.const(Restart),
+      1 -> Gen.const(Cleanup)
+    )
     forAll(Gen.listOfN(60, ops), Gen.choose(0L, 40L), Gen.choose(0L, 40L), minSuccessful(25)) { (prog, g, extra) =>
       // small segments: cleanups drain the index often
       agrees(prog, keys, retention = g + extra, grace = g, segment = 1L + (g * 7 + extra) % 30)
@@ -486,8 +522,13 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
     val keys = Seq("deep", "a", "b")
     val key = Gen.frequency(6 -> "deep", 1 -> "a", 1 -> "b")
     var deep = Deep(0, 0, 0)
-    forAll(program(220, key, drift = 2, jitter = 30, lookBack = 250), Gen.choose(0L, 200L), Gen.choose(0L, 150L),
-      Gen.choose(1L, 40L), minSuccessful(20)) { (prog, g, extra, segment) =>
+    forAll(
+      program(220, key, drift = 2, jitter = 30, lookBack = 250),
+      Gen.choose(0L, 200L),
+      Gen.choose(0L, 150L),
+      Gen.choose(1L, 40L),
+      minSuccessful(20)
+    ) { (prog, g, extra, segment) =>
       deep += agrees(prog, keys, retention = g + extra, grace = g, segment)
     }
     // the programs went past truncated directories: lookups, out-of-order puts and cleanups

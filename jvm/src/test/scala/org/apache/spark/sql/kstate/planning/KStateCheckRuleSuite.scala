@@ -42,10 +42,11 @@ class KStateCheckRuleSuite extends KStateSparkSuite {
   private def withConf[T](kv: (String, String)*)(body: => T): T = {
     val old = kv.map { case (k, _) => k -> spark.conf.getOption(k) }
     kv.foreach { case (k, v) => spark.conf.set(k, v) }
-    try body finally old.foreach {
-      case (k, Some(v)) => spark.conf.set(k, v)
-      case (k, None) => spark.conf.unset(k)
-    }
+    try body
+    finally old.foreach {
+        case (k, Some(v)) => spark.conf.set(k, v)
+        case (k, None) => spark.conf.unset(k)
+      }
   }
 
   private def kstateError(f: => Any): KStateException = intercept[KStateException](f)
@@ -107,7 +108,9 @@ class KStateCheckRuleSuite extends KStateSparkSuite {
     } finally q.stop()
   }
 
-  test("checkpoint format 2: accepted when a streaming kstate DataFrame is built, at start() and in its micro-batches") {
+  test(
+    "checkpoint format 2: accepted when a streaming kstate DataFrame is built, at start() and in its micro-batches"
+  ) {
     // was KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT; what v2 does is tested in CheckpointFormatV2StreamingSuite
     withConf(FormatKey -> "2") {
       val in = input()
@@ -122,9 +125,17 @@ class KStateCheckRuleSuite extends KStateSparkSuite {
   }
 
   test("the HDFS provider is recognised by its class, also under another name") {
-    for (p <- Seq(classOf[org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider].getName,
-        classOf[RenamedHdfsProvider].getName)) {
-      val e = withConf(ProviderKey -> p)(kstateError(frame(input()).kstate.deduplicateByKey("10 seconds", col("k"), col("ts"))))
+    for (
+      p <- Seq(
+        classOf[org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider].getName,
+        classOf[RenamedHdfsProvider].getName
+      )
+    ) {
+      val e = withConf(ProviderKey -> p)(kstateError(frame(input()).kstate.deduplicateByKey(
+        "10 seconds",
+        col("k"),
+        col("ts")
+      )))
       assert(e.errorClass == "KSTATE_UNSUPPORTED_STATE_PROVIDER" && e.getMessage.contains(p), e.getMessage)
     }
   }
@@ -138,7 +149,8 @@ class KStateCheckRuleSuite extends KStateSparkSuite {
       classOf[org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider] -> Set(ColumnFamilies),
       classOf[OtherRocksDBProvider] -> Set(ColumnFamilies),
       classOf[org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider] -> Set.empty,
-      classOf[RenamedHdfsProvider] -> Set.empty)
+      classOf[RenamedHdfsProvider] -> Set.empty
+    )
     cases.foreach { case (cls, caps) => assert(StateProviderCheck.capabilitiesOf(cls) == caps, cls.getName) }
     assert(All == Set(ColumnFamilies, TimeOrderedBuffer, VersionedStore, SpillToDisk))
   }
@@ -152,7 +164,9 @@ class KStateCheckRuleSuite extends KStateSparkSuite {
       Set(ColumnFamilies))
     assert(ofAggregate(Some(Suppressed.untilWindowCloses(spill))) == Set(ColumnFamilies, SpillToDisk))
     // spill to disk without a bound never spills
-    assert(ofAggregate(Some(Suppressed.untilWindowCloses(spill.withNoBound.spillToDiskWhenFull))) == Set(ColumnFamilies))
+    assert(
+      ofAggregate(Some(Suppressed.untilWindowCloses(spill.withNoBound.spillToDiskWhenFull))) == Set(ColumnFamilies)
+    )
     assert(ofSuppress(BufferConfig.maxRecords(10)) == Set(ColumnFamilies, TimeOrderedBuffer))
     assert(ofSuppress(spill) == Set(ColumnFamilies, TimeOrderedBuffer, SpillToDisk))
   }
@@ -165,12 +179,17 @@ class KStateCheckRuleSuite extends KStateSparkSuite {
       val (e, inTask) = kstateCause(failure)
       assert(e.errorClass == "KSTATE_UNSUPPORTED_STATE_PROVIDER")
       assert(!inTask, "raised by a task, not when the micro-batch was planned")
-      assert(e.getMessage.contains("time-ordered suppression buffer") && e.getMessage.contains(provider) &&
-        e.getMessage.contains(s"Set $ProviderKey to io.kstate.KStateStoreProvider"), e.getMessage)
+      assert(
+        e.getMessage.contains("time-ordered suppression buffer") && e.getMessage.contains(provider) &&
+          e.getMessage.contains(s"Set $ProviderKey to io.kstate.KStateStoreProvider"),
+        e.getMessage
+      )
     }
   }
 
-  test("final results that spill to disk on Spark's RocksDB provider fail at planning (they buffered nothing to disk)") {
+  test(
+    "final results that spill to disk on Spark's RocksDB provider fail at planning (they buffered nothing to disk)"
+  ) {
     val in = input()
     val df = finalCounts(frame(in), BufferConfig.maxRecords(100).spillToDiskWhenFull)
     val (e, inTask) = kstateCause(withConf(ProviderKey -> RocksDB)(firstBatchFailure(df, in)))
@@ -202,8 +221,13 @@ class RenamedHdfsProvider extends org.apache.spark.sql.execution.streaming.state
 class SubclassedKStateProvider extends io.kstate.KStateStoreProvider
 
 /** What a check rule saw of one analysed plan. */
-final case class SeenPlan(root: String, kstate: Boolean, streaming: Boolean, queryThread: Boolean,
-    outputMode: Option[OutputMode])
+final case class SeenPlan(
+    root: String,
+    kstate: Boolean,
+    streaming: Boolean,
+    queryThread: Boolean,
+    outputMode: Option[OutputMode]
+)
 
 /** An extension with a check rule that records what it sees (for [[KStateCheckRuleSuite]]). */
 class RecordingCheckRule extends (SparkSessionExtensions => Unit) {
@@ -212,10 +236,14 @@ class RecordingCheckRule extends (SparkSessionExtensions => Unit) {
       case w: WriteToStream => if (w.inputQuery.exists(_.isInstanceOf[KStateStatefulNode])) "WriteToStream" else "other"
       case p => p.nodeName
     }
-    RecordingCheckRule.seen.add(SeenPlan(root, plan.exists(_.isInstanceOf[KStateStatefulNode]) ||
-      root == "WriteToStream", plan.isStreaming,
+    RecordingCheckRule.seen.add(SeenPlan(
+      root,
+      plan.exists(_.isInstanceOf[KStateStatefulNode]) ||
+        root == "WriteToStream",
+      plan.isStreaming,
       session.sparkContext.getLocalProperty("sql.streaming.queryId") != null,
-      RunningQuery.current(session).map(_.outputMode)))
+      RunningQuery.current(session).map(_.outputMode)
+    ))
   }
 }
 

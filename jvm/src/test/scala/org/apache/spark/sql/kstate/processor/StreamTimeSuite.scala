@@ -44,7 +44,9 @@ class StreamTimeSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     assert(t.latenessOf(60L) === 0L)
   }
 
-  test("lateness saturates at Long.MaxValue instead of wrapping (stream time near Long.MaxValue, ts near Long.MinValue)") {
+  test(
+    "lateness saturates at Long.MaxValue instead of wrapping (stream time near Long.MaxValue, ts near Long.MinValue)"
+  ) {
     val t = new StreamTime(Long.MaxValue)
     assert(t.latenessOf(Long.MinValue + 1) === Long.MaxValue)
     assert(t.latenessOf(-1L) === Long.MaxValue)
@@ -54,8 +56,10 @@ class StreamTimeSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   }
 
   test("closeTime and within agree with exact (BigInt) arithmetic on any input") {
-    val anyLong = Gen.oneOf(Gen.choose(Long.MinValue, Long.MaxValue),
-      Gen.oneOf(Long.MinValue, Long.MinValue + 1, -1L, 0L, 1L, Long.MaxValue - 1, Long.MaxValue))
+    val anyLong = Gen.oneOf(
+      Gen.choose(Long.MinValue, Long.MaxValue),
+      Gen.oneOf(Long.MinValue, Long.MinValue + 1, -1L, 0L, 1L, Long.MaxValue - 1, Long.MaxValue)
+    )
     val nonNeg = Gen.oneOf(Gen.choose(0L, Long.MaxValue), Gen.oneOf(0L, 1L, Long.MaxValue))
     forAll(anyLong, nonNeg) { (a, d) =>
       val exact = BigInt(a) - BigInt(d)

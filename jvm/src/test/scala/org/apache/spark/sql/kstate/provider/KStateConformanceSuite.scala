@@ -63,6 +63,7 @@ class KStateDbConformanceSuite extends KStateConformanceSuite {
  */
 class KStateHeapToDbConformanceSuite extends KStateConformanceSuite {
   // 600 bytes free in the executor-wide budget (earlier suites may hold some of it).
-  override protected def extraConf: Map[String, String] = Map(org.apache.spark.sql.kstate.config.KStateConf.HeapStateBytes.key ->
-    (org.apache.spark.sql.kstate.engine.HeapStateBudget.reserved + 600).toString)
+  override protected def extraConf: Map[String, String] =
+    Map(org.apache.spark.sql.kstate.config.KStateConf.HeapStateBytes.key ->
+      (org.apache.spark.sql.kstate.engine.HeapStateBudget.reserved + 600).toString)
 }

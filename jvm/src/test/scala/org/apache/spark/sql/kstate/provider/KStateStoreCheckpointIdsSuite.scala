@@ -58,12 +58,20 @@ class KStateStoreCheckpointIdsSuite extends AnyFunSuite {
   }
 
   /** Restores (version, id) in a new provider and returns its contents. */
-  private def restored(root: String, version: Long, id: Option[String], c: StateStoreConf = conf()): Map[String, Long] = {
+  private def restored(
+      root: String,
+      version: Long,
+      id: Option[String],
+      c: StateStoreConf = conf()
+  ): Map[String, Long] = {
     val q = newProvider(root, c)
-    try contents(q.getStore(version, id)) finally q.close()
+    try contents(q.getStore(version, id))
+    finally q.close()
   }
 
-  test("each commit gets a fresh id and reports (partition, v + 1, new id, base id); files are named <v>_<id>; (v, id) restores in a new provider") {
+  test(
+    "each commit gets a fresh id and reports (partition, v + 1, new id, base id); files are named <v>_<id>; (v, id) restores in a new provider"
+  ) {
     val root = tmp()
     val p = newProvider(root)
     val s0 = p.getStore(0, None)
@@ -77,7 +85,11 @@ class KStateStoreCheckpointIdsSuite extends AnyFunSuite {
     val id3 = commit(p, 2, Some(id2), "a" -> 3)
     assert(Set(id1, id2, id3).size == 3)
     p.close()
-    assert(dirFiles(root) == Seq(s"1_$id1.kstate.changelog", s"2_$id2.kstate.changelog", s"3_$id3.kstate.changelog").sorted)
+    assert(dirFiles(root) == Seq(
+      s"1_$id1.kstate.changelog",
+      s"2_$id2.kstate.changelog",
+      s"3_$id3.kstate.changelog"
+    ).sorted)
     // format 3 (format 2 stays what checkpoint format v1 writes)
     val header = ByteBuffer.wrap(Files.readAllBytes(new File(s"$root/0/0/3_$id3.kstate.changelog").toPath))
     assert(header.getInt(4) == 3)
@@ -99,7 +111,9 @@ class KStateStoreCheckpointIdsSuite extends AnyFunSuite {
     assert(ByteBuffer.wrap(Files.readAllBytes(new File(s"$root/0/0/1.kstate.changelog").toPath)).getInt(4) == 2)
   }
 
-  test("two attempts of the same versions (two lineages, each with snapshots) both restore by their own ids, never mixed") {
+  test(
+    "two attempts of the same versions (two lineages, each with snapshots) both restore by their own ids, never mixed"
+  ) {
     // RocksDBSuite "correctly handle when there are multiple snapshot files for the same version"
     val root = tmp()
     val first = newProvider(root, conf(snapshotEvery = 2))
@@ -145,7 +159,9 @@ class KStateStoreCheckpointIdsSuite extends AnyFunSuite {
     val staleId = staleStore.getStateStoreCheckpointInfo().stateStoreCkptId.get
     stale.doMaintenance()
     stale.close()
-    assert(dirFiles(root).contains(s"2_$staleId.kstate.changelog") && dirFiles(root).contains(s"2_$staleId.kstate.snapshot"))
+    assert(
+      dirFiles(root).contains(s"2_$staleId.kstate.changelog") && dirFiles(root).contains(s"2_$staleId.kstate.snapshot")
+    )
     assert(restored(root, 2, Some(id2)) == Map("a" -> 2L))
     assert(restored(root, 3, Some(id3)) == Map("a" -> 2L, "b" -> 3L))
     val q = newProvider(root)
@@ -156,7 +172,9 @@ class KStateStoreCheckpointIdsSuite extends AnyFunSuite {
     assert(restored(root, 2, Some(staleId)) == Map("a" -> 666L))
   }
 
-  test("an unknown id is KSTATE_CHECKPOINT_ID_UNKNOWN naming the ids found; a version above 0 without id is KSTATE_CHECKPOINT_ID_MISSING") {
+  test(
+    "an unknown id is KSTATE_CHECKPOINT_ID_UNKNOWN naming the ids found; a version above 0 without id is KSTATE_CHECKPOINT_ID_MISSING"
+  ) {
     val root = tmp()
     val p = newProvider(root)
     val id1 = commit(p, 0, None, "a" -> 1)
@@ -164,14 +182,23 @@ class KStateStoreCheckpointIdsSuite extends AnyFunSuite {
     p.close()
     val unknown = UUID.randomUUID().toString
     val e = intercept[KStateException](restored(root, 2, Some(unknown)))
-    assert(e.errorClass == "KSTATE_CHECKPOINT_ID_UNKNOWN" && e.getMessage.contains(unknown) &&
-      e.getMessage.contains(id2) && e.getMessage.contains("version 2"), e.getMessage)
+    assert(
+      e.errorClass == "KSTATE_CHECKPOINT_ID_UNKNOWN" && e.getMessage.contains(unknown) &&
+        e.getMessage.contains(id2) && e.getMessage.contains("version 2"),
+      e.getMessage
+    )
     val m = intercept[KStateException](restored(root, 2, None))
-    assert(m.errorClass == "KSTATE_CHECKPOINT_ID_MISSING" && m.getMessage.contains(id2) &&
-      m.getMessage.contains("commits/1"), m.getMessage)
+    assert(
+      m.errorClass == "KSTATE_CHECKPOINT_ID_MISSING" && m.getMessage.contains(id2) &&
+        m.getMessage.contains("commits/1"),
+      m.getMessage
+    )
     // a version with no file at all
     val gone = intercept[KStateException](restored(root, 3, Some(unknown)))
-    assert(gone.errorClass == "KSTATE_STATE_FILE_MISSING" && gone.getMessage.contains(s"3_$unknown.kstate.changelog"), gone.getMessage)
+    assert(
+      gone.errorClass == "KSTATE_STATE_FILE_MISSING" && gone.getMessage.contains(s"3_$unknown.kstate.changelog"),
+      gone.getMessage
+    )
     // the provider is still usable after a failed restore
     val q = newProvider(root)
     intercept[KStateException](q.getStore(2, Some(unknown)))
@@ -192,7 +219,10 @@ class KStateStoreCheckpointIdsSuite extends AnyFunSuite {
     other.close()
     new File(s"$root/0/0/2_$id2.kstate.changelog").delete()
     val e = intercept[KStateException](restored(root, 3, Some(id3)))
-    assert(e.errorClass == "KSTATE_STATE_FILE_MISSING" && e.getMessage.contains(s"2_$id2.kstate.changelog"), e.getMessage)
+    assert(
+      e.errorClass == "KSTATE_STATE_FILE_MISSING" && e.getMessage.contains(s"2_$id2.kstate.changelog"),
+      e.getMessage
+    )
   }
 
   test("a valid file renamed to another id is refused as KSTATE_STATE_FILE_CORRUPT, naming both ids") {
@@ -203,11 +233,17 @@ class KStateStoreCheckpointIdsSuite extends AnyFunSuite {
     val id1b = commit(other, 0, None, "a" -> 666)
     Seq(p, other).foreach(_.close())
     val dir = new File(s"$root/0/0").toPath
-    Files.move(dir.resolve(s"1_$id1b.kstate.changelog"), dir.resolve(s"1_$id1.kstate.changelog"),
-      StandardCopyOption.REPLACE_EXISTING)
+    Files.move(
+      dir.resolve(s"1_$id1b.kstate.changelog"),
+      dir.resolve(s"1_$id1.kstate.changelog"),
+      StandardCopyOption.REPLACE_EXISTING
+    )
     val e = intercept[KStateException](restored(root, 1, Some(id1)))
-    assert(e.errorClass == "KSTATE_STATE_FILE_CORRUPT" && e.getMessage.contains(s"checkpoint id $id1b") &&
-      e.getMessage.contains(s"checkpoint id $id1"), e.getMessage)
+    assert(
+      e.errorClass == "KSTATE_STATE_FILE_CORRUPT" && e.getMessage.contains(s"checkpoint id $id1b") &&
+        e.getMessage.contains(s"checkpoint id $id1"),
+      e.getMessage
+    )
   }
 
   test("restore follows a lineage across several changelogs (longer than one changelog records) and a snapshot") {
@@ -236,7 +272,9 @@ class KStateStoreCheckpointIdsSuite extends AnyFunSuite {
     assert(restored(root, 150, ids(150)) == expected(150))
   }
 
-  test("maintenance with ids: snapshots named by id, cleanup by version along the committed chain, every retained version restores") {
+  test(
+    "maintenance with ids: snapshots named by id, cleanup by version along the committed chain, every retained version restores"
+  ) {
     val root = tmp()
     val c = conf(snapshotEvery = 3, retain = 4)
     val p = newProvider(root, c)
@@ -276,7 +314,9 @@ class KStateStoreCheckpointIdsSuite extends AnyFunSuite {
     assert(e.errorClass == "KSTATE_STATE_FILE_MISSING")
   }
 
-  test("cleanup keeps what the version Spark last asked for by id needs (a version the provider committed after it may not be the committed attempt)") {
+  test(
+    "cleanup keeps what the version Spark last asked for by id needs (a version the provider committed after it may not be the committed attempt)"
+  ) {
     val root = tmp()
     val c = conf(snapshotEvery = 1, retain = 1)
     val p = newProvider(root, c)
@@ -291,7 +331,10 @@ class KStateStoreCheckpointIdsSuite extends AnyFunSuite {
     p.close()
     // version 3 was asked for with its id: retained 3, base snapshot 3; version 4 was never asked for
     val names = dirFiles(root)
-    assert(names.exists(_.startsWith("3_")) && names.exists(_.startsWith("4_")) && !names.exists(_.startsWith("2_")), names)
+    assert(
+      names.exists(_.startsWith("3_")) && names.exists(_.startsWith("4_")) && !names.exists(_.startsWith("2_")),
+      names
+    )
   }
 
   test("a store committed after another of the same provider reports its own version and ids (racing commits)") {
@@ -323,18 +366,26 @@ class KStateStoreCheckpointIdsSuite extends AnyFunSuite {
     p.close()
   }
 
-  test("switching an existing checkpoint between formats is KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT (Spark 4.2 does not pin the format)") {
+  test(
+    "switching an existing checkpoint between formats is KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT (Spark 4.2 does not pin the format)"
+  ) {
     val v1root = tmp()
     val p = newProvider(v1root, conf(v2 = false))
     p.getStore(0).commit()
     p.close()
     val e = intercept[KStateException](restored(v1root, 1, None))
-    assert(e.errorClass == "KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT" && e.getMessage.contains("format 1") &&
-      e.getMessage.contains("now runs with format 2"), e.getMessage)
+    assert(
+      e.errorClass == "KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT" && e.getMessage.contains("format 1") &&
+        e.getMessage.contains("now runs with format 2"),
+      e.getMessage
+    )
     val v2root = tmp()
     val id1 = commit(newProvider(v2root), 0, None, "a" -> 1)
     val back = intercept[KStateException](restored(v2root, 1, None, conf(v2 = false)))
-    assert(back.errorClass == "KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT" && back.getMessage.contains("format 2"), back.getMessage)
+    assert(
+      back.errorClass == "KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT" && back.getMessage.contains("format 2"),
+      back.getMessage
+    )
     val withId = intercept[KStateException](restored(v2root, 1, Some(id1), conf(v2 = false)))
     assert(withId.errorClass == "KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT")
   }

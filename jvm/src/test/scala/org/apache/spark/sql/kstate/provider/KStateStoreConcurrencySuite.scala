@@ -22,7 +22,8 @@ class KStateStoreConcurrencySuite extends AnyFunSuite {
   private val variants = Seq(
     "heap working copy" -> Map.empty[String, String],
     "RocksDB working copy" -> Map(KStateConf.HeapStateBytes.key -> "0"),
-    "versions that spill" -> Map(KStateConf.MaxWriteSetBytes.key -> "16k"))
+    "versions that spill" -> Map(KStateConf.MaxWriteSetBytes.key -> "16k")
+  )
 
   for ((name, extra) <- variants) {
     test(s"maintenance concurrent with commits ($name): every retained version restores as committed") {
@@ -33,13 +34,17 @@ class KStateStoreConcurrencySuite extends AnyFunSuite {
       val stop = new AtomicBoolean(false)
       val errors = new ConcurrentLinkedQueue[Throwable]()
       val runs = new AtomicInteger(0)
-      val maintenance = new Thread(() => {
-        while (!stop.get) {
-          try p.doMaintenance() catch { case t: Throwable => errors.add(t) }
-          runs.incrementAndGet()
-          Thread.`yield`()
-        }
-      }, "test-maintenance")
+      val maintenance = new Thread(
+        () => {
+          while (!stop.get) {
+            try p.doMaintenance()
+            catch { case t: Throwable => errors.add(t) }
+            runs.incrementAndGet()
+            Thread.`yield`()
+          }
+        },
+        "test-maintenance"
+      )
       maintenance.start()
       val rnd = new Random(name.hashCode)
       var models = Vector(Map.empty[Long, Long])

@@ -25,7 +25,8 @@ class KStateStoreProviderSuite extends AnyFunSuite {
   private val valueProj = UnsafeProjection.create(valueSchema)
   private def key(s: String): UnsafeRow =
     keyProj(org.apache.spark.sql.catalyst.InternalRow(
-      org.apache.spark.unsafe.types.UTF8String.fromString(s))).copy()
+      org.apache.spark.unsafe.types.UTF8String.fromString(s)
+    )).copy()
   private def value(v: Long): UnsafeRow =
     valueProj(org.apache.spark.sql.catalyst.InternalRow(v)).copy()
 
@@ -42,8 +43,13 @@ class KStateStoreProviderSuite extends AnyFunSuite {
    * with `maintain`, runs maintenance after each commit as Spark's maintenance thread would
    * (it writes the snapshots due and deletes what retention allows).
    */
-  private def writeVersions(p: KStateStoreProvider, from: Int, to: Int,
-      model: mutable.Map[Int, Map[String, Long]], maintain: Boolean = true): Unit = {
+  private def writeVersions(
+      p: KStateStoreProvider,
+      from: Int,
+      to: Int,
+      model: mutable.Map[Int, Map[String, Long]],
+      maintain: Boolean = true
+  ): Unit = {
     for (v <- from to to) {
       val s = p.getStore(v - 1)
       s.put(key(s"k${v % 5}"), value(v))
@@ -82,8 +88,11 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     val q = newProvider(root)
     val s = q.getStore(7)
     // snapshot 6, then changelog 7 (one put, one delete)
-    assert(q.lastRestore.get == q.lastRestore.get.copy(version = 7, snapshotVersion = Some(6),
-      recordsReplayed = 2))
+    assert(q.lastRestore.get == q.lastRestore.get.copy(
+      version = 7,
+      snapshotVersion = Some(6),
+      recordsReplayed = 2
+    ))
     s.put(key("x"), value(1))
     s.commit()
     val m = s.metrics.customMetrics.map { case (k, v) => k.name -> v }
@@ -139,18 +148,25 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     assert(e.errorClass == "KSTATE_STATE_FILE_MISSING")
   }
 
-  for ((what, damage) <- Seq[(String, File => Unit)](
-    "a flipped byte" -> { f =>
-      val raf = new RandomAccessFile(f, "rw")
-      try { raf.seek(raf.length() / 2); val b = raf.read(); raf.seek(raf.length() / 2); raf.write(b ^ 0x10) }
-      finally raf.close()
-    },
-    "truncation" -> { f =>
-      val raf = new RandomAccessFile(f, "rw"); try raf.setLength(raf.length() - 3) finally raf.close()
-    },
-    "an empty file" -> { f =>
-      val raf = new RandomAccessFile(f, "rw"); try raf.setLength(0) finally raf.close()
-    })) {
+  for (
+    (what, damage) <- Seq[(String, File => Unit)](
+      "a flipped byte" -> { f =>
+        val raf = new RandomAccessFile(f, "rw")
+        try { raf.seek(raf.length() / 2); val b = raf.read(); raf.seek(raf.length() / 2); raf.write(b ^ 0x10) }
+        finally raf.close()
+      },
+      "truncation" -> { f =>
+        val raf = new RandomAccessFile(f, "rw");
+        try raf.setLength(raf.length() - 3)
+        finally raf.close()
+      },
+      "an empty file" -> { f =>
+        val raf = new RandomAccessFile(f, "rw");
+        try raf.setLength(0)
+        finally raf.close()
+      }
+    )
+  ) {
     for (kind <- Seq("changelog", "snapshot")) {
       test(s"a $kind with $what is a named error naming the file and the batch, never wrong state") {
         val root = tmp()
@@ -182,12 +198,17 @@ class KStateStoreProviderSuite extends AnyFunSuite {
 
   private val thisStore = storeOf(0, 0, StateStoreId.DEFAULT_STORE_NAME)
 
-  for ((what, other) <- Seq(
-    "another partition" -> storeOf(0, 1, StateStoreId.DEFAULT_STORE_NAME),
-    "another operator id" -> storeOf(7, 0, StateStoreId.DEFAULT_STORE_NAME),
-    "another store name" -> storeOf(0, 0, "left-keyToNumValues"))) {
+  for (
+    (what, other) <- Seq(
+      "another partition" -> storeOf(0, 1, StateStoreId.DEFAULT_STORE_NAME),
+      "another operator id" -> storeOf(7, 0, StateStoreId.DEFAULT_STORE_NAME),
+      "another store name" -> storeOf(0, 0, "left-keyToNumValues")
+    )
+  ) {
     for (kind <- Seq("changelog", "snapshot")) {
-      test(s"a valid $kind of $what copied in place is KSTATE_STATE_FILE_CORRUPT naming both stores; the right file loads") {
+      test(
+        s"a valid $kind of $what copied in place is KSTATE_STATE_FILE_CORRUPT naming both stores; the right file loads"
+      ) {
         val root = tmp()
         val model = mutable.Map[Int, Map[String, Long]]()
         val p = ProviderFixture.open(root, keySchema, valueSchema, conf(), useColumnFamilies = false, thisStore)
@@ -195,7 +216,9 @@ class KStateStoreProviderSuite extends AnyFunSuite {
         p.close()
         // the other store holds other data at the same versions
         val o = ProviderFixture.open(root, keySchema, valueSchema, conf(), useColumnFamilies = false, other)
-        for (v <- 1 to 5) { val s = o.getStore(v - 1); s.put(key(s"other$v"), value(-v)); s.commit(); o.doMaintenance() }
+        for (v <- 1 to 5) {
+          val s = o.getStore(v - 1); s.put(key(s"other$v"), value(-v)); s.commit(); o.doMaintenance()
+        }
         o.close()
         val version = if (kind == "snapshot") 3 else 5
         val name = s"$version.kstate.$kind"
@@ -211,8 +234,11 @@ class KStateStoreProviderSuite extends AnyFunSuite {
           val id = other(root)
           s"operator ${id.operatorId}, store '${id.storeName}', partition ${id.partitionId}"
         }
-        assert(e.getMessage.contains(name) && e.getMessage.contains(s"expected $expected") &&
-          e.getMessage.contains(s"found $found"), e.getMessage)
+        assert(
+          e.getMessage.contains(name) && e.getMessage.contains(s"expected $expected") &&
+            e.getMessage.contains(s"found $found"),
+          e.getMessage
+        )
         assert(e.getMessage.contains("new checkpoint location"), e.getMessage)
         q.close()
 
@@ -334,36 +360,47 @@ class KStateStoreProviderSuite extends AnyFunSuite {
   }
 
   /** [[heapBudget]] with a snapshot due at every version. */
-  private def snapshotEveryVersion(bytes: Long): StateStoreConf = conf(snapshotEvery = 1,
-    extra = heapBudget(bytes).sqlConfs.filter(_._1 == org.apache.spark.sql.kstate.config.KStateConf.HeapStateBytes.key))
+  private def snapshotEveryVersion(bytes: Long): StateStoreConf = conf(
+    snapshotEvery = 1,
+    extra = heapBudget(bytes).sqlConfs.filter(_._1 == org.apache.spark.sql.kstate.config.KStateConf.HeapStateBytes.key)
+  )
 
-  for (base <- Seq(2, 0)) test(s"a snapshot of a version that a re-run rewrites is never restored (re-run from version $base)") {
-    val root = tmp()
-    val p = newProvider(root, conf(snapshotEvery = base + 1, retain = 100))
-    writeVersions(p, 1, base, mutable.Map.empty)
-    val s = p.getStore(base)
-    s.put(key("lost"), value(1))
-    assert(s.commit() == base + 1) // its changelog is written, but Spark never records the batch as done
-    p.doMaintenance() // and maintenance snapshots that version before the executor dies
-    p.close()
-    assert(snapshotFiles(root) == Seq(s"${base + 1}.kstate.snapshot"))
-    val q = newProvider(root)
-    val t = q.getStore(base) // the restarted query re-runs the batch, with different input
-    t.put(key("rerun"), value(2))
-    assert(t.commit() == base + 1)
-    q.close()
-    val r = newProvider(root)
-    val c = contents(r.getStore(base + 1))
-    assert(c.contains("rerun") && !c.contains("lost"), c)
-    assert(snapshotFiles(root).isEmpty, "the snapshot of the replaced version must go")
-  }
+  for (base <- Seq(2, 0))
+    test(s"a snapshot of a version that a re-run rewrites is never restored (re-run from version $base)") {
+      val root = tmp()
+      val p = newProvider(root, conf(snapshotEvery = base + 1, retain = 100))
+      writeVersions(p, 1, base, mutable.Map.empty)
+      val s = p.getStore(base)
+      s.put(key("lost"), value(1))
+      assert(s.commit() == base + 1) // its changelog is written, but Spark never records the batch as done
+      p.doMaintenance() // and maintenance snapshots that version before the executor dies
+      p.close()
+      assert(snapshotFiles(root) == Seq(s"${base + 1}.kstate.snapshot"))
+      val q = newProvider(root)
+      val t = q.getStore(base) // the restarted query re-runs the batch, with different input
+      t.put(key("rerun"), value(2))
+      assert(t.commit() == base + 1)
+      q.close()
+      val r = newProvider(root)
+      val c = contents(r.getStore(base + 1))
+      assert(c.contains("rerun") && !c.contains("lost"), c)
+      assert(snapshotFiles(root).isEmpty, "the snapshot of the replaced version must go")
+    }
 
   test("a snapshot written while the task re-ran that version is not published") {
     val root = tmp()
     val p = new InterleavingProvider
-    p.init(StateStoreId(root, 0, 0), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
-      useColumnFamilies = false, conf(snapshotEvery = 2, retain = 100), new org.apache.hadoop.conf.Configuration,
-      useMultipleValuesPerKey = false, None)
+    p.init(
+      StateStoreId(root, 0, 0),
+      keySchema,
+      valueSchema,
+      NoPrefixKeyStateEncoderSpec(keySchema),
+      useColumnFamilies = false,
+      conf(snapshotEvery = 2, retain = 100),
+      new org.apache.hadoop.conf.Configuration,
+      useMultipleValuesPerKey = false,
+      None
+    )
     writeVersions(p, 1, 1, mutable.Map.empty, maintain = false)
     val s = p.getStore(1)
     s.put(key("lost"), value(1))
@@ -384,9 +421,17 @@ class KStateStoreProviderSuite extends AnyFunSuite {
   test("a snapshot write that fails leaves no file; the next maintenance writes it") {
     val root = tmp()
     val p = new InterleavingProvider
-    p.init(StateStoreId(root, 0, 0), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
-      useColumnFamilies = false, conf(snapshotEvery = 2, retain = 100), new org.apache.hadoop.conf.Configuration,
-      useMultipleValuesPerKey = false, None)
+    p.init(
+      StateStoreId(root, 0, 0),
+      keySchema,
+      valueSchema,
+      NoPrefixKeyStateEncoderSpec(keySchema),
+      useColumnFamilies = false,
+      conf(snapshotEvery = 2, retain = 100),
+      new org.apache.hadoop.conf.Configuration,
+      useMultipleValuesPerKey = false,
+      None
+    )
     val model = mutable.Map[Int, Map[String, Long]]()
     writeVersions(p, 1, 2, model, maintain = false)
     p.whenSnapshotPrepared = () => throw new java.io.IOException("injected: the checkpoint file system failed")
@@ -464,8 +509,13 @@ class KStateStoreProviderSuite extends AnyFunSuite {
    * A heap state budget with `bytes` free: the budget is the executor's (JVM's), and providers
    * of earlier tests that were never closed still hold their part of it.
    */
-  private def heapBudget(bytes: Long): StateStoreConf = conf(extra = Map(
-    org.apache.spark.sql.kstate.config.KStateConf.HeapStateBytes.key -> (if (bytes == 0) 0L else org.apache.spark.sql.kstate.engine.HeapStateBudget.reserved + bytes).toString))
+  private def heapBudget(bytes: Long): StateStoreConf = conf(extra =
+    Map(
+      org.apache.spark.sql.kstate.config.KStateConf.HeapStateBytes.key -> (if (bytes == 0) 0L
+                                                                           else
+                                                                             org.apache.spark.sql.kstate.engine.HeapStateBudget.reserved + bytes).toString
+    )
+  )
 
   test("state starts on the heap and moves to RocksDB once it outgrows the heap state budget") {
     val root = tmp()
@@ -475,7 +525,9 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     var movedAt = -1L
     while (v < 12) {
       val s = p.getStore(v)
-      (0 until 40).foreach { i => val k = s"v${v}i$i"; s.put(key(k), value(i)); model(k) = i }
+      (0 until 40).foreach { i =>
+        val k = s"v${v}i$i"; s.put(key(k), value(i)); model(k) = i
+      }
       model.keys.filter(_.endsWith("i7")).toSeq.foreach { k => s.remove(key(k)); model.remove(k) }
       v = s.commit()
       if (!p.onHeap && movedAt < 0) movedAt = v
@@ -504,9 +556,17 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     for (budget <- Seq(1L << 30, 0L)) { // heap working copy (changed first) and RocksDB
       val root = tmp()
       val p = new FailingChangelogProvider
-      p.init(StateStoreId(root, 0, 0), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
-        useColumnFamilies = false, heapBudget(budget), new org.apache.hadoop.conf.Configuration,
-        useMultipleValuesPerKey = false, None)
+      p.init(
+        StateStoreId(root, 0, 0),
+        keySchema,
+        valueSchema,
+        NoPrefixKeyStateEncoderSpec(keySchema),
+        useColumnFamilies = false,
+        heapBudget(budget),
+        new org.apache.hadoop.conf.Configuration,
+        useMultipleValuesPerKey = false,
+        None
+      )
       hundredKeys(p)
       assert(p.onHeap == (budget > 0))
       val s = p.getStore(1)
@@ -569,8 +629,10 @@ class KStateStoreProviderSuite extends AnyFunSuite {
       i += 1
     }
     assert(!p.onHeap && s.spilled, "the write set never spilled")
-    assert(before <= bound - copy && before > bound - copy - 2 * math.max(perPut, 200L),
-      s"spilled with $before bytes in the write set; bound $bound, copy $copy")
+    assert(
+      before <= bound - copy && before > bound - copy - 2 * math.max(perPut, 200L),
+      s"spilled with $before bytes in the write set; bound $bound, copy $copy"
+    )
     s.abort()
     p.close()
   }
@@ -741,9 +803,17 @@ class KStateStoreProviderSuite extends AnyFunSuite {
   test("disk full while spilling fails the batch with KSTATE_STATE_SPILL_FAILED; the checkpoint is intact") {
     val root = tmp()
     val p = new DiskFullProvider
-    p.init(StateStoreId(root, 0, 0), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
-      useColumnFamilies = false, smallHeap, new org.apache.hadoop.conf.Configuration,
-      useMultipleValuesPerKey = false, None)
+    p.init(
+      StateStoreId(root, 0, 0),
+      keySchema,
+      valueSchema,
+      NoPrefixKeyStateEncoderSpec(keySchema),
+      useColumnFamilies = false,
+      smallHeap,
+      new org.apache.hadoop.conf.Configuration,
+      useMultipleValuesPerKey = false,
+      None
+    )
     hundredKeys(p)
     val before = contents(p.getStore(1))
     val s = p.getStore(1)

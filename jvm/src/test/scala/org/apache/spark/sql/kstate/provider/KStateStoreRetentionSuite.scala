@@ -83,13 +83,18 @@ class KStateStoreRetentionSuite extends AnyFunSuite {
       for (v <- retained) {
         val q = open()
         try {
-          val got = try Right(contents(q.getStore(v))) catch { case e: KStateException => Left(e) }
+          val got =
+            try Right(contents(q.getStore(v)))
+            catch { case e: KStateException => Left(e) }
           got match {
             case Right(state) => assert(state == models(v.toInt), s"$what: version $v")
             case Left(e) =>
               val base = versionsOf(root, ".kstate.snapshot").filter(_ <= v).max
-              assert(e.errorClass == "KSTATE_STATE_FILE_CORRUPT" && damaged(base) &&
-                e.getMessage.contains(s"$base.kstate.snapshot"), s"$what: version $v: $e")
+              assert(
+                e.errorClass == "KSTATE_STATE_FILE_CORRUPT" && damaged(base) &&
+                  e.getMessage.contains(s"$base.kstate.snapshot"),
+                s"$what: version $v: $e"
+              )
               damagedCases += 1
           }
         } finally q.close()

@@ -17,8 +17,13 @@ object LongRows {
   def contents(s: StateStore): Map[Long, Long] = s.iterator().map(p => p.key.getLong(0) -> p.value.getLong(0)).toMap
 
   /** Random puts and removes over `keySpace` keys, applied to `s` and to `model`; returns the new model. */
-  def randomChanges(s: StateStore, model: Map[Long, Long], rnd: scala.util.Random, changes: Int,
-      keySpace: Int): Map[Long, Long] =
+  def randomChanges(
+      s: StateStore,
+      model: Map[Long, Long],
+      rnd: scala.util.Random,
+      changes: Int,
+      keySpace: Int
+  ): Map[Long, Long] =
     (0 until changes).foldLeft(model) { (m, _) =>
       val k = rnd.nextInt(keySpace).toLong
       if (rnd.nextInt(4) == 0) { s.remove(key(k)); m - k }

@@ -31,8 +31,17 @@ class ObjectStoreFaultsSuite extends AnyFunSuite {
     conf.set(s"fs.${FaultyFileSystem.Scheme}.impl", classOf[FaultyFileSystem].getName)
     conf.setBoolean(s"fs.${FaultyFileSystem.Scheme}.impl.disable.cache", true)
     val p = new KStateStoreProvider
-    p.init(StateStoreId(root, 0, 0), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
-      true, ProviderFixture.conf(snapshotEvery = 2), conf, useMultipleValuesPerKey = false, None)
+    p.init(
+      StateStoreId(root, 0, 0),
+      keySchema,
+      valueSchema,
+      NoPrefixKeyStateEncoderSpec(keySchema),
+      true,
+      ProviderFixture.conf(snapshotEvery = 2),
+      conf,
+      useMultipleValuesPerKey = false,
+      None
+    )
     p
   }
 
@@ -54,7 +63,8 @@ class ObjectStoreFaultsSuite extends AnyFunSuite {
     commit(p, 1, 3)
     p.close()
     val again = provider(root)
-    try assert(contents(again.getStore(3)) == expected(3)) finally again.close()
+    try assert(contents(again.getStore(3)) == expected(3))
+    finally again.close()
   }
 
   test("a task killed while writing its changelog leaves only a temporary object: ignored, and the re-run commits") {
@@ -72,10 +82,13 @@ class ObjectStoreFaultsSuite extends AnyFunSuite {
       commit(rerun, 3, 3)
     } finally rerun.close()
     val after = provider(root)
-    try assert(contents(after.getStore(3)) == expected(3)) finally after.close()
+    try assert(contents(after.getStore(3)) == expected(3))
+    finally after.close()
   }
 
-  test("a partial object under a future version's name (a store without atomic writes) is replaced by the commit of that version") {
+  test(
+    "a partial object under a future version's name (a store without atomic writes) is replaced by the commit of that version"
+  ) {
     val (dir, root) = fresh()
     val p = provider(root)
     commit(p, 1, 2)
@@ -87,7 +100,8 @@ class ObjectStoreFaultsSuite extends AnyFunSuite {
       commit(q, 3, 3)
     } finally q.close()
     val after = provider(root)
-    try assert(contents(after.getStore(3)) == expected(3)) finally after.close()
+    try assert(contents(after.getStore(3)) == expected(3))
+    finally after.close()
   }
 
   test("a partial or stale object of a committed version is a named error, never another version's entries") {
@@ -105,8 +119,11 @@ class ObjectStoreFaultsSuite extends AnyFunSuite {
       assert(contents(q.getStore(2)) == expected(2), "older versions still restore")
     } finally q.close()
     // a stale object: version 2's changelog in version 3's place (same store, valid, wrong version)
-    Files.copy(new File(storeDir(dir), "2.kstate.changelog").toPath, changelog.toPath,
-      java.nio.file.StandardCopyOption.REPLACE_EXISTING)
+    Files.copy(
+      new File(storeDir(dir), "2.kstate.changelog").toPath,
+      changelog.toPath,
+      java.nio.file.StandardCopyOption.REPLACE_EXISTING
+    )
     val r = provider(root)
     try assert(intercept[KStateException](r.getStore(3)).errorClass == "KSTATE_STATE_FILE_CORRUPT")
     finally r.close()
@@ -157,6 +174,7 @@ class FaultyFileSystem extends RawLocalFileSystem {
 object FaultyFileSystem {
   val Scheme = "kstatefaulty"
   private val hidden = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
+
   /** The next listing that would show `path` (an absolute local path) leaves it out. */
   def hideOnce(path: String): Unit = hidden.add(path)
   private def takeHidden(path: String): Boolean = hidden.remove(path)

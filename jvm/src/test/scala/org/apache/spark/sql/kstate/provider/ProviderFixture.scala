@@ -10,8 +10,12 @@ import org.apache.spark.sql.types.StructType
 
 /** Opens kstate providers on a fresh checkpoint directory, outside any query. */
 object ProviderFixture {
-  def conf(snapshotEvery: Int = 3, retain: Int = 4, extra: Map[String, String] = Map.empty,
-      extraOptions: Map[String, String] = Map.empty): StateStoreConf = {
+  def conf(
+      snapshotEvery: Int = 3,
+      retain: Int = 4,
+      extra: Map[String, String] = Map.empty,
+      extraOptions: Map[String, String] = Map.empty
+  ): StateStoreConf = {
     val sql = new SQLConf
     extra.foreach { case (k, v) => sql.setConfString(k, v) }
     sql.setConfString("spark.sql.streaming.stateStore.minDeltasForSnapshot", snapshotEvery.toString)
@@ -22,12 +26,26 @@ object ProviderFixture {
   def tmp(): String = Files.createTempDirectory("kstate-provider").toFile.getAbsolutePath
 
   /** A provider of store `id` (default: operator 0, partition 0, store "default") under `root`. */
-  def open(root: String, keySchema: StructType, valueSchema: StructType,
-      c: StateStoreConf = conf(), useColumnFamilies: Boolean = true,
-      id: String => StateStoreId = StateStoreId(_, 0, 0)): KStateStoreProvider = {
+  def open(
+      root: String,
+      keySchema: StructType,
+      valueSchema: StructType,
+      c: StateStoreConf = conf(),
+      useColumnFamilies: Boolean = true,
+      id: String => StateStoreId = StateStoreId(_, 0, 0)
+  ): KStateStoreProvider = {
     val p = new KStateStoreProvider
-    p.init(id(root), keySchema, valueSchema, NoPrefixKeyStateEncoderSpec(keySchema),
-      useColumnFamilies, c, new Configuration, useMultipleValuesPerKey = false, None)
+    p.init(
+      id(root),
+      keySchema,
+      valueSchema,
+      NoPrefixKeyStateEncoderSpec(keySchema),
+      useColumnFamilies,
+      c,
+      new Configuration,
+      useMultipleValuesPerKey = false,
+      None
+    )
     p
   }
 }

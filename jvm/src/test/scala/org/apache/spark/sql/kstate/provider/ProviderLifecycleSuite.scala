@@ -11,19 +11,36 @@ import org.apache.spark.sql.kstate.provider.ProviderState._
  */
 class ProviderLifecycleSuite extends AnyFunSuite {
   private val spill1 = PendingVersion(null, None, null, null, null, null)
-  private val states: Seq[ProviderState] = Seq(Created, Empty, Loaded(1, null), Loaded(2, null),
-    Loaded(3, null), Spilled(1, null, spill1), Spilled(2, null, spill1), Closed)
+  private val states: Seq[ProviderState] = Seq(
+    Created,
+    Empty,
+    Loaded(1, null),
+    Loaded(2, null),
+    Loaded(3, null),
+    Spilled(1, null, spill1),
+    Spilled(2, null, spill1),
+    Closed
+  )
 
   /** The transitions of docs/state-store.md's diagram, over `states`. */
   private val legal: Set[(ProviderState, ProviderState)] = Set(
     Created -> Empty,
-    Empty -> Loaded(1, null), Empty -> Loaded(2, null), Empty -> Loaded(3, null),
-    Loaded(1, null) -> Loaded(2, null), Loaded(2, null) -> Loaded(3, null),
+    Empty -> Loaded(1, null),
+    Empty -> Loaded(2, null),
+    Empty -> Loaded(3, null),
+    Loaded(1, null) -> Loaded(2, null),
+    Loaded(2, null) -> Loaded(3, null),
     Loaded(1, null) -> Loaded(3, null), // a catch-up: the changelogs of 2 and 3 replayed
-    Loaded(1, null) -> Spilled(1, null, spill1), Loaded(2, null) -> Spilled(2, null, spill1),
-    Spilled(1, null, spill1) -> Loaded(2, null), Spilled(2, null, spill1) -> Loaded(3, null),
-    Loaded(1, null) -> Empty, Loaded(2, null) -> Empty, Loaded(3, null) -> Empty,
-    Spilled(1, null, spill1) -> Empty, Spilled(2, null, spill1) -> Empty) ++
+    Loaded(1, null) -> Spilled(1, null, spill1),
+    Loaded(2, null) -> Spilled(2, null, spill1),
+    Spilled(1, null, spill1) -> Loaded(2, null),
+    Spilled(2, null, spill1) -> Loaded(3, null),
+    Loaded(1, null) -> Empty,
+    Loaded(2, null) -> Empty,
+    Loaded(3, null) -> Empty,
+    Spilled(1, null, spill1) -> Empty,
+    Spilled(2, null, spill1) -> Empty
+  ) ++
     states.filter(_ != Closed).map(_ -> Closed)
 
   /** A lifecycle in state `s`, reached through legal transitions. */
@@ -69,7 +86,15 @@ class ProviderLifecycleSuite extends AnyFunSuite {
   }
 
   test("state names match the documented diagram") {
-    assert(states.map(_.toString) == Seq("CREATED", "EMPTY", "LOADED(1)", "LOADED(2)", "LOADED(3)",
-      "SPILLED(1, null)", "SPILLED(2, null)", "CLOSED"))
+    assert(states.map(_.toString) == Seq(
+      "CREATED",
+      "EMPTY",
+      "LOADED(1)",
+      "LOADED(2)",
+      "LOADED(3)",
+      "SPILLED(1, null)",
+      "SPILLED(2, null)",
+      "CLOSED"
+    ))
   }
 }

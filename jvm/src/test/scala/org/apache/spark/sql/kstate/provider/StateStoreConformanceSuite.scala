@@ -24,30 +24,46 @@ sealed abstract class StoreFeature(val description: String) {
 }
 
 object StoreFeature {
+
   /** useColumnFamilies = true, createColFamilyIfAbsent / removeColFamilyIfExists. */
   case object ColumnFamilies extends StoreFeature("column families")
+
   /** useMultipleValuesPerKey = true: merge, mergeList, putList, valuesIterator. */
   case object MultipleValuesPerKey extends StoreFeature("multiple values per key")
+
   /** PrefixKeyScanStateEncoderSpec and prefixScan. */
   case object PrefixScan extends StoreFeature("prefix scan")
+
   /** RangeKeyScanStateEncoderSpec: iterator() in ordering-column order. */
   case object RangeScanEncoding extends StoreFeature("range-scan key encoding")
+
   /** ReadStateStore.rangeScan(start, end) (a default method that throws). */
   case object RangeScan extends StoreFeature("rangeScan")
+
   /** StateStore.deleteRange(begin, end) (a default method that throws). */
   case object DeleteRange extends StoreFeature("deleteRange")
+
   /**
    * deleteRange in a store opened with useColumnFamilies = false. RocksDB rejects it when
    * changelog checkpointing is on (its v1 changelog format, used without column families, has
    * no delete-range record).
    */
   case object DeleteRangeWithoutColumnFamilies extends StoreFeature("deleteRange without column families")
+
   /** ReadStateStore.multiGet (a default method that throws). */
   case object MultiGet extends StoreFeature("multiGet")
 
   val all: Seq[StoreFeature] =
-    Seq(ColumnFamilies, MultipleValuesPerKey, PrefixScan, RangeScanEncoding, RangeScan, DeleteRange,
-      DeleteRangeWithoutColumnFamilies, MultiGet)
+    Seq(
+      ColumnFamilies,
+      MultipleValuesPerKey,
+      PrefixScan,
+      RangeScanEncoding,
+      RangeScan,
+      DeleteRange,
+      DeleteRangeWithoutColumnFamilies,
+      MultiGet
+    )
 }
 
 /**
@@ -104,7 +120,8 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
     // Small, so the providers write snapshots (at commit or in maintenance) during the tests.
     "spark.sql.streaming.stateStore.minDeltasForSnapshot" -> "2",
     "spark.sql.streaming.minBatchesToRetain" -> "100",
-    TrackRowsConf -> "true")
+    TrackRowsConf -> "true"
+  )
 
   // ---------------------------------------------------------------------------------------
   // plumbing
@@ -139,7 +156,8 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
 
   protected def withStoreDir[A](body: StoreDir => A): A = {
     val dir = new StoreDir(tempDir("kstate-conformance"))
-    try body(dir) finally {
+    try body(dir)
+    finally {
       dir.closeAll()
       deleteRecursively(dir.root)
     }
@@ -148,7 +166,8 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
   /** Loads `version`, runs `f`, and aborts: a read that leaves the store at `version`. */
   protected def readVersion[A](p: StateStoreProvider, version: Long)(f: StateStore => A): A = {
     val s = p.getStore(version)
-    try f(s) finally s.abort()
+    try f(s)
+    finally s.abort()
   }
 
   /** A case needing `features`; if any is unsupported it is not registered (see the rejection cases). */
@@ -176,7 +195,9 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
   /** The whole content of a column family via iterator(), checking it has no duplicate keys. */
   protected def contents(s: ReadStateStore, cf: String = Default): Model = {
     val it = s.iterator(cf)
-    val pairs = try it.map(p => decodeKey(p.key) -> decodeValue(p.value)).toList finally it.close()
+    val pairs =
+      try it.map(p => decodeKey(p.key) -> decodeValue(p.value)).toList
+      finally it.close()
     val m = TreeMap(pairs: _*)
     assert(m.size == pairs.size, s"iterator returned duplicate keys: $pairs")
     m
@@ -190,7 +211,8 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
       val id = rnd.nextInt(keySpace) - 5 // includes negative ids
       rnd.nextInt(10) match {
         case r if r < 6 =>
-          val v: Val = (rnd.nextLong(), if (rnd.nextInt(8) == 0) null else rnd.alphanumeric.take(rnd.nextInt(20)).mkString)
+          val v: Val =
+            (rnd.nextLong(), if (rnd.nextInt(8) == 0) null else rnd.alphanumeric.take(rnd.nextInt(20)).mkString)
           s.put(key(id), value(v))
           model += id -> v
         case r if r < 8 =>
@@ -272,7 +294,7 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
 
   test("random operations over many versions match a TreeMap model; every version reloads exactly") {
     withStoreDir { dir =>
-      val rnd = new Random(0x5EED)
+      val rnd = new Random(0x5eed)
       val versions = 16
       val snapshots = mutable.ArrayBuffer[Model](TreeMap.empty)
       var p = dir.provider(plain)
@@ -316,7 +338,8 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
     val op: Gen[Op] = Gen.oneOf(
       for (id <- Gen.choose(-3, 12); c <- Gen.choose(Long.MinValue, Long.MaxValue); l <- Gen.alphaNumStr)
         yield Put(id, c, l),
-      Gen.choose(-3, 12).map(Remove(_)))
+      Gen.choose(-3, 12).map(Remove(_))
+    )
     val batches: Gen[List[List[Op]]] =
       Gen.choose(1, 6).flatMap(n => Gen.listOfN(n, Gen.choose(0, 15).flatMap(m => Gen.listOfN(m, op))))
     forAll(batches, minSuccessful(6)) { bs =>
@@ -450,12 +473,16 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
       info(s"get reuses its result row: ${(g1 eq g2) || decodeValue(g1) != ((1L, "one"))}")
 
       val it = s.iterator()
-      val raw = try it.map(pr => (pr, pr.key, pr.value)).toList finally it.close()
+      val raw =
+        try it.map(pr => (pr, pr.key, pr.value)).toList
+        finally it.close()
       info(s"iterator reuses the UnsafeRowPair: ${raw.map(_._1).distinct.size < raw.size}; " +
         s"reuses key rows: ${raw.map(_._2).distinct.size < raw.size}; " +
         s"stale uncopied keys: ${raw.map(r => r._2.getInt(0)).distinct.size < raw.size}")
       val it2 = s.iterator()
-      val copied = try it2.map(pr => (pr.key.copy(), pr.value.copy())).toList finally it2.close()
+      val copied =
+        try it2.map(pr => (pr.key.copy(), pr.value.copy())).toList
+        finally it2.close()
       assert(copied.map { case (k, v) => decodeKey(k) -> decodeValue(v) }.toMap ==
         Map(1 -> ((1L, "one")), 2 -> ((2L, "two-two"))))
 
@@ -482,8 +509,12 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
       assert(decodeValue(s.get(key(5))) == ((3L, "three")))
       s.commit()
       readVersion(dir.provider(plain), 1) { r =>
-        assert(contents(r) == TreeMap(1 -> ((1L, "one")), 2 -> ((2L, "two-two")),
-          3 -> ((3L, "three")), 5 -> ((3L, "three"))))
+        assert(contents(r) == TreeMap(
+          1 -> ((1L, "one")),
+          2 -> ((2L, "two-two")),
+          3 -> ((3L, "three")),
+          5 -> ((3L, "three"))
+        ))
       }
     }
   }
@@ -536,7 +567,10 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
 
   conformance("prefix scan with 1 and 2 prefix columns returns exactly the matching entries", PrefixScan) {
     val k3 = StructType(Seq(
-      StructField("a", IntegerType), StructField("b", StringType), StructField("c", LongType)))
+      StructField("a", IntegerType),
+      StructField("b", StringType),
+      StructField("c", LongType)
+    ))
     for (n <- Seq(1, 2)) withStoreDir { dir =>
       val setup = StoreSetup(k3, ValueSchema, PrefixKeyScanStateEncoderSpec(k3, n))
       val prefixSchema = StructType(k3.fields.take(n))
@@ -545,10 +579,12 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
       def put(s: StateStore, k: K3, v: Val): Unit = { s.put(row(k3, k._1, k._2, k._3), value(v)); model += k -> v }
       def scan(s: ReadStateStore, prefix: Seq[Any]): Map[K3, Val] = {
         val it = s.prefixScan(row(prefixSchema, prefix: _*), Default)
-        val l = try it.map { pr =>
-          val f = fields(k3, pr.key)
-          (f(0).asInstanceOf[Int], f(1).asInstanceOf[String], f(2).asInstanceOf[Long]) -> decodeValue(pr.value)
-        }.toList finally it.close()
+        val l =
+          try it.map { pr =>
+              val f = fields(k3, pr.key)
+              (f(0).asInstanceOf[Int], f(1).asInstanceOf[String], f(2).asInstanceOf[Long]) -> decodeValue(pr.value)
+            }.toList
+          finally it.close()
         assert(l.map(_._1).distinct.size == l.size, s"duplicates in prefix scan $prefix")
         l.toMap
       }
@@ -580,22 +616,39 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
   // ---------------------------------------------------------------------------------------
   // range-scan encoding and rangeScan / deleteRange
 
-  conformance("range-scan encoding orders iterator() by the ordering columns (negatives, NaN, nulls last)",
-      RangeScanEncoding) {
-    val k4 = StructType(Seq(StructField("i", IntegerType), StructField("l", LongType),
-      StructField("d", DoubleType), StructField("s", StringType)))
+  conformance(
+    "range-scan encoding orders iterator() by the ordering columns (negatives, NaN, nulls last)",
+    RangeScanEncoding
+  ) {
+    val k4 = StructType(Seq(
+      StructField("i", IntegerType),
+      StructField("l", LongType),
+      StructField("d", DoubleType),
+      StructField("s", StringType)
+    ))
     val rnd = new Random(7)
     val ints = Seq[Any](Int.MinValue, -100, -1, 0, 1, 3, Int.MaxValue, null)
     val longs = Seq[Any](Long.MinValue, -7L, -1L, 0L, 1L, 1L << 40, Long.MaxValue, null)
-    val doubles = Seq[Any](Double.NegativeInfinity, -1.5, -1e-300, -0.0, 0.0, 1e-300, 3.0,
-      Double.PositiveInfinity, Double.NaN, null)
+    val doubles = Seq[Any](
+      Double.NegativeInfinity,
+      -1.5,
+      -1e-300,
+      -0.0,
+      0.0,
+      1e-300,
+      3.0,
+      Double.PositiveInfinity,
+      Double.NaN,
+      null
+    )
     def pick(xs: Seq[Any]): Any = xs(rnd.nextInt(xs.length))
     val keys = (0 until 80).map(i => Seq[Any](pick(ints), pick(longs), pick(doubles), s"s${i % 5}")).distinct
     for (ordinals <- Seq(Seq(0), Seq(1), Seq(2), Seq(0, 1), Seq(2, 0), Seq(1, 2, 0))) withStoreDir { dir =>
       val setup = StoreSetup(k4, ValueSchema, RangeKeyScanStateEncoderSpec(k4, ordinals))
       def order(s: ReadStateStore): Seq[Seq[Any]] = {
         val it = s.iterator(Default)
-        try it.map(pr => ordinals.map(fields(k4, pr.key)).map(canonical)).toList finally it.close()
+        try it.map(pr => ordinals.map(fields(k4, pr.key)).map(canonical)).toList
+        finally it.close()
       }
       def sorted(ks: Seq[Seq[Any]]): Seq[Seq[Any]] =
         ks.map(k => ordinals.map(k)).sorted(OrderingColumns).map(_.map(canonical))
@@ -615,7 +668,8 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
 
   private def contentsAny(s: ReadStateStore, schema: StructType): Map[Seq[Any], Val] = {
     val it = s.iterator(Default)
-    try it.map(pr => fields(schema, pr.key) -> decodeValue(pr.value)).toMap finally it.close()
+    try it.map(pr => fields(schema, pr.key) -> decodeValue(pr.value)).toMap
+    finally it.close()
   }
 
   /** Key (ts LONG, name STRING), range-encoded on ts: the shape of a time index. */
@@ -626,8 +680,11 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
     finally it.close()
   private val tsSetup = StoreSetup(tsKey, ValueSchema, RangeKeyScanStateEncoderSpec(tsKey, Seq(0)))
 
-  conformance("rangeScan(start, end) is [start, end) over full encoded keys, None is unbounded",
-      RangeScanEncoding, RangeScan) {
+  conformance(
+    "rangeScan(start, end) is [start, end) over full encoded keys, None is unbounded",
+    RangeScanEncoding,
+    RangeScan
+  ) {
     withStoreDir { dir =>
       val p = dir.provider(tsSetup)
       val s = dir.open(p, 0)
@@ -660,7 +717,8 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
       checks(s, all)
       // Values come with the keys.
       val it = s.rangeScan(Some(tsRow(1L, "")), Some(tsRow(2L, "")), Default)
-      try assert(it.map(pr => decodeValue(pr.value)).toList == List((1L, "a"), (1L, "b"))) finally it.close()
+      try assert(it.map(pr => decodeValue(pr.value)).toList == List((1L, "a"), (1L, "b")))
+      finally it.close()
       // Uncommitted puts and removes are visible.
       s.remove(tsRow(0L, "a"))
       s.put(tsRow(0L, "c"), value((0L, "c")))
@@ -689,7 +747,8 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
     }
     def read[A](v: Long)(f: StateStore => A): A = {
       val s = open(dir.provider(setup), v)
-      try f(s) finally s.abort()
+      try f(s)
+      finally s.abort()
     }
     val p = dir.provider(setup)
     val s = open(p, 0)
@@ -733,13 +792,21 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
     read(3)(r => assert(tsKeys(r.iterator(cf)) == expected))
   }
 
-  conformance("deleteRange(begin, end) removes [begin, end) and survives reload (default family)",
-      RangeScanEncoding, DeleteRange, DeleteRangeWithoutColumnFamilies) {
+  conformance(
+    "deleteRange(begin, end) removes [begin, end) and survives reload (default family)",
+    RangeScanEncoding,
+    DeleteRange,
+    DeleteRangeWithoutColumnFamilies
+  ) {
     deleteRangeCase(inColumnFamily = false)
   }
 
-  conformance("deleteRange(begin, end) removes [begin, end) and survives reload (column family)",
-      RangeScanEncoding, DeleteRange, ColumnFamilies) {
+  conformance(
+    "deleteRange(begin, end) removes [begin, end) and survives reload (column family)",
+    RangeScanEncoding,
+    DeleteRange,
+    ColumnFamilies
+  ) {
     deleteRangeCase(inColumnFamily = true)
   }
 
@@ -750,8 +817,10 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
   private def createCf(s: StateStore, name: String): Unit =
     s.createColFamilyIfAbsent(name, KeySchema, ValueSchema, NoPrefixKeyStateEncoderSpec(KeySchema))
 
-  conformance("column families are isolated key spaces; creation is idempotent; names are listed",
-      ColumnFamilies) {
+  conformance(
+    "column families are isolated key spaces; creation is idempotent; names are listed",
+    ColumnFamilies
+  ) {
     withStoreDir { dir =>
       val p = dir.provider(cfSetup)
       val s = dir.open(p, 0)
@@ -774,7 +843,8 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
       val expected = Map(
         Default -> TreeMap(1 -> ((0L, "default"))),
         "cf1" -> TreeMap(1 -> ((1L, "cf1")), 2 -> ((2L, "cf1"))),
-        "cf2" -> TreeMap.empty[Int, Val])
+        "cf2" -> TreeMap.empty[Int, Val]
+      )
       expected.foreach { case (cf, m) => assert(contents(s, cf) == m, cf) }
       // Operations on a column family that was never created fail.
       val missing = intercept[Exception](s.get(key(1), "nope"))
@@ -842,8 +912,12 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
     }
   }
 
-  conformance("column families with different schemas and key encodings coexist", ColumnFamilies,
-      RangeScanEncoding, PrefixScan) {
+  conformance(
+    "column families with different schemas and key encodings coexist",
+    ColumnFamilies,
+    RangeScanEncoding,
+    PrefixScan
+  ) {
     withStoreDir { dir =>
       val p = dir.provider(cfSetup)
       val s = dir.open(p, 0)
@@ -866,15 +940,18 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
   }
 
   private def keyFields(it: StateStoreIterator[UnsafeRowPair], schema: StructType): List[Seq[Any]] =
-    try it.map(pr => fields(schema, pr.key)).toList finally it.close()
+    try it.map(pr => fields(schema, pr.key)).toList
+    finally it.close()
 
   // ---------------------------------------------------------------------------------------
   // multiple values per key
 
   private val multiSetup = plain.copy(useColumnFamilies = true, useMultipleValuesPerKey = true)
 
-  conformance("multiple values per key: merge appends in call order, putList/put replace, remove clears",
-      MultipleValuesPerKey) {
+  conformance(
+    "multiple values per key: merge appends in call order, putList/put replace, remove clears",
+    MultipleValuesPerKey
+  ) {
     withStoreDir { dir =>
       val p = dir.provider(multiSetup)
       val s = dir.open(p, 0)
@@ -905,12 +982,14 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
       // iteratorWithMultiValues yields every (key, value) with per-key values in merge order.
       val all = {
         val it = s.iteratorWithMultiValues(Default)
-        try it.map(pr => decodeKey(pr.key) -> decodeValue(pr.value)).toList finally it.close()
+        try it.map(pr => decodeKey(pr.key) -> decodeValue(pr.value)).toList
+        finally it.close()
       }
       assert(all.groupBy(_._1).map { case (k, l) => k -> l.map(_._2) } == Map(
         1 -> List((3L, "c"), (1L, "a"), (2L, "b"), (0L, "z")),
         2 -> List((6L, "f")),
-        3 -> List((8L, "y"))))
+        3 -> List((8L, "y"))
+      ))
       assert(s.commit() == 1)
       readVersion(dir.provider(multiSetup), 1) { r =>
         assert(values(r, 1) == List((3L, "c"), (1L, "a"), (2L, "b"), (0L, "z")))
@@ -929,8 +1008,14 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
     withStoreDir { dir =>
       val p = dir.provider(cfSetup)
       val s = dir.open(p, 0)
-      s.createColFamilyIfAbsent("list", KeySchema, ValueSchema, NoPrefixKeyStateEncoderSpec(KeySchema),
-        true, false)
+      s.createColFamilyIfAbsent(
+        "list",
+        KeySchema,
+        ValueSchema,
+        NoPrefixKeyStateEncoderSpec(KeySchema),
+        true,
+        false
+      )
       s.merge(key(1), value((1L, "a")), "list")
       s.merge(key(1), value((2L, "b")), "list")
       s.put(key(1), value((0L, "single")))
@@ -938,8 +1023,14 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
       assert(decodeValue(s.get(key(1))) == ((0L, "single")))
       s.commit()
       readVersion(dir.provider(cfSetup), 1) { r =>
-        r.createColFamilyIfAbsent("list", KeySchema, ValueSchema, NoPrefixKeyStateEncoderSpec(KeySchema),
-          true, false)
+        r.createColFamilyIfAbsent(
+          "list",
+          KeySchema,
+          ValueSchema,
+          NoPrefixKeyStateEncoderSpec(KeySchema),
+          true,
+          false
+        )
         assert(r.valuesIterator(key(1), "list").map(x => decodeValue(x.copy())).toList == List((1L, "a"), (2L, "b")))
       }
     }
@@ -961,7 +1052,8 @@ abstract class StateStoreConformanceSuite extends AnyFunSuite with ScalaCheckPro
     def inStore(setup: StoreSetup)(f: StateStore => Unit): Unit = {
       val p = dir.provider(setup)
       val s = dir.open(p, 0)
-      try f(s) finally Try(s.abort())
+      try f(s)
+      finally Try(s.abort())
     }
     feature match {
       case ColumnFamilies => inStore(cfSetup)(s => createCf(s, "cf"))

@@ -55,12 +55,14 @@ final case class StoreSetup(
     valueSchema: StructType,
     keySpec: KeyStateEncoderSpec,
     useColumnFamilies: Boolean = false,
-    useMultipleValuesPerKey: Boolean = false)
+    useMultipleValuesPerKey: Boolean = false
+)
 
 final class ProviderFactory(
     providerClassName: String,
     root: File,
-    baseConf: Map[String, String]) {
+    baseConf: Map[String, String]
+) {
 
   def storeConf(overrides: Map[String, String] = Map.empty): StateStoreConf = {
     val sql = new SQLConf
@@ -72,8 +74,16 @@ final class ProviderFactory(
   /** A fresh provider instance over the store at (root, operator 0, partition 0). */
   def create(setup: StoreSetup, overrides: Map[String, String] = Map.empty): StateStoreProvider = {
     val id = StateStoreProviderId(StateStoreId(root.getAbsolutePath, 0L, 0), UUID.randomUUID())
-    StateStoreProvider.createAndInit(id, setup.keySchema, setup.valueSchema, setup.keySpec,
-      setup.useColumnFamilies, storeConf(overrides), new Configuration(),
-      setup.useMultipleValuesPerKey, None)
+    StateStoreProvider.createAndInit(
+      id,
+      setup.keySchema,
+      setup.valueSchema,
+      setup.keySpec,
+      setup.useColumnFamilies,
+      storeConf(overrides),
+      new Configuration(),
+      setup.useMultipleValuesPerKey,
+      None
+    )
   }
 }

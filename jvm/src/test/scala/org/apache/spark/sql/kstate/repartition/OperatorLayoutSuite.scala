@@ -23,24 +23,42 @@ import org.apache.spark.unsafe.types.UTF8String
  * `HashPartitioning`), and how per-partition scalars merge.
  */
 class OperatorLayoutSuite extends AnyFunSuite {
-  private val keySchema = StructType(Seq(StructField("key", StringType), StructField("window_start", LongType, nullable = false)))
+  private val keySchema =
+    StructType(Seq(StructField("key", StringType), StructField("window_start", LongType, nullable = false)))
   private val valueSchema = StructType(Seq(StructField("n", LongType), StructField("max_ts", LongType)))
-  private def layout(kind: String, extra: Map[String, String] = Map.empty, ks: StructType = keySchema,
-      vs: StructType = valueSchema) = OperatorLayout(RecordedOperator(1000000001L, Map("kind" -> kind) ++ extra), ks, vs)
+  private def layout(
+      kind: String,
+      extra: Map[String, String] = Map.empty,
+      ks: StructType = keySchema,
+      vs: StructType = valueSchema
+  ) = OperatorLayout(RecordedOperator(1000000001L, Map("kind" -> kind) ++ extra), ks, vs)
 
   private def keyRow(k: String): UnsafeRow =
-    UnsafeProjection.create(Array[DataType](StringType)).apply(new GenericInternalRow(Array[Any](UTF8String.fromString(k)))).copy()
+    UnsafeProjection.create(
+      Array[DataType](StringType)
+    ).apply(new GenericInternalRow(Array[Any](UTF8String.fromString(k)))).copy()
 
   /** The operator key a route finds in an entry. */
-  private def keyOf(l: OperatorLayout, family: String, key: Array[Byte], value: Array[Byte] = Array.emptyByteArray): String =
+  private def keyOf(
+      l: OperatorLayout,
+      family: String,
+      key: Array[Byte],
+      value: Array[Byte] = Array.emptyByteArray
+  ): String =
     l.route(family) match {
       case FamilyRoute.ByKey(rowOf, ordinal) => rowOf(key, value).getUTF8String(ordinal).toString
       case other => fail(s"$family routes $other")
     }
 
   test("the new partition is Spark's HashPartitioning partition of the operator key, for keys of several types") {
-    val types = Seq[DataType](StringType, IntegerType, LongType, DoubleType, BinaryType,
-      StructType(Seq(StructField("a", StringType), StructField("b", IntegerType))))
+    val types = Seq[DataType](
+      StringType,
+      IntegerType,
+      LongType,
+      DoubleType,
+      BinaryType,
+      StructType(Seq(StructField("a", StringType), StructField("b", IntegerType)))
+    )
     val rnd = new Random(42)
     def value(t: DataType): Any = t match {
       case StringType => UTF8String.fromString(rnd.alphanumeric.take(rnd.nextInt(12)).mkString)
@@ -65,21 +83,49 @@ class OperatorLayoutSuite extends AnyFunSuite {
     val l = layout("windowed_aggregate")
     val k = keyRow("alice").getBytes
     val stateKey = UnsafeProjection.create(keySchema).apply(
-      new GenericInternalRow(Array[Any](UTF8String.fromString("alice"), 7L))).copy()
+      new GenericInternalRow(Array[Any](UTF8String.fromString("alice"), 7L))
+    ).copy()
     assert(keyOf(l, "default", stateKey.getBytes) == "alice")
     // the time index: (time, key, window_start), range-encoded by Spark's encoder
     val indexSchema = StructType(StructField("time", LongType, nullable = false) +: keySchema.fields)
-    val indexCodec = new FamilyCodec(3, "kstate_expiry", indexSchema, StructType(Nil),
-      RangeKeyScanStateEncoderSpec(indexSchema, Seq(0)), false)
+    val indexCodec = new FamilyCodec(
+      3,
+      "kstate_expiry",
+      indexSchema,
+      StructType(Nil),
+      RangeKeyScanStateEncoderSpec(indexSchema, Seq(0)),
+      false
+    )
     val indexKey = indexCodec.encodeKey(UnsafeProjection.create(indexSchema).apply(
-      new GenericInternalRow(Array[Any](-5L, UTF8String.fromString("alice"), 7L))))
+      new GenericInternalRow(Array[Any](-5L, UTF8String.fromString("alice"), 7L))
+    ))
     assert(keyOf(l, "kstate_expiry", indexKey.drop(2)) == "alice")
-    for (f <- Seq("kstate_table", "kstate_tj_left", "kstate_tj_right", "kstate_fk_right", "kstate_fk_result",
-      "kstate_buf_suppress-0_key", "kstate_vs_table_latest")) assert(keyOf(l, f, k) == "alice", f)
-    assert(keyOf(l, "kstate_buf_suppress-0_time", ByteBuffer.allocate(8 + k.length).putLong(3L).put(k).array()) == "alice")
-    assert(keyOf(l, "kstate_vs_table_history",
-      ByteBuffer.allocate(4 + k.length + 8).putInt(k.length).put(k).putLong(~9L).array()) == "alice")
-    assert(keyOf(l, "kstate_vs_stj_table_expiry", ByteBuffer.allocate(9 + k.length).putLong(1L).put(1: Byte).put(k).array()) == "alice")
+    for (
+      f <- Seq(
+        "kstate_table",
+        "kstate_tj_left",
+        "kstate_tj_right",
+        "kstate_fk_right",
+        "kstate_fk_result",
+        "kstate_buf_suppress-0_key",
+        "kstate_vs_table_latest"
+      )
+    ) assert(keyOf(l, f, k) == "alice", f)
+    assert(keyOf(
+      l,
+      "kstate_buf_suppress-0_time",
+      ByteBuffer.allocate(8 + k.length).putLong(3L).put(k).array()
+    ) == "alice")
+    assert(keyOf(
+      l,
+      "kstate_vs_table_history",
+      ByteBuffer.allocate(4 + k.length + 8).putInt(k.length).put(k).putLong(~9L).array()
+    ) == "alice")
+    assert(keyOf(
+      l,
+      "kstate_vs_stj_table_expiry",
+      ByteBuffer.allocate(9 + k.length).putLong(1L).put(1: Byte).put(k).array()
+    ) == "alice")
     val bufferKey = ByteBuffer.allocate(8 + 7 + 10).putLong(1L).array()
     val stjValue = ByteBuffer.allocate(4 + k.length + 3).putInt(k.length).put(k).put(Array[Byte](1, 2, 3)).array()
     assert(keyOf(l, "kstate_stj_join_buffer", bufferKey, stjValue) == "alice")
@@ -90,12 +136,24 @@ class OperatorLayoutSuite extends AnyFunSuite {
 
   test("the foreign-key join's subscriptions: the foreign key, read with the recorded left key type") {
     val fk = StructType(Seq(StructField("foreignKey", StringType)))
-    val l = layout("fk_join_subscriptions", Map("subscriptionType" ->
-      "struct<fk:string,key:bigint,instruction:int,value:struct<lv:bigint>,version:bigint>"), ks = fk)
+    val l = layout(
+      "fk_join_subscriptions",
+      Map("subscriptionType" ->
+        "struct<fk:string,key:bigint,instruction:int,value:struct<lv:bigint>,version:bigint>"),
+      ks = fk
+    )
     val schema = StructType(Seq(StructField("foreignKey", StringType), StructField("key", LongType)))
-    val codec = new FamilyCodec(4, "kstate_fk_subscriptions", schema, StructType(Nil), PrefixKeyScanStateEncoderSpec(schema, 1), false)
+    val codec = new FamilyCodec(
+      4,
+      "kstate_fk_subscriptions",
+      schema,
+      StructType(Nil),
+      PrefixKeyScanStateEncoderSpec(schema, 1),
+      false
+    )
     val key = codec.encodeKey(UnsafeProjection.create(schema).apply(
-      new GenericInternalRow(Array[Any](UTF8String.fromString("c1"), 42L))))
+      new GenericInternalRow(Array[Any](UTF8String.fromString("c1"), 42L))
+    ))
     assert(keyOf(l, "kstate_fk_subscriptions", key.drop(2)) == "c1")
     assert(l.counting == Counting.Subscriptions)
   }
@@ -118,8 +176,14 @@ class OperatorLayoutSuite extends AnyFunSuite {
 
   // ---- merging per-partition scalars ----------------------------------------------------------
 
-  private def slot(s: Int): Array[Byte] = { val w = new org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter(1); w.reset(); w.zeroOutNullBytes(); w.write(0, s); w.getRow.getBytes }
-  private def long(v: Long): Array[Byte] = { val w = new org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter(1); w.reset(); w.zeroOutNullBytes(); w.write(0, v); w.getRow.getBytes }
+  private def slot(s: Int): Array[Byte] = {
+    val w = new org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter(1); w.reset(); w.zeroOutNullBytes();
+    w.write(0, s); w.getRow.getBytes
+  }
+  private def long(v: Long): Array[Byte] = {
+    val w = new org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter(1); w.reset(); w.zeroOutNullBytes();
+    w.write(0, v); w.getRow.getBytes
+  }
   private def longOf(b: Array[Byte]): Long = { val r = new UnsafeRow(1); r.pointTo(b, b.length); r.getLong(0) }
   private def slotOf(b: Array[Byte]): Int = { val r = new UnsafeRow(1); r.pointTo(b, b.length); r.getInt(0) }
 
@@ -129,11 +193,17 @@ class OperatorLayoutSuite extends AnyFunSuite {
     tally.observe("default", Array.fill(16)(1), Array.fill(24)(2))
     tally.observe("default", Array.fill(16)(1), Array.fill(32)(2))
     val olds = Seq(
-      (0, slot(StateMeta.StreamTime), long(50)), (1, slot(StateMeta.StreamTime), long(100)), (2, slot(StateMeta.StreamTime), long(70)),
-      (0, slot(StateMeta.Entries), long(9)), (1, slot(StateMeta.Entries), long(9)),
-      (0, slot(StateMeta.Bytes), long(999)), (2, slot(StateMeta.LastPurgeBound), long(40)),
-      (0, slot(StateMeta.LateDroppedTotal), long(3)), (1, slot(StateMeta.LateDroppedTotal), long(5)),
-      (2, slot(StateMeta.LateDroppedTotal), long(11)))
+      (0, slot(StateMeta.StreamTime), long(50)),
+      (1, slot(StateMeta.StreamTime), long(100)),
+      (2, slot(StateMeta.StreamTime), long(70)),
+      (0, slot(StateMeta.Entries), long(9)),
+      (1, slot(StateMeta.Entries), long(9)),
+      (0, slot(StateMeta.Bytes), long(999)),
+      (2, slot(StateMeta.LastPurgeBound), long(40)),
+      (0, slot(StateMeta.LateDroppedTotal), long(3)),
+      (1, slot(StateMeta.LateDroppedTotal), long(5)),
+      (2, slot(StateMeta.LateDroppedTotal), long(11))
+    )
     val totals = (0 until 2).map { p =>
       val merged = MetaMerge(MetaKind.OperatorMeta, "kstate_meta", "op", olds, tally, l.counting, p, 2)
         .map { case (k, v) => slotOf(k) -> longOf(v) }.toMap
@@ -144,11 +214,21 @@ class OperatorLayoutSuite extends AnyFunSuite {
     }
     assert(totals == Seq(3 + 11, 5)) // old 0 and 2 -> new 0, old 1 -> new 1: the sum stays 19
     val unknown = Seq((0, slot(9), long(1)))
-    assert(intercept[KStateException](MetaMerge(MetaKind.OperatorMeta, "kstate_meta", "op", unknown, tally,
-      l.counting, 0, 2)).errorClass == "KSTATE_REPARTITION_UNSUPPORTED_STATE")
+    assert(intercept[KStateException](MetaMerge(
+      MetaKind.OperatorMeta,
+      "kstate_meta",
+      "op",
+      unknown,
+      tally,
+      l.counting,
+      0,
+      2
+    )).errorClass == "KSTATE_REPARTITION_UNSUPPORTED_STATE")
   }
 
-  test("the versioned store's meta: stream time and cleaned-through the largest, lowest segment the smallest, versions recounted; layout 1 is refused") {
+  test(
+    "the versioned store's meta: stream time and cleaned-through the largest, lowest segment the smallest, versions recounted; layout 1 is refused"
+  ) {
     val l = layout("versioned_table")
     val tally = new EntryTally(l)
     Seq("latest", "latest", "history").foreach(p => tally.observe(s"kstate_vs_table_$p", Array(1), Array(2)))
@@ -159,8 +239,16 @@ class OperatorLayoutSuite extends AnyFunSuite {
     val b = ByteBuffer.wrap(v)
     assert(new String(k) == "t" && b.getLong == 100 && b.getLong == 3 && b.getLong == 8 && b.getLong == 3 && b.get == 2)
     val layout1 = Seq((0, "t".getBytes, ByteBuffer.allocate(32).array()))
-    assert(intercept[KStateException](MetaMerge(MetaKind.VersionedMeta, "kstate_vs_table_meta", "op", layout1, tally,
-      l.counting, 0, 3)).getMessage.contains("layout 1"))
+    assert(intercept[KStateException](MetaMerge(
+      MetaKind.VersionedMeta,
+      "kstate_vs_table_meta",
+      "op",
+      layout1,
+      tally,
+      l.counting,
+      0,
+      3
+    )).getMessage.contains("layout 1"))
   }
 
   test("the buffers' meta: records and bytes recounted from the time family; the join buffer's arrivals the largest") {
@@ -173,8 +261,10 @@ class OperatorLayoutSuite extends AnyFunSuite {
     val b = ByteBuffer.wrap(v)
     assert(b.getLong == 2 && b.getLong == (10 + 30 + 24) + (12 + 1 + 24))
     tally.observe("kstate_stj_join_buffer", Array(1), Array(2))
-    val joins = Seq((0, "m".getBytes, ByteBuffer.allocate(24).putLong(10).putLong(500).putLong(7).array()),
-      (1, "m".getBytes, ByteBuffer.allocate(24).putLong(30).putLong(200).putLong(7).array()))
+    val joins = Seq(
+      (0, "m".getBytes, ByteBuffer.allocate(24).putLong(10).putLong(500).putLong(7).array()),
+      (1, "m".getBytes, ByteBuffer.allocate(24).putLong(30).putLong(200).putLong(7).array())
+    )
     val Seq((_, j)) = MetaMerge(MetaKind.JoinBufferMeta, "kstate_stj_join_meta", "op", joins, tally, l.counting, 1, 2)
     val jb = ByteBuffer.wrap(j)
     assert(jb.getLong == 30 && jb.getLong == 500 && jb.getLong == 1)

@@ -30,11 +30,16 @@ class KStateReplicasSuite extends AnyFunSuite with BeforeAndAfterEach {
     val root: String = s"$checkpoint/state"
     val store: ReplicaStore = ReplicaStore.of("q1", StateStoreId(root, 0, 0))
     private val conf = ProviderFixture.conf(snapshotEvery, retain)
-    private val queryConf = ProviderFixture.conf(snapshotEvery, retain,
-      extraOptions = Map(KStateStoreProvider.QueryIdKey -> "q1"))
+    private val queryConf = ProviderFixture.conf(
+      snapshotEvery,
+      retain,
+      extraOptions = Map(KStateStoreProvider.QueryIdKey -> "q1")
+    )
     var models = Vector(Map.empty[Long, Long])
+
     /** A provider on another executor (outside any query: it leaves this executor's copies alone). */
     def open(): KStateStoreProvider = ProviderFixture.open(root, keySchema, valueSchema, conf)
+
     /** A provider of a query's task on this executor. */
     def openHere(): KStateStoreProvider = ProviderFixture.open(root, keySchema, valueSchema, queryConf)
 
@@ -42,10 +47,11 @@ class KStateReplicasSuite extends AnyFunSuite with BeforeAndAfterEach {
     def commitTo(v: Int, rnd: Random): Unit = {
       val p = open()
       try while (models.size <= v) {
-        val s = p.getStore(models.size - 1L)
-        models :+= randomChanges(s, models.last, rnd, 1 + rnd.nextInt(40), 80)
-        s.commit()
-      } finally p.close()
+          val s = p.getStore(models.size - 1L)
+          models :+= randomChanges(s, models.last, rnd, 1 + rnd.nextInt(40), 80)
+          s.commit()
+        }
+      finally p.close()
     }
 
     /** Rewrites version `v` (a re-run of its micro-batch with other input). */
@@ -187,8 +193,10 @@ class KStateReplicasSuite extends AnyFunSuite with BeforeAndAfterEach {
     var ownerVersion = 3L
     KStateReplicas.activate(b.store, owner, () => ownerVersion)
     KStateReplicas.follow(Seq(Standby(b.store, 3)), hadoop)
-    assert(KStateReplicas.holdings.isEmpty && KStateReplicas.loaded == Map(b.store -> 3L),
-      "the provider holds the committed version: no copy")
+    assert(
+      KStateReplicas.holdings.isEmpty && KStateReplicas.loaded == Map(b.store -> 3L),
+      "the provider holds the committed version: no copy"
+    )
     ownerVersion = 2L // it last ran version 2; the store then ran elsewhere and committed 3
     KStateReplicas.follow(Seq(Standby(b.store, 3)), hadoop)
     assert(KStateReplicas.holdings == Map(b.store -> 3L), "a copy, built from the checkpoint")
@@ -215,8 +223,13 @@ class KStateReplicasSuite extends AnyFunSuite with BeforeAndAfterEach {
   // ---- a provider left loaded at an earlier version (its store ran elsewhere, then came back) ----
 
   /** `p` commits the versions after its loaded one up to `v` with random changes, as an active provider here does. */
-  private def commitHere(p: KStateStoreProvider, models: Vector[Map[Long, Long]], v: Int, rnd: Random,
-      ids: Vector[Option[String]] = Vector.empty): (Vector[Map[Long, Long]], Vector[Option[String]]) = {
+  private def commitHere(
+      p: KStateStoreProvider,
+      models: Vector[Map[Long, Long]],
+      v: Int,
+      rnd: Random,
+      ids: Vector[Option[String]] = Vector.empty
+  ): (Vector[Map[Long, Long]], Vector[Option[String]]) = {
     var (m, i) = (models, ids)
     while (m.size <= v) {
       val s = p.getStore(m.size - 1L, i.lift(m.size - 1).flatten)
@@ -299,8 +312,12 @@ class KStateReplicasSuite extends AnyFunSuite with BeforeAndAfterEach {
     val store: ReplicaStore = ReplicaStore.of("q2", StateStoreId(root, 0, 0))
     private val v2 = Map("spark.sql.streaming.stateStore.checkpointFormatVersion" -> "2")
     private val conf = ProviderFixture.conf(snapshotEvery, 1000, extra = v2)
-    private val queryConf = ProviderFixture.conf(snapshotEvery, 1000, extra = v2,
-      extraOptions = Map(KStateStoreProvider.QueryIdKey -> "q2"))
+    private val queryConf = ProviderFixture.conf(
+      snapshotEvery,
+      1000,
+      extra = v2,
+      extraOptions = Map(KStateStoreProvider.QueryIdKey -> "q2")
+    )
     var models = Vector(Map.empty[Long, Long])
     var ids = Vector[Option[String]](None)
 
@@ -308,11 +325,12 @@ class KStateReplicasSuite extends AnyFunSuite with BeforeAndAfterEach {
     def commitTo(v: Int, rnd: Random): Unit = {
       val p = ProviderFixture.open(root, keySchema, valueSchema, conf)
       try while (models.size <= v) {
-        val s = p.getStore(models.size - 1L, ids.last)
-        models :+= randomChanges(s, models.last, rnd, 1 + rnd.nextInt(40), 80)
-        s.commit()
-        ids :+= s.getStateStoreCheckpointInfo().stateStoreCkptId
-      } finally p.close()
+          val s = p.getStore(models.size - 1L, ids.last)
+          models :+= randomChanges(s, models.last, rnd, 1 + rnd.nextInt(40), 80)
+          s.commit()
+          ids :+= s.getStateStoreCheckpointInfo().stateStoreCkptId
+        }
+      finally p.close()
     }
 
     /** Commit log entries of micro-batches 0..`batch` (version b + 1 committed with ids(b + 1)). */
@@ -321,8 +339,10 @@ class KStateReplicasSuite extends AnyFunSuite with BeforeAndAfterEach {
       dir.mkdirs()
       dir.listFiles().foreach(_.delete())
       for (b <- 0 to batch) {
-        java.nio.file.Files.writeString(new File(dir, b.toString).toPath,
-          "v2\n{\"nextBatchWatermarkMs\":0,\"stateUniqueIds\":{\"0\":[[\"" + ids(b + 1).get + "\"]]}}")
+        java.nio.file.Files.writeString(
+          new File(dir, b.toString).toPath,
+          "v2\n{\"nextBatchWatermarkMs\":0,\"stateUniqueIds\":{\"0\":[[\"" + ids(b + 1).get + "\"]]}}"
+        )
       }
     }
 
@@ -348,7 +368,9 @@ class KStateReplicasSuite extends AnyFunSuite with BeforeAndAfterEach {
     }
   }
 
-  test("format v2: a standby follows the ids the commit log names, and a provider adopts it replaying only what it lacks") {
+  test(
+    "format v2: a standby follows the ids the commit log names, and a provider adopts it replaying only what it lacks"
+  ) {
     val cp = new V2Checkpoint()
     val rnd = new Random(11)
     cp.commitTo(9, rnd)
@@ -364,7 +386,9 @@ class KStateReplicasSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(cold.standbyVersion.isEmpty && info.recordsReplayed < cold.recordsReplayed, s"$info vs $cold")
   }
 
-  test("format v2: a copy of another attempt of a version is never adopted, and a follower rebuilds it on the committed lineage") {
+  test(
+    "format v2: a copy of another attempt of a version is never adopted, and a follower rebuilds it on the committed lineage"
+  ) {
     for (seed <- 1 to 3) {
       val rnd = new Random(seed)
       val cp = new V2Checkpoint()

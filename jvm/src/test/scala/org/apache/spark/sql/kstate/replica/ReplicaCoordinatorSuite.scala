@@ -14,10 +14,24 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     c.poll(Poll(e, s"host-$e.local", holds)).standbys.toSet
 
   /** Two partitions, active on executors 1 and 2 (unless `actives` says otherwise). */
-  private def plan(c: ReplicaCoordinator, committed: Long, standbys: Int = 1,
-      actives: Map[Int, String] = Map(0 -> "1", 1 -> "2"), maxWarmups: Int = 2, lag: Long = 1): Unit =
-    c.plan("q", "/cp/state", 3L, "default", actives.keys.maxOption.fold(2)(p => math.max(2, p + 1)),
-      ReplicaCoordinator.Wanted(standbys, maxWarmups, lag), committed, p => actives.get(p).map(loc))
+  private def plan(
+      c: ReplicaCoordinator,
+      committed: Long,
+      standbys: Int = 1,
+      actives: Map[Int, String] = Map(0 -> "1", 1 -> "2"),
+      maxWarmups: Int = 2,
+      lag: Long = 1
+  ): Unit =
+    c.plan(
+      "q",
+      "/cp/state",
+      3L,
+      "default",
+      actives.keys.maxOption.fold(2)(p => math.max(2, p + 1)),
+      ReplicaCoordinator.Wanted(standbys, maxWarmups, lag),
+      committed,
+      p => actives.get(p).map(loc)
+    )
 
   test("followers are told the standbys placed on them, at the committed version") {
     val c = coordinator()
@@ -74,7 +88,16 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     assert(c.preferredLocations(store(0), Some(loc("1"))) == Seq(loc(standby)))
     val one = coordinator() // every executor on one host: the host adds nothing
     Seq("1", "2", "3").foreach(e => one.poll(Poll(e, "h", Map.empty)))
-    one.plan("q", "/cp/state", 3L, "default", 2, ReplicaCoordinator.Wanted(1, 2, 1), 4, p => Some(s"executor_h_${p + 1}"))
+    one.plan(
+      "q",
+      "/cp/state",
+      3L,
+      "default",
+      2,
+      ReplicaCoordinator.Wanted(1, 2, 1),
+      4,
+      p => Some(s"executor_h_${p + 1}")
+    )
     Seq("2", "3").foreach(e => one.poll(Poll(e, "h", Map(store(0) -> 4L))))
     assert(one.preferredLocations(store(0), Some("executor_h_1")) == Seq("executor_h_1"))
   }
@@ -139,7 +162,12 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     assert(s.head == ReplicaCoordinator.StoreStatus(store(0), Some("1"), 7, Seq("3" -> Some(6L)), None, None))
     // as JSON: a standby that holds nothing yet has version null (not a missing field)
     val json = c.statusJson("q")
-    assert(json.contains(""""partition":0,"store":"default","active":"1","committed_version":7,"standbys":[{"executor":"3","version":6}],"warmup":null,"moving_to":null"""), json)
+    assert(
+      json.contains(
+        """"partition":0,"store":"default","active":"1","committed_version":7,"standbys":[{"executor":"3","version":6}],"warmup":null,"moving_to":null"""
+      ),
+      json
+    )
     assert(json.contains(""""standbys":[{"executor":"1","version":null}]"""), json)
   }
 
@@ -198,7 +226,9 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     assert(c.preferredLocation(store(1), Some(loc("1"))) == Some(loc("1")))
   }
 
-  test("a store moving onto its standby's executor gets a new standby elsewhere at once; the destination keeps its copy") {
+  test(
+    "a store moving onto its standby's executor gets a new standby elsewhere at once; the destination keeps its copy"
+  ) {
     val c = coordinator()
     Seq("1", "2", "3").foreach(poll(c, _))
     val piled = Map(0 -> "1", 1 -> "1", 2 -> "1", 3 -> "2", 4 -> "2", 5 -> "3")
@@ -324,15 +354,21 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
    * standbys re-placed onto an executor that held no copy of the store (each one a rebuild from
    * the checkpoint), and the summary's lag.
    */
-  private def simulate(c: ReplicaCoordinator, execs: () => Seq[String], actives: scala.collection.mutable.Map[Int, String],
-      from: Int, to: Int): Seq[(Int, Int, Long)] = {
+  private def simulate(
+      c: ReplicaCoordinator,
+      execs: () => Seq[String],
+      actives: scala.collection.mutable.Map[Int, String],
+      from: Int,
+      to: Int
+  ): Seq[(Int, Int, Long)] = {
     val held = scala.collection.mutable.Map.empty[String, Map[ReplicaStore, Long]].withDefaultValue(Map.empty)
     (from to to).map { b =>
       c.plan("q", "/cp/state", 3L, "default", 6, ReplicaCoordinator.Wanted(1, 2, 1), b, p => actives.get(p).map(loc))
       val lag = c.summary("q", "/cp/state", 3L).maxLagVersions
       val rebuilt = c.status("q").count(st => st.standbys.exists { case (e, v) => v.isEmpty && execs().contains(e) })
       (0 until 6).foreach { p =>
-        c.preferredLocation(store(p), actives.get(p).map(loc)).map(ReplicaCoordinator.executorOf).foreach(actives(p) = _)
+        c.preferredLocation(store(p), actives.get(p).map(loc)).map(ReplicaCoordinator.executorOf).foreach(actives(p) =
+          _)
       }
       execs().foreach { e =>
         val mine = poll(c, e, held(e)).map(_.store)
@@ -370,4 +406,3 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     assert(late.forall(_._3 <= 1), s"lag: $after")
   }
 }
-

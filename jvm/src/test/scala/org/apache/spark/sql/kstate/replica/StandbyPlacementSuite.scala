@@ -34,7 +34,11 @@ class StandbyPlacementSuite extends AnyFunSuite {
     val ex = hosts("1" -> "a", "2" -> "a", "3" -> "b", "4" -> "b", "5" -> "c")
     assert(StandbyPlacement.assign(Seq(Slot(store(0), Some("1"), Nil)), ex, 2)(store(0)) == Seq("3", "5"))
     // one host only: the same host
-    assert(StandbyPlacement.assign(Seq(Slot(store(0), Some("1"), Nil)), hosts("1" -> "a", "2" -> "a"), 1)(store(0)) == Seq("2"))
+    assert(StandbyPlacement.assign(
+      Seq(Slot(store(0), Some("1"), Nil)),
+      hosts("1" -> "a", "2" -> "a"),
+      1
+    )(store(0)) == Seq("2"))
   }
 
   test("balanced: a new standby goes to the executor with the fewest actives and standbys") {
@@ -48,8 +52,11 @@ class StandbyPlacementSuite extends AnyFunSuite {
   }
 
   test("a standby moves to an executor with at least 2 fewer actives and standbys (one added since)") {
-    val slots = Seq(Slot(store(0), Some("1"), Seq("2")), Slot(store(1), Some("1"), Seq("2")),
-      Slot(store(2), Some("1"), Seq("2")))
+    val slots = Seq(
+      Slot(store(0), Some("1"), Seq("2")),
+      Slot(store(1), Some("1"), Seq("2")),
+      Slot(store(2), Some("1"), Seq("2"))
+    )
     // loads: 1 -> 3 actives, 2 -> 3 standbys, 3 (new) -> 0
     val out = StandbyPlacement.assign(slots, hosts("1" -> "h", "2" -> "h", "3" -> "h"), 1)
     assert(out.values.flatten.groupBy(identity).map { case (e, n) => e -> n.size } == Map("2" -> 2, "3" -> 1))
@@ -58,7 +65,9 @@ class StandbyPlacementSuite extends AnyFunSuite {
     assert(two(store(0)) == Seq("3") && two(store(1)) == Seq("2"))
     val settled = StandbyPlacement.assign(
       Seq(Slot(store(0), Some("1"), Seq("3")), Slot(store(1), Some("1"), Seq("2"))),
-      hosts("1" -> "h", "2" -> "h", "3" -> "h"), 1)
+      hosts("1" -> "h", "2" -> "h", "3" -> "h"),
+      1
+    )
     assert(settled(store(0)) == Seq("3") && settled(store(1)) == Seq("2"), "balanced: nothing moves")
   }
 
@@ -109,11 +118,16 @@ class StandbyPlacementSuite extends AnyFunSuite {
       }
       assert(settled, s"seed $seed: placement still moving after 50 rounds")
       // settled means balanced: no standby has a candidate executor with 2 fewer stores
-      val load = (slots.flatMap(_.active) ++ current.values.flatten).groupBy(identity).map { case (e, l) => e -> l.size }
+      val load = (slots.flatMap(_.active) ++ current.values.flatten).groupBy(identity).map { case (e, l) =>
+        e -> l.size
+      }
         .withDefaultValue(0)
       slots.filter(_.active.isDefined).foreach { s =>
         for (e <- current(s.store); c <- ex.keys if !s.active.contains(c) && !current(s.store).contains(c)) {
-          assert(load(c) + 2 > load(e), s"seed $seed: standby of ${s.store} on $e (load ${load(e)}) could go to $c (load ${load(c)})")
+          assert(
+            load(c) + 2 > load(e),
+            s"seed $seed: standby of ${s.store} on $e (load ${load(e)}) could go to $c (load ${load(c)})"
+          )
         }
       }
     }

@@ -31,7 +31,8 @@ class RealTimeModeSuite extends KStateSparkSuite {
 
   override protected def extraConf: Map[String, String] = Map(
     "spark.sql.streaming.realTimeMode.minBatchDuration" -> "1000",
-    "spark.sql.shuffle.partitions" -> "1")
+    "spark.sql.shuffle.partitions" -> "1"
+  )
 
   private type Rec = (String, Long)
   private val BatchMs = 5000L
@@ -69,14 +70,17 @@ class RealTimeModeSuite extends KStateSparkSuite {
     val s = start(df(in))
     try {
       val deadline = System.currentTimeMillis() + 60000
-      while (s.q.recentProgress.isEmpty && s.q.exception.isEmpty && System.currentTimeMillis() < deadline) Thread.sleep(100)
+      while (s.q.recentProgress.isEmpty && s.q.exception.isEmpty && System.currentTimeMillis() < deadline)
+        Thread.sleep(100)
       s.q.exception.foreach(e => fail(e))
       val started = Instant.parse(s.q.recentProgress.head.timestamp).toEpochMilli
       (s.seen.asScala.toSeq.map { case (row, at) => row -> (at - started) }.sortBy(_._1), s.checkpoint)
     } finally s.q.stop()
   }
 
-  test("a kstate operator in a real-time query with Spark's defaults: refused by Spark's operator allowlist, naming kstate's exec (was KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT)") {
+  test(
+    "a kstate operator in a real-time query with Spark's defaults: refused by Spark's operator allowlist, naming kstate's exec (was KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT)"
+  ) {
     // Before: real-time mode forces checkpoint format 2, which kstate refused in the first
     // micro-batch; and Spark 4.3 took a query of kstate operators for a stateless one and turned
     // on asynchronous progress tracking, which failed with "Stateful streaming queries does not
@@ -87,13 +91,18 @@ class RealTimeModeSuite extends KStateSparkSuite {
     try {
       val e = intercept[StreamingQueryException](s.q.processAllAvailable())
       val text = causes(e).map(_.getMessage).mkString("\n")
-      assert(text.contains("STREAMING_REAL_TIME_MODE.OPERATOR_OR_SINK_NOT_IN_ALLOWLIST") &&
-        text.contains("KStateDeduplicateExec"), text)
+      assert(
+        text.contains("STREAMING_REAL_TIME_MODE.OPERATOR_OR_SINK_NOT_IN_ALLOWLIST") &&
+          text.contains("KStateDeduplicateExec"),
+        text
+      )
       assert(!causes(e).exists(_.isInstanceOf[KStateException]), text)
     } finally s.q.stop()
   }
 
-  test("with Spark's allowlist check off, deduplication and until_time_limit run in real-time mode on format 2 with the micro-batch results, but emit only when the real-time batch ends") {
+  test(
+    "with Spark's allowlist check off, deduplication and until_time_limit run in real-time mode on format 2 with the micro-batch results, but emit only when the real-time batch ends"
+  ) {
     spark.conf.set("spark.sql.streaming.realTimeMode.allowlistCheck", "false")
     try {
       // the control: Spark's own deduplication emits while its batch runs
@@ -109,9 +118,17 @@ class RealTimeModeSuite extends KStateSparkSuite {
       assert(ids.size == 1 && ids.values.head.length == 1, ids)
       // until_time_limit: b (5 s) moves stream time past a's limit, so a is due while the batch
       // runs; kstate emits it when the batch ends
-      val (limited, _) = firstBatch(in => frame(in).kstate.suppress(
-        Suppressed.untilTimeLimit("1 second", BufferConfig.unbounded), col("k"), col("ts"), "limit"),
-        ("a", 1000L), ("b", 5000L))
+      val (limited, _) = firstBatch(
+        in =>
+          frame(in).kstate.suppress(
+            Suppressed.untilTimeLimit("1 second", BufferConfig.unbounded),
+            col("k"),
+            col("ts"),
+            "limit"
+          ),
+        ("a", 1000L),
+        ("b", 5000L)
+      )
       assert(limited.map(_._1) == Seq("a,1000"))
       assert(limited.forall(_._2 >= BatchMs), s"kstate's until_time_limit, ms after the batch started: $limited")
     } finally spark.conf.unset("spark.sql.streaming.realTimeMode.allowlistCheck")

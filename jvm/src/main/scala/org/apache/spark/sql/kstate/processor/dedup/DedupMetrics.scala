@@ -10,6 +10,7 @@ object DedupMetrics extends MetricSet {
   val NullTimestampsForwarded: Metric = sum("nullTimestampsForwarded", "records with a null timestamp forwarded")
   val StoredEntries: Metric = sum("storedEntries", "stored deduplication entries")
   val Forwarded: Metric = tally("forwarded")
+
   /** Expired entries removed: by a purge, or replaced by a new entry for their identity. */
   val EntriesPurged: Metric = tally("entriesPurged")
   val EntriesStored: Metric = tally("entriesStored")

@@ -22,7 +22,10 @@ import org.apache.spark.sql.kstate.processor.{Counters, StreamTime}
  * Counts into [[DedupMetrics]]. Not thread-safe; one instance per task.
  */
 final class DedupProcessor[K](
-    intervalMs: Long, state: DedupState[K], val counters: Counters = DedupMetrics.newCounters()) {
+    intervalMs: Long,
+    state: DedupState[K],
+    val counters: Counters = DedupMetrics.newCounters()
+) {
   import DedupMetrics._
   require(intervalMs >= 0, s"interval must be >= 0, got $intervalMs")
   require(counters.set eq DedupMetrics, "counters of another operator")

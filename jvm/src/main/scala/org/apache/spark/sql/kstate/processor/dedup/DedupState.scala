@@ -19,11 +19,14 @@ package org.apache.spark.sql.kstate.processor.dedup
  *  - `streamTime` is read once at the start of a batch and written once at the end.
  */
 trait DedupState[K] {
+
   /** Stored timestamp for `identity`, or [[DedupState.NoEntry]]. */
   def get(identity: K): Long
   def put(identity: K, ts: Long, replaces: Boolean): Unit
+
   /** Removes entries with timestamp `< bound`; returns how many it removed. */
   def purgeOlderThan(bound: Long): Long
+
   /** Number of stored entries (including expired ones not purged yet). */
   def numEntries: Long
   def streamTime: Long
@@ -31,6 +34,7 @@ trait DedupState[K] {
 }
 
 object DedupState {
+
   /** "No entry". Callers never pass `Long.MinValue` as a timestamp: it counts as null. */
   val NoEntry: Long = Long.MinValue
 }

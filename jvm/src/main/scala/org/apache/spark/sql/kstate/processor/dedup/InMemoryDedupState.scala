@@ -13,7 +13,8 @@ import org.apache.spark.sql.kstate.processor.StreamTime
 final class InMemoryDedupState[K](copyKey: K => K) extends DedupState[K] {
   private val entries = mutable.HashMap.empty[K, Long]
   private val byTime = new PriorityQueue[InMemoryDedupState.Expiry[K]](
-    (a: InMemoryDedupState.Expiry[K], b: InMemoryDedupState.Expiry[K]) => java.lang.Long.compare(a.ts, b.ts))
+    (a: InMemoryDedupState.Expiry[K], b: InMemoryDedupState.Expiry[K]) => java.lang.Long.compare(a.ts, b.ts)
+  )
 
   override var streamTime: Long = StreamTime.Unknown
 

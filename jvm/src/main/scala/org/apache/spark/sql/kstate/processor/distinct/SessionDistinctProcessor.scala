@@ -16,8 +16,11 @@ import org.apache.spark.sql.kstate.processor.{Counters, StreamTime}
  * longer merge with a non-late record and are purged.
  */
 final class SessionDistinctProcessor[K](
-    gapMs: Long, graceMs: Long, state: SessionState[K],
-    val counters: Counters = DistinctMetrics.newCounters()) {
+    gapMs: Long,
+    graceMs: Long,
+    state: SessionState[K],
+    val counters: Counters = DistinctMetrics.newCounters()
+) {
   import DistinctMetrics._
 
   private val streamTime = new StreamTime(state.streamTime)

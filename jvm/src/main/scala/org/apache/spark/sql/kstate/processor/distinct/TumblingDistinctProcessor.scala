@@ -16,8 +16,11 @@ import io.kstate.windows.WindowBounds
  * State is a [[DedupState]] keyed by (key, window start) holding window end.
  */
 final class TumblingDistinctProcessor[K](
-    sizeMs: Long, graceMs: Long, state: DedupState[K],
-    val counters: Counters = DistinctMetrics.newCounters()) {
+    sizeMs: Long,
+    graceMs: Long,
+    state: DedupState[K],
+    val counters: Counters = DistinctMetrics.newCounters()
+) {
   import DistinctMetrics._
 
   private val streamTime = new StreamTime(state.streamTime)

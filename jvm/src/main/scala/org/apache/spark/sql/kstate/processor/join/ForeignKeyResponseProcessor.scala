@@ -55,7 +55,8 @@ final class ForeignKeyResponseProcessor[K, V, VO, R](
     leftJoin: Boolean,
     joiner: (V, VO) => R,
     results: TableSource[K, R],
-    val counters: Counters = ForeignKeyJoinMetrics.newCounters()) {
+    val counters: Counters = ForeignKeyJoinMetrics.newCounters()
+) {
   import ForeignKeyJoinMetrics._
   require(counters.set eq ForeignKeyJoinMetrics, "counters of another operator")
 

@@ -12,4 +12,10 @@ package org.apache.spark.sql.kstate.processor.join
  * micro-batch id × 2^32 + position in the batch); `timestamp` is the left update's.
  */
 final case class ForeignKeySubscription[K, KO, V](
-    foreignKey: KO, key: K, instruction: ForeignKeyInstruction, leftValue: V, version: Long, timestamp: Long)
+    foreignKey: KO,
+    key: K,
+    instruction: ForeignKeyInstruction,
+    leftValue: V,
+    version: Long,
+    timestamp: Long
+)

@@ -48,12 +48,19 @@ import org.apache.spark.sql.kstate.processor.table.TableSource
 final class ForeignKeySubscriptionProcessor[K, KO, V, VO](
     right: TableSource[KO, VO],
     subscriptions: ForeignKeySubscriptionState[KO, K, V],
-    val counters: Counters = ForeignKeyJoinMetrics.newCounters()) {
+    val counters: Counters = ForeignKeyJoinMetrics.newCounters()
+) {
   import ForeignKeyJoinMetrics._
   require(counters.set eq ForeignKeyJoinMetrics, "counters of another operator")
 
-  private def respond(emit: ForeignKeyResponse[K, V, VO] => Unit, key: K, leftValue: V, foreignValue: VO,
-      version: Long, ts: Long): Unit = {
+  private def respond(
+      emit: ForeignKeyResponse[K, V, VO] => Unit,
+      key: K,
+      leftValue: V,
+      foreignValue: VO,
+      version: Long,
+      ts: Long
+  ): Unit = {
     counters.add(Responses)
     emit(ForeignKeyResponse(key, leftValue, foreignValue, version, ts))
   }
@@ -80,8 +87,14 @@ final class ForeignKeySubscriptionProcessor[K, KO, V, VO](
   }
 
   /** Rules 4–5 for one raw update of the right table. */
-  def processRight(key: KO, keyIsNull: Boolean, value: VO, ts: Long, tsIsNull: Boolean,
-      emit: ForeignKeyResponse[K, V, VO] => Unit): Unit = {
+  def processRight(
+      key: KO,
+      keyIsNull: Boolean,
+      value: VO,
+      ts: Long,
+      tsIsNull: Boolean,
+      emit: ForeignKeyResponse[K, V, VO] => Unit
+  ): Unit = {
     if (keyIsNull) { counters.add(NullKeys); return }
     if (tsIsNull) { counters.add(NullTimestamps); return }
     val change = right.update(key, value, ts)

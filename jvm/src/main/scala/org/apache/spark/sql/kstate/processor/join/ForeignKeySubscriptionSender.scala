@@ -41,7 +41,8 @@ final class ForeignKeySubscriptionSender[K, V, KO](
     foreignKey: V => KO,
     sameForeignKey: (KO, KO) => Boolean,
     leftJoin: Boolean,
-    counters: Counters) {
+    counters: Counters
+) {
   import ForeignKeyJoinMetrics._
   require(counters.set eq ForeignKeyJoinMetrics, "counters of another operator")
 

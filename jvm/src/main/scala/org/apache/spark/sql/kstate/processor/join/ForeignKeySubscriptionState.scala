@@ -20,6 +20,7 @@ trait ForeignKeySubscriptionState[KO, K, V] {
 }
 
 object ForeignKeySubscriptionState {
+
   /** A subscribed left value (null only for a deleted row, never stored) with its version and time. */
   final case class Subscribed[V](leftValue: V, version: Long, timestamp: Long)
 }

@@ -28,6 +28,7 @@ trait StreamTableJoinBuffer[K, S] {
 }
 
 object StreamTableJoinBuffer {
+
   /** A record leaving the buffer (a trait so that the timestamp is never boxed). */
   trait Evicted[K, S] {
     def apply(key: K, value: S, ts: Long): Unit

@@ -91,7 +91,8 @@ final class StreamTableJoinProcessor[K, S, T](
     spec: StreamTableJoinSpec,
     table: TableState[K, T],
     buffer: Option[StreamTableJoinBuffer[K, S]],
-    val counters: Counters = StreamTableJoinMetrics.newCounters()) {
+    val counters: Counters = StreamTableJoinMetrics.newCounters()
+) {
   import StreamTableJoinMetrics._
   require(counters.set eq StreamTableJoinMetrics, "counters of another operator")
   require(table.versioned == spec.versioned, s"table state versioned=${table.versioned} but $spec")
@@ -115,8 +116,14 @@ final class StreamTableJoinProcessor[K, S, T](
    * One stream record (rules 1–6). `key` is ignored when `keyIsNull`, `ts` when `tsIsNull`;
    * results go to `emit`, synchronously.
    */
-  def processStream(key: K, keyIsNull: Boolean, value: S, ts: Long, tsIsNull: Boolean,
-      emit: StreamTableJoinEmitter[S, T]): Unit = {
+  def processStream(
+      key: K,
+      keyIsNull: Boolean,
+      value: S,
+      ts: Long,
+      tsIsNull: Boolean,
+      emit: StreamTableJoinEmitter[S, T]
+  ): Unit = {
     if (tsIsNull || keyIsNull) {
       if (leftJoin) {
         counters.add(if (tsIsNull) NullTimestampsForwarded else NullKeysForwarded)

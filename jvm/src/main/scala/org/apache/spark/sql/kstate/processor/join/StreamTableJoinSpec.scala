@@ -17,7 +17,10 @@ import org.apache.spark.sql.kstate.errors.KStateErrors
  * period"; grace = retention is allowed).
  */
 final class StreamTableJoinSpec private (
-    val leftJoin: Boolean, val historyRetentionMs: Option[Long], val graceMs: Option[Long]) {
+    val leftJoin: Boolean,
+    val historyRetentionMs: Option[Long],
+    val graceMs: Option[Long]
+) {
   def versioned: Boolean = historyRetentionMs.isDefined
   override def toString: String =
     s"StreamTableJoinSpec(${if (leftJoin) "left" else "inner"}, " +

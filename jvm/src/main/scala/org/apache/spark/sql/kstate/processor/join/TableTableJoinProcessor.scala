@@ -64,15 +64,22 @@ final class TableTableJoinProcessor[K, VL, VR, R](
     left: TableSource[K, VL],
     right: TableSource[K, VR],
     joiner: (VL, VR) => R,
-    val counters: Counters = TableTableJoinMetrics.newCounters()) {
+    val counters: Counters = TableTableJoinMetrics.newCounters()
+) {
   import TableTableJoinMetrics._
   require(counters.set eq TableTableJoinMetrics, "counters of another operator")
 
   private val rightFirst: (VR, VL) => R = (r, l) => joiner(l, r)
 
   /** Applies one update of the left table and emits the join result it produces, if any. */
-  def processLeft(key: K, keyIsNull: Boolean, value: VL, ts: Long, tsIsNull: Boolean,
-      emit: TableChange[K, R] => Unit): Unit = {
+  def processLeft(
+      key: K,
+      keyIsNull: Boolean,
+      value: VL,
+      ts: Long,
+      tsIsNull: Boolean,
+      emit: TableChange[K, R] => Unit
+  ): Unit = {
     val change = apply(left, key, keyIsNull, value, ts, tsIsNull)
     if (change != null) {
       join(change, right.state.get(key), kind.leftPreserved, kind.rightPreserved, joiner, emit)
@@ -80,8 +87,14 @@ final class TableTableJoinProcessor[K, VL, VR, R](
   }
 
   /** Applies one update of the right table and emits the join result it produces, if any. */
-  def processRight(key: K, keyIsNull: Boolean, value: VR, ts: Long, tsIsNull: Boolean,
-      emit: TableChange[K, R] => Unit): Unit = {
+  def processRight(
+      key: K,
+      keyIsNull: Boolean,
+      value: VR,
+      ts: Long,
+      tsIsNull: Boolean,
+      emit: TableChange[K, R] => Unit
+  ): Unit = {
     val change = apply(right, key, keyIsNull, value, ts, tsIsNull)
     if (change != null) {
       join(change, left.state.get(key), kind.rightPreserved, kind.leftPreserved, rightFirst, emit)
@@ -107,8 +120,14 @@ final class TableTableJoinProcessor[K, VL, VR, R](
     }
 
   /** Rules 1–3: the change to join, or null when the update produces no result. */
-  private def apply[V](side: TableSource[K, V], key: K, keyIsNull: Boolean, value: V, ts: Long,
-      tsIsNull: Boolean): TableChange[K, V] = {
+  private def apply[V](
+      side: TableSource[K, V],
+      key: K,
+      keyIsNull: Boolean,
+      value: V,
+      ts: Long,
+      tsIsNull: Boolean
+  ): TableChange[K, V] = {
     if (keyIsNull) { counters.add(NullKeys); return null }
     if (tsIsNull) { counters.add(NullTimestamps); return null }
     val change = side.update(key, value, ts)
@@ -128,9 +147,14 @@ final class TableTableJoinProcessor[K, VL, VR, R](
   }
 
   /** Rules 4–7 for a change of "this" side (type T) against the other side's latest value. */
-  private def join[T, O](change: TableChange[K, T], other: TableState.Versioned[O],
-      thisPreserved: Boolean, otherPreserved: Boolean, j: (T, O) => R,
-      emit: TableChange[K, R] => Unit): Unit = {
+  private def join[T, O](
+      change: TableChange[K, T],
+      other: TableState.Versioned[O],
+      thisPreserved: Boolean,
+      otherPreserved: Boolean,
+      j: (T, O) => R,
+      emit: TableChange[K, R] => Unit
+  ): Unit = {
     val otherPresent = other != null
     if (!otherPresent && !(thisPreserved && (change.newValue != null || change.oldValue != null))) {
       counters.add(NoMatch)

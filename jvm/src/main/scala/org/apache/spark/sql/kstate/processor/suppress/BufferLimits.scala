@@ -11,11 +11,13 @@ import io.kstate.suppress.{BufferConfig, WhenFull}
 final case class BufferLimits(
     maxRecords: Long = Long.MaxValue,
     maxBytes: Long = Long.MaxValue,
-    whenFull: WhenFull = WhenFull.ShutDown) {
+    whenFull: WhenFull = WhenFull.ShutDown
+) {
   require(maxRecords > 0 && maxBytes > 0, s"buffer limits must be positive: $this")
 
   def isStrict: Boolean = whenFull.isStrict
   def isBounded: Boolean = maxRecords != Long.MaxValue || maxBytes != Long.MaxValue
+
   /** Spills to disk past its limits (spill to disk with a bound; unbounded never spills). */
   def spills: Boolean = whenFull == WhenFull.SpillToDisk && isBounded
   def exceededBy(records: Long, bytes: Long): Boolean = records > maxRecords || bytes > maxBytes
@@ -28,6 +30,7 @@ final case class BufferLimits(
 }
 
 object BufferLimits {
+
   /** The limits a user's buffer config sets. */
   def of(config: BufferConfig[_]): BufferLimits = BufferLimits(config.maxRecords, config.maxBytes, config.whenFull)
 }

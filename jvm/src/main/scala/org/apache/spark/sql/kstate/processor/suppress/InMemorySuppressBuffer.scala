@@ -8,7 +8,8 @@ import scala.collection.mutable
  * `bytesOf(key, value)` is a record's bytes.
  */
 final class InMemorySuppressBuffer[K, V](val name: String, val limits: BufferLimits, bytesOf: (K, V) => Long)(
-    implicit keyOrder: Ordering[K]) extends SuppressBuffer[K, V, SuppressedRecord[K, V]] {
+    implicit keyOrder: Ordering[K]
+) extends SuppressBuffer[K, V, SuppressedRecord[K, V]] {
   private val byTime = mutable.TreeMap.empty[(Long, K), SuppressedRecord[K, V]]
   private val bufferTimes = mutable.HashMap.empty[K, Long]
   private var bytes = 0L

@@ -20,6 +20,7 @@ import io.kstate.suppress.WhenFull
  *  - Keys and values passed in are kept; the caller does not reuse them.
  */
 trait SuppressBuffer[K, V, E] {
+
   /** The buffer's name in errors (the operator's name). */
   def name: String
   def limits: BufferLimits

@@ -15,8 +15,12 @@ object SuppressMetrics extends MetricSet {
   val BufferBytes: Metric =
     sum("bufferBytes", "bytes in the buffer at the end of the micro-batch (keys, rows, timestamps)")
   val LateDropped: Metric = sum("lateRecordsDropped", "updates dropped: their window had closed (until_window_closes)")
-  val BufferRecordsMax: Metric = max("bufferRecordsMax",
-    "most rows in a partition's buffer during the micro-batch (the largest over partitions)")
-  val BufferBytesMax: Metric = max("bufferBytesMax",
-    "most bytes in a partition's buffer during the micro-batch (the largest over partitions)")
+  val BufferRecordsMax: Metric = max(
+    "bufferRecordsMax",
+    "most rows in a partition's buffer during the micro-batch (the largest over partitions)"
+  )
+  val BufferBytesMax: Metric = max(
+    "bufferBytesMax",
+    "most bytes in a partition's buffer during the micro-batch (the largest over partitions)"
+  )
 }

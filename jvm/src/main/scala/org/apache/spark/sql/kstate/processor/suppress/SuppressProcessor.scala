@@ -30,7 +30,8 @@ final class SuppressProcessor[K, V, E](
     limitMs: Long,
     untilWindowCloses: Boolean,
     initialStreamTime: Long,
-    val counters: Counters = SuppressMetrics.newCounters()) {
+    val counters: Counters = SuppressMetrics.newCounters()
+) {
   import SuppressMetrics._
   require(limitMs >= 0, s"time limit must be >= 0, got $limitMs")
   require(counters.set eq SuppressMetrics, "counters of another operator")
@@ -47,8 +48,16 @@ final class SuppressProcessor[K, V, E](
    * Processes one record. `key` and `value` are ignored (may be null) when the key, the
    * timestamp or the buffer time is null; records emitted go to `emit`.
    */
-  def process(key: K, keyIsNull: Boolean, value: V, ts: Long, tsIsNull: Boolean,
-      bufferTime: Long, bufferTimeIsNull: Boolean, emit: E => Unit): Unit = {
+  def process(
+      key: K,
+      keyIsNull: Boolean,
+      value: V,
+      ts: Long,
+      tsIsNull: Boolean,
+      bufferTime: Long,
+      bufferTimeIsNull: Boolean,
+      emit: E => Unit
+  ): Unit = {
     if (tsIsNull) { counters.add(NullTimestamps); return }
     if (keyIsNull) { counters.add(NullKeys); return }
     if (bufferTimeIsNull) { counters.add(NullTimestamps); return }

@@ -12,6 +12,7 @@ import org.apache.spark.sql.kstate.processor.table.TableState.{Latest, NotPut, V
  * `numVersions` only grows. Not thread-safe.
  */
 object InMemoryTableState {
+
   /** An unversioned table: the last value put per key, by processing order. */
   def unversioned[K, V](): TableState[K, V] = new Unversioned[K, V]
 
@@ -35,8 +36,10 @@ object InMemoryTableState {
   }
 
   private final class VersionedHeap[K, V](retentionMs: Long, graceMs: Long) extends TableState[K, V] {
-    require(retentionMs >= 0 && graceMs >= 0 && graceMs <= retentionMs,
-      s"need 0 <= grace ($graceMs) <= history retention ($retentionMs)")
+    require(
+      retentionMs >= 0 && graceMs >= 0 && graceMs <= retentionMs,
+      s"need 0 <= grace ($graceMs) <= history retention ($retentionMs)"
+    )
     // per key: timestamp -> value (null = tombstone), every version ever accepted
     private val versions = mutable.HashMap.empty[K, mutable.TreeMap[Long, Option[V]]]
     private var time = StreamTime.Unknown

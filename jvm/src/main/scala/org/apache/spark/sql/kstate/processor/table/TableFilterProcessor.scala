@@ -57,7 +57,8 @@ final class TableFilterProcessor[K, V](
     predicate: (K, V) => Boolean,
     val versioned: Boolean,
     sendOldValues: Boolean = true,
-    val counters: Counters = TableMetrics.newCounters()) {
+    val counters: Counters = TableMetrics.newCounters()
+) {
   require(counters.set eq TableMetrics, "counters of another operator")
 
   /** The change to forward, or null when it is dropped (rule 3). */
@@ -76,8 +77,13 @@ final class TableFilterProcessor[K, V](
 }
 
 object TableFilterProcessor {
+
   /** Kafka's `KTable#filterNot`: keeps the values `predicate` rejects. */
-  def filterNot[K, V](predicate: (K, V) => Boolean, versioned: Boolean, sendOldValues: Boolean = true,
-      counters: Counters = TableMetrics.newCounters()): TableFilterProcessor[K, V] =
+  def filterNot[K, V](
+      predicate: (K, V) => Boolean,
+      versioned: Boolean,
+      sendOldValues: Boolean = true,
+      counters: Counters = TableMetrics.newCounters()
+  ): TableFilterProcessor[K, V] =
     new TableFilterProcessor[K, V]((k, v) => !predicate(k, v), versioned, sendOldValues, counters)
 }

@@ -15,7 +15,12 @@ final class TableSource[K, V](val state: TableState[K, V]) {
     val old = state.get(key)
     val validTo = state.put(key, value, ts)
     if (validTo == TableState.NotPut) null
-    else TableChange(key, value, if (old == null) null.asInstanceOf[V] else old.value, ts,
-      isLatest = validTo == TableState.Latest)
+    else TableChange(
+      key,
+      value,
+      if (old == null) null.asInstanceOf[V] else old.value,
+      ts,
+      isLatest = validTo == TableState.Latest
+    )
   }
 }

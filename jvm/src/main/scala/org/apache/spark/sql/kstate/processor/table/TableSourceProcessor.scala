@@ -52,7 +52,9 @@ import org.apache.spark.sql.kstate.processor.Counters
  * Not thread-safe; one per task.
  */
 final class TableSourceProcessor[K, V](
-    source: TableSource[K, V], val counters: Counters = TableMetrics.newCounters()) {
+    source: TableSource[K, V],
+    val counters: Counters = TableMetrics.newCounters()
+) {
   import TableMetrics._
   require(counters.set eq TableMetrics, "counters of another operator")
 

@@ -48,6 +48,7 @@ trait TableState[K, V] {
 }
 
 object TableState {
+
   /**
    * put's result when the value is the latest of its key. KIP-914 says -1, which is a valid
    * validTo here (event times may be negative: a version ending at -1), so kstate uses
@@ -55,6 +56,7 @@ object TableState {
    * `Long.MinValue` (the null time), so no validTo is `Long.MinValue + 1`.
    */
   val Latest: Long = Long.MinValue + 1
+
   /** put's result when nothing was stored: older than the grace period (KIP-914's MIN_VALUE). */
   val NotPut: Long = Long.MinValue
 

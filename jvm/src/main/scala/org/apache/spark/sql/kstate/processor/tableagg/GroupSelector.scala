@@ -22,6 +22,7 @@ trait GroupSelector[K, V, G, GV] {
 
 /** A table row's group and the value it contributes to that group's aggregate. */
 final case class GroupedValue[G, GV](group: G, value: GV) {
+
   /** Whether the row contributes to a group (Kafka: neither the key nor the value is null). */
   def contributes: Boolean = group != null && value != null
 }

@@ -48,7 +48,8 @@ import org.apache.spark.sql.kstate.processor.table.{TableChange, TableState}
 final class TableAggregateProcessor[G, GV, A](
     aggregator: TableAggregator[G, GV, A],
     state: TableState[G, A],
-    val counters: Counters = TableAggregateMetrics.newCounters()) {
+    val counters: Counters = TableAggregateMetrics.newCounters()
+) {
   import TableAggregateMetrics._
   require(counters.set eq TableAggregateMetrics, "counters of another operator")
 
@@ -61,7 +62,8 @@ final class TableAggregateProcessor[G, GV, A](
       if (change.oldValue == null) oldAgg
       else if (oldAgg == null) { counters.add(SubtractsSkipped); oldAgg }
       else aggregator.subtract(group, oldAgg, change.oldValue)
-    val newAgg: A = if (change.newValue == null) afterSubtract else aggregator.add(group, afterSubtract, change.newValue)
+    val newAgg: A =
+      if (change.newValue == null) afterSubtract else aggregator.add(group, afterSubtract, change.newValue)
     val ts = if (previous == null) change.timestamp else math.max(change.timestamp, previous.timestamp)
     val validTo = state.put(group, newAgg, ts)
     if (validTo == TableState.NotPut) { counters.add(NotPut); return }

@@ -52,9 +52,13 @@ final class TableAggregationDriver[K, V, G, GV, A](
     aggregateStates: IndexedSeq[TableState[G, A]],
     groupPartition: G => Int,
     selector: GroupSelector[K, V, G, GV],
-    aggregator: TableAggregator[G, GV, A]) {
+    aggregator: TableAggregator[G, GV, A]
+) {
   require(sourceStates.nonEmpty && aggregateStates.nonEmpty, "need at least one partition per stage")
-  require(sourceStates.forall(_.versioned == sourceStates.head.versioned), "all partitions of a table are versioned or none")
+  require(
+    sourceStates.forall(_.versioned == sourceStates.head.versioned),
+    "all partitions of a table are versioned or none"
+  )
 
   val regroupCounters = TableRegroupMetrics.newCounters()
   val aggregateCounters = TableAggregateMetrics.newCounters()
@@ -91,6 +95,7 @@ final class TableAggregationDriver[K, V, G, GV, A](
 }
 
 object TableAggregationDriver {
+
   /**
    * Rule 3: the changes each stage-1 partition (index) sent to one group partition, in Kafka task
    * order: sorted by (running maximum timestamp within its partition, partition, sequence).

@@ -23,6 +23,7 @@ trait TableAggregator[G, GV, A] {
 }
 
 object TableAggregator {
+
   /** Kafka's `aggregate(initializer, adder, subtractor)`; the functions take (group, value, aggregate). */
   def aggregate[G, GV, A](initializer: () => A, adder: (G, GV, A) => A, subtractor: (G, GV, A) => A)
       : TableAggregator[G, GV, A] = new TableAggregator[G, GV, A] {

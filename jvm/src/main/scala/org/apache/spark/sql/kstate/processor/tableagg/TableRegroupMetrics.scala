@@ -9,11 +9,17 @@ import org.apache.spark.sql.kstate.processor.{Metric, MetricSet}
 object TableRegroupMetrics extends MetricSet {
   val NullKeys: Metric = sum("nullKeysDropped", "table records dropped: null key")
   val NullTimestamps: Metric = sum("nullTimestampsDropped", "table records dropped: null timestamp")
-  val NotPut: Metric = sum("recordsPastGraceDropped",
-    "table records dropped: older than stream time - grace (versioned table did not store them)")
-  val OutOfOrderIgnored: Metric = sum("outOfOrderRecordsIgnored",
-    "out-of-order table records ignored (versioned table: not the latest version of their key)")
-  val NoGroup: Metric = sum("noGroupValuesSkipped",
-    "old or new table values skipped: their selected group key or value is null")
+  val NotPut: Metric = sum(
+    "recordsPastGraceDropped",
+    "table records dropped: older than stream time - grace (versioned table did not store them)"
+  )
+  val OutOfOrderIgnored: Metric = sum(
+    "outOfOrderRecordsIgnored",
+    "out-of-order table records ignored (versioned table: not the latest version of their key)"
+  )
+  val NoGroup: Metric = sum(
+    "noGroupValuesSkipped",
+    "old or new table values skipped: their selected group key or value is null"
+  )
   val GroupChanges: Metric = sum("groupChangesSent", "subtract/add records sent to the groups")
 }

@@ -48,7 +48,8 @@ import org.apache.spark.sql.kstate.processor.table.TableChange
 final class TableRegroupProcessor[K, V, G, GV](
     selector: GroupSelector[K, V, G, GV],
     versionedTable: Boolean,
-    val counters: Counters = TableRegroupMetrics.newCounters()) {
+    val counters: Counters = TableRegroupMetrics.newCounters()
+) {
   import TableRegroupMetrics._
   require(counters.set eq TableRegroupMetrics, "counters of another operator")
 

@@ -5,5 +5,10 @@ package org.apache.spark.sql.kstate.processor.tableagg
  * `keyIsNull` / `timestampIsNull` flag a null key / timestamp (`key` / `timestamp` are then
  * ignored). Keys and values are not reused by the caller.
  */
-final case class TableUpdate[K, V](key: K, value: V, timestamp: Long,
-    keyIsNull: Boolean = false, timestampIsNull: Boolean = false)
+final case class TableUpdate[K, V](
+    key: K,
+    value: V,
+    timestamp: Long,
+    keyIsNull: Boolean = false,
+    timestampIsNull: Boolean = false
+)

@@ -11,15 +11,19 @@ import org.apache.spark.sql.kstate.processor.{AverageMetric, Counters, Metric, M
  * drop negative timestamps there).
  */
 abstract class AggregateMetricSet(nullTimestampsDescription: String = "records dropped: null timestamp")
-  extends MetricSet {
+    extends MetricSet {
   val Records: Metric = sum("recordsAggregated", "records with a timestamp and a key")
   val NullKeys: Metric = sum("nullKeysDropped", "records dropped: null key")
   val NullTimestamps: Metric = sum("nullTimestampsDropped", nullTimestampsDescription)
   val LatenessTotal: Metric =
     sum("recordLatenessTotalMs", "sum over records of stream time - record timestamp, when positive")
   val LatenessMax: Metric = max("recordLatenessMaxMs", "largest stream time - record timestamp of a record")
-  val LatenessAvg: AverageMetric = average("recordLatenessAvgMs",
-    "average over records of stream time - record timestamp, when positive", LatenessTotal, Records)
+  val LatenessAvg: AverageMetric = average(
+    "recordLatenessAvgMs",
+    "average over records of stream time - record timestamp, when positive",
+    LatenessTotal,
+    Records
+  )
 
   /** Counts one record with a key and a timestamp, and its lateness, before it advances `streamTime`. */
   final def recordSeen(c: Counters, streamTime: StreamTime, ts: Long): Unit = {

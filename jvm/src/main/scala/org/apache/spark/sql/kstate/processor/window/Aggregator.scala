@@ -9,14 +9,17 @@ package org.apache.spark.sql.kstate.processor.window
  * arguments are not modified and not kept. Not thread-safe; one per task.
  */
 trait Aggregator[R, A] {
+
   /** A fresh aggregate of no records (Kafka's initializer). */
   def initial(): A
+
   /** `agg` with one more record (Kafka's aggregator). */
   def add(agg: A, record: R): A
 }
 
 /** An [[Aggregator]] that can also combine two aggregates (session merger, sliding windows). */
 trait MergingAggregator[R, A] extends Aggregator[R, A] {
+
   /** The aggregate of the records of both (Kafka's session merger). */
   def merge(a: A, b: A): A
 }

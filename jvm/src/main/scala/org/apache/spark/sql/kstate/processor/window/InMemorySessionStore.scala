@@ -13,8 +13,8 @@ import org.apache.spark.sql.kstate.processor.StreamTime
 final class InMemorySessionStore[K, A](
     copyKey: K => K,
     copyAgg: A => A,
-    sizeOf: (K, Seq[StoredSession[A]]) => Long = (_: K, _: Seq[StoredSession[A]]) => 0L)
-  extends SessionStore[K, A] {
+    sizeOf: (K, Seq[StoredSession[A]]) => Long = (_: K, _: Seq[StoredSession[A]]) => 0L
+) extends SessionStore[K, A] {
   private val spans = mutable.HashMap.empty[K, Array[StoredSession[A]]]
   private val byEnd = mutable.TreeMap.empty[Long, mutable.LinkedHashSet[K]]
   private var count = 0L

@@ -9,7 +9,7 @@ import org.apache.spark.sql.kstate.processor.StreamTime
  * `copyKey` makes a caller-owned key safe to keep; `bytesOf(key, agg)` is a window's bytes.
  */
 final class InMemoryTimeWindowState[K, A](copyKey: K => K, bytesOf: (K, A) => Long)
-  extends TimeWindowState[K, A] {
+    extends TimeWindowState[K, A] {
   private final class Entry(val agg: A, val maxTs: Long, val bytes: Long)
   private val values = mutable.HashMap.empty[WindowRef[K], Entry]
   private val byEnd = mutable.TreeMap.empty[Long, mutable.LinkedHashSet[WindowRef[K]]]

@@ -40,8 +40,8 @@ final class SessionAggregateProcessor[K, R, A](
     aggregator: MergingAggregator[R, A],
     output: SpanOutput[K, A],
     copyKey: K => K,
-    counters: Counters = SessionMetrics.newCounters())
-  extends SpanAggregateProcessor[K, R, A](state, output, SessionMetrics, counters) {
+    counters: Counters = SessionMetrics.newCounters()
+) extends SpanAggregateProcessor[K, R, A](state, output, SessionMetrics, counters) {
   import SessionMetrics._
   require(gapMs >= 0 && graceMs >= 0, s"gap and grace must be >= 0, got $gapMs, $graceMs")
   private val touched = new java.util.LinkedHashMap[K, SessionAggregateProcessor.KeySessions[A]]()
@@ -60,8 +60,10 @@ final class SessionAggregateProcessor[K, R, A](
     var ks = touched.get(key)
     if (ks == null) {
       val stored = state.get(key)
-      ks = new SessionAggregateProcessor.KeySessions(stored,
-        stored.iterator.map(s => new Session(s.start, s.end, s.agg, s.maxTs, stored = true)).toList)
+      ks = new SessionAggregateProcessor.KeySessions(
+        stored,
+        stored.iterator.map(s => new Session(s.start, s.end, s.agg, s.maxTs, stored = true)).toList
+      )
       touched.put(copyKey(key), ks)
     }
     val lo = StreamTime.minus(ts, gapMs)
@@ -121,6 +123,7 @@ final class SessionAggregateProcessor[K, R, A](
 }
 
 private object SessionAggregateProcessor {
+
   /** A session while the batch runs; `stored`: it is in the state as it was at batch start. */
   final class Session[A](val start: Long, val end: Long, val agg: A, val maxTs: Long, val stored: Boolean) {
     def toStored: StoredSession[A] = StoredSession(start, end, maxTs, agg)

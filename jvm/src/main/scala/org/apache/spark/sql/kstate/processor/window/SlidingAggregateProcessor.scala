@@ -44,8 +44,8 @@ final class SlidingAggregateProcessor[K, SK, R, A](
     aggregator: MergingAggregator[R, A],
     output: SpanOutput[K, A],
     copyKey: K => K,
-    counters: Counters = SlidingMetrics.newCounters())
-  extends SpanAggregateProcessor[K, R, A](state, output, SlidingMetrics, counters) {
+    counters: Counters = SlidingMetrics.newCounters()
+) extends SpanAggregateProcessor[K, R, A](state, output, SlidingMetrics, counters) {
   import SlidingAggregateProcessor._
   import SlidingMetrics._
   require(timeDifferenceMs >= 0 && graceMs >= 0, s"time difference and grace must be >= 0")
@@ -56,6 +56,7 @@ final class SlidingAggregateProcessor[K, SK, R, A](
   override def closeTime: Long = streamTime.closeTime(graceMs)
 
   private def endOf(start: Long): Long = StreamTime.plus(start, d)
+
   /** The end of a record's right window: the record is needed while it is >= close time. */
   private def neededUntil(ts: Long): Long = StreamTime.plus(endOf(ts), 1L)
 
@@ -133,10 +134,17 @@ final class SlidingAggregateProcessor[K, SK, R, A](
         gone.foreach(w => closing += ((k, StoredSession(w.start, endOf(w.start), w.maxTs, w.agg))))
       }
       counters.add(Closed, gone.length.toLong)
-      state.put(ks.windowsKey, open.map(w => StoredSession(w.start, endOf(w.start), w.maxTs, w.agg)),
-        ks.storedWindows.toSeq)
-      state.put(ks.recordsKey, ks.records.toSeq.filter(r => close == Long.MinValue || neededUntil(r.ts) >= close)
-        .map(r => StoredSession(r.ts, neededUntil(r.ts), r.ts, r.agg)), ks.storedRecords.toSeq)
+      state.put(
+        ks.windowsKey,
+        open.map(w => StoredSession(w.start, endOf(w.start), w.maxTs, w.agg)),
+        ks.storedWindows.toSeq
+      )
+      state.put(
+        ks.recordsKey,
+        ks.records.toSeq.filter(r => close == Long.MinValue || neededUntil(r.ts) >= close)
+          .map(r => StoredSession(r.ts, neededUntil(r.ts), r.ts, r.agg)),
+        ks.storedRecords.toSeq
+      )
     }
     touched.clear()
     // other keys: windows that close now, and records no open window can contain
@@ -151,6 +159,7 @@ final class SlidingAggregateProcessor[K, SK, R, A](
 }
 
 private object SlidingAggregateProcessor {
+
   /** A window while the batch runs: `[start, start + d]`; `changed` in this batch. */
   final class Win[A](val start: Long, var agg: A, var maxTs: Long, var changed: Boolean)
 
@@ -158,7 +167,12 @@ private object SlidingAggregateProcessor {
   final class StoredRecord[A](val ts: Long, val agg: A)
 
   /** A key's state keys, windows (by start) and records in this batch, and both as stored at batch start. */
-  final class KeyState[SK, A](val windowsKey: SK, val recordsKey: SK, val windows: mutable.TreeMap[Long, Win[A]],
-      val records: ArrayBuffer[StoredRecord[A]], val storedWindows: Array[StoredSession[A]],
-      val storedRecords: Array[StoredSession[A]])
+  final class KeyState[SK, A](
+      val windowsKey: SK,
+      val recordsKey: SK,
+      val windows: mutable.TreeMap[Long, Win[A]],
+      val records: ArrayBuffer[StoredRecord[A]],
+      val storedWindows: Array[StoredSession[A]],
+      val storedRecords: Array[StoredSession[A]]
+  )
 }

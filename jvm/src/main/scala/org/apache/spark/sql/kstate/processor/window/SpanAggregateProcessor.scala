@@ -16,7 +16,8 @@ abstract class SpanAggregateProcessor[K, R, A](
     state: SessionStore[_, A],
     output: SpanOutput[K, A],
     val metricSet: AggregateMetricSet with SpanMetrics,
-    val counters: Counters) {
+    val counters: Counters
+) {
   require(counters.set eq metricSet, "counters of another operator")
   protected final val streamTime = new StreamTime(state.streamTime)
 

@@ -5,8 +5,10 @@ import org.apache.spark.sql.kstate.processor.Metric
 /** What a [[TimeWindowAggregateProcessor]] counts, after the metrics all windowed aggregations share. */
 object TimeWindowAggregateMetrics extends AggregateMetricSet {
   val Updates: Metric = sum("windowUpdates", "window updates (a record updates each open window it falls in)")
-  val LateDropped: Metric = sum("lateRecordsDropped",
-    "records dropped for a window that had closed (end + grace <= stream time), per window")
+  val LateDropped: Metric = sum(
+    "lateRecordsDropped",
+    "records dropped for a window that had closed (end + grace <= stream time), per window"
+  )
   val Emitted: Metric = sum("resultsEmitted", "rows emitted (updates, or final results when suppressed)")
   val Closed: Metric = sum("windowsClosed", "windows closed and removed from state")
   val BufferRecords: Metric = sum("bufferRecords", "open windows kept in state")

@@ -43,7 +43,8 @@ final class TimeWindowAggregateProcessor[R, K, A](
     finalResults: Option[BufferLimits],
     bufferName: String,
     results: WindowResults[K, A],
-    val counters: Counters = TimeWindowAggregateMetrics.newCounters()) {
+    val counters: Counters = TimeWindowAggregateMetrics.newCounters()
+) {
   import TimeWindowAggregateMetrics._
   require(counters.set eq TimeWindowAggregateMetrics, "counters of another operator")
 
@@ -123,18 +124,22 @@ final class TimeWindowAggregateProcessor[R, K, A](
       }
       var next = 0
       // stored windows that close now leave first, while this batch's changes are still on the heap
-      val closed = state.closeBefore(bound, new ClosedWindow[K, A] {
-        override def closed(key: K, start: Long, agg: A, maxTs: Long): Unit = {
-          val w = changed.remove(probe.set(key, start)) // changed in this batch: latest value on the heap
-          val end = windows.windowEnd(start)
-          if (isFinal) {
-            while (next < fresh.size && fresh.get(next).getValue.end < end) {
-              val e = fresh.get(next); emit(e.getKey.key, e.getKey.start, e.getValue); next += 1
-            }
-            if (w != null) emit(key, start, w) else { results.result(key, start, end, agg, maxTs); counters.add(Emitted) }
-          } else if (w != null) emit(key, start, w)
+      val closed = state.closeBefore(
+        bound,
+        new ClosedWindow[K, A] {
+          override def closed(key: K, start: Long, agg: A, maxTs: Long): Unit = {
+            val w = changed.remove(probe.set(key, start)) // changed in this batch: latest value on the heap
+            val end = windows.windowEnd(start)
+            if (isFinal) {
+              while (next < fresh.size && fresh.get(next).getValue.end < end) {
+                val e = fresh.get(next); emit(e.getKey.key, e.getKey.start, e.getValue); next += 1
+              }
+              if (w != null) emit(key, start, w)
+              else { results.result(key, start, end, agg, maxTs); counters.add(Emitted) }
+            } else if (w != null) emit(key, start, w)
+          }
         }
-      })
+      )
       while (next < fresh.size) { val e = fresh.get(next); emit(e.getKey.key, e.getKey.start, e.getValue); next += 1 }
       counters.add(Closed, closed)
     }
@@ -150,6 +155,7 @@ final class TimeWindowAggregateProcessor[R, K, A](
 }
 
 object TimeWindowAggregateProcessor {
+
   /** With final results that spill, changed windows are written to the state once this many collect. */
   val FlushEvery: Int = 4096
 }

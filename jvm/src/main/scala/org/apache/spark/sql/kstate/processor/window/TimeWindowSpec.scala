@@ -22,8 +22,10 @@ final case class TimeWindowSpec(sizeMs: Long, advanceMs: Long, graceMs: Long) {
     if (isTumbling) return Array(last)
     var first = last
     var n = 1
-    while (first >= Long.MinValue + advanceMs && ts - (first - advanceMs) < sizeMs &&
-        (ts < 0 || first - advanceMs >= 0)) {
+    while (
+      first >= Long.MinValue + advanceMs && ts - (first - advanceMs) < sizeMs &&
+      (ts < 0 || first - advanceMs >= 0)
+    ) {
       first -= advanceMs
       n += 1
     }

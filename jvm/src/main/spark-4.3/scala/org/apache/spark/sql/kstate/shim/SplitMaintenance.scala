@@ -16,8 +16,10 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreProvider
  * which does both.
  */
 trait SplitMaintenance extends StateStoreProvider {
+
   /** Writes the snapshot that is due, if any. */
   protected def snapshotMaintenance(): Unit
+
   /** Deletes the files no retained version needs. */
   protected def cleanupMaintenance(): Unit
 

@@ -14,9 +14,22 @@ import org.apache.spark.sql.streaming.StateOperatorProgress
  */
 object StateOperatorProgressSnapshotMetrics {
   def withCustomMetrics(
-      p: StateOperatorProgress, custom: java.util.Map[String, java.lang.Long]): StateOperatorProgress =
+      p: StateOperatorProgress,
+      custom: java.util.Map[String, java.lang.Long]
+  ): StateOperatorProgress =
     new StateOperatorProgress(
-      p.operatorName, p.numRowsTotal, p.numRowsUpdated, p.allUpdatesTimeMs, p.numRowsRemoved,
-      p.allRemovalsTimeMs, p.commitTimeMs, p.memoryUsedBytes, p.numRowsDroppedByWatermark,
-      p.numShufflePartitions, p.numStateStoreInstances, custom, p.snapshotCustomMetricNames)
+      p.operatorName,
+      p.numRowsTotal,
+      p.numRowsUpdated,
+      p.allUpdatesTimeMs,
+      p.numRowsRemoved,
+      p.allRemovalsTimeMs,
+      p.commitTimeMs,
+      p.memoryUsedBytes,
+      p.numRowsDroppedByWatermark,
+      p.numShufflePartitions,
+      p.numStateStoreInstances,
+      custom,
+      p.snapshotCustomMetricNames
+    )
 }

@@ -240,7 +240,8 @@ class DedupProcessorSuite extends AnyFunSuite {
       R("b", 15), // dup of b@5 (|15-5| = 10), st=15
       R("d", 4), // late (4 < 5) -> fwd
       R("c", 20), // dup of c@12, st=20: b@5 expired
-      R(null, None)) // null key & null ts
+      R(null, None)
+    ) // null key & null ts
     assert(h.run(recs: _*) ===
       Seq(true, true, false, true, true, true, true, false, true, false, true))
     assert(h.state.numEntries === 3, "expired entries are still stored before finish()")
@@ -315,10 +316,13 @@ class DedupProcessorSuite extends AnyFunSuite {
   }
 
   test("KIP examples split into one record per batch give the same decisions") {
-    for ((recs, exp) <- Seq(
-      Seq(R("k", 20 * S), R("k", 25 * S), R("k", 11 * S), R("k", 9 * S)) -> Seq(true, false, false, true),
-      Seq(R("k1", 10 * S), R("k2", 20 * S), R("k1", 9 * S)) -> Seq(true, true, false),
-      Seq(R("k1", 10 * S), R("k2", 21 * S), R("k1", 9 * S)) -> Seq(true, true, true))) {
+    for (
+      (recs, exp) <- Seq(
+        Seq(R("k", 20 * S), R("k", 25 * S), R("k", 11 * S), R("k", 9 * S)) -> Seq(true, false, false, true),
+        Seq(R("k1", 10 * S), R("k2", 20 * S), R("k1", 9 * S)) -> Seq(true, true, false),
+        Seq(R("k1", 10 * S), R("k2", 21 * S), R("k1", 9 * S)) -> Seq(true, true, true)
+      )
+    ) {
       assert(runBatches(10 * S, recs.map(Seq(_))) === exp)
     }
   }
@@ -484,6 +488,7 @@ class DedupProcessorSuite extends AnyFunSuite {
 }
 
 object DedupProcessorSuite {
+
   /** One record: identity (null = null identity), timestamp (None = null timestamp). */
   final case class Rec(id: String, ts: Option[Long])
   def R(id: String, ts: Long): Rec = Rec(id, Some(ts))
@@ -514,8 +519,28 @@ object DedupProcessorSuite {
 
   /** Exercises every rule: duplicates both ways, boundaries, late, null key/ts, expiry. */
   val MixedSequence: Seq[Rec] = Seq(
-    R("a", 10), R("a", 18), R("b", 12), R("a", 21), R(null, 25), R("a", 9), R("c", None),
-    R("b", 15), R("c", 30), R("a", 31), R("a", 20), R(null, None), R("b", 2), R("c", 40),
-    R("c", 30), R("a", 41), R("b", 41), R("b", 51), R("a", 52), R(null, 70), R("a", 41),
-    R("c", 60), R("c", 60))
+    R("a", 10),
+    R("a", 18),
+    R("b", 12),
+    R("a", 21),
+    R(null, 25),
+    R("a", 9),
+    R("c", None),
+    R("b", 15),
+    R("c", 30),
+    R("a", 31),
+    R("a", 20),
+    R(null, None),
+    R("b", 2),
+    R("c", 40),
+    R("c", 30),
+    R("a", 41),
+    R("b", 41),
+    R("b", 51),
+    R("a", 52),
+    R(null, 70),
+    R("a", 41),
+    R("c", 60),
+    R("c", 60)
+  )
 }

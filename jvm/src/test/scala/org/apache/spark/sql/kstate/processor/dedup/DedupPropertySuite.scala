@@ -35,8 +35,11 @@ class DedupPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       batch.recs.zipWithIndex.foreach { case (r, ri) =>
         val (fwd, kind) = model.process(r)
         val got = p.process(r.id, r.id == null, r.ts.getOrElse(0L), r.ts.isEmpty)
-        assert(got === fwd, s"batch $bi record $ri $r: expected ${if (fwd) "forwarded" else "dropped"} " +
-          s"($kind); interval $interval; batches $batches")
+        assert(
+          got === fwd,
+          s"batch $bi record $ri $r: expected ${if (fwd) "forwarded" else "dropped"} " +
+            s"($kind); interval $interval; batches $batches"
+        )
         assert(BigInt(p.currentStreamTime) === model.streamTime, s"stream time after batch $bi record $ri")
         kind match {
           case Dup => expDup += 1
@@ -80,8 +83,19 @@ class DedupPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   test("extreme timestamps and intervals (no overflow): same decisions as the exact BigInt model") {
     // Long.MinValue itself is excluded: see DedupProcessorSuite "BUG: ... Long.MinValue".
     val extremeTs = Gen.oneOf(
-      Long.MinValue + 1, Long.MinValue + 2, Long.MinValue / 2, -2L, -1L, 0L, 1L, 2L,
-      Long.MaxValue / 2, Long.MaxValue - 2, Long.MaxValue - 1, Long.MaxValue)
+      Long.MinValue + 1,
+      Long.MinValue + 2,
+      Long.MinValue / 2,
+      -2L,
+      -1L,
+      0L,
+      1L,
+      2L,
+      Long.MaxValue / 2,
+      Long.MaxValue - 2,
+      Long.MaxValue - 1,
+      Long.MaxValue
+    )
     val ts = Gen.frequency(8 -> extremeTs.map(Some(_)), 1 -> Gen.const(None))
     val interval = Gen.oneOf(0L, 1L, 2L, Long.MaxValue / 2, Long.MaxValue - 1, Long.MaxValue)
     val wm = Gen.frequency(3 -> Gen.const(None), 1 -> extremeTs.map(Some(_)))

@@ -28,23 +28,42 @@ class ForeignKeyJoinDifferentialSuite extends AnyFunSuite {
   private val record: Gen[TEv] = for {
     left <- Gen.frequency(3 -> true, 2 -> false)
     k <- if (left) Gen.frequency(1 -> Gen.const(null), 8 -> Gen.oneOf("a", "b", "c"))
-         else Gen.frequency(1 -> Gen.const(null), 8 -> Gen.oneOf("f0", "f1", "f2"))
+    else Gen.frequency(1 -> Gen.const(null), 8 -> Gen.oneOf("f0", "f1", "f2"))
     v <- Gen.frequency(1 -> Gen.const(None), 4 -> Gen.choose(0L, 11L).map(Some(_)))
     step <- Gen.frequency(6 -> Gen.choose(0L, 4L), 2 -> Gen.choose(-6L, -1L), 1 -> Gen.choose(-20L, -7L))
   } yield TEv(left, k, step, v)
 
-  private def inputs(seed: Long): Seq[Seq[TEv]] = sample(Gen.listOfN(24, record).map { rs =>
-    var t = 20L
-    rs.map { r => val ts = math.max(0L, t + r.ts); if (r.ts > 0) t = ts; r.copy(ts = ts) }
-  }.flatMap(split[TEv]), seed)
+  private def inputs(seed: Long): Seq[Seq[TEv]] = sample(
+    Gen.listOfN(24, record).map { rs =>
+      var t = 20L
+      rs.map { r =>
+        val ts = math.max(0L, t + r.ts); if (r.ts > 0) t = ts; r.copy(ts = ts)
+      }
+    }.flatMap(split[TEv]),
+    seed
+  )
 
-  private def kstate(leftJoin: Boolean, lv: Boolean, rv: Boolean, retention: Long, partitions: Int,
-      in: Seq[Seq[TEv]], reversed: Boolean = false): Seq[Seq[JOut]] = {
+  private def kstate(
+      leftJoin: Boolean,
+      lv: Boolean,
+      rv: Boolean,
+      retention: Long,
+      partitions: Int,
+      in: Seq[Seq[TEv]],
+      reversed: Boolean = false
+  ): Seq[Seq[JOut]] = {
     def state[K](v: Boolean): () => TableState[K, java.lang.Long] = () =>
-      if (v) InMemoryTableState.versioned[K, java.lang.Long](retention, retention) else InMemoryTableState.unversioned[K, java.lang.Long]()
-    val d = new ForeignKeyJoinDriver[java.lang.Long, String, java.lang.Long, String](leftJoin, fk,
-      KafkaTableJoinOracle.joined, state[String](lv), state[String](rv), partitions,
-      i => if (reversed) partitions - 1 - i else i)
+      if (v) InMemoryTableState.versioned[K, java.lang.Long](retention, retention)
+      else InMemoryTableState.unversioned[K, java.lang.Long]()
+    val d = new ForeignKeyJoinDriver[java.lang.Long, String, java.lang.Long, String](
+      leftJoin,
+      fk,
+      KafkaTableJoinOracle.joined,
+      state[String](lv),
+      state[String](rv),
+      partitions,
+      i => if (reversed) partitions - 1 - i else i
+    )
     in.map { b =>
       d.runBatch(b.map { e =>
         val v = e.value.map(java.lang.Long.valueOf).orNull
@@ -54,12 +73,18 @@ class ForeignKeyJoinDifferentialSuite extends AnyFunSuite {
   }
 
   private def isSubsequence[A](sub: Seq[A], of: Seq[A]): Boolean =
-    sub.isEmpty || (of.nonEmpty && (if (sub.head == of.head) isSubsequence(sub.tail, of.tail) else isSubsequence(sub, of.tail)))
+    sub.isEmpty || (of.nonEmpty && (if (sub.head == of.head) isSubsequence(sub.tail, of.tail)
+                                    else isSubsequence(sub, of.tail)))
 
   private val Examples = 12
 
-  for (how <- Seq("inner", "left"); (lv, rv) <- Seq((false, false), (true, true), (true, false), (false, true)); n <- Seq(1, 3))
-    test(s"foreign-key $how join, left versioned=$lv, right versioned=$rv, $n stage partitions: as Kafka on random input") {
+  for (
+    how <- Seq("inner", "left"); (lv, rv) <- Seq((false, false), (true, true), (true, false), (false, true));
+    n <- Seq(1, 3)
+  )
+    test(
+      s"foreign-key $how join, left versioned=$lv, right versioned=$rv, $n stage partitions: as Kafka on random input"
+    ) {
       (1 to Examples).foreach { i =>
         // several partitions: each stage-1 partition's versioned right table has its own stream
         // time (as each Kafka task's store has), so one-task Kafka's grace decisions differ by

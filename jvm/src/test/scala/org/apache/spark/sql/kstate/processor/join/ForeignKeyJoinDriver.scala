@@ -30,16 +30,21 @@ final class ForeignKeyJoinDriver[V, KO, VO, R](
     leftState: () => TableState[String, V],
     rightState: () => TableState[KO, VO],
     partitions: Int,
-    stage1Order: Int => Int = identity) {
+    stage1Order: Int => Int = identity
+) {
   import ForeignKeyJoinDriver._
 
   val counters = ForeignKeyJoinMetrics.newCounters()
   private val left = new TableSource(leftState())
   private val sender = new ForeignKeySubscriptionSender[String, V, KO](foreignKey, (a, b) => a == b, leftJoin, counters)
   private val stage1 = Vector.fill(partitions)(new ForeignKeySubscriptionProcessor[String, KO, V, VO](
-    new TableSource(rightState()), new InMemoryForeignKeySubscriptionState[KO, String, V], counters))
+    new TableSource(rightState()),
+    new InMemoryForeignKeySubscriptionState[KO, String, V],
+    counters
+  ))
   private val results = Vector.fill(partitions)(
-    new TableSource(InMemoryTableState.unversioned[String, R]()))
+    new TableSource(InMemoryTableState.unversioned[String, R]())
+  )
   private var version = 0L
 
   private def partitionOf(k: Any): Int = if (k == null) 0 else Math.floorMod(k.hashCode, partitions)
@@ -53,7 +58,8 @@ final class ForeignKeyJoinDriver[V, KO, VO, R](
         version += 1
         if (k != null) {
           val change = left.update(k, v, ts)
-          if (change != null) sender.send(change, version, s => stage1In(partitionOf(s.foreignKey)) += scala.util.Left(s))
+          if (change != null)
+            sender.send(change, version, s => stage1In(partitionOf(s.foreignKey)) += scala.util.Left(s))
         }
       case r: Right[KO, VO] @unchecked =>
         stage1In(partitionOf(r.key)) += scala.util.Right(r)

@@ -19,7 +19,12 @@ class ForeignKeyJoinSuite extends AnyFunSuite {
 
   // ------------------------------------------------------------------ the sender's rules
 
-  private def instructions(leftJoin: Boolean, oldV: String, newV: String, isLatest: Boolean = true): Seq[(String, ForeignKeyInstruction)] = {
+  private def instructions(
+      leftJoin: Boolean,
+      oldV: String,
+      newV: String,
+      isLatest: Boolean = true
+  ): Seq[(String, ForeignKeyInstruction)] = {
     val out = ArrayBuffer.empty[ForeignKeySubscription[String, String, String]]
     val c = ForeignKeyJoinMetrics.newCounters()
     new ForeignKeySubscriptionSender[String, String, String](fk, _ == _, leftJoin, c)
@@ -60,7 +65,9 @@ class ForeignKeyJoinSuite extends AnyFunSuite {
   test("stage 1: responses by instruction, at max(subscription, right value) timestamps") {
     val right = new TableSource(InMemoryTableState.unversioned[String, String]())
     val p = new ForeignKeySubscriptionProcessor[String, String, String, String](
-      right, new InMemoryForeignKeySubscriptionState[String, String, String])
+      right,
+      new InMemoryForeignKeySubscriptionState[String, String, String]
+    )
     val out = ArrayBuffer.empty[ForeignKeyResponse[String, String, String]]
     def sub(fk: String, k: String, i: ForeignKeyInstruction, v: String, ver: Long, ts: Long) =
       p.processSubscription(ForeignKeySubscription(fk, k, i, v, ver, ts), out += _)
@@ -76,8 +83,10 @@ class ForeignKeyJoinSuite extends AnyFunSuite {
     assert(out.toList === Seq(ForeignKeyResponse("i", "w>f2", null, 3, 5)))
     out.clear()
     p.processRight("f1", false, null, 9, false, out += _)
-    assert(out.toList === Seq(ForeignKeyResponse("j", "z>f1", null, 2, 9), ForeignKeyResponse("k", "x>f1", null, 1, 9)),
-      "subscribers in key order, the delete's null value")
+    assert(
+      out.toList === Seq(ForeignKeyResponse("j", "z>f1", null, 2, 9), ForeignKeyResponse("k", "x>f1", null, 1, 9)),
+      "subscribers in key order, the delete's null value"
+    )
     out.clear()
     sub("f1", "k", DeleteNoPropagate, "y>f2", 4, 10)
     sub("f1", "j", DeleteAndPropagate, null, 5, 10)
@@ -91,7 +100,9 @@ class ForeignKeyJoinSuite extends AnyFunSuite {
 
   test("stage 1 rule 1: a null foreign key is answered only for PropagateNullIfNoMatch") {
     val p = new ForeignKeySubscriptionProcessor[String, String, String, String](
-      new TableSource(InMemoryTableState.unversioned[String, String]()), new InMemoryForeignKeySubscriptionState)
+      new TableSource(InMemoryTableState.unversioned[String, String]()),
+      new InMemoryForeignKeySubscriptionState
+    )
     val out = ArrayBuffer.empty[ForeignKeyResponse[String, String, String]]
     p.processSubscription(ForeignKeySubscription(null, "k", PropagateNullIfNoMatch, "x", 1, 4), out += _)
     p.processSubscription(ForeignKeySubscription(null, "k", DeleteAndPropagate, "x", 2, 4), out += _)
@@ -101,8 +112,11 @@ class ForeignKeyJoinSuite extends AnyFunSuite {
 
   test("stage 2: stale (older version) responses are dropped; tombstones by join kind") {
     def run(leftJoin: Boolean, rs: ForeignKeyResponse[String, String, String]*) = {
-      val p = new ForeignKeyResponseProcessor[String, String, String, String](leftJoin, joiner,
-        new TableSource(InMemoryTableState.unversioned[String, String]()))
+      val p = new ForeignKeyResponseProcessor[String, String, String, String](
+        leftJoin,
+        joiner,
+        new TableSource(InMemoryTableState.unversioned[String, String]())
+      )
       val out = ArrayBuffer.empty[TableChange[String, String]]
       rs.foreach(p.processResponse(_, out += _))
       (out.toList, p.counters(ForeignKeyJoinMetrics.StaleResponses))
@@ -112,7 +126,10 @@ class ForeignKeyJoinSuite extends AnyFunSuite {
     assert(run(false, ForeignKeyResponse("k", "x>f1", "A", 1, 6), ForeignKeyResponse("k", "y>f2", "B", 2, 5)) ===
       ((Seq(TableChange("k", "x>f1+A", null, 6, true), TableChange("k", "y>f2+B", "x>f1+A", 5, true)), 0L)))
     assert(run(false, ForeignKeyResponse("k", "x>f1", null, 1, 6))._1 === Seq(TableChange("k", null, null, 6, true)))
-    assert(run(true, ForeignKeyResponse("k", "x>f1", null, 1, 6))._1 === Seq(TableChange("k", "x>f1+null", null, 6, true)))
+    assert(run(
+      true,
+      ForeignKeyResponse("k", "x>f1", null, 1, 6)
+    )._1 === Seq(TableChange("k", "x>f1+null", null, 6, true)))
     assert(run(true, ForeignKeyResponse("k", null, null, 1, 6))._1 === Seq(TableChange("k", null, null, 6, true)))
   }
 
@@ -166,17 +183,30 @@ object ForeignKeyJoinSuite {
     val i = v.indexOf('>')
     if (i < 0 || i == v.length - 1) null else v.substring(i + 1)
   }
-  val joiner: (String, String) => String = (l, r) => s"${TableTableJoinProcessorSuite.show(l)}+${TableTableJoinProcessorSuite.show(r)}"
+  val joiner: (String, String) => String =
+    (l, r) => s"${TableTableJoinProcessorSuite.show(l)}+${TableTableJoinProcessorSuite.show(r)}"
 
   def L(k: String, v: String, ts: Long): Upd[String, String, String] = Left(k, v, ts)
   def R(k: String, v: String, ts: Long): Upd[String, String, String] = Right(k, v, ts)
-  def res(k: String, nw: String, old: String, ts: Long): TableChange[String, String] = TableChange(k, nw, old, ts, isLatest = true)
+  def res(k: String, nw: String, old: String, ts: Long): TableChange[String, String] =
+    TableChange(k, nw, old, ts, isLatest = true)
 
   private def state[K](versioned: Boolean): () => TableState[K, String] =
-    () => if (versioned) InMemoryTableState.versioned[K, String](100, 100) else InMemoryTableState.unversioned[K, String]()
+    () =>
+      if (versioned) InMemoryTableState.versioned[K, String](100, 100) else InMemoryTableState.unversioned[K, String]()
 
-  def driver(leftJoin: Boolean, leftVersioned: Boolean = false, rightVersioned: Boolean = false,
-      partitions: Int = 1): ForeignKeyJoinDriver[String, String, String, String] =
-    new ForeignKeyJoinDriver[String, String, String, String](leftJoin, fk, joiner, state[String](leftVersioned),
-      state[String](rightVersioned), partitions)
+  def driver(
+      leftJoin: Boolean,
+      leftVersioned: Boolean = false,
+      rightVersioned: Boolean = false,
+      partitions: Int = 1
+  ): ForeignKeyJoinDriver[String, String, String, String] =
+    new ForeignKeyJoinDriver[String, String, String, String](
+      leftJoin,
+      fk,
+      joiner,
+      state[String](leftVersioned),
+      state[String](rightVersioned),
+      partitions
+    )
 }

@@ -34,7 +34,8 @@ class StreamTableJoinKafkaSuite extends AnyFunSuite with ScalaCheckPropertyCheck
   private def kstate(join: Join, input: Seq[In], cuts: Seq[Boolean]): Seq[Result] = {
     val spec = StreamTableJoinSpec(join.left, join.historyRetentionMs, join.graceMs)
     val state = join.historyRetentionMs.fold(InMemoryTableState.unversioned[String, String]())(r =>
-      InMemoryTableState.versioned[String, String](r, r))
+      InMemoryTableState.versioned[String, String](r, r)
+    )
     val buffer = join.graceMs.map(_ => new InMemoryStreamTableJoinBuffer[String, String])
     val out = ArrayBuffer.empty[Result]
     val emit: StreamTableJoinEmitter[String, String] =
@@ -65,7 +66,10 @@ class StreamTableJoinKafkaSuite extends AnyFunSuite with ScalaCheckPropertyCheck
   }
 
   private def differential(join: Gen[Join], nullKeys: Boolean): Unit =
-    forAll(join, inputGen(nullKeys).flatMap(in => Gen.listOfN(in.length, Gen.frequency(4 -> false, 1 -> true)).map((in, _)))) {
+    forAll(
+      join,
+      inputGen(nullKeys).flatMap(in => Gen.listOfN(in.length, Gen.frequency(4 -> false, 1 -> true)).map((in, _)))
+    ) {
       case (j, (in, cuts)) => compare(j, in, cuts)
     }
 
@@ -89,16 +93,29 @@ class StreamTableJoinKafkaSuite extends AnyFunSuite with ScalaCheckPropertyCheck
   }
 
   test("KIP-923's example: Kafka's results with and without grace") {
-    val input = Seq(TableIn("a", "old", 0L), StreamIn("a", "a#click", 10L), TableIn("a", "new", 8L),
-      StreamIn("a", "a#later", 15L), StreamIn("b", "b#end", 30L))
+    val input = Seq(
+      TableIn("a", "old", 0L),
+      StreamIn("a", "a#click", 10L),
+      TableIn("a", "new", 8L),
+      StreamIn("a", "a#later", 15L),
+      StreamIn("b", "b#end", 30L)
+    )
     for (g <- Seq(None, Some(5L))) compare(Join(left = true, Some(20L), g), input, input.map(_ => false))
     assert(kstate(Join(left = true, Some(20L), Some(5L)), input, input.map(_ => false)) ===
       Seq(Result("a", "a#click", "new", 10L), Result("a", "a#later", "new", 15L)))
   }
 
-  test("equal timestamps: a stream record piped before a table update does not see it (kstate's stream-first tie rule)") {
+  test(
+    "equal timestamps: a stream record piped before a table update does not see it (kstate's stream-first tie rule)"
+  ) {
     val input = Seq(TableIn("a", "v1", 1L), StreamIn("a", "a#1", 5L), TableIn("a", "v5", 5L))
-    for (join <- Seq(Join(left = false, None, None), Join(left = false, Some(10L), None), Join(left = false, Some(10L), Some(0L)))) {
+    for (
+      join <- Seq(
+        Join(left = false, None, None),
+        Join(left = false, Some(10L), None),
+        Join(left = false, Some(10L), Some(0L))
+      )
+    ) {
       assert(KafkaStreamTableJoinOracle.run(join, input) === Right(Seq(Result("a", "a#1", "v1", 5L))), join)
       compare(join, input, input.map(_ => false))
     }
@@ -107,8 +124,15 @@ class StreamTableJoinKafkaSuite extends AnyFunSuite with ScalaCheckPropertyCheck
   test("deliberate difference D6: an update older than its key's delete; Kafka then ignores the delete") {
     // a@26 deleted at 26, then an out-of-order a@18: valid from 18 to 26. Kafka's versioned store
     // (4.3.1) answers the lookup at 30 with it, as if the delete at 26 had not happened.
-    val input = Seq(TableIn("a", "t7", 26L), TableIn("a", null, 26L), TableIn("a", "t1", 18L), TableIn("b", "x", 34L),
-      StreamIn("a", "a#18", 18L), StreamIn("a", "a#30", 30L), StreamIn("a", "a#25", 25L))
+    val input = Seq(
+      TableIn("a", "t7", 26L),
+      TableIn("a", null, 26L),
+      TableIn("a", "t1", 18L),
+      TableIn("b", "x", 34L),
+      StreamIn("a", "a#18", 18L),
+      StreamIn("a", "a#30", 30L),
+      StreamIn("a", "a#25", 25L)
+    )
     val join = Join(left = true, Some(20L), None)
     assert(kafkaIgnoresDelete(input) == Set("a"))
     assert(KafkaStreamTableJoinOracle.run(join, input) ===
@@ -118,34 +142,74 @@ class StreamTableJoinKafkaSuite extends AnyFunSuite with ScalaCheckPropertyCheck
   }
 
   test("a random input that met D6 (key a: deleted at 26, then updated at 18): equal on the other keys") {
-    val input = List(TableIn("b", "t5", 19), TableIn("c", "t5", 23), TableIn("a", "t7", 26), TableIn("b", "t3", 27),
-      TableIn("a", null, 26), TableIn("a", "t1", 18), StreamIn("c", "c#6", 29), StreamIn("c", "c#7", 30), TableIn("b", "t3", 33),
-      TableIn("c", "t2", 31), StreamIn("b", "b#10", 29), StreamIn("b", "b#11", 28), TableIn("b", "t2", 34), StreamIn("b", "b#13", 29),
-      StreamIn("a", "a#14", 18), TableIn("a", "t1", 35), TableIn("a", "t3", 26), TableIn("c", "t1", 30), TableIn("a", "t1", 37),
-      TableIn("b", "t9", 40), StreamIn("b", "b#20", 43), TableIn("b", null, 46), TableIn("a", "t6", 46), StreamIn("a", "a#23", 46),
-      StreamIn("c", "c#24", 50), StreamIn("b", "b#25", 54), TableIn("c", "t8", 55), TableIn("c", "t2", 55), TableIn("c", "t6", 55),
-      TableIn("c", "t0", 47))
+    val input = List(
+      TableIn("b", "t5", 19),
+      TableIn("c", "t5", 23),
+      TableIn("a", "t7", 26),
+      TableIn("b", "t3", 27),
+      TableIn("a", null, 26),
+      TableIn("a", "t1", 18),
+      StreamIn("c", "c#6", 29),
+      StreamIn("c", "c#7", 30),
+      TableIn("b", "t3", 33),
+      TableIn("c", "t2", 31),
+      StreamIn("b", "b#10", 29),
+      StreamIn("b", "b#11", 28),
+      TableIn("b", "t2", 34),
+      StreamIn("b", "b#13", 29),
+      StreamIn("a", "a#14", 18),
+      TableIn("a", "t1", 35),
+      TableIn("a", "t3", 26),
+      TableIn("c", "t1", 30),
+      TableIn("a", "t1", 37),
+      TableIn("b", "t9", 40),
+      StreamIn("b", "b#20", 43),
+      TableIn("b", null, 46),
+      TableIn("a", "t6", 46),
+      StreamIn("a", "a#23", 46),
+      StreamIn("c", "c#24", 50),
+      StreamIn("b", "b#25", 54),
+      TableIn("c", "t8", 55),
+      TableIn("c", "t2", 55),
+      TableIn("c", "t6", 55),
+      TableIn("c", "t0", 47)
+    )
     val join = Join(left = true, Some(10L), Some(5L))
     assert(kafkaIgnoresDelete(input) == Set("a"))
     // Kafka joins a#14 (at 18, past the retention of 10 at table time 34) with the update of 18
     // it keeps as the key's latest; kstate: null
-    assert(KafkaStreamTableJoinOracle.run(join, input).map(_.find(_.stream == "a#14")) === Right(Some(Result("a", "a#14", "t1", 18L))))
+    assert(KafkaStreamTableJoinOracle.run(
+      join,
+      input
+    ).map(_.find(_.stream == "a#14")) === Right(Some(Result("a", "a#14", "t1", 18L))))
     assert(kstate(join, input, input.map(_ => false)).find(_.stream == "a#14") === Some(Result("a", "a#14", null, 18L)))
     compare(join, input, input.map(_ => false))
   }
 
-  test("deliberate difference (rule 2): a left join's null-key record with a grace period is emitted; Kafka's buffer throws") {
+  test(
+    "deliberate difference (rule 2): a left join's null-key record with a grace period is emitted; Kafka's buffer throws"
+  ) {
     val input = Seq(TableIn("a", "v", 0L), StreamIn("a", "a#1", 5L), StreamIn(null, "null#2", 6L))
     val join = Join(left = true, Some(10L), Some(2L))
     val kafka = KafkaStreamTableJoinOracle.run(join, input)
-    assert(kafka.left.exists(e => Iterator.iterate(e)(_.getCause).takeWhile(_ != null)
-      .exists(c => c.isInstanceOf[NullPointerException] && String.valueOf(c.getMessage).contains("key cannot be null"))), kafka)
-    assert(kstate(join, input, input.map(_ => false)) === Seq(Result(null, "null#2", null, 6L)),
-      "emitted at once; a#1 waits for stream time 7 (the null-key record does not move it)")
+    assert(
+      kafka.left.exists(e =>
+        Iterator.iterate(e)(_.getCause).takeWhile(_ != null)
+          .exists(c =>
+            c.isInstanceOf[NullPointerException] && String.valueOf(c.getMessage).contains("key cannot be null")
+          )
+      ),
+      kafka
+    )
+    assert(
+      kstate(join, input, input.map(_ => false)) === Seq(Result(null, "null#2", null, 6L)),
+      "emitted at once; a#1 waits for stream time 7 (the null-key record does not move it)"
+    )
   }
 }
 
 object StreamTableJoinKafkaSuite {
+
   /**
    * The table keys with an update older than the key's latest version, when that version is a
    * delete: Kafka's versioned store then answers later lookups from the older update and ignores
@@ -173,7 +237,8 @@ object StreamTableJoinKafkaSuite {
 
   /** 1 to 30 records, stream and table interleaved; time mostly moves forward, some records far behind. */
   def inputGen(nullKeys: Boolean): Gen[Seq[In]] = {
-    val key = if (nullKeys) Gen.frequency(1 -> Gen.const(null: String), 8 -> Gen.oneOf("a", "b", "c")) else Gen.oneOf("a", "b", "c")
+    val key = if (nullKeys) Gen.frequency(1 -> Gen.const(null: String), 8 -> Gen.oneOf("a", "b", "c"))
+    else Gen.oneOf("a", "b", "c")
     val step = Gen.frequency(6 -> Gen.choose(0L, 4L), 2 -> Gen.choose(-6L, -1L), 1 -> Gen.choose(-20L, -7L))
     val rec = for {
       isStream <- Gen.oneOf(true, false); k <- key; s <- step

@@ -75,15 +75,15 @@ final class StreamTableJoinModel(cfg: StreamTableJoinModel.Cfg) {
         Seq(Out(value, null, ts.getOrElse(shownTs)))
       } else { count(s"${what.head.toLower}${what.tail}Dropped"); Nil }
     case (k, Some(t)) => cfg.grace match {
-      case None => joinOut(k, value, t)
-      case Some(g) if bufferTime.exists(bt => t < bt - g) => count("lateRecordsJoinedAtOnce"); joinOut(k, value, t)
-      case Some(_) =>
-        pending += ((k, value, BigInt(t), arrivals)); arrivals += 1
-        count("streamRecordsBuffered")
-        maxBuffered = maxBuffered max pending.size
-        bufferTime = Some(bufferTime.fold(BigInt(t))(_ max t))
-        release()
-    }
+        case None => joinOut(k, value, t)
+        case Some(g) if bufferTime.exists(bt => t < bt - g) => count("lateRecordsJoinedAtOnce"); joinOut(k, value, t)
+        case Some(_) =>
+          pending += ((k, value, BigInt(t), arrivals)); arrivals += 1
+          count("streamRecordsBuffered")
+          maxBuffered = maxBuffered max pending.size
+          bufferTime = Some(bufferTime.fold(BigInt(t))(_ max t))
+          release()
+      }
   }
 
   var maxBuffered = 0
@@ -104,6 +104,7 @@ final class StreamTableJoinModel(cfg: StreamTableJoinModel.Cfg) {
 }
 
 object StreamTableJoinModel {
+
   /** `retention` None: an unversioned table. */
   final case class Cfg(left: Boolean, retention: Option[Long], tableGrace: Long, grace: Option[Long])
 

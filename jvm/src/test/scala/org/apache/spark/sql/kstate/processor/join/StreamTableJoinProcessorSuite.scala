@@ -18,7 +18,9 @@ class StreamTableJoinProcessorSuite extends AnyFunSuite {
 
   // ---- KIP-914 --------------------------------------------------------------------------------
 
-  test("KIP-914: an out-of-order stream record joins the versioned table as of its timestamp, the unversioned one's latest") {
+  test(
+    "KIP-914: an out-of-order stream record joins the versioned table as of its timestamp, the unversioned one's latest"
+  ) {
     for (versioned <- Seq(true, false)) {
       val h = new Harness(left = false, retention = if (versioned) Some(100L) else None)
       h.table("k", "a0", 0L)
@@ -40,7 +42,9 @@ class StreamTableJoinProcessorSuite extends AnyFunSuite {
     }
   }
 
-  test("KIP-914: a stream record older than the history retention finds nothing: inner emits nothing, left emits null") {
+  test(
+    "KIP-914: a stream record older than the history retention finds nothing: inner emits nothing, left emits null"
+  ) {
     for (left <- Seq(false, true)) {
       val h = new Harness(left = left, retention = Some(10L))
       h.table("k", "v0", 0L)
@@ -56,7 +60,9 @@ class StreamTableJoinProcessorSuite extends AnyFunSuite {
     }
   }
 
-  test("rule 6: past the history retention the key's latest version still answers when it is old enough (Kafka's store)") {
+  test(
+    "rule 6: past the history retention the key's latest version still answers when it is old enough (Kafka's store)"
+  ) {
     val h = new Harness(left = true, retention = Some(10L))
     h.table("k", "v", 0L)
     h.table("j", "w", 100L) // table stream time 100: lookups before 90 are past the retention
@@ -87,7 +93,9 @@ class StreamTableJoinProcessorSuite extends AnyFunSuite {
 
   // ---- stream side ----------------------------------------------------------------------------
 
-  test("rule 1: null timestamp: inner drops it, left emits it at once with null; neither buffers it nor moves stream time") {
+  test(
+    "rule 1: null timestamp: inner drops it, left emits it at once with null; neither buffers it nor moves stream time"
+  ) {
     for (left <- Seq(false, true)) {
       val h = new Harness(left = left, retention = Some(100L), grace = Some(10L))
       h.table("k", "v", 0L)
@@ -103,7 +111,9 @@ class StreamTableJoinProcessorSuite extends AnyFunSuite {
     }
   }
 
-  test("rule 2: null key: inner drops it, left emits it at once with null, also with a grace period (Kafka's buffer would fail)") {
+  test(
+    "rule 2: null key: inner drops it, left emits it at once with null, also with a grace period (Kafka's buffer would fail)"
+  ) {
     for (left <- Seq(false, true); grace <- Seq(None, Some(10L))) {
       val h = new Harness(left = left, retention = Some(100L), grace = grace)
       h.table("k", "v", 0L)
@@ -124,7 +134,9 @@ class StreamTableJoinProcessorSuite extends AnyFunSuite {
     assert(h.p.currentStreamTime === Long.MinValue, "no buffer, no stream time")
   }
 
-  test("rule 4: a record older than buffer stream time - grace is joined at once, not dropped; at the bound it is buffered") {
+  test(
+    "rule 4: a record older than buffer stream time - grace is joined at once, not dropped; at the bound it is buffered"
+  ) {
     val h = new Harness(left = true, retention = Some(100L), grace = Some(10L))
     h.table("k", "v", 0L)
     h.stream("k", "s50", 50L)
@@ -179,7 +191,10 @@ class StreamTableJoinProcessorSuite extends AnyFunSuite {
       h.table("k", null, 2L)
       h.stream("k", "s", 3L)
       h.stream("x", "nomatch", 3L)
-      assert(h.out.toSeq === (if (left) Seq(("s", null, 3L), ("nomatch", null, 3L)) else Nil), s"left=$left versioned=$versioned")
+      assert(
+        h.out.toSeq === (if (left) Seq(("s", null, 3L), ("nomatch", null, 3L)) else Nil),
+        s"left=$left versioned=$versioned"
+      )
       assert(h.counters(JoinResults) === (if (left) 2 else 0))
       assert(h.counters(NoMatchDropped) === (if (left) 0 else 2))
     }
@@ -197,7 +212,9 @@ class StreamTableJoinProcessorSuite extends AnyFunSuite {
     assert(h.counters(TableUpdates) === 0)
   }
 
-  test("rule 8: a versioned table update older than its stream time - its grace is not stored; older ones go to history") {
+  test(
+    "rule 8: a versioned table update older than its stream time - its grace is not stored; older ones go to history"
+  ) {
     val h = new Harness(left = true, retention = Some(100L), tableGrace = Some(5L))
     h.table("k", "v20", 20L)
     h.table("k", "v16", 16L) // 16 >= 20 - 5: stored, as history
@@ -270,8 +287,14 @@ class StreamTableJoinProcessorSuite extends AnyFunSuite {
 
   private def errorClass(f: => Any): String = intercept[KStateException](f).errorClass
 
-  test("configuration: grace on an unversioned table, grace above the retention and negative durations are named errors") {
-    assert(errorClass(StreamTableJoinSpec(leftJoin = false, None, Some(0L))) === "KSTATE_JOIN_GRACE_ON_UNVERSIONED_TABLE")
+  test(
+    "configuration: grace on an unversioned table, grace above the retention and negative durations are named errors"
+  ) {
+    assert(errorClass(StreamTableJoinSpec(
+      leftJoin = false,
+      None,
+      Some(0L)
+    )) === "KSTATE_JOIN_GRACE_ON_UNVERSIONED_TABLE")
     val over = intercept[KStateException](StreamTableJoinSpec(leftJoin = true, Some(10L), Some(11L)))
     assert(over.errorClass === "KSTATE_JOIN_GRACE_EXCEEDS_RETENTION")
     assert(over.getMessage.contains("11ms") && over.getMessage.contains("10ms"))
@@ -284,18 +307,31 @@ class StreamTableJoinProcessorSuite extends AnyFunSuite {
   test("configuration: the processor checks its state matches its spec") {
     val spec = StreamTableJoinSpec(leftJoin = true, Some(10L), Some(5L))
     intercept[IllegalArgumentException](new StreamTableJoinProcessor[String, String, String](
-      spec, InMemoryTableState.unversioned(), Some(new InMemoryStreamTableJoinBuffer[String, String])))
+      spec,
+      InMemoryTableState.unversioned(),
+      Some(new InMemoryStreamTableJoinBuffer[String, String])
+    ))
     intercept[IllegalArgumentException](new StreamTableJoinProcessor[String, String, String](
-      spec, InMemoryTableState.versioned(10L, 10L), None))
+      spec,
+      InMemoryTableState.versioned(10L, 10L),
+      None
+    ))
   }
 }
 
 object StreamTableJoinProcessorSuite {
+
   /** One join over heap state; `stream`/`table` feed records, `out` collects (stream, table, ts). */
-  final class Harness(left: Boolean, retention: Option[Long], grace: Option[Long] = None, tableGrace: Option[Long] = None) {
+  final class Harness(
+      left: Boolean,
+      retention: Option[Long],
+      grace: Option[Long] = None,
+      tableGrace: Option[Long] = None
+  ) {
     private val spec = StreamTableJoinSpec(left, retention, grace)
     private val state = retention.fold(InMemoryTableState.unversioned[String, String]())(r =>
-      InMemoryTableState.versioned[String, String](r, tableGrace.getOrElse(r)))
+      InMemoryTableState.versioned[String, String](r, tableGrace.getOrElse(r))
+    )
     private val buffer = grace.map(_ => new InMemoryStreamTableJoinBuffer[String, String])
     val counters = StreamTableJoinMetrics.newCounters()
     var p: StreamTableJoinProcessor[String, String, String] = newProcessor()

@@ -29,7 +29,8 @@ class StreamTableJoinPropertySuite extends AnyFunSuite with ScalaCheckPropertyCh
     val model = new StreamTableJoinModel(cfg)
     val spec = StreamTableJoinSpec(cfg.left, cfg.retention, cfg.grace)
     val state = cfg.retention.fold(InMemoryTableState.unversioned[String, String]())(r =>
-      InMemoryTableState.versioned[String, String](r, cfg.tableGrace))
+      InMemoryTableState.versioned[String, String](r, cfg.tableGrace)
+    )
     val buffer = cfg.grace.map(_ => new InMemoryStreamTableJoinBuffer[String, String])
     val counters = StreamTableJoinMetrics.newCounters()
     val got = ArrayBuffer.empty[Out]
@@ -51,7 +52,10 @@ class StreamTableJoinPropertySuite extends AnyFunSuite with ScalaCheckPropertyCh
             Nil
         }
         assert(got.toSeq === expected, ctx(s"batch $bi record $ri $r"))
-        assert(BigInt(p.currentStreamTime) === model.bufferTime.getOrElse(BigInt(Long.MinValue)), ctx(s"batch $bi record $ri: stream time"))
+        assert(
+          BigInt(p.currentStreamTime) === model.bufferTime.getOrElse(BigInt(Long.MinValue)),
+          ctx(s"batch $bi record $ri: stream time")
+        )
         perBatch ++= got
       }
       got.clear()
@@ -61,7 +65,9 @@ class StreamTableJoinPropertySuite extends AnyFunSuite with ScalaCheckPropertyCh
       buffer.foreach(b => assert(b.numRecords === model.buffered, ctx(s"batch $bi buffered")))
       val reported = counters.reported
       val expectedCounts = model.counts.toMap ++ Map(
-        "bufferRecords" -> model.buffered.toLong, "bufferRecordsMax" -> model.maxBuffered.toLong)
+        "bufferRecords" -> model.buffered.toLong,
+        "bufferRecordsMax" -> model.maxBuffered.toLong
+      )
       StreamTableJoinMetrics.reported.map(_.name).foreach { name =>
         if (cfg.grace.isDefined || !name.startsWith("buffer"))
           assert(reported(name) === expectedCounts.getOrElse(name, 0L), ctx(s"batch $bi counter $name"))
@@ -89,7 +95,8 @@ class StreamTableJoinPropertySuite extends AnyFunSuite with ScalaCheckPropertyCh
   }
 
   test("extreme timestamps, retentions and grace periods (no overflow): the same results as the exact model") {
-    val extreme = Gen.oneOf(Long.MinValue + 1, Long.MinValue + 2, -1L, 0L, 1L, Long.MaxValue - 6, Long.MaxValue - 1, Long.MaxValue)
+    val extreme =
+      Gen.oneOf(Long.MinValue + 1, Long.MinValue + 2, -1L, 0L, 1L, Long.MaxValue - 6, Long.MaxValue - 1, Long.MaxValue)
     val ts = Gen.frequency(8 -> extreme.map(Some(_)), 1 -> Gen.const(None))
     val wm = Gen.frequency(3 -> Gen.const(None), 1 -> extreme.map(Some(_)))
     val durations = Gen.oneOf(0L, 1L, Long.MaxValue / 2, Long.MaxValue)
@@ -108,13 +115,16 @@ object StreamTableJoinPropertySuite {
   val ShownNullTs: Long = -777L
 
   sealed trait Rec
+
   /** A stream record. */
   final case class S(key: String, value: String, ts: Option[Long]) extends Rec {
     override def toString: String = s"S(${Option(key).getOrElse("null")}=$value@${MicroBatches.showTs(ts)})"
   }
+
   /** A table update (value null: tombstone). */
   final case class T(key: String, value: String, ts: Option[Long]) extends Rec {
-    override def toString: String = s"T(${Option(key).getOrElse("null")}=${Option(value).getOrElse("null")}@${MicroBatches.showTs(ts)})"
+    override def toString: String =
+      s"T(${Option(key).getOrElse("null")}=${Option(value).getOrElse("null")}@${MicroBatches.showTs(ts)})"
   }
 
   // negative timestamps too: a version may end at -1 (put's "latest" is Long.MinValue + 1, not KIP-914's -1)
@@ -135,7 +145,8 @@ object StreamTableJoinPropertySuite {
     3 -> (for { k <- key; v <- Gen.choose(0, 999); t <- ts } yield S(k, s"s$v", t)),
     2 -> (for {
       k <- key; v <- Gen.frequency(1 -> Gen.const(null: String), 4 -> Gen.choose(0, 9).map(i => s"t$i")); t <- ts
-    } yield T(k, v, t)))
+    } yield T(k, v, t))
+  )
 
   def batchesGen(ts: Gen[Option[Long]], wm: Gen[Option[Long]]): Gen[Seq[MicroBatches.Batch[Rec]]] =
     MicroBatches.gen(recGen(ts), wm)

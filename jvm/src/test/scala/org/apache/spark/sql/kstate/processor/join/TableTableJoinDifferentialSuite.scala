@@ -22,7 +22,13 @@ import org.scalatest.funsuite.AnyFunSuite
 class TableTableJoinDifferentialSuite extends AnyFunSuite {
   import TableTableJoinDifferentialSuite._
 
-  private def kstate(how: String, lv: Boolean, rv: Boolean, retentionMs: Long, batches: Seq[Seq[TEv]]): Seq[Seq[JOut]] = {
+  private def kstate(
+      how: String,
+      lv: Boolean,
+      rv: Boolean,
+      retentionMs: Long,
+      batches: Seq[Seq[TEv]]
+  ): Seq[Seq[JOut]] = {
     def state(v: Boolean) =
       if (v) InMemoryTableState.versioned[String, java.lang.Long](retentionMs, retentionMs)
       else InMemoryTableState.unversioned[String, java.lang.Long]()
@@ -35,7 +41,11 @@ class TableTableJoinDifferentialSuite extends AnyFunSuite {
     }
     batches.map { batch =>
       val p = new TableTableJoinProcessor[String, java.lang.Long, java.lang.Long, String](
-        kind, left, right, KafkaTableJoinOracle.joined)
+        kind,
+        left,
+        right,
+        KafkaTableJoinOracle.joined
+      )
       val out = ArrayBuffer.empty[JOut]
       batch.foreach { e =>
         val v = e.value.map(java.lang.Long.valueOf).orNull
@@ -49,7 +59,9 @@ class TableTableJoinDifferentialSuite extends AnyFunSuite {
 
   private val Examples = 12
 
-  for (how <- Seq("inner", "left", "outer"); (lv, rv) <- Seq((false, false), (true, true), (true, false), (false, true)))
+  for (
+    how <- Seq("inner", "left", "outer"); (lv, rv) <- Seq((false, false), (true, true), (true, false), (false, true))
+  )
     test(s"$how join, left versioned=$lv, right versioned=$rv: as Kafka on random input") {
       (1 to Examples).foreach { i =>
         val retention = sample(Gen.choose(0L, 8L), i * 7 + 1)
@@ -61,13 +73,23 @@ class TableTableJoinDifferentialSuite extends AnyFunSuite {
     }
 
   test("the KIP-914 sequence through Kafka and kstate: versioned B ignores the out-of-order b1") {
-    val in = Seq(Seq(TEv(left = true, "k", 0, Some(0)), TEv(left = true, "k", 4, Some(4)),
-      TEv(left = false, "k", 2, Some(2)), TEv(left = false, "k", 1, Some(1))))
+    val in = Seq(Seq(
+      TEv(left = true, "k", 0, Some(0)),
+      TEv(left = true, "k", 4, Some(4)),
+      TEv(left = false, "k", 2, Some(2)),
+      TEv(left = false, "k", 1, Some(1))
+    ))
     val expected = Seq(Seq(JOut("k", Some("4+2"), 4)))
     assert(KafkaTableJoinOracle.run(PkJoin("inner"), leftVersioned = true, rightVersioned = true, 10, in) === expected)
     assert(kstate("inner", lv = true, rv = true, 10, in) === expected)
     val unversioned = Seq(Seq(JOut("k", Some("4+2"), 4), JOut("k", Some("4+1"), 4)))
-    assert(KafkaTableJoinOracle.run(PkJoin("inner"), leftVersioned = false, rightVersioned = false, 10, in) === unversioned)
+    assert(KafkaTableJoinOracle.run(
+      PkJoin("inner"),
+      leftVersioned = false,
+      rightVersioned = false,
+      10,
+      in
+    ) === unversioned)
     assert(kstate("inner", lv = false, rv = false, 10, in) === unversioned)
   }
 }
@@ -79,10 +101,13 @@ object TableTableJoinDifferentialSuite {
   private val value: Gen[Option[Long]] = Gen.frequency(1 -> Gen.const(None), 4 -> Gen.choose(0L, 9L).map(Some(_)))
 
   /** `n` updates of random sides: time mostly moves forward, some are behind (some far). */
-  def records(n: Int): Gen[Seq[TEv]] = Gen.listOfN(n, for {
-    left <- Gen.oneOf(true, false); k <- key; v <- value
-    step <- Gen.frequency(6 -> Gen.choose(0L, 4L), 2 -> Gen.choose(-6L, -1L), 1 -> Gen.choose(-20L, -7L))
-  } yield (left, k, v, step)).map { steps =>
+  def records(n: Int): Gen[Seq[TEv]] = Gen.listOfN(
+    n,
+    for {
+      left <- Gen.oneOf(true, false); k <- key; v <- value
+      step <- Gen.frequency(6 -> Gen.choose(0L, 4L), 2 -> Gen.choose(-6L, -1L), 1 -> Gen.choose(-20L, -7L))
+    } yield (left, k, v, step)
+  ).map { steps =>
     var t = 20L
     steps.map { case (left, k, v, step) =>
       val ts = math.max(0L, t + step)

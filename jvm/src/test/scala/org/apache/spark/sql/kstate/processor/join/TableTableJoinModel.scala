@@ -44,8 +44,13 @@ object TableTableJoinModel {
     }
   }
 
-  final class Join(kind: TableTableJoinKind, leftVersioned: Boolean, rightVersioned: Boolean, graceMs: Long,
-      joiner: (String, String) => String) {
+  final class Join(
+      kind: TableTableJoinKind,
+      leftVersioned: Boolean,
+      rightVersioned: Boolean,
+      graceMs: Long,
+      joiner: (String, String) => String
+  ) {
     val left = new Table(leftVersioned, graceMs)
     val right = new Table(rightVersioned, graceMs)
     var outOfOrder, late, nullKeys, nullTs = 0L

@@ -160,8 +160,13 @@ class TableTableJoinProcessorSuite extends AnyFunSuite {
     h.a("k", "a", 1); h.b("k", "b", 2); h.b("j", "b", 2)
     assert(h.counters(TableTableJoinMetrics.JoinResults) === 1)
     assert(h.counters(TableTableJoinMetrics.NoMatch) === 2)
-    assert(h.counters.reported.keySet === Set("joinResults", "outOfOrderRecordsIgnored", "lateRecordsDropped",
-      "nullKeysDropped", "nullTimestampsDropped"))
+    assert(h.counters.reported.keySet === Set(
+      "joinResults",
+      "outOfOrderRecordsIgnored",
+      "lateRecordsDropped",
+      "nullKeysDropped",
+      "nullTimestampsDropped"
+    ))
   }
 }
 
@@ -173,8 +178,13 @@ object TableTableJoinProcessorSuite {
   def r(newValue: String, oldValue: String, ts: Long, key: String = "k"): TableChange[String, String] =
     TableChange(key, newValue, oldValue, ts, isLatest = true)
 
-  final class Harness(kind: TableTableJoinKind, leftVersioned: Boolean, rightVersioned: Boolean,
-      retentionMs: Long = 100, graceMs: Long = 100) {
+  final class Harness(
+      kind: TableTableJoinKind,
+      leftVersioned: Boolean,
+      rightVersioned: Boolean,
+      retentionMs: Long = 100,
+      graceMs: Long = 100
+  ) {
     private def state(versioned: Boolean) =
       if (versioned) InMemoryTableState.versioned[String, String](retentionMs, graceMs)
       else InMemoryTableState.unversioned[String, String]()

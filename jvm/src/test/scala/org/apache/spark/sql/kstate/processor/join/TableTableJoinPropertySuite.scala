@@ -20,6 +20,7 @@ class TableTableJoinPropertySuite extends AnyFunSuite with ScalaCheckPropertyChe
 
   implicit override val generatorDrivenConfig: PropertyCheckConfiguration =
     PropertyCheckConfiguration(minSuccessful = 300)
+
   /** No shrinking: a shrunk input leaves the generators' domain (keys, values, timestamps). */
   private implicit def noShrink[A]: org.scalacheck.Shrink[A] = org.scalacheck.Shrink.shrinkAny
 
@@ -33,10 +34,16 @@ class TableTableJoinPropertySuite extends AnyFunSuite with ScalaCheckPropertyChe
     ts <- Gen.frequency(12 -> Gen.choose(-10L, 30L).map(Some(_)), 1 -> Gen.const(None))
   } yield Upd(left, k, v, ts)
 
-  private def check(kind: TableTableJoinKind, lv: Boolean, rv: Boolean, graceMs: Long,
-      batches: Seq[MicroBatches.Batch[Upd]]): Unit = {
+  private def check(
+      kind: TableTableJoinKind,
+      lv: Boolean,
+      rv: Boolean,
+      graceMs: Long,
+      batches: Seq[MicroBatches.Batch[Upd]]
+  ): Unit = {
     def state(v: Boolean) =
-      if (v) InMemoryTableState.versioned[String, String](graceMs + 3, graceMs) else InMemoryTableState.unversioned[String, String]()
+      if (v) InMemoryTableState.versioned[String, String](graceMs + 3, graceMs)
+      else InMemoryTableState.unversioned[String, String]()
     val left = new TableSource(state(lv))
     val right = new TableSource(state(rv))
     val model = new Join(kind, lv, rv, graceMs, joiner)
@@ -77,8 +84,12 @@ class TableTableJoinPropertySuite extends AnyFunSuite with ScalaCheckPropertyChe
 
   for (kind <- Seq(TableTableJoinKind.Inner, TableTableJoinKind.Left, TableTableJoinKind.Outer))
     test(s"$kind join: random updates and batch splits, same results as the naive model") {
-      forAll(Gen.oneOf(true, false), Gen.oneOf(true, false), Gen.choose(0L, 8L),
-          MicroBatches.gen(upd, Gen.const(None))) { (lv, rv, grace, batches) =>
+      forAll(
+        Gen.oneOf(true, false),
+        Gen.oneOf(true, false),
+        Gen.choose(0L, 8L),
+        MicroBatches.gen(upd, Gen.const(None))
+      ) { (lv, rv, grace, batches) =>
         check(kind, lv, rv, grace, batches)
       }
     }

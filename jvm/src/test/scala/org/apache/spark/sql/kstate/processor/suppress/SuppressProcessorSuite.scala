@@ -74,8 +74,11 @@ class SuppressProcessorSuite extends AnyFunSuite {
   }
 
   test("rule 6, emit early when full: the oldest records leave early, counted") {
-    val h = new Harness(limitMs = Long.MaxValue, untilWindowCloses = false,
-      BufferLimits(maxRecords = 2, whenFull = WhenFull.EmitEarly))
+    val h = new Harness(
+      limitMs = Long.MaxValue,
+      untilWindowCloses = false,
+      BufferLimits(maxRecords = 2, whenFull = WhenFull.EmitEarly)
+    )
     Seq("a" -> 1L, "b" -> 2L, "c" -> 3L, "d" -> 0L).foreach { case (k, t) => h.record(k, "v", t) }
     assert(h.emitted.map(_.key) === Seq("a", "d"), "d is buffered at 0, older than b and c")
     assert(h.counters(SuppressMetrics.EarlyEvictions) === 2)
@@ -83,8 +86,11 @@ class SuppressProcessorSuite extends AnyFunSuite {
   }
 
   test("rule 6, shut down when full: KSTATE_BUFFER_FULL names the buffer and its limits") {
-    val h = new Harness(limitMs = Long.MaxValue, untilWindowCloses = true,
-      BufferLimits(maxRecords = 1, whenFull = WhenFull.ShutDown))
+    val h = new Harness(
+      limitMs = Long.MaxValue,
+      untilWindowCloses = true,
+      BufferLimits(maxRecords = 1, whenFull = WhenFull.ShutDown)
+    )
     h.record("a", "v", 1L, end = Some(10L))
     val e = intercept[KStateException](h.record("b", "v", 2L, end = Some(10L)))
     assert(e.errorClass === "KSTATE_BUFFER_FULL")
@@ -93,8 +99,11 @@ class SuppressProcessorSuite extends AnyFunSuite {
   }
 
   test("rule 6, spill to disk: strict, nothing leaves early whatever the size") {
-    val h = new Harness(limitMs = Long.MaxValue, untilWindowCloses = false,
-      BufferLimits(maxRecords = 1, maxBytes = 10, whenFull = WhenFull.SpillToDisk))
+    val h = new Harness(
+      limitMs = Long.MaxValue,
+      untilWindowCloses = false,
+      BufferLimits(maxRecords = 1, maxBytes = 10, whenFull = WhenFull.SpillToDisk)
+    )
     (1 to 5).foreach(i => h.record(s"k$i", "value", i.toLong))
     assert(h.emitted.isEmpty)
     assert(h.buffer.numRecords === 5)
@@ -123,13 +132,27 @@ class SuppressProcessorSuite extends AnyFunSuite {
 }
 
 object SuppressProcessorSuite {
-  final class Harness(limitMs: Long, untilWindowCloses: Boolean, limits: BufferLimits = BufferLimits(),
-      shared: InMemorySuppressBuffer[String, String] = null, streamTime: Long = Long.MinValue,
-      val counters: org.apache.spark.sql.kstate.processor.Counters = SuppressMetrics.newCounters()) {
-    val buffer: InMemorySuppressBuffer[String, String] = Option(shared).getOrElse(new InMemorySuppressBuffer[String, String]("op", limits,
-      (k, v) => k.length.toLong + v.length + 16))
+  final class Harness(
+      limitMs: Long,
+      untilWindowCloses: Boolean,
+      limits: BufferLimits = BufferLimits(),
+      shared: InMemorySuppressBuffer[String, String] = null,
+      streamTime: Long = Long.MinValue,
+      val counters: org.apache.spark.sql.kstate.processor.Counters = SuppressMetrics.newCounters()
+  ) {
+    val buffer: InMemorySuppressBuffer[String, String] =
+      Option(shared).getOrElse(new InMemorySuppressBuffer[String, String](
+        "op",
+        limits,
+        (k, v) => k.length.toLong + v.length + 16
+      ))
     val p = new SuppressProcessor[String, String, SuppressedRecord[String, String]](
-      buffer, limitMs, untilWindowCloses, streamTime, counters)
+      buffer,
+      limitMs,
+      untilWindowCloses,
+      streamTime,
+      counters
+    )
     val emitted: ArrayBuffer[SuppressedRecord[String, String]] = ArrayBuffer.empty
     val emit: SuppressedRecord[String, String] => Unit = emitted += _
 

@@ -34,17 +34,30 @@ class SuppressPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     def ctx(bi: Int, what: String) = s"batch $bi $what; $cfg; batches $batches"
     batches.zipWithIndex.foreach { case (batch, bi) =>
       val p = new SuppressProcessor[String, String, SuppressedRecord[String, String]](
-        buffer, cfg.limitMs, cfg.untilWindowCloses, streamTime, counters)
+        buffer,
+        cfg.limitMs,
+        cfg.untilWindowCloses,
+        streamTime,
+        counters
+      )
       batch.watermark.foreach { w => p.advanceStreamTime(w); model.advance(w) }
       batch.recs.zipWithIndex.foreach { case (r, ri) =>
         val got = ArrayBuffer.empty[Out]
         val expected = model.process(r)
-        val thrown = try {
-          p.process(r.key, r.key == null, r.value, r.ts.getOrElse(0L), r.ts.isEmpty,
-            r.bufferTime(cfg).getOrElse(0L), r.bufferTime(cfg).isEmpty,
-            e => got += Out(e.key, e.value, e.bufferTime, e.recordTime))
-          None
-        } catch { case e: KStateException => Some(e) }
+        val thrown =
+          try {
+            p.process(
+              r.key,
+              r.key == null,
+              r.value,
+              r.ts.getOrElse(0L),
+              r.ts.isEmpty,
+              r.bufferTime(cfg).getOrElse(0L),
+              r.bufferTime(cfg).isEmpty,
+              e => got += Out(e.key, e.value, e.bufferTime, e.recordTime)
+            )
+            None
+          } catch { case e: KStateException => Some(e) }
         expected match {
           case Left(Full) =>
             assert(thrown.map(_.errorClass) === Some("KSTATE_BUFFER_FULL"), ctx(bi, s"record $ri $r"))
@@ -102,8 +115,16 @@ class SuppressPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   }
 
   test("extreme timestamps and limits (no overflow): same emissions as the exact BigInt model") {
-    val extreme = Gen.oneOf(Long.MinValue + 1, Long.MinValue + 2, -1L, 0L, 1L, Long.MaxValue - 6,
-      Long.MaxValue - 1, Long.MaxValue)
+    val extreme = Gen.oneOf(
+      Long.MinValue + 1,
+      Long.MinValue + 2,
+      -1L,
+      0L,
+      1L,
+      Long.MaxValue - 6,
+      Long.MaxValue - 1,
+      Long.MaxValue
+    )
     val ts = Gen.frequency(8 -> extreme.map(Some(_)), 1 -> Gen.const(None))
     val wm = Gen.frequency(3 -> Gen.const(None), 1 -> extreme.map(Some(_)))
     val limit = Gen.oneOf(0L, 1L, Long.MaxValue / 2, Long.MaxValue)
@@ -114,16 +135,20 @@ class SuppressPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
 }
 
 object SuppressPropertySuite {
+
   /** A record's bytes in the test buffer (the model counts the same way). */
   val recordBytes: (String, String) => Long = (k, v) => k.length.toLong + v.length + 16
 
   final case class Cfg(untilWindowCloses: Boolean, limitMs: Long, limits: BufferLimits)
 
   final case class Rec(key: String, value: String, ts: Option[Long]) {
+
     /** Window end: the record's 5 ms tumbling window (saturating), or its timestamp. */
     def bufferTime(c: Cfg): Option[Long] =
       if (!c.untilWindowCloses) ts
-      else ts.filter(_ % 7 != 3).map(t => { val s = Math.floorDiv(t, 5L) * 5L; if (s > Long.MaxValue - 5) Long.MaxValue else s + 5 })
+      else ts.filter(_ % 7 != 3).map(t => {
+        val s = Math.floorDiv(t, 5L) * 5L; if (s > Long.MaxValue - 5) Long.MaxValue else s + 5
+      })
     override def toString: String = s"${Option(key).getOrElse("null")}=$value@${MicroBatches.showTs(ts)}"
   }
   type Batch = MicroBatches.Batch[Rec]
@@ -173,7 +198,9 @@ object SuppressPropertySuite {
     private def expiry: Option[BigInt] = Some(streamTime - cfg.limitMs).filter(_ > min)
     def records: Long = entries.size.toLong
     def bytes: Long = entries.map { case (k, (v, _, _)) => recordBytes(k, v) }.sum
-    private def oldestFirst: Seq[(String, (String, Long, Long))] = entries.toSeq.sortBy { case (k, (_, bt, _)) => (bt, k) }
+    private def oldestFirst: Seq[(String, (String, Long, Long))] = entries.toSeq.sortBy { case (k, (_, bt, _)) =>
+      (bt, k)
+    }
     private def out(e: (String, (String, Long, Long))): Out = Out(e._1, e._2._1, e._2._2, e._2._3)
     private def over: Boolean = records > cfg.limits.maxRecords || bytes > cfg.limits.maxBytes
 

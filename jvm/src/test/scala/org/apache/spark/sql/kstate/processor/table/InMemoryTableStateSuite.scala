@@ -97,7 +97,9 @@ class InMemoryTableStateSuite extends AnyFunSuite {
     assert(s.put("k", L(1), Long.MinValue + 1) == Latest)
   }
 
-  test("versioned: the latest is the largest timestamp; an older put goes into history, returning the next version's time") {
+  test(
+    "versioned: the latest is the largest timestamp; an older put goes into history, returning the next version's time"
+  ) {
     val s = versioned()
     assert(s.put("k", L(1), 10) == Latest)
     assert(s.put("k", L(3), 30) == Latest)

@@ -16,7 +16,8 @@ class TableFilterProcessorSuite extends AnyFunSuite {
 
   test("rule 1: the predicate is never called on null, and sees the key") {
     var calls = List.empty[(String, java.lang.Long)]
-    val f = new TableFilterProcessor[String, java.lang.Long]((k, v) => { calls ::= ((k, v)); k == "k" }, versioned = true)
+    val f =
+      new TableFilterProcessor[String, java.lang.Long]((k, v) => { calls ::= ((k, v)); k == "k" }, versioned = true)
     f.process(C("k", Tomb, Tomb, 1))
     assert(calls.isEmpty)
     assert(f.process(C("j", L(1), Tomb, 2)) == C("j", null, null, 2))
@@ -28,8 +29,11 @@ class TableFilterProcessorSuite extends AnyFunSuite {
     assert(f.process(C("k", L(2), L(3), 1)) == C("k", L(2), null, 1))
     assert(f.process(C("k", L(4), L(2), 2)) == C("k", L(4), L(2), 2))
     var calls = 0
-    val g = new TableFilterProcessor[String, java.lang.Long]((_, v) => { calls += 1; v % 2 == 0 },
-      versioned = false, sendOldValues = false)
+    val g = new TableFilterProcessor[String, java.lang.Long](
+      (_, v) => { calls += 1; v % 2 == 0 },
+      versioned = false,
+      sendOldValues = false
+    )
     assert(g.process(C("k", L(4), L(2), 2)) == C("k", L(4), null, 2))
     assert(calls == 1)
   }
@@ -74,7 +78,7 @@ class TableFilterProcessorSuite extends AnyFunSuite {
   private val keepV: (String, String) => Boolean = (_, v) => v.startsWith("v")
   private def kipExample(versioned: Boolean, updates: Seq[(String, Long)]): Seq[(String, Long)] = {
     val state = if (versioned) InMemoryTableState.versioned[String, String](100, 100)
-      else InMemoryTableState.unversioned[String, String]()
+    else InMemoryTableState.unversioned[String, String]()
     val source = new TableSource(state)
     val filter = new TableFilterProcessor(keepV, versioned)
     updates.flatMap { case (v, ts) => Option(filter.process(source.update("k", v, ts))) }
@@ -100,7 +104,9 @@ class TableFilterProcessorSuite extends AnyFunSuite {
     assert(downstream.getAsOf("k", 3) == TableState.Versioned("v2", 3))
   }
 
-  test("filter difference D1: a materialized table's filter drops the tombstones Kafka's unmaterialized source forwards") {
+  test(
+    "filter difference D1: a materialized table's filter drops the tombstones Kafka's unmaterialized source forwards"
+  ) {
     def run(sendOldValues: Boolean) = {
       val source = new TableSource(InMemoryTableState.unversioned[String, java.lang.Long]())
       val f = new TableFilterProcessor[String, java.lang.Long]((_, v) => v > 0, versioned = false, sendOldValues)

@@ -96,12 +96,20 @@ class TableKafkaDifferentialSuite extends AnyFunSuite with ScalaCheckPropertyChe
   test("source difference D3: Kafka's versioned store forgets a tombstone replacing the latest version at its own " +
     "timestamp; kstate keeps it, so a later out-of-order update's old value is null, not the older version") {
     val p = Pipeline(Versioned(15, 15), Seq(MapValues))
-    val recs = Seq(Rec(Some("c"), Some(6), Some(33)), Rec(Some("c"), None, Some(33)), Rec(Some("c"), Some(3), Some(19)),
-      Rec(Some("c"), Some(7), Some(26)))
+    val recs = Seq(
+      Rec(Some("c"), Some(6), Some(33)),
+      Rec(Some("c"), None, Some(33)),
+      Rec(Some("c"), Some(3), Some(19)),
+      Rec(Some("c"), Some(7), Some(26))
+    )
     val kafka = KafkaTableOracle.runWithOldValues(p, recs)
     val ours = changes(p, Seq(recs)).map(c => OutWithOld(c.key, opt(c.newValue), opt(c.oldValue), c.timestamp))
-    assert(ours == Seq(OutWithOld("c", Some(60), None, 33), OutWithOld("c", None, Some(60), 33),
-      OutWithOld("c", Some(30), None, 19), OutWithOld("c", None, None, 26))) // 7 maps to null
+    assert(ours == Seq(
+      OutWithOld("c", Some(60), None, 33),
+      OutWithOld("c", None, Some(60), 33),
+      OutWithOld("c", Some(30), None, 19),
+      OutWithOld("c", None, None, 26)
+    )) // 7 maps to null
     assert(kafka == ours.init :+ OutWithOld("c", None, Some(30), 26)) // Kafka: 3 @19 became the latest
     // kstate's 3 @19 went into history, before the tombstone @33
     val src = changes(Pipeline(Versioned(15, 15), Nil), Seq(recs.take(3)))
@@ -109,10 +117,19 @@ class TableKafkaDifferentialSuite extends AnyFunSuite with ScalaCheckPropertyChe
   }
 
   test("every source kind and step, on one fixed changelog with out-of-order, late and duplicate tombstones") {
-    val recs = Seq(Rec(Some("a"), Some(2), Some(10)), Rec(Some("a"), Some(3), Some(12)), Rec(Some("a"), None, Some(14)),
-      Rec(Some("a"), None, Some(15)), Rec(Some("a"), Some(4), Some(13)), Rec(Some("b"), Some(7), Some(30)),
-      Rec(None, Some(1), Some(31)), Rec(Some("a"), Some(6), Some(1)), Rec(Some("c"), Some(5), Some(25)),
-      Rec(Some("c"), None, Some(26)), Rec(Some("b"), None, Some(29)))
+    val recs = Seq(
+      Rec(Some("a"), Some(2), Some(10)),
+      Rec(Some("a"), Some(3), Some(12)),
+      Rec(Some("a"), None, Some(14)),
+      Rec(Some("a"), None, Some(15)),
+      Rec(Some("a"), Some(4), Some(13)),
+      Rec(Some("b"), Some(7), Some(30)),
+      Rec(None, Some(1), Some(31)),
+      Rec(Some("a"), Some(6), Some(1)),
+      Rec(Some("c"), Some(5), Some(25)),
+      Rec(Some("c"), None, Some(26)),
+      Rec(Some("b"), None, Some(29))
+    )
     for {
       src <- Seq(Unmaterialized, Unversioned, Versioned(10, 10))
       steps <- Seq(Nil, Seq(Filter), Seq(FilterNot), Seq(MapValues), Seq(MapValues, Filter), Seq(Filter, MapValues))
@@ -122,8 +139,10 @@ class TableKafkaDifferentialSuite extends AnyFunSuite with ScalaCheckPropertyChe
     }
   }
 
-  test("filter difference D1: kstate's tables are always materialized, so over Kafka's unmaterialized source a filter " +
-    "also drops duplicate tombstones: Kafka's output minus exactly the tombstones after a tombstone") {
+  test(
+    "filter difference D1: kstate's tables are always materialized, so over Kafka's unmaterialized source a filter " +
+      "also drops duplicate tombstones: Kafka's output minus exactly the tombstones after a tombstone"
+  ) {
     val filterLast = Gen.oneOf(Seq(Filter), Seq(FilterNot), Seq(MapValues, Filter), Seq(Filter, FilterNot))
     forAll(filterLast, batchesGen) { (steps, batches) =>
       val kafka = KafkaTableOracle.run(Pipeline(Unmaterialized, steps), batches.flatten)

@@ -27,8 +27,10 @@ class TableMapValuesProcessorSuite extends AnyFunSuite {
     assert(m.process(C("k", L(2), L(1), 5)) == TableChange("k", "k=2", "k=1", 5, true))
     assert(calls == List(L(2), L(1)))
     calls = Nil
-    val n = new TableMapValuesProcessor[String, java.lang.Long, String]((k, v) => { calls :+= v; show(k, v) },
-      sendOldValues = false)
+    val n = new TableMapValuesProcessor[String, java.lang.Long, String](
+      (k, v) => { calls :+= v; show(k, v) },
+      sendOldValues = false
+    )
     assert(n.process(C("k", L(2), L(1), 5)) == TableChange("k", "k=2", null, 5, true))
     assert(calls == List(L(2)))
   }

@@ -53,7 +53,9 @@ final class TableModel(p: Pipeline) {
             case Filter | FilterNot =>
               def keeps(v: Long) = predicate(key, v) != (step == FilterNot)
               nv = nv.filter(keeps); ov = if (sendOld) ov.filter(keeps) else None
-              if (!p.source.versioned && sendOld && nv.isEmpty && ov.isEmpty) { dropped = true; duplicateTombstones += 1 }
+              if (!p.source.versioned && sendOld && nv.isEmpty && ov.isEmpty) {
+                dropped = true; duplicateTombstones += 1
+              }
             case MapValues =>
               def m(v: Long) = Option(mapper(key, v)).map(_.longValue)
               nv = nv.flatMap(m); ov = if (sendOld) ov.flatMap(m) else None

@@ -12,6 +12,7 @@ object TablePipeline {
   type V = java.lang.Long
 
   sealed trait Source { def versioned: Boolean = false }
+
   /**
    * Kafka's `builder.table(topic)` with no store name: old values unknown downstream. kstate's
    * equivalent: its (always materialized) source, then steps with `sendOldValues = false`.
@@ -53,8 +54,13 @@ object TablePipeline {
 
     /** The change reaching the end of the chain, or null. */
     def process(r: Rec): TableChange[String, V] = {
-      var c = source.process(r.key.orNull, r.key.isEmpty, r.value.map(java.lang.Long.valueOf).orNull,
-        r.ts.getOrElse(0L), r.ts.isEmpty)
+      var c = source.process(
+        r.key.orNull,
+        r.key.isEmpty,
+        r.value.map(java.lang.Long.valueOf).orNull,
+        r.ts.getOrElse(0L),
+        r.ts.isEmpty
+      )
       val it = steps.iterator
       while (c != null && it.hasNext) c = it.next()(c)
       c

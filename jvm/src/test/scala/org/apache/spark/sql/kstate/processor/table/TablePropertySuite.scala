@@ -29,7 +29,8 @@ class TablePropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       batch.recs.zipWithIndex.foreach { case (r, ri) =>
         val expected = model.process(r)
         val got = Option(run.process(r)).map(c =>
-          (c.key, Option(c.newValue).map(_.longValue), Option(c.oldValue).map(_.longValue), c.timestamp, c.isLatest))
+          (c.key, Option(c.newValue).map(_.longValue), Option(c.oldValue).map(_.longValue), c.timestamp, c.isLatest)
+        )
         assert(got == expected, s"batch $bi record $ri $r; pipeline $p; batches $batches")
       }
     }
@@ -57,8 +58,10 @@ class TablePropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
 
 object TablePropertySuite {
   val sourceGen: Gen[Source] = Gen.frequency(
-    1 -> Gen.const(Unmaterialized), 2 -> Gen.const(Unversioned),
-    3 -> (for (g <- Gen.choose(0L, 15L); extra <- Gen.choose(0L, 15L)) yield Versioned(g + extra, g)))
+    1 -> Gen.const(Unmaterialized),
+    2 -> Gen.const(Unversioned),
+    3 -> (for (g <- Gen.choose(0L, 15L); extra <- Gen.choose(0L, 15L)) yield Versioned(g + extra, g))
+  )
 
   val pipelineGen: Gen[Pipeline] = for {
     s <- sourceGen

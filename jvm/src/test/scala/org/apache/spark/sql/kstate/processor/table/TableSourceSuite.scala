@@ -37,7 +37,8 @@ class TableSourceSuite extends AnyFunSuite {
 
   private def processor(versioned: Boolean) = new TableSourceProcessor[String, java.lang.Long](
     new TableSource(if (versioned) InMemoryTableState.versioned[String, java.lang.Long](100, 10)
-    else InMemoryTableState.unversioned[String, java.lang.Long]()))
+    else InMemoryTableState.unversioned[String, java.lang.Long]())
+  )
 
   test("rule 1: a null key is dropped and counted; stream time unchanged") {
     Seq(false, true).foreach { v =>
@@ -81,14 +82,16 @@ class TableSourceSuite extends AnyFunSuite {
   test("counters of another operator are refused") {
     intercept[IllegalArgumentException](new TableSourceProcessor[String, java.lang.Long](
       new TableSource(InMemoryTableState.unversioned[String, java.lang.Long]()),
-      org.apache.spark.sql.kstate.processor.dedup.DedupMetrics.newCounters()))
+      org.apache.spark.sql.kstate.processor.dedup.DedupMetrics.newCounters()
+    ))
   }
 
   test("source difference D2: grace is separate from history retention; an update older than stream time - grace " +
     "but within retention is dropped (Kafka, grace = retention, would put it)") {
     def run(grace: Long) = {
       val p = new TableSourceProcessor[String, java.lang.Long](
-        new TableSource(InMemoryTableState.versioned[String, java.lang.Long](100, grace)))
+        new TableSource(InMemoryTableState.versioned[String, java.lang.Long](100, grace))
+      )
       p.process("k", keyIsNull = false, L(1), 50, tsIsNull = false)
       (p.process("k", keyIsNull = false, L(2), 39, tsIsNull = false), p.counters(UpdatesNotPut))
     }

@@ -31,12 +31,19 @@ class TableStateStorePropertySuite extends AnyFunSuite with ScalaCheckPropertyCh
       8 -> (for (k <- key; v <- Gen.option(Gen.alphaLowerStr.map(_.take(3))); t <- ts) yield Put(k, v.orNull, t)),
       3 -> key.map(Get),
       6 -> (for (k <- key; t <- Gen.choose(-5L, 130L)) yield GetAsOf(k, t)),
-      1 -> Gen.const(Commit), 1 -> Gen.const(Cleanup))
+      1 -> Gen.const(Commit),
+      1 -> Gen.const(Cleanup)
+    )
   }
 
   test("property: InMemoryTableState.versioned behaves as VersionedKeyValueStore") {
-    forAll(Gen.listOfN(80, ops), Gen.choose(0L, 40L), Gen.choose(0L, 40L), Gen.choose(1L, 30L),
-      minSuccessful(60)) { (program, g, extra, segment) =>
+    forAll(
+      Gen.listOfN(80, ops),
+      Gen.choose(0L, 40L),
+      Gen.choose(0L, 40L),
+      Gen.choose(1L, 30L),
+      minSuccessful(60)
+    ) { (program, g, extra, segment) =>
       val (retention, grace) = (g + extra, g)
       val heap = InMemoryTableState.versioned[String, String](retention, grace)
       val p: KStateStoreProvider = ProviderFixture.open(ProviderFixture.tmp(), schema, schema)

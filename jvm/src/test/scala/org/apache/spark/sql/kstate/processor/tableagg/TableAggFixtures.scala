@@ -3,7 +3,18 @@ package org.apache.spark.sql.kstate.processor.tableagg
 import io.kstate.oracle.{Ev, TableAggCase}
 import io.kstate.oracle.KafkaTableAggregateOracle.AggOut
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Add, AttributeReference, EqualTo, If, Literal, Multiply, Remainder, Subtract, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{
+  Add,
+  AttributeReference,
+  EqualTo,
+  If,
+  Literal,
+  Multiply,
+  Remainder,
+  Subtract,
+  UnsafeProjection,
+  UnsafeRow
+}
 import org.apache.spark.sql.kstate.execution.ExpressionTableAggregator
 import org.apache.spark.sql.kstate.plans.TableAggregateSpec
 import org.apache.spark.sql.kstate.processor.table.{InMemoryTableState, TableChange, TableState}
@@ -26,21 +37,35 @@ object TableAggFixtures {
     case TableAggCase.Sum => TableAggregator.sum[String]
     case TableAggCase.DeletingReduce => TableAggregator.reduce[String, L](c.reduceAdd, c.reduceSubtract)
     case TableAggCase.Chain => TableAggregator.aggregate[String, L, L](
-      () => TableAggCase.chainInit, TableAggCase.chainAdd, TableAggCase.chainSubtract)
+        () => TableAggCase.chainInit,
+        TableAggCase.chainAdd,
+        TableAggCase.chainSubtract
+      )
   }
 
   def sourceState(historyRetentionMs: Option[Long]): TableState[String, L] =
-    historyRetentionMs.fold(InMemoryTableState.unversioned[String, L]())(r => InMemoryTableState.versioned[String, L](r, r))
+    historyRetentionMs.fold(InMemoryTableState.unversioned[String, L]())(r =>
+      InMemoryTableState.versioned[String, L](r, r)
+    )
 
   def partitionOf(n: Int)(key: String): Int = Math.floorMod(key.hashCode, n)
 
   /** Both stages on `sourcePartitions` table partitions and `groupPartitions` group partitions. */
-  def driver(c: TableAggCase, historyRetentionMs: Option[Long], sourcePartitions: Int = 1, groupPartitions: Int = 1,
-      aggregatorOf: TableAggCase => TableAggregator[String, L, L] = aggregator): Driver =
+  def driver(
+      c: TableAggCase,
+      historyRetentionMs: Option[Long],
+      sourcePartitions: Int = 1,
+      groupPartitions: Int = 1,
+      aggregatorOf: TableAggCase => TableAggregator[String, L, L] = aggregator
+  ): Driver =
     new TableAggregationDriver[String, L, String, L, L](
-      IndexedSeq.fill(sourcePartitions)(sourceState(historyRetentionMs)), partitionOf(sourcePartitions),
-      IndexedSeq.fill(groupPartitions)(InMemoryTableState.unversioned[String, L]()), partitionOf(groupPartitions),
-      selector, aggregatorOf(c))
+      IndexedSeq.fill(sourcePartitions)(sourceState(historyRetentionMs)),
+      partitionOf(sourcePartitions),
+      IndexedSeq.fill(groupPartitions)(InMemoryTableState.unversioned[String, L]()),
+      partitionOf(groupPartitions),
+      selector,
+      aggregatorOf(c)
+    )
 
   /**
    * [[TableAggCase.Chain]] as `KGroupedTable.aggregate` runs it: Catalyst expressions over the
@@ -53,9 +78,17 @@ object TableAggFixtures {
     val a = AttributeReference(TableAggregateSpec.AggregatePlaceholder, LongType)()
     val v = AttributeReference(TableAggregateSpec.ValuePlaceholder, LongType)()
     val adder = Add(Add(Multiply(a, Literal(3L)), v), Literal(2L))
-    val subtractor = If(EqualTo(Remainder(Subtract(a, v), Literal(4L)), Literal(0L)), Literal(null, LongType), Subtract(a, v))
-    val spec = TableAggregateSpec.aggregate(Seq(gv), Literal(TableAggCase.chainInit.longValue), "chain", adder,
-      subtractor, a, v)
+    val subtractor =
+      If(EqualTo(Remainder(Subtract(a, v), Literal(4L)), Literal(0L)), Literal(null, LongType), Subtract(a, v))
+    val spec = TableAggregateSpec.aggregate(
+      Seq(gv),
+      Literal(TableAggCase.chainInit.longValue),
+      "chain",
+      adder,
+      subtractor,
+      a,
+      v
+    )
     val rows = new ExpressionTableAggregator(spec)
     val toRow = UnsafeProjection.create(Seq(gv), Seq(gv))
     def row(l: L): UnsafeRow = if (l == null) null else toRow(InternalRow(l.longValue)).copy()

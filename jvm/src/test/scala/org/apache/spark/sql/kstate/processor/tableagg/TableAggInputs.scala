@@ -44,7 +44,8 @@ object TableAggInputs {
   def batches(n: Int): Gen[Seq[Seq[Ev]]] = records(n).flatMap(split)
 
   /** [[batches]] around 0: negative event times included (kstate only; Kafka rejects them). */
-  def batchesWithNegativeTimes(n: Int): Gen[Seq[Seq[Ev]]] = records(n, origin = -10L, floor = Long.MinValue).flatMap(split)
+  def batchesWithNegativeTimes(n: Int): Gen[Seq[Seq[Ev]]] =
+    records(n, origin = -10L, floor = Long.MinValue).flatMap(split)
 
   /** None: unversioned; Some(r): versioned with history retention (and grace) r. */
   val retention: Gen[Option[Long]] = Gen.frequency(1 -> Gen.const(None), 2 -> Gen.choose(0L, 15L).map(Some(_)))

@@ -24,13 +24,20 @@ class TableAggregateKafkaDifferentialSuite extends AnyFunSuite {
   private def sample[A](g: Gen[A], seed: Long): A = g.pureApply(Gen.Parameters.default, Seed(seed))
 
   /** Compares both engines; returns kstate's driver (for its counters) and Kafka's output. */
-  private def compare(c: TableAggCase, retention: Option[Long], input: Seq[Seq[Ev]],
-      aggregatorOf: TableAggCase => TableAggregator[String, java.lang.Long, java.lang.Long] = TableAggFixtures.aggregator)
+  private def compare(
+      c: TableAggCase,
+      retention: Option[Long],
+      input: Seq[Seq[Ev]],
+      aggregatorOf: TableAggCase => TableAggregator[String, java.lang.Long, java.lang.Long] =
+        TableAggFixtures.aggregator
+  )
       : (TableAggFixtures.Driver, Seq[Seq[AggOut]]) = {
     val kafka = KafkaTableAggregateOracle.run(c, retention, input)
     val d = TableAggFixtures.driver(c, retention, aggregatorOf = aggregatorOf)
     val ours = input.map(b => d.runBatch(b.map(TableAggFixtures.update(_))).map(TableAggFixtures.out))
-    withClue(s"case $c retention $retention\ninput ${input.map(_.mkString(" ")).mkString(" | ")}\nkafka  $kafka\nkstate $ours\n") {
+    withClue(
+      s"case $c retention $retention\ninput ${input.map(_.mkString(" ")).mkString(" | ")}\nkafka  $kafka\nkstate $ours\n"
+    ) {
       assert(ours === kafka)
     }
     (d, kafka)
@@ -49,7 +56,8 @@ class TableAggregateKafkaDifferentialSuite extends AnyFunSuite {
     val in = Seq(
       Seq(e("a", 5, 3), e("a", 6, 4), Ev("a", 7, None), Ev("a", 8, None)), // g0, no group, tombstone twice
       Seq(e("b", 9, 2), e("c", 9, 2), e("b", 10, 5), e("c", 11, 8)), // g2 twice, moves within g2, value 8: no value
-      Seq(e("d", 30, 0), e("a", 12, 3), e("b", 2, 1))) // a and b behind stream time 30
+      Seq(e("d", 30, 0), e("a", 12, 3), e("b", 2, 1))
+    ) // a and b behind stream time 30
     for (c <- TableAggCase.all; r <- Seq(None, Some(0L), Some(20L))) compare(c, r, in)
   }
 
@@ -77,8 +85,12 @@ class TableAggregateKafkaDifferentialSuite extends AnyFunSuite {
       "table: as Kafka's aggregate on random input") {
       val runs = (1 to 6).map { i =>
         val r = if (versioned) Some(sample(Gen.choose(0L, 15L), i + 50)) else None
-        compare(TableAggCase.Chain, r, sample(TableAggInputs.batches(16), i * 37L + (if (versioned) 11 else 0)),
-          _ => TableAggFixtures.expressionChain)
+        compare(
+          TableAggCase.Chain,
+          r,
+          sample(TableAggInputs.batches(16), i * 37L + (if (versioned) 11 else 0)),
+          _ => TableAggFixtures.expressionChain
+        )
       }
       assert(runs.map(_._2.flatten.length).sum > 30)
       assert(runs.exists(_._2.flatten.exists(_.value.isEmpty)), "some group was deleted by the subtractor")

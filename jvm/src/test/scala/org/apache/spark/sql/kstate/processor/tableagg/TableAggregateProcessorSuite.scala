@@ -16,8 +16,10 @@ class TableAggregateProcessorSuite extends AnyFunSuite {
   type L = java.lang.Long
   private type Res = (String, L, L, Long) // group, new aggregate, old aggregate, timestamp
 
-  private final class Harness[A](aggregator: TableAggregator[String, L, A],
-      val state: TableState[String, A] = InMemoryTableState.unversioned[String, A]()) {
+  private final class Harness[A](
+      aggregator: TableAggregator[String, L, A],
+      val state: TableState[String, A] = InMemoryTableState.unversioned[String, A]()
+  ) {
     val p = new TableAggregateProcessor(aggregator, state)
     def apply(changes: GroupChange[String, L]*): Seq[TableChange[String, A]] = {
       val out = ArrayBuffer.empty[TableChange[String, A]]
@@ -29,7 +31,8 @@ class TableAggregateProcessorSuite extends AnyFunSuite {
   private def add(g: String, v: L, ts: Long) = GroupChange[String, L](g, v, null, ts)
   private def sub(g: String, v: L, ts: Long) = GroupChange[String, L](g, null, v, ts)
   private def both(g: String, newV: L, oldV: L, ts: Long) = GroupChange[String, L](g, newV, oldV, ts)
-  private def res(out: Seq[TableChange[String, L]]): Seq[Res] = out.map(c => (c.key, c.newValue, c.oldValue, c.timestamp))
+  private def res(out: Seq[TableChange[String, L]]): Seq[Res] =
+    out.map(c => (c.key, c.newValue, c.oldValue, c.timestamp))
 
   private val sum = TableAggregator.sum[String]
   private val deletingReduce = TableAggregator.reduce[String, L](_ + _, (a, v) => if (a - v == 0L) null else a - v)
@@ -48,7 +51,11 @@ class TableAggregateProcessorSuite extends AnyFunSuite {
   }
 
   test("rule 2: after a subtract deleted the aggregate, add restarts from the initializer (aggregate)") {
-    val chain = TableAggregator.aggregate[String, L, L](() => 100L, (_, v, a) => a + v, (_, v, a) => if (a - v == 100L) null else a - v)
+    val chain = TableAggregator.aggregate[String, L, L](
+      () => 100L,
+      (_, v, a) => a + v,
+      (_, v, a) => if (a - v == 100L) null else a - v
+    )
     val h = new Harness(chain)
     // g: 100+5=105; then the row moves within g from 5 to 7: 105-5=100 -> null (deleted), add 7 to a fresh 100
     assert(res(h(add("g", 5L, 1L), both("g", 7L, 5L, 2L))) === Seq(("g", 105L, null, 1L), ("g", 107L, 105L, 2L)))
@@ -94,7 +101,9 @@ class TableAggregateProcessorSuite extends AnyFunSuite {
     assert(res(h(add("g", 5L, 1L), sub("g", 5L, 2L))) === Seq(("g", 5L, null, 1L), ("g", 0L, 5L, 2L)))
   }
 
-  test("rule 6: a versioned result store that rejects the aggregate: nothing emitted, counted; isLatest from the store") {
+  test(
+    "rule 6: a versioned result store that rejects the aggregate: nothing emitted, counted; isLatest from the store"
+  ) {
     val h = new Harness(sum, InMemoryTableState.versioned[String, L](5L, 5L))
     // g@20 then h@30 moves stream time to 30; a new group k at 3 < 30-5 is not stored
     val out = h(add("g", 1L, 20L), add("h", 1L, 30L), add("k", 1L, 3L), add("g", 1L, 26L))
@@ -103,7 +112,11 @@ class TableAggregateProcessorSuite extends AnyFunSuite {
     // a re-created group at an older time than its tombstone goes into history: isLatest false
     val d = new Harness(deletingReduce, InMemoryTableState.versioned[String, L](100L, 100L))
     val o2 = d(add("g", 5L, 10L), sub("g", 5L, 12L), add("g", 2L, 11L))
-    assert(o2.map(c => (c.newValue, c.timestamp, c.isLatest)) === Seq((5L, 10L, true), (null, 12L, true), (2L, 11L, false)))
+    assert(o2.map(c => (c.newValue, c.timestamp, c.isLatest)) === Seq(
+      (5L, 10L, true),
+      (null, 12L, true),
+      (2L, 11L, false)
+    ))
   }
 
   // ---- KIP-914's example through both stages ------------------------------------------------
@@ -122,19 +135,25 @@ class TableAggregateProcessorSuite extends AnyFunSuite {
     assert(kip(TableAggCase.Count, versioned = false, 0L, 1L, 3L) === Seq(
       Seq(o("g0", 1, 1)),
       Seq(o("g0", 0, 10), o("g1", 1, 10)),
-      Seq(o("g1", 0, 10), o("g0", 1, 10))))
+      Seq(o("g1", 0, 10), o("g0", 1, 10))
+    ))
   }
 
   test("KIP-914 example, count, re-grouped rows: versioned ignores v3 (older than v2)") {
     assert(kip(TableAggCase.Count, versioned = true, 0L, 1L, 3L) === Seq(
       Seq(o("g0", 1, 1)),
       Seq(o("g0", 0, 10), o("g1", 1, 10)),
-      Nil))
+      Nil
+    ))
   }
 
   test("KIP-914 example, sum, one group: unversioned ends with v3, versioned with v2") {
     // 0, 3, 6 are all in g0
-    assert(kip(TableAggCase.Sum, versioned = false, 3L, 6L, 0L) === Seq(Seq(o("g0", 3, 1)), Seq(o("g0", 6, 10)), Seq(o("g0", 0, 10))))
+    assert(kip(TableAggCase.Sum, versioned = false, 3L, 6L, 0L) === Seq(
+      Seq(o("g0", 3, 1)),
+      Seq(o("g0", 6, 10)),
+      Seq(o("g0", 0, 10))
+    ))
     assert(kip(TableAggCase.Sum, versioned = true, 3L, 6L, 0L) === Seq(Seq(o("g0", 3, 1)), Seq(o("g0", 6, 10)), Nil))
   }
 
@@ -144,14 +163,17 @@ class TableAggregateProcessorSuite extends AnyFunSuite {
       TableAggFixtures.update(Ev(null, 1L, Some(0L))),
       TableAggFixtures.update(Ev("k", 1L, Some(0L)), timestampIsNull = true),
       TableAggFixtures.update(Ev("k", 20L, Some(0L))),
-      TableAggFixtures.update(Ev("j", 10L, Some(0L))))) // 10 < 20 - 5: not stored
+      TableAggFixtures.update(Ev("j", 10L, Some(0L)))
+    )) // 10 < 20 - 5: not stored
     assert(out.map(TableAggFixtures.out) === Seq(o("g0", 1, 20)))
     assert(d.regroupCounters(TableRegroupMetrics.NullKeys) === 1)
     assert(d.regroupCounters(TableRegroupMetrics.NullTimestamps) === 1)
     assert(d.regroupCounters(TableRegroupMetrics.NotPut) === 1)
   }
 
-  test("driver: each group partition merges the table partitions' changes in Kafka task order (running max time, then partition)") {
+  test(
+    "driver: each group partition merges the table partitions' changes in Kafka task order (running max time, then partition)"
+  ) {
     // keys "a" and "b" in different table partitions, both moving rows into group g0
     val p = TableAggFixtures.partitionOf(2) _
     assert(p("a") != p("b"))
@@ -163,7 +185,11 @@ class TableAggregateProcessorSuite extends AnyFunSuite {
       TableAggCase.chainAdd("g0", add, if (rest == null) TableAggCase.chainInit else rest)
     }
     // by time across partitions: partition 1's change at 1 before partition 0's at 2
-    val out = d.runBatch(Seq(Ev(second, 1L, Some(0L)), Ev(first, 2L, Some(3L)), Ev(second, 3L, Some(6L))).map(TableAggFixtures.update(_)))
+    val out = d.runBatch(Seq(
+      Ev(second, 1L, Some(0L)),
+      Ev(first, 2L, Some(3L)),
+      Ev(second, 3L, Some(6L))
+    ).map(TableAggFixtures.update(_)))
     val s0 = TableAggCase.chainAdd("g0", 0L, TableAggCase.chainInit).longValue
     val f3 = TableAggCase.chainAdd("g0", 3L, s0).longValue
     val s6 = change(f3, 0L, 6L)

@@ -30,8 +30,10 @@ class TableAggregatePropertySuite extends AnyFunSuite with ScalaCheckPropertyChe
   /** The driver's output for `batches`; record i of the whole input has a null timestamp if in `nulls`. */
   private def driverRun(d: TableAggFixtures.Driver, batches: Seq[Seq[Ev]], nulls: Set[Int]): Seq[Seq[Res]] = {
     var i = -1
-    batches.map(b => d.runBatch(b.map { e => i += 1; TableAggFixtures.update(e, nulls(i)) })
-      .map(c => Res(c.key, Option(c.newValue).map(_.longValue), Option(c.oldValue).map(_.longValue), c.timestamp)))
+    batches.map(b =>
+      d.runBatch(b.map { e => i += 1; TableAggFixtures.update(e, nulls(i)) })
+        .map(c => Res(c.key, Option(c.newValue).map(_.longValue), Option(c.oldValue).map(_.longValue), c.timestamp))
+    )
   }
 
   private def withoutNullTs(batches: Seq[Seq[Ev]], nulls: Set[Int]): Seq[Seq[Ev]] = {
@@ -40,19 +42,22 @@ class TableAggregatePropertySuite extends AnyFunSuite with ScalaCheckPropertyChe
   }
 
   test("1 table partition, 1 group partition: every record as the naive model, in order") {
-    forAll(aggCase, TableAggInputs.retention, TableAggInputs.batchesWithNegativeTimes(24), nullTs) { (c, r, batches, nulls) =>
-      val d = TableAggFixtures.driver(c, r)
-      val model = new NaiveTableAggregation(c, r)
-      val expected = withoutNullTs(batches, nulls).map(_.flatMap(model.process))
-      assert(driverRun(d, batches, nulls) === expected, s"$c $r $batches nulls $nulls")
-      assert(d.regroupCounters(TableRegroupMetrics.OutOfOrderIgnored) === model.outOfOrder)
-      assert(d.regroupCounters(TableRegroupMetrics.NotPut) === model.pastGrace)
-      assert(d.regroupCounters(TableRegroupMetrics.NullTimestamps) === nulls.count(_ < batches.flatten.length) -
-        batches.flatten.zipWithIndex.count { case (e, i) => e.key == null && nulls(i) })
+    forAll(aggCase, TableAggInputs.retention, TableAggInputs.batchesWithNegativeTimes(24), nullTs) {
+      (c, r, batches, nulls) =>
+        val d = TableAggFixtures.driver(c, r)
+        val model = new NaiveTableAggregation(c, r)
+        val expected = withoutNullTs(batches, nulls).map(_.flatMap(model.process))
+        assert(driverRun(d, batches, nulls) === expected, s"$c $r $batches nulls $nulls")
+        assert(d.regroupCounters(TableRegroupMetrics.OutOfOrderIgnored) === model.outOfOrder)
+        assert(d.regroupCounters(TableRegroupMetrics.NotPut) === model.pastGrace)
+        assert(d.regroupCounters(TableRegroupMetrics.NullTimestamps) === nulls.count(_ < batches.flatten.length) -
+          batches.flatten.zipWithIndex.count { case (e, i) => e.key == null && nulls(i) })
     }
   }
 
-  test("3 table partitions, 3 group partitions: the model on the documented order (Kafka task order over table partitions)") {
+  test(
+    "3 table partitions, 3 group partitions: the model on the documented order (Kafka task order over table partitions)"
+  ) {
     forAll(aggCase, TableAggInputs.retention, TableAggInputs.batchesWithNegativeTimes(24)) { (c, r, batches) =>
       val d = TableAggFixtures.driver(c, r, sourcePartitions = 3, groupPartitions = 3)
       val model = new NaiveTableAggregation(c, r, partitions = 3)
@@ -61,7 +66,11 @@ class TableAggregatePropertySuite extends AnyFunSuite with ScalaCheckPropertyChe
   }
 
   test("3 partitions per stage, count and sum: each group's last aggregate per micro-batch is the input-order one") {
-    forAll(Gen.oneOf(TableAggCase.Count, TableAggCase.Sum), TableAggInputs.retention, TableAggInputs.batchesWithNegativeTimes(24)) { (c, r, batches) =>
+    forAll(
+      Gen.oneOf(TableAggCase.Count, TableAggCase.Sum),
+      TableAggInputs.retention,
+      TableAggInputs.batchesWithNegativeTimes(24)
+    ) { (c, r, batches) =>
       val d = TableAggFixtures.driver(c, r, sourcePartitions = 3, groupPartitions = 3)
       // input order across partitions; a versioned table's stream time is per partition (per task)
       val model = new NaiveTableAggregation(c, r, partitions = 3)
@@ -75,6 +84,7 @@ class TableAggregatePropertySuite extends AnyFunSuite with ScalaCheckPropertyChe
 
 object TableAggregatePropertySuite {
   final case class Res(group: String, value: Option[Long], old: Option[Long], ts: Long)
+
   /** A group change: add / subtract a value to / from a group, at the table change's time. */
   final case class Sent(group: String, add: Option[Long], subtract: Option[Long], ts: Long)
 
@@ -103,7 +113,9 @@ object TableAggregatePropertySuite {
       (0 until n).flatMap { q =>
         val tagged = sentBy.zipWithIndex.flatMap { case (sent, p) =>
           var max = Long.MinValue
-          sent.filter(s => part(s.group) == q).zipWithIndex.map { case (s, i) => max = math.max(max, s.ts); ((max, p, i), s) }
+          sent.filter(s => part(s.group) == q).zipWithIndex.map { case (s, i) =>
+            max = math.max(max, s.ts); ((max, p, i), s)
+          }
         }
         tagged.sortBy(_._1).map(t => aggregate(t._2))
       }
@@ -128,7 +140,9 @@ object TableAggregatePropertySuite {
       val (oldPair, newPair) = (old.flatMap(pair), e.value.flatMap(pair))
       val sent: Seq[(String, Option[Long], Option[Long])] = (oldPair, newPair) match {
         case (Some((go, vo)), Some((gn, vn))) if go == gn => Seq((go, Some(vn), Some(vo)))
-        case _ => oldPair.map { case (g, v) => (g, None, Some(v)) }.toSeq ++ newPair.map { case (g, v) => (g, Some(v), None) }
+        case _ => oldPair.map { case (g, v) => (g, None, Some(v)) }.toSeq ++ newPair.map { case (g, v) =>
+            (g, Some(v), None)
+          }
       }
       sent.map { case (g, nv, ov) => Sent(g, nv, ov, e.ts) }
     }
@@ -156,8 +170,13 @@ object TableAggregatePropertySuite {
       if (c == TableAggCase.Count) Some(a - 1) else Option(TableAggCase.chainSubtract(g, v, a)).map(_.longValue)
 
     /** KTableAggregate.process, transcribed. */
-    private def kafkaAggregate(g: String, prev: Option[(Long, Long)], newV: Option[Long], oldV: Option[Long],
-        recTs: Long): (Option[Long], Long) = {
+    private def kafkaAggregate(
+        g: String,
+        prev: Option[(Long, Long)],
+        newV: Option[Long],
+        oldV: Option[Long],
+        recTs: Long
+    ): (Option[Long], Long) = {
       var ts = recTs
       val intermediate = (oldV, prev) match {
         case (Some(o), Some((a, aTs))) => ts = math.max(recTs, aTs); subtractor(g, o, a)
@@ -173,8 +192,12 @@ object TableAggregatePropertySuite {
     }
 
     /** KTableReduce.process, transcribed. */
-    private def kafkaReduce(prev: Option[(Long, Long)], newV: Option[Long], oldV: Option[Long],
-        recTs: Long): (Option[Long], Long) = {
+    private def kafkaReduce(
+        prev: Option[(Long, Long)],
+        newV: Option[Long],
+        oldV: Option[Long],
+        recTs: Long
+    ): (Option[Long], Long) = {
       var ts = recTs
       val intermediate = (oldV, prev) match {
         case (Some(o), Some((a, aTs))) => ts = math.max(recTs, aTs); Option(c.reduceSubtract(a, o)).map(_.longValue)
@@ -182,9 +205,9 @@ object TableAggregatePropertySuite {
       }
       newV match {
         case Some(n) => intermediate match {
-          case None => (Some(n), ts)
-          case Some(a) => ts = math.max(recTs, prev.get._2); (Option(c.reduceAdd(a, n)).map(_.longValue), ts)
-        }
+            case None => (Some(n), ts)
+            case Some(a) => ts = math.max(recTs, prev.get._2); (Option(c.reduceAdd(a, n)).map(_.longValue), ts)
+          }
         case None => (intermediate, ts)
       }
     }

@@ -13,14 +13,18 @@ import org.scalatest.funsuite.AnyFunSuite
 class TableRegroupProcessorSuite extends AnyFunSuite {
   import TableRegroupProcessorSuite._
 
-  private def regroup(versioned: Boolean, changes: TableChange[String, String]*): (Seq[GC], TableRegroupProcessor[String, String, String, java.lang.Long]) = {
+  private def regroup(
+      versioned: Boolean,
+      changes: TableChange[String, String]*
+  ): (Seq[GC], TableRegroupProcessor[String, String, String, java.lang.Long]) = {
     val p = new TableRegroupProcessor(selector, versioned)
     val out = ArrayBuffer.empty[GC]
     changes.foreach(p.process(_, out += _))
     (out.toSeq, p)
   }
 
-  private def ch(newV: String, oldV: String, ts: Long = 7L, latest: Boolean = true) = TableChange("k", newV, oldV, ts, latest)
+  private def ch(newV: String, oldV: String, ts: Long = 7L, latest: Boolean = true) =
+    TableChange("k", newV, oldV, ts, latest)
   private def gc(g: String, newV: java.lang.Long, oldV: java.lang.Long, ts: Long = 7L) = GroupChange(g, newV, oldV, ts)
 
   test("rule 1: an out-of-order change of a versioned table is ignored entirely, and counted") {
@@ -37,10 +41,12 @@ class TableRegroupProcessorSuite extends AnyFunSuite {
   }
 
   test("rule 2: a value whose group or group value is null contributes to no group, and is counted") {
-    val (out, p) = regroup(versioned = false,
+    val (out, p) = regroup(
+      versioned = false,
       ch("-=2", "x=1"), // new value has no group: only the subtract
       ch("x=2", "x=-"), // old value contributes nothing: only the add
-      ch("-=2", "x=-")) // neither: nothing
+      ch("-=2", "x=-")
+    ) // neither: nothing
     assert(out === Seq(gc("x", null, 1L), gc("x", 2L, null)))
     assert(p.counters(TableRegroupMetrics.NoGroup) === 4)
   }
@@ -53,7 +59,10 @@ class TableRegroupProcessorSuite extends AnyFunSuite {
   test("rule 3: the group is compared with the selector's sameGroup, not ==") {
     val bytes = new GroupSelector[String, String, Array[Byte], java.lang.Long] {
       override def select(key: String, value: String): GroupedValue[Array[Byte], java.lang.Long] =
-        GroupedValue(value.takeWhile(_ != '=').getBytes("UTF-8"), java.lang.Long.valueOf(value.dropWhile(_ != '=').drop(1)))
+        GroupedValue(
+          value.takeWhile(_ != '=').getBytes("UTF-8"),
+          java.lang.Long.valueOf(value.dropWhile(_ != '=').drop(1))
+        )
       override def sameGroup(a: Array[Byte], b: Array[Byte]): Boolean = java.util.Arrays.equals(a, b)
     }
     val p = new TableRegroupProcessor(bytes, versionedTable = false)
@@ -81,7 +90,7 @@ class TableRegroupProcessorSuite extends AnyFunSuite {
   // KIP-914's table: (v1, ts=1), (v2, ts=10), (v3, ts=5), all with the same key
   private def kip(versioned: Boolean, v1: String, v2: String, v3: String): Seq[Seq[GC]] = {
     val source = new TableSource(if (versioned) InMemoryTableState.versioned[String, String](100L, 100L)
-      else InMemoryTableState.unversioned[String, String]())
+    else InMemoryTableState.unversioned[String, String]())
     val p = new TableRegroupProcessor(selector, versioned)
     Seq((v1, 1L), (v2, 10L), (v3, 5L)).map { case (v, ts) =>
       val out = ArrayBuffer.empty[GC]
@@ -94,19 +103,27 @@ class TableRegroupProcessorSuite extends AnyFunSuite {
     assert(kip(versioned = false, "a=1", "b=2", "c=3") === Seq(
       Seq(gc("a", 1L, null, 1L)),
       Seq(gc("a", null, 1L, 10L), gc("b", 2L, null, 10L)),
-      Seq(gc("b", null, 2L, 5L), gc("c", 3L, null, 5L))))
+      Seq(gc("b", null, 2L, 5L), gc("c", 3L, null, 5L))
+    ))
     // one group: each update is one change carrying both values
     assert(kip(versioned = false, "s=1", "s=2", "s=3") === Seq(
-      Seq(gc("s", 1L, null, 1L)), Seq(gc("s", 2L, 1L, 10L)), Seq(gc("s", 3L, 2L, 5L))))
+      Seq(gc("s", 1L, null, 1L)),
+      Seq(gc("s", 2L, 1L, 10L)),
+      Seq(gc("s", 3L, 2L, 5L))
+    ))
   }
 
   test("KIP-914 example, versioned: add v1; remove v1, add v2; nothing for v3 (older than v2)") {
     assert(kip(versioned = true, "a=1", "b=2", "c=3") === Seq(
       Seq(gc("a", 1L, null, 1L)),
       Seq(gc("a", null, 1L, 10L), gc("b", 2L, null, 10L)),
-      Nil))
+      Nil
+    ))
     assert(kip(versioned = true, "s=1", "s=2", "s=3") === Seq(
-      Seq(gc("s", 1L, null, 1L)), Seq(gc("s", 2L, 1L, 10L)), Nil))
+      Seq(gc("s", 1L, null, 1L)),
+      Seq(gc("s", 2L, 1L, 10L)),
+      Nil
+    ))
   }
 }
 
@@ -114,11 +131,12 @@ object TableRegroupProcessorSuite {
   type GC = GroupChange[String, java.lang.Long]
 
   /** "group=value", "-" for null. */
-  val selector: GroupSelector[String, String, String, java.lang.Long] = new GroupSelector[String, String, String, java.lang.Long] {
-    override def select(key: String, value: String): GroupedValue[String, java.lang.Long] = {
-      val Array(g, v) = value.split("=", 2)
-      GroupedValue(if (g == "-") null else g, if (v == "-") null else java.lang.Long.valueOf(v))
+  val selector: GroupSelector[String, String, String, java.lang.Long] =
+    new GroupSelector[String, String, String, java.lang.Long] {
+      override def select(key: String, value: String): GroupedValue[String, java.lang.Long] = {
+        val Array(g, v) = value.split("=", 2)
+        GroupedValue(if (g == "-") null else g, if (v == "-") null else java.lang.Long.valueOf(v))
+      }
+      override def sameGroup(a: String, b: String): Boolean = a == b
     }
-    override def sameGroup(a: String, b: String): Boolean = a == b
-  }
 }

@@ -27,10 +27,28 @@ class SessionPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     val store = new InMemorySessionStore[String, Vector[Int]](identity, identity)
     val counters = SessionMetrics.newCounters()
     val ctx = s"gap $gap grace $grace final $finalResults; batches $batches"
-    drive(batches, out => new SessionAggregateProcessor[String, Int, Vector[Int]](gap, grace, finalResults, store,
-      IdsAggregator, out, identity, counters), () => model.startBatch(), model.advance, model.process) { (bi, p, rows) =>
+    drive(
+      batches,
+      out =>
+        new SessionAggregateProcessor[String, Int, Vector[Int]](
+          gap,
+          grace,
+          finalResults,
+          store,
+          IdsAggregator,
+          out,
+          identity,
+          counters
+        ),
+      () => model.startBatch(),
+      model.advance,
+      model.process
+    ) { (bi, p, rows) =>
       val expected = model.finish()
-      assert(mismatch(rows, expected, finalResults).isEmpty, s"batch $bi: ${mismatch(rows, expected, finalResults)}; $ctx")
+      assert(
+        mismatch(rows, expected, finalResults).isEmpty,
+        s"batch $bi: ${mismatch(rows, expected, finalResults)}; $ctx"
+      )
       val tombstonesFirst = rows.groupBy(_.key).values.forall { rs =>
         !rs.drop(rs.indexWhere(_.ids.isDefined) max 0).exists(_.ids.isEmpty)
       }
@@ -60,8 +78,20 @@ class SessionPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   }
 
   test("extreme timestamps, gaps and graces (no overflow): same output as the exact BigInt model") {
-    val extreme = Gen.oneOf(Long.MinValue + 1, Long.MinValue + 2, Long.MinValue / 2, -2L, -1L, 0L, 1L, 2L,
-      Long.MaxValue / 2, Long.MaxValue - 2, Long.MaxValue - 1, Long.MaxValue)
+    val extreme = Gen.oneOf(
+      Long.MinValue + 1,
+      Long.MinValue + 2,
+      Long.MinValue / 2,
+      -2L,
+      -1L,
+      0L,
+      1L,
+      2L,
+      Long.MaxValue / 2,
+      Long.MaxValue - 2,
+      Long.MaxValue - 1,
+      Long.MaxValue
+    )
     val ts = Gen.frequency(8 -> extreme.map(Some(_)), 1 -> Gen.const(None))
     val span = Gen.oneOf(0L, 1L, 2L, Long.MaxValue / 2, Long.MaxValue - 1, Long.MaxValue)
     val wm = Gen.frequency(3 -> Gen.const(None), 1 -> extreme.map(Some(_)))

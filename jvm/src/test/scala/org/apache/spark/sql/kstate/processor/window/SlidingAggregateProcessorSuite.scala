@@ -2,7 +2,6 @@ package org.apache.spark.sql.kstate.processor.window
 
 import org.scalatest.funsuite.AnyFunSuite
 
-
 /**
  * [[SlidingAggregateProcessor]]'s numbered rules, one test each, with docs/windows.md's examples
  * (Kafka's javadoc example, and the documented differences from Kafka 4.3.1, whose Kafka side
@@ -18,16 +17,39 @@ class SlidingAggregateProcessorSuite extends AnyFunSuite {
   private def run(d: Long, grace: Long, finalResults: Boolean, batches: Seq[Batch]): SRun = {
     val store = new InMemorySessionStore[(String, Boolean), Vector[Int]](identity, identity)
     val counters = SlidingMetrics.newCounters()
-    runAll(batches, store, counters)(out => new SlidingAggregateProcessor[String, (String, Boolean), Int, Vector[Int]](
-      d, grace, finalResults, store, PairKeys, IdsAggregator, out, identity, counters))
+    runAll(batches, store, counters)(out =>
+      new SlidingAggregateProcessor[String, (String, Boolean), Int, Vector[Int]](
+        d,
+        grace,
+        finalResults,
+        store,
+        PairKeys,
+        IdsAggregator,
+        out,
+        identity,
+        counters
+      )
+    )
   }
 
   private def runPlain(d: Long, grace: Long, finalResults: Boolean, batches: Seq[(String, Long)]*): SRun =
     run(d, grace, finalResults, numbered(batches))
 
   test("rule 1: a null or negative timestamp, then a null key, is dropped and counted; stream time does not move") {
-    val r = run(5, 0, finalResults = false, Seq(Batch(None, Seq(
-      Rec(1, Some("a"), None), Rec(2, Some("a"), Some(-1L)), Rec(3, None, Some(50L)), Rec(4, Some("a"), Some(5L))))))
+    val r = run(
+      5,
+      0,
+      finalResults = false,
+      Seq(Batch(
+        None,
+        Seq(
+          Rec(1, Some("a"), None),
+          Rec(2, Some("a"), Some(-1L)),
+          Rec(3, None, Some(50L)),
+          Rec(4, Some("a"), Some(5L))
+        )
+      ))
+    )
     assert(r.counters(NullTimestamps) === 2)
     assert(r.counters(NullKeys) === 1)
     assert(r.counters(Records) === 1)
@@ -65,7 +87,8 @@ class SlidingAggregateProcessorSuite extends AnyFunSuite {
       Out("a", 4200, 9200, Some(Vector(1, 2)), 9200),
       Out("a", 7400, 12400, Some(Vector(1, 2, 3)), 12400),
       Out("a", 8001, 13001, Some(Vector(2, 3)), 12400),
-      Out("a", 9201, 14201, Some(Vector(3)), 12400)))
+      Out("a", 9201, 14201, Some(Vector(3)), 12400)
+    ))
     assert(r.counters(Updates) === 1) // a@12.4 joins [8.001, 13.001]
     assert(r.counters(Created) === 5)
   }
@@ -73,8 +96,11 @@ class SlidingAggregateProcessorSuite extends AnyFunSuite {
   test("rule 6: left, right and the previous record's right window are built from every record in range") {
     // difference (a) of docs/windows.md: d 5, grace 0, (b,16),(a,14),(a,16)
     val r = runPlain(5, 0, finalResults = false, batch("b" -> 16, "a" -> 14, "a" -> 16))
-    assert(r.outputs(0).toSet === Set(Out("b", 11, 16, Some(Vector(1)), 16), Out("a", 11, 16, Some(Vector(2, 3)), 16),
-      Out("a", 15, 20, Some(Vector(3)), 16)))
+    assert(r.outputs(0).toSet === Set(
+      Out("b", 11, 16, Some(Vector(1)), 16),
+      Out("a", 11, 16, Some(Vector(2, 3)), 16),
+      Out("a", 15, 20, Some(Vector(3)), 16)
+    ))
     // early records share [0, d]; a@2's right window holds a@3
     val early = runPlain(5, 0, finalResults = false, batch("a" -> 2, "a" -> 3))
     assert(early.outputs(0).toSet === Set(Out("a", 0, 5, Some(Vector(1, 2)), 3), Out("a", 3, 8, Some(Vector(2)), 3)))
@@ -89,8 +115,11 @@ class SlidingAggregateProcessorSuite extends AnyFunSuite {
   test("output: suppressed windows are emitted once, when no record can change them, in end order") {
     // docs/windows.md: d 5, grace 0, (a,10) | (a,7) | (b,20)
     val r = runPlain(5, 0, finalResults = true, batch("a" -> 10), batch("a" -> 7), batch("b" -> 20))
-    assert(r.outputs === Seq(Nil, Nil,
-      Seq(Out("a", 5, 10, Some(Vector(1, 2)), 10), Out("a", 8, 13, Some(Vector(1)), 10))))
+    assert(r.outputs === Seq(
+      Nil,
+      Nil,
+      Seq(Out("a", 5, 10, Some(Vector(1, 2)), 10), Out("a", 8, 13, Some(Vector(1)), 10))
+    ))
     assert(r.counters(Emitted) === 2)
     assert(r.counters(Closed) === 2)
   }
@@ -99,8 +128,11 @@ class SlidingAggregateProcessorSuite extends AnyFunSuite {
     val r = runPlain(5, 0, finalResults = false, batch("a" -> 10), batch("a" -> 7, "a" -> 9))
     // a@7 and a@9 join [5,10]; a@7 creates its right window [8,13] (a@9 joins it), a@9 its right
     // window [10,15]; their left windows [2,7] and [4,9] are closed (end < close time 10)
-    assert(r.outputs(1).toSet === Set(Out("a", 5, 10, Some(Vector(1, 2, 3)), 10),
-      Out("a", 8, 13, Some(Vector(1, 3)), 10), Out("a", 10, 15, Some(Vector(1)), 10)))
+    assert(r.outputs(1).toSet === Set(
+      Out("a", 5, 10, Some(Vector(1, 2, 3)), 10),
+      Out("a", 8, 13, Some(Vector(1, 3)), 10),
+      Out("a", 10, 15, Some(Vector(1)), 10)
+    ))
     assert(r.outputs(1).size === 3)
   }
 

@@ -29,11 +29,28 @@ class SlidingPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     val store = new InMemorySessionStore[(String, Boolean), Vector[Int]](identity, identity)
     val counters = SlidingMetrics.newCounters()
     val ctx = s"d $d grace $grace final $finalResults; batches $batches"
-    drive(batches, out => new SlidingAggregateProcessor[String, (String, Boolean), Int, Vector[Int]](d, grace,
-      finalResults, store, PairKeys, IdsAggregator, out, identity, counters),
-      onWatermark = model.advance, onRecord = model.process) { (bi, p, rows) =>
+    drive(
+      batches,
+      out =>
+        new SlidingAggregateProcessor[String, (String, Boolean), Int, Vector[Int]](
+          d,
+          grace,
+          finalResults,
+          store,
+          PairKeys,
+          IdsAggregator,
+          out,
+          identity,
+          counters
+        ),
+      onWatermark = model.advance,
+      onRecord = model.process
+    ) { (bi, p, rows) =>
       val expected = model.finish()
-      assert(mismatch(rows, expected, finalResults).isEmpty, s"batch $bi: ${mismatch(rows, expected, finalResults)}; $ctx")
+      assert(
+        mismatch(rows, expected, finalResults).isEmpty,
+        s"batch $bi: ${mismatch(rows, expected, finalResults)}; $ctx"
+      )
       assert(model.streamTime.forall(_ == BigInt(p.currentStreamTime)), s"stream time, batch $bi; $ctx")
       assert(store.records === model.stored, s"windows and records stored, batch $bi; $ctx")
     }
@@ -61,8 +78,19 @@ class SlidingPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   }
 
   test("extreme timestamps, differences and graces (no overflow): same output as the exact BigInt model") {
-    val extreme = Gen.oneOf(Long.MinValue + 1, -1L, 0L, 1L, 2L, 3L,
-      Long.MaxValue / 2, Long.MaxValue - 3, Long.MaxValue - 2, Long.MaxValue - 1, Long.MaxValue)
+    val extreme = Gen.oneOf(
+      Long.MinValue + 1,
+      -1L,
+      0L,
+      1L,
+      2L,
+      3L,
+      Long.MaxValue / 2,
+      Long.MaxValue - 3,
+      Long.MaxValue - 2,
+      Long.MaxValue - 1,
+      Long.MaxValue
+    )
     val ts = Gen.frequency(8 -> extreme.map(Some(_)), 1 -> Gen.const(None))
     val span = Gen.oneOf(0L, 1L, 2L, Long.MaxValue / 2, Long.MaxValue - 1, Long.MaxValue)
     val wm = Gen.frequency(3 -> Gen.const(None), 1 -> extreme.map(Some(_)))
@@ -76,7 +104,10 @@ object SlidingPropertySuite {
   import SpanFixtures._
 
   val smallTs: Gen[Option[Long]] = Gen.frequency(
-    8 -> Gen.choose(0L, 40L).map(Some(_)), 1 -> Gen.choose(-3L, -1L).map(Some(_)), 1 -> Gen.const(None))
+    8 -> Gen.choose(0L, 40L).map(Some(_)),
+    1 -> Gen.choose(-3L, -1L).map(Some(_)),
+    1 -> Gen.const(None)
+  )
 
   def batchesGen(ts: Gen[Option[Long]], wm: Gen[Option[Long]]): Gen[Seq[Batch]] =
     SessionPropertySuite.batchesGen(ts, wm)

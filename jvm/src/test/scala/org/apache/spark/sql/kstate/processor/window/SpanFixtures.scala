@@ -9,6 +9,7 @@ import org.apache.spark.sql.kstate.processor.Counters
  * an aggregate is the ids folded into it in fold order, and output is collected as [[Out]] rows.
  */
 object SpanFixtures {
+
   /** The records of an aggregate, in the order they were folded and merged. */
   object IdsAggregator extends MergingAggregator[Int, Vector[Int]] {
     override def initial(): Vector[Int] = Vector.empty
@@ -18,6 +19,7 @@ object SpanFixtures {
 
   /** One output row; `ids` is None for a tombstone. */
   final case class Out(key: String, start: Long, end: Long, ids: Option[Vector[Int]], maxTs: Long) {
+
     /** The same row with its ids sorted (when fold order does not matter). */
     def normalised: Out = copy(ids = ids.map(_.sorted))
     override def toString: String =
@@ -58,9 +60,15 @@ object SpanFixtures {
    * that outlives it), the watermark-follow advance, every record, then `finish`. The hooks see
    * the same input (for a model); `observe(batch index, processor, rows)` runs after each finish.
    */
-  def drive(batches: Seq[Batch], newProcessor: Collect => Processor,
-      onBatchStart: () => Unit = () => (), onWatermark: Long => Unit = _ => (), onRecord: Rec => Unit = _ => ())(
-      observe: (Int, Processor, Seq[Out]) => Unit): Unit =
+  def drive(
+      batches: Seq[Batch],
+      newProcessor: Collect => Processor,
+      onBatchStart: () => Unit = () => (),
+      onWatermark: Long => Unit = _ => (),
+      onRecord: Rec => Unit = _ => ()
+  )(
+      observe: (Int, Processor, Seq[Out]) => Unit
+  ): Unit =
     batches.zipWithIndex.foreach { case (b, bi) =>
       val out = new Collect
       val p = newProcessor(out)

@@ -75,7 +75,10 @@ class TimeWindowAggregateProcessorSuite extends AnyFunSuite {
     val next = h.nextBatch()
     next.record("b", 4L)
     next.finish()
-    assert(next.results.map(r => (r.key, r.start, r.agg, r.maxTs)) === Seq(("b", 0L, 2L, 4L)), "a unchanged: not emitted")
+    assert(
+      next.results.map(r => (r.key, r.start, r.agg, r.maxTs)) === Seq(("b", 0L, 2L, 4L)),
+      "a unchanged: not emitted"
+    )
   }
 
   test("rule 6: order: stored windows closing now first, then the batch's changes in the order they first changed") {
@@ -100,8 +103,10 @@ class TimeWindowAggregateProcessorSuite extends AnyFunSuite {
     b2.record("x", 12L) // [10,20), new in this batch, same end as a's
     b2.record("c", 40L) // close time 30: all three close
     b2.finish()
-    assert(b2.results.map(r => (r.key, r.end)) === Seq(("b", 10L), ("a", 20L), ("x", 20L)),
-      "end order; on equal ends the stored window first")
+    assert(
+      b2.results.map(r => (r.key, r.end)) === Seq(("b", 10L), ("a", 20L), ("x", 20L)),
+      "end order; on equal ends the stored window first"
+    )
   }
 
   test("rule 7: KIP-328 final results: hourly counts with 10 minutes grace, one result per window, in end order") {
@@ -147,15 +152,27 @@ object TimeWindowAggregateProcessorSuite {
   }
   final case class Out(key: String, start: Long, end: Long, agg: Long, maxTs: Long)
 
-  final class Harness(windows: TimeWindowSpec, finalResults: Option[BufferLimits] = None,
-      val state: InMemoryTimeWindowState[String, Long] = new InMemoryTimeWindowState[String, Long](identity, (k, _) => k.length + 8L),
-      val counters: Counters = TimeWindowAggregateMetrics.newCounters()) {
+  final class Harness(
+      windows: TimeWindowSpec,
+      finalResults: Option[BufferLimits] = None,
+      val state: InMemoryTimeWindowState[String, Long] =
+        new InMemoryTimeWindowState[String, Long](identity, (k, _) => k.length + 8L),
+      val counters: Counters = TimeWindowAggregateMetrics.newCounters()
+  ) {
     val results: ArrayBuffer[Out] = ArrayBuffer.empty
-    val p = new TimeWindowAggregateProcessor[Int, String, Long](windows, Count, state, identity, finalResults, "op",
+    val p = new TimeWindowAggregateProcessor[Int, String, Long](
+      windows,
+      Count,
+      state,
+      identity,
+      finalResults,
+      "op",
       new WindowResults[String, Long] {
         override def result(key: String, start: Long, end: Long, agg: Long, maxTs: Long): Unit =
           results += Out(key, start, end, agg, maxTs)
-      }, counters)
+      },
+      counters
+    )
     def record(k: String, ts: Long): Unit = p.process(1, k, keyIsNull = false, ts, tsIsNull = false)
     def finish(): Unit = p.finish()
     def nextBatch(): Harness = new Harness(windows, finalResults, state, counters)

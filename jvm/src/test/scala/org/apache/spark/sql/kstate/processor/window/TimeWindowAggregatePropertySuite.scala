@@ -37,7 +37,15 @@ class TimeWindowAggregatePropertySuite extends AnyFunSuite with ScalaCheckProper
           got += Result(key, start, end, agg, maxTs)
       }
       val p = new TimeWindowAggregateProcessor[Int, String, Vector[Int]](
-        cfg.windows, ListAggregator, state, identity, cfg.finalResults, "op", sink, counters)
+        cfg.windows,
+        ListAggregator,
+        state,
+        identity,
+        cfg.finalResults,
+        "op",
+        sink,
+        counters
+      )
       batch.watermark.foreach { w => p.advanceStreamTime(w); model.advance(w) }
       batch.recs.zipWithIndex.foreach { case (r, ri) =>
         model.process(r)
@@ -45,7 +53,9 @@ class TimeWindowAggregatePropertySuite extends AnyFunSuite with ScalaCheckProper
         assert(BigInt(p.currentStreamTime) === model.streamTime.max(BigInt(Long.MinValue)), ctx(bi, s"record $ri"))
       }
       val expected = model.finish()
-      val thrown = try { p.finish(); None } catch { case e: KStateException => Some(e.errorClass) }
+      val thrown =
+        try { p.finish(); None }
+        catch { case e: KStateException => Some(e.errorClass) }
       expected match {
         case None =>
           assert(thrown === Some("KSTATE_BUFFER_FULL"), ctx(bi, "finish"))
@@ -96,8 +106,17 @@ class TimeWindowAggregatePropertySuite extends AnyFunSuite with ScalaCheckProper
   }
 
   test("extreme timestamps, sizes and graces (no overflow): same results as the exact BigInt model") {
-    val extreme = Gen.oneOf(Long.MinValue + 1, Long.MinValue + 7, -3L, -1L, 0L, 1L, Long.MaxValue - 9,
-      Long.MaxValue - 1, Long.MaxValue)
+    val extreme = Gen.oneOf(
+      Long.MinValue + 1,
+      Long.MinValue + 7,
+      -3L,
+      -1L,
+      0L,
+      1L,
+      Long.MaxValue - 9,
+      Long.MaxValue - 1,
+      Long.MaxValue
+    )
     val ts = Gen.frequency(8 -> extreme.map(Some(_)), 1 -> Gen.const(None))
     val wm = Gen.frequency(3 -> Gen.const(None), 1 -> extreme.map(Some(_)))
     val windows = for {
@@ -110,6 +129,7 @@ class TimeWindowAggregatePropertySuite extends AnyFunSuite with ScalaCheckProper
 }
 
 object TimeWindowAggregatePropertySuite {
+
   /** Aggregates are the list of values aggregated, in order: what was folded is checked exactly. */
   object ListAggregator extends Aggregator[Int, Vector[Int]] {
     override def initial(): Vector[Int] = Vector.empty
@@ -131,8 +151,12 @@ object TimeWindowAggregatePropertySuite {
 
   def cfgGen(windows: Gen[TimeWindowSpec], finalOnly: Boolean = false): Gen[Cfg] = for {
     w <- windows
-    limits <- Gen.oneOf(BufferLimits(), BufferLimits(maxRecords = 3), BufferLimits(maxRecords = 6),
-      BufferLimits(maxRecords = 2, whenFull = WhenFull.SpillToDisk))
+    limits <- Gen.oneOf(
+      BufferLimits(),
+      BufferLimits(maxRecords = 3),
+      BufferLimits(maxRecords = 6),
+      BufferLimits(maxRecords = 2, whenFull = WhenFull.SpillToDisk)
+    )
     fin <- if (finalOnly) Gen.const(true) else Gen.oneOf(true, false)
   } yield Cfg(w, if (fin) Some(limits) else None)
 
@@ -215,6 +239,7 @@ object TimeWindowAggregatePropertySuite {
     }
 
     def openWindows: Long = open.size.toLong
+
     /** close time + 1 (saturating); Long.MinValue while stream time is unknown or saturates there. */
     def firstOpenEnd: BigInt = if (closeTime <= Min) Min else (closeTime + 1).min(Max)
   }
