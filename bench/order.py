@@ -207,7 +207,7 @@ def main() -> int:
         capture_output=True,
         text=True,
     )
-    small = next((json.loads(l[7:]) for l in proc.stdout.splitlines() if l.startswith("RESULT ")), None)
+    small = next((json.loads(line[7:]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")), None)
     if small is None:
         small = {"error": (proc.stderr or proc.stdout)[-2000:]}
     print("small_heap", small, flush=True)

@@ -96,7 +96,6 @@ def env_line(e: Dict[str, Any]) -> str:
 
 def r_dedup(d: Dict[str, Any], path: str) -> List[str]:
     p, v, e = d["parameters"], d["variants"], d["environment"]
-    k = v["kstate"]["rows_per_s_median"]
     goal = d["goal"]
     rows = []
     for name, label in (
@@ -138,7 +137,7 @@ def r_providers(d: Dict[str, Any], path: str) -> List[str]:
     rows = []
     for w, label in names.items():
 
-        def med(prov: str) -> Optional[float]:
+        def med(prov: str, w: str = w) -> Optional[float]:
             x = v.get(f"{w}_{prov}")
             return x.get("rows_per_s_median") if x and x.get("status") == "ok" else None
 

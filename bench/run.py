@@ -215,7 +215,7 @@ def write_chart(path: str, result: Dict[str, Any]) -> None:
     if counted:
         bottom = np.zeros(len(counted))
         inp = result["input"]["by_kind"]
-        for k, name in KIND_NAMES.items():
+        for name in KIND_NAMES.values():
             vals = np.array([result["variants"][v]["output_by_kind"].get(name, 0) for v in counted])
             ax.bar(range(len(counted)), vals, bottom=bottom, label=f"{name} (input {inp[name]:,})")
             bottom += vals
@@ -545,7 +545,7 @@ def report(result: Dict[str, Any]) -> str:
             + " ".join(f"{inp[n]:>20,}" for n in KIND_NAMES.values())
             + f" {result['input']['rows']:>10,}"
         )
-        for v, d in counted.items():
+        for d in counted.values():
             print(
                 f"{d['label']:46s} "
                 + " ".join(f"{d['output_by_kind'][n]:>20,}" for n in KIND_NAMES.values())

@@ -146,7 +146,7 @@ def run(
 
 def main(argv: Optional[List[str]] = None) -> int:
     a = parse_args(argv)
-    jar = wait_for_jar()
+    wait_for_jar()
     tmp = os.path.join(TMP, f"windows-{os.getpid()}")
     data, warm = os.path.join(tmp, "data"), os.path.join(tmp, "warmup")
     t0 = time.perf_counter()

@@ -89,7 +89,7 @@ class Remote:
         from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
 
         df = ConnectDataFrame(_KStatePlan(self), self._k_spark)
-        df.schema  # the server makes the call and checks its arguments
+        _ = df.schema  # the server makes the call and checks its arguments
         return df
 
     def _checked(self) -> "Remote":

@@ -211,9 +211,11 @@ class KafkaBroker:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1):
                     return self
-            except OSError:
+            except OSError as e:
                 if time.monotonic() > deadline:
-                    raise KafkaSetupError(f"the broker did not listen within {START_TIMEOUT_S} s:\n{self.log_tail()}")
+                    raise KafkaSetupError(
+                        f"the broker did not listen within {START_TIMEOUT_S} s:\n{self.log_tail()}"
+                    ) from e
                 time.sleep(0.2)
 
     def log_tail(self, lines: int = 40) -> str:

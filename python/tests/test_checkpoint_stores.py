@@ -145,7 +145,7 @@ def test_kill9_of_the_driver_then_restart_gives_the_local_output(spark, tmp_path
         p = _launch(run, os.path.join(root, f"{tag}.json"), log)
         try:
             if kill:
-                kill9_when_paused(p, marker, 300, lambda: _log(log))
+                kill9_when_paused(p, marker, 300, lambda log=log: _log(log))
                 assert [n for n in _names(spark, checkpoint + "/commits") if n.isdigit()] == [
                     str(b) for b in range(KILL_BATCH)
                 ]

@@ -71,5 +71,7 @@ def test_every_single_output_column_can_be_selected_alone(spark, op):
     full = run_batch_df(spark, build, RECORDS, schema=SCHEMA, partitions=1)
     assert full, "the operator produced no rows: the comparison below would prove nothing"
     for column in full[0].__fields__:
-        alone = run_batch_df(spark, lambda df: build(df).select(column), RECORDS, schema=SCHEMA, partitions=1)
+        alone = run_batch_df(
+            spark, lambda df, column=column: build(df).select(column), RECORDS, schema=SCHEMA, partitions=1
+        )
         assert sorted(map(str, (r[column] for r in alone))) == sorted(map(str, (r[column] for r in full))), column

@@ -19,13 +19,15 @@ SCHEMA = "k STRING, v STRING, n INT, ts LONG"
 RETENTION, GRACE = 50, 20
 
 
-def _build(name, versioned=VersionedTable(RETENTION, grace=GRACE)):
+def _build(name, versioned=None):
+    versioned = versioned or VersionedTable(RETENTION, grace=GRACE)
     return lambda df: df.kstate.to_table(key="k", timestamp="ts", versioned=versioned, name=name).to_stream()
 
 
-def _build_joined(name, versioned=VersionedTable(RETENTION, grace=GRACE)):
+def _build_joined(name, versioned=None):
     """The table joined by a stream straight from its source: the join keeps the table's only
     materialization (docs/tables.md, "One materialization per joined table"); the stream is empty."""
+    versioned = versioned or VersionedTable(RETENTION, grace=GRACE)
 
     def build(df):
         table = df.kstate.to_table(key="k", timestamp="ts", versioned=versioned, name=name)

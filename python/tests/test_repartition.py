@@ -445,7 +445,9 @@ def test_sparks_repartition_from_python_is_refused_before_it_writes(spark, tmp_p
 def _sparks_failed_repartition(spark, ckpt: str, n: int) -> None:
     """Spark's repartition as a Scala program calls it (no kstate check in between): it writes its
     offset log entry, then fails on the state it cannot move."""
-    with pytest.raises(Exception):
+    from py4j.protocol import Py4JJavaError
+
+    with pytest.raises(Py4JJavaError):
         spark._jsparkSession.streamingCheckpointManager().repartition(ckpt, n, True)
     assert os.path.exists(os.path.join(ckpt, "offsets", "2")) and not os.path.exists(os.path.join(ckpt, "commits", "2"))
 

@@ -63,7 +63,7 @@ def _sorted(rows: List[Any]) -> List[tuple]:
 @pytest.mark.parametrize("mode", MODES)
 def test_kip655_examples_batch_as_on_a_classic_session(spark, remote, mode) -> None:
     for example in EXAMPLES:
-        build = lambda df: dedup(df, mode, interval_arg(example, mode), ts="ts_ms")  # noqa: E731
+        build = lambda df, example=example: dedup(df, mode, interval_arg(example, mode), ts="ts_ms")
         recs = example_records(example, mode)
         got = run_batch_df(remote, build, recs, schema=TS_SCHEMA)
         assert sorted(r["seq"] for r in got) == expected_seqs(example), example
@@ -366,7 +366,7 @@ def test_a_client_of_another_kstate_version_works_where_the_schema_allows(remote
         [0x92, 0x03, 0x00]
     )  # field 50, empty
     with pytest.raises(Exception) as ei:
-        _raw_extension_df(remote, unknown).schema
+        _ = _raw_extension_df(remote, unknown).schema
     err = kstate_error_of(ei.value)
     assert err is not None and err.error_class == "KSTATE_CONNECT_UNKNOWN_OPERATION", str(ei.value)[:1500]
     assert "field 50" in err.message and "KStateRelation" in err.message
@@ -499,7 +499,7 @@ def test_a_crafted_message_is_refused_by_name_and_the_server_stays_healthy(remot
     if name == "huge_length":
         assert len(value) == 13
     with pytest.raises(Exception) as ei:
-        _raw_extension_df(remote, value).schema
+        _ = _raw_extension_df(remote, value).schema
     err = kstate_error_of(ei.value)
     expected = "KSTATE_CONNECT_INVALID_CALL" if name == "wrapping_length" else "KSTATE_CONNECT_MALFORMED_MESSAGE"
     assert err is not None and err.error_class == expected, str(ei.value)[:2000]

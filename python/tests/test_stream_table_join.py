@@ -298,7 +298,7 @@ def test_join_reports_the_versions_its_table_copy_holds(spark, tmp_path):
                 spark,
                 str(tmp_path / f"src{expected}"),
                 str(tmp_path / f"ckpt{expected}"),
-                lambda df: _join(df, versioned=versioned, how="left"),
+                lambda df, versioned=versioned: _join(df, versioned=versioned, how="left"),
                 schema=SCHEMA,
             )
             with fs:

@@ -124,14 +124,16 @@ def test_result_is_an_unversioned_table(spark):
 @pytest.mark.parametrize(
     "make,error",
     [
-        (lambda l, r: l.join(r, how="right"), "KSTATE_INVALID_JOIN_TYPE"),
-        (lambda l, r: l.join(l.map_values(F.col("a"))), "KSTATE_JOIN_COLUMN_CLASH"),
+        (lambda left, r: left.join(r, how="right"), "KSTATE_INVALID_JOIN_TYPE"),
+        (lambda left, r: left.join(left.map_values(F.col("a"))), "KSTATE_JOIN_COLUMN_CLASH"),
         (
-            lambda l, r: l.join(r.to_stream().withColumn("k", F.length("k")).kstate.to_table("k", "ts")),
+            lambda left, r: left.join(r.to_stream().withColumn("k", F.length("k")).kstate.to_table("k", "ts")),
             "KSTATE_MISMATCHED_INPUTS",
         ),
         (
-            lambda l, r: l.join(r.to_stream().withColumn("ts", F.timestamp_millis("ts")).kstate.to_table("k", "ts")),
+            lambda left, r: left.join(
+                r.to_stream().withColumn("ts", F.timestamp_millis("ts")).kstate.to_table("k", "ts")
+            ),
             "KSTATE_MISMATCHED_INPUTS",
         ),
     ],

@@ -400,7 +400,7 @@ def store_contents(checkpoint: str, version: int) -> Dict[str, Dict[str, str]]:
         families: Dict[int, str] = {0: "default"}  # Spark's default family is id 0, never declared
         entries: Dict[bytes, bytes] = {}
 
-        def visit(kind: str, arg: Any) -> None:
+        def visit(kind: str, arg: Any, entries=entries, families=families) -> None:
             if kind == "put":
                 entries[arg[0]] = arg[1]
             elif kind == "delete":
@@ -520,7 +520,7 @@ def generate(spark: SparkSession, out: str, names: Sequence[str]) -> str:
                     name,
                     root,
                     range(FIXTURE_BATCHES),
-                    lambda: _await_snapshots(root, FIXTURE_BATCHES),
+                    lambda root=root: _await_snapshots(root, FIXTURE_BATCHES),
                     {"spark.sql.streaming.stateStore.minDeltasForSnapshot": str(FIXTURE_BATCHES)},
                 )
             else:
