@@ -154,8 +154,9 @@ bench: venv jar checkpoint-stores-classpath
 	PYTHONPATH=python $(PY) bench/recovery.py $(BENCH_ARGS); s10=$$?; \
 	PYTHONPATH=python $(PY) bench/recovery.py --store hdfs $(BENCH_ARGS); s12=$$?; \
 	PYTHONPATH=python:python/tests $(PY) bench/stores.py $(BENCH_ARGS); s13=$$?; \
+	PYTHONPATH=python $(PY) bench/floor.py $(BENCH_ARGS); s14=$$?; \
 	$(PY) bench/report.py; s11=$$?; \
-	test $$s1 -eq 0 -a $$s2 -eq 0 -a $$s3 -eq 0 -a $$s4 -eq 0 -a $$s5 -eq 0 -a $$s6 -eq 0 -a $$s7 -eq 0 -a $$s8 -eq 0 -a $$s9 -eq 0 -a $$s10 -eq 0 -a $$s11 -eq 0 -a $$s12 -eq 0 -a $$s13 -eq 0
+	test $$s1 -eq 0 -a $$s2 -eq 0 -a $$s3 -eq 0 -a $$s4 -eq 0 -a $$s5 -eq 0 -a $$s6 -eq 0 -a $$s7 -eq 0 -a $$s8 -eq 0 -a $$s9 -eq 0 -a $$s10 -eq 0 -a $$s11 -eq 0 -a $$s12 -eq 0 -a $$s13 -eq 0 -a $$s14 -eq 0
 
 clean:
 	rm -rf jvm/target target project/target project/project

@@ -4,101 +4,104 @@
 # source: kstate/proto/connect.proto
 # Protobuf Python Version: 6.33.5
 """Generated protocol buffer code."""
-
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import descriptor_pool as _descriptor_pool
 from google.protobuf import runtime_version as _runtime_version
 from google.protobuf import symbol_database as _symbol_database
 from google.protobuf.internal import builder as _builder
-
 _runtime_version.ValidateProtobufRuntimeVersion(
-    _runtime_version.Domain.PUBLIC, 6, 33, 5, '', 'kstate/proto/connect.proto'
+    _runtime_version.Domain.PUBLIC,
+    6,
+    33,
+    5,
+    '',
+    'kstate/proto/connect.proto'
 )
 # @@protoc_insertion_point(imports)
 
 _sym_db = _symbol_database.Default()
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(
-    b'\n\x1akstate/proto/connect.proto\x12\x0ekstate.connect"\xc0\x03\n\x0eKStateRelation\x12\x16\n\x0e\x63lient_version\x18\x01 \x01(\t\x12(\n\x06stream\x18\x02 \x01(\x0b\x32\x16.kstate.connect.StreamH\x00\x12&\n\x05table\x18\x03 \x01(\x0b\x32\x15.kstate.connect.TableH\x00\x12/\n\ntable_info\x18\x04 \x01(\x0b\x32\x19.kstate.connect.TableInfoH\x00\x12\x35\n\rgrouped_table\x18\x05 \x01(\x0b\x32\x1c.kstate.connect.GroupedTableH\x00\x12\x39\n\x0fwindowed_stream\x18\x06 \x01(\x0b\x32\x1e.kstate.connect.WindowedStreamH\x00\x12/\n\nread_state\x18\x07 \x01(\x0b\x32\x19.kstate.connect.ReadStateH\x00\x12/\n\nread_table\x18\x08 \x01(\x0b\x32\x19.kstate.connect.ReadTableH\x00\x12\x37\n\x0ereplica_status\x18\t \x01(\x0b\x32\x1d.kstate.connect.ReplicaStatusH\x00\x42\x06\n\x04\x63\x61ll"\x1c\n\x06\x43olumn\x12\x12\n\nexpression\x18\x01 \x01(\x0c"2\n\x07\x43olumns\x12\'\n\x07\x63olumns\x18\x01 \x03(\x0b\x32\x16.kstate.connect.Column"7\n\x05Input\x12\x10\n\x08relation\x18\x01 \x01(\x0c\x12\x12\n\x05order\x18\x02 \x01(\tH\x00\x88\x01\x01\x42\x08\n\x06_order"\xcb\x03\n\x06Stream\x12>\n\x12\x64\x65\x64uplicate_by_key\x18\x01 \x01(\x0b\x32 .kstate.connect.DeduplicateByKeyH\x00\x12I\n\x18\x64\x65\x64uplicate_by_key_value\x18\x02 \x01(\x0b\x32%.kstate.connect.DeduplicateByKeyValueH\x00\x12\x32\n\x0b\x64\x65\x64uplicate\x18\x03 \x01(\x0b\x32\x1b.kstate.connect.DeduplicateH\x00\x12\x32\n\x08suppress\x18\x04 \x01(\x0b\x32\x1e.kstate.connect.SuppressStreamH\x00\x12/\n\x04join\x18\x05 \x01(\x0b\x32\x1f.kstate.connect.StreamTableJoinH\x00\x12\x32\n\x08windowed\x18\x06 \x01(\x0b\x32\x1e.kstate.connect.WindowedResultH\x00\x12*\n\tto_stream\x18\x07 \x01(\x0b\x32\x15.kstate.connect.TableH\x00\x12\x37\n\x0etable_suppress\x18\x08 \x01(\x0b\x32\x1d.kstate.connect.TableSuppressH\x00\x42\x04\n\x02op"\xb9\x01\n\x10\x44\x65\x64uplicateByKey\x12$\n\x05input\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Input\x12\x13\n\x0binterval_ms\x18\x02 \x01(\x03\x12#\n\x03key\x18\x03 \x01(\x0b\x32\x16.kstate.connect.Column\x12)\n\ttimestamp\x18\x04 \x01(\x0b\x32\x16.kstate.connect.Column\x12\x11\n\x04name\x18\x05 \x01(\tH\x00\x88\x01\x01\x42\x07\n\x05_name"\xe2\x01\n\x15\x44\x65\x64uplicateByKeyValue\x12$\n\x05input\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Input\x12"\n\x02id\x18\x02 \x01(\x0b\x32\x16.kstate.connect.Column\x12\x13\n\x0binterval_ms\x18\x03 \x01(\x03\x12#\n\x03key\x18\x04 \x01(\x0b\x32\x16.kstate.connect.Column\x12)\n\ttimestamp\x18\x05 \x01(\x0b\x32\x16.kstate.connect.Column\x12\x11\n\x04name\x18\x06 \x01(\tH\x00\x88\x01\x01\x42\x07\n\x05_name"\xb3\x01\n\x0b\x44\x65\x64uplicate\x12$\n\x05input\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Input\x12"\n\x02id\x18\x02 \x01(\x0b\x32\x16.kstate.connect.Column\x12\x13\n\x0binterval_ms\x18\x03 \x01(\x03\x12)\n\ttimestamp\x18\x04 \x01(\x0b\x32\x16.kstate.connect.Column\x12\x11\n\x04name\x18\x05 \x01(\tH\x00\x88\x01\x01\x42\x07\n\x05_name"\xd6\x01\n\x0c\x42ufferConfig\x12\x18\n\x0bmax_records\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12\x16\n\tmax_bytes\x18\x02 \x01(\x03H\x01\x88\x01\x01\x12\x38\n\twhen_full\x18\x03 \x01(\x0e\x32%.kstate.connect.BufferConfig.WhenFull"<\n\x08WhenFull\x12\r\n\tSHUT_DOWN\x10\x00\x12\x0e\n\nEMIT_EARLY\x10\x01\x12\x11\n\rSPILL_TO_DISK\x10\x02\x42\x0e\n\x0c_max_recordsB\x0c\n\n_max_bytes"\x80\x01\n\nSuppressed\x12\x1d\n\x13until_time_limit_ms\x18\x01 \x01(\x03H\x00\x12\x1d\n\x13until_window_closes\x18\x02 \x01(\x08H\x00\x12,\n\x06\x62uffer\x18\x03 \x01(\x0b\x32\x1c.kstate.connect.BufferConfigB\x06\n\x04mode"\xd6\x02\n\x0eSuppressStream\x12$\n\x05input\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Input\x12.\n\nsuppressed\x18\x02 \x01(\x0b\x32\x1a.kstate.connect.Suppressed\x12(\n\x03key\x18\x03 \x01(\x0b\x32\x16.kstate.connect.ColumnH\x00\x88\x01\x01\x12.\n\ttimestamp\x18\x04 \x01(\x0b\x32\x16.kstate.connect.ColumnH\x01\x88\x01\x01\x12/\n\nwindow_end\x18\x05 \x01(\x0b\x32\x16.kstate.connect.ColumnH\x02\x88\x01\x01\x12\x15\n\x08grace_ms\x18\x06 \x01(\x03H\x03\x88\x01\x01\x12\x11\n\x04name\x18\x07 \x01(\tH\x04\x88\x01\x01\x42\x06\n\x04_keyB\x0c\n\n_timestampB\r\n\x0b_window_endB\x0b\n\t_grace_msB\x07\n\x05_name"\xfa\x01\n\x0fStreamTableJoin\x12$\n\x05input\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Input\x12$\n\x05table\x18\x02 \x01(\x0b\x32\x15.kstate.connect.Table\x12#\n\x03key\x18\x03 \x01(\x0b\x32\x16.kstate.connect.Column\x12)\n\ttimestamp\x18\x04 \x01(\x0b\x32\x16.kstate.connect.Column\x12\x0b\n\x03how\x18\x05 \x01(\t\x12\x15\n\x08grace_ms\x18\x06 \x01(\x03H\x00\x88\x01\x01\x12\x11\n\x04name\x18\x07 \x01(\tH\x01\x88\x01\x01\x42\x0b\n\t_grace_msB\x07\n\x05_name"D\n\x0bTimeWindows\x12\x0f\n\x07size_ms\x18\x01 \x01(\x03\x12\x12\n\nadvance_ms\x18\x02 \x01(\x03\x12\x10\n\x08grace_ms\x18\x03 \x01(\x03"2\n\x0eSessionWindows\x12\x0e\n\x06gap_ms\x18\x01 \x01(\x03\x12\x10\n\x08grace_ms\x18\x02 \x01(\x03">\n\x0eSlidingWindows\x12\x1a\n\x12time_difference_ms\x18\x01 \x01(\x03\x12\x10\n\x08grace_ms\x18\x02 \x01(\x03"\xa4\x01\n\x07Windows\x12+\n\x04time\x18\x01 \x01(\x0b\x32\x1b.kstate.connect.TimeWindowsH\x00\x12\x31\n\x07session\x18\x02 \x01(\x0b\x32\x1e.kstate.connect.SessionWindowsH\x00\x12\x31\n\x07sliding\x18\x03 \x01(\x0b\x32\x1e.kstate.connect.SlidingWindowsH\x00\x42\x06\n\x04kind"\xb0\x01\n\x0eWindowedStream\x12$\n\x05input\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Input\x12(\n\x07windows\x18\x02 \x01(\x0b\x32\x17.kstate.connect.Windows\x12#\n\x03key\x18\x03 \x01(\x0b\x32\x16.kstate.connect.Column\x12)\n\ttimestamp\x18\x04 \x01(\x0b\x32\x16.kstate.connect.Column"\xb5\x01\n\x0eWindowedResult\x12.\n\x06stream\x18\x01 \x01(\x0b\x32\x1e.kstate.connect.WindowedStream\x12\x11\n\x04name\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x12\n\x08\x64istinct\x18\x03 \x01(\x08H\x00\x12\x0f\n\x05\x63ount\x18\x04 \x01(\x08H\x00\x12,\n\taggregate\x18\x05 \x01(\x0b\x32\x17.kstate.connect.ColumnsH\x00\x42\x04\n\x02opB\x07\n\x05_name"@\n\x0eVersionedTable\x12\x1c\n\x14history_retention_ms\x18\x01 \x01(\x03\x12\x10\n\x08grace_ms\x18\x02 \x01(\x03"\xf2\x02\n\x05Table\x12+\n\x08to_table\x18\x01 \x01(\x0b\x32\x17.kstate.connect.ToTableH\x00\x12-\n\x06\x66ilter\x18\x02 \x01(\x0b\x32\x1b.kstate.connect.TableFilterH\x00\x12\x31\n\nfilter_not\x18\x03 \x01(\x0b\x32\x1b.kstate.connect.TableFilterH\x00\x12\x34\n\nmap_values\x18\x04 \x01(\x0b\x32\x1e.kstate.connect.TableMapValuesH\x00\x12)\n\x04join\x18\x05 \x01(\x0b\x32\x19.kstate.connect.TableJoinH\x00\x12:\n\x10\x66oreign_key_join\x18\x06 \x01(\x0b\x32\x1e.kstate.connect.ForeignKeyJoinH\x00\x12\x37\n\x0b\x61ggregation\x18\x07 \x01(\x0b\x32 .kstate.connect.TableAggregationH\x00\x42\x04\n\x02op"\xe1\x01\n\x07ToTable\x12$\n\x05input\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Input\x12#\n\x03key\x18\x02 \x01(\x0b\x32\x16.kstate.connect.Column\x12)\n\ttimestamp\x18\x03 \x01(\x0b\x32\x16.kstate.connect.Column\x12\x36\n\tversioned\x18\x04 \x01(\x0b\x32\x1e.kstate.connect.VersionedTableH\x00\x88\x01\x01\x12\x11\n\x04name\x18\x05 \x01(\tH\x01\x88\x01\x01\x42\x0c\n\n_versionedB\x07\n\x05_name"^\n\x0bTableFilter\x12$\n\x05table\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Table\x12)\n\tcondition\x18\x02 \x01(\x0b\x32\x16.kstate.connect.Column"^\n\x0eTableMapValues\x12$\n\x05table\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Table\x12&\n\x06values\x18\x02 \x03(\x0b\x32\x16.kstate.connect.Column"\x7f\n\tTableJoin\x12#\n\x04left\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Table\x12$\n\x05right\x18\x02 \x01(\x0b\x32\x15.kstate.connect.Table\x12\x0b\n\x03how\x18\x03 \x01(\t\x12\x11\n\x04name\x18\x04 \x01(\tH\x00\x88\x01\x01\x42\x07\n\x05_name"\xb1\x01\n\x0e\x46oreignKeyJoin\x12#\n\x04left\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Table\x12$\n\x05right\x18\x02 \x01(\x0b\x32\x15.kstate.connect.Table\x12+\n\x0b\x66oreign_key\x18\x03 \x01(\x0b\x32\x16.kstate.connect.Column\x12\x0b\n\x03how\x18\x04 \x01(\t\x12\x11\n\x04name\x18\x05 \x01(\tH\x00\x88\x01\x01\x42\x07\n\x05_name"\x81\x01\n\x0cGroupedTable\x12$\n\x05table\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Table\x12#\n\x03key\x18\x02 \x01(\x0b\x32\x16.kstate.connect.Column\x12&\n\x06values\x18\x03 \x03(\x0b\x32\x16.kstate.connect.Column"\x9d\x02\n\x10TableAggregation\x12-\n\x07grouped\x18\x01 \x01(\x0b\x32\x1c.kstate.connect.GroupedTable\x12\x11\n\x04name\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x0f\n\x05\x63ount\x18\x03 \x01(\x08H\x00\x12%\n\x03sum\x18\x04 \x01(\x0b\x32\x16.kstate.connect.ColumnH\x00\x12(\n\x06reduce\x18\x05 \x01(\x0b\x32\x16.kstate.connect.ReduceH\x00\x12&\n\x03\x61gg\x18\x06 \x01(\x0b\x32\x17.kstate.connect.ColumnsH\x00\x12.\n\taggregate\x18\x07 \x01(\x0b\x32\x19.kstate.connect.AggregateH\x00\x42\x04\n\x02opB\x07\n\x05_name"[\n\x06Reduce\x12%\n\x05\x61\x64\x64\x65\x64\x18\x01 \x01(\x0b\x32\x16.kstate.connect.Column\x12*\n\nsubtracted\x18\x02 \x01(\x0b\x32\x16.kstate.connect.Column"\x84\x01\n\tAggregate\x12$\n\x04init\x18\x01 \x01(\x0b\x32\x16.kstate.connect.Column\x12%\n\x05\x61\x64\x64\x65\x64\x18\x02 \x01(\x0b\x32\x16.kstate.connect.Column\x12*\n\nsubtracted\x18\x03 \x01(\x0b\x32\x16.kstate.connect.Column"e\n\rTableSuppress\x12$\n\x05table\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Table\x12.\n\nsuppressed\x18\x02 \x01(\x0b\x32\x1a.kstate.connect.Suppressed"\xcf\x01\n\tTableInfo\x12$\n\x05table\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Table\x12\x34\n\x08property\x18\x02 \x01(\x0e\x32".kstate.connect.TableInfo.Property"f\n\x08Property\x12\x0f\n\x0b\x44\x45SCRIPTION\x10\x00\x12\x10\n\x0cIS_VERSIONED\x10\x01\x12\x0e\n\nKEY_COLUMN\x10\x02\x12\x14\n\x10TIMESTAMP_COLUMN\x10\x03\x12\x11\n\rVALUE_COLUMNS\x10\x04"\x93\x01\n\tReadState\x12\x12\n\ncheckpoint\x18\x01 \x01(\t\x12\x17\n\roperator_name\x18\x02 \x01(\tH\x00\x12\x15\n\x0boperator_id\x18\x03 \x01(\x03H\x00\x12\x15\n\x08\x62\x61tch_id\x18\x04 \x01(\x03H\x01\x88\x01\x01\x12\x12\n\nstore_name\x18\x05 \x01(\tB\n\n\x08operatorB\x0b\n\t_batch_id"`\n\tReadTable\x12\x12\n\ncheckpoint\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x12\n\x08\x61s_of_ms\x18\x03 \x01(\x03H\x00\x12\x14\n\nas_of_text\x18\x04 \x01(\tH\x00\x42\x07\n\x05\x61s_of"!\n\rReplicaStatus\x12\x10\n\x08query_id\x18\x01 \x01(\tB-\n)org.apache.spark.sql.kstate.connect.protoP\x01\x62\x06proto3'
-)
+
+
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1akstate/proto/connect.proto\x12\x0ekstate.connect\"\xc0\x03\n\x0eKStateRelation\x12\x16\n\x0e\x63lient_version\x18\x01 \x01(\t\x12(\n\x06stream\x18\x02 \x01(\x0b\x32\x16.kstate.connect.StreamH\x00\x12&\n\x05table\x18\x03 \x01(\x0b\x32\x15.kstate.connect.TableH\x00\x12/\n\ntable_info\x18\x04 \x01(\x0b\x32\x19.kstate.connect.TableInfoH\x00\x12\x35\n\rgrouped_table\x18\x05 \x01(\x0b\x32\x1c.kstate.connect.GroupedTableH\x00\x12\x39\n\x0fwindowed_stream\x18\x06 \x01(\x0b\x32\x1e.kstate.connect.WindowedStreamH\x00\x12/\n\nread_state\x18\x07 \x01(\x0b\x32\x19.kstate.connect.ReadStateH\x00\x12/\n\nread_table\x18\x08 \x01(\x0b\x32\x19.kstate.connect.ReadTableH\x00\x12\x37\n\x0ereplica_status\x18\t \x01(\x0b\x32\x1d.kstate.connect.ReplicaStatusH\x00\x42\x06\n\x04\x63\x61ll\"\x1c\n\x06\x43olumn\x12\x12\n\nexpression\x18\x01 \x01(\x0c\"2\n\x07\x43olumns\x12\'\n\x07\x63olumns\x18\x01 \x03(\x0b\x32\x16.kstate.connect.Column\"7\n\x05Input\x12\x10\n\x08relation\x18\x01 \x01(\x0c\x12\x12\n\x05order\x18\x02 \x01(\tH\x00\x88\x01\x01\x42\x08\n\x06_order\"\xcb\x03\n\x06Stream\x12>\n\x12\x64\x65\x64uplicate_by_key\x18\x01 \x01(\x0b\x32 .kstate.connect.DeduplicateByKeyH\x00\x12I\n\x18\x64\x65\x64uplicate_by_key_value\x18\x02 \x01(\x0b\x32%.kstate.connect.DeduplicateByKeyValueH\x00\x12\x32\n\x0b\x64\x65\x64uplicate\x18\x03 \x01(\x0b\x32\x1b.kstate.connect.DeduplicateH\x00\x12\x32\n\x08suppress\x18\x04 \x01(\x0b\x32\x1e.kstate.connect.SuppressStreamH\x00\x12/\n\x04join\x18\x05 \x01(\x0b\x32\x1f.kstate.connect.StreamTableJoinH\x00\x12\x32\n\x08windowed\x18\x06 \x01(\x0b\x32\x1e.kstate.connect.WindowedResultH\x00\x12*\n\tto_stream\x18\x07 \x01(\x0b\x32\x15.kstate.connect.TableH\x00\x12\x37\n\x0etable_suppress\x18\x08 \x01(\x0b\x32\x1d.kstate.connect.TableSuppressH\x00\x42\x04\n\x02op\"\xb9\x01\n\x10\x44\x65\x64uplicateByKey\x12$\n\x05input\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Input\x12\x13\n\x0binterval_ms\x18\x02 \x01(\x03\x12#\n\x03key\x18\x03 \x01(\x0b\x32\x16.kstate.connect.Column\x12)\n\ttimestamp\x18\x04 \x01(\x0b\x32\x16.kstate.connect.Column\x12\x11\n\x04name\x18\x05 \x01(\tH\x00\x88\x01\x01\x42\x07\n\x05_name\"\xe2\x01\n\x15\x44\x65\x64uplicateByKeyValue\x12$\n\x05input\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Input\x12\"\n\x02id\x18\x02 \x01(\x0b\x32\x16.kstate.connect.Column\x12\x13\n\x0binterval_ms\x18\x03 \x01(\x03\x12#\n\x03key\x18\x04 \x01(\x0b\x32\x16.kstate.connect.Column\x12)\n\ttimestamp\x18\x05 \x01(\x0b\x32\x16.kstate.connect.Column\x12\x11\n\x04name\x18\x06 \x01(\tH\x00\x88\x01\x01\x42\x07\n\x05_name\"\xb3\x01\n\x0b\x44\x65\x64uplicate\x12$\n\x05input\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Input\x12\"\n\x02id\x18\x02 \x01(\x0b\x32\x16.kstate.connect.Column\x12\x13\n\x0binterval_ms\x18\x03 \x01(\x03\x12)\n\ttimestamp\x18\x04 \x01(\x0b\x32\x16.kstate.connect.Column\x12\x11\n\x04name\x18\x05 \x01(\tH\x00\x88\x01\x01\x42\x07\n\x05_name\"\xd6\x01\n\x0c\x42ufferConfig\x12\x18\n\x0bmax_records\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12\x16\n\tmax_bytes\x18\x02 \x01(\x03H\x01\x88\x01\x01\x12\x38\n\twhen_full\x18\x03 \x01(\x0e\x32%.kstate.connect.BufferConfig.WhenFull\"<\n\x08WhenFull\x12\r\n\tSHUT_DOWN\x10\x00\x12\x0e\n\nEMIT_EARLY\x10\x01\x12\x11\n\rSPILL_TO_DISK\x10\x02\x42\x0e\n\x0c_max_recordsB\x0c\n\n_max_bytes\"\x80\x01\n\nSuppressed\x12\x1d\n\x13until_time_limit_ms\x18\x01 \x01(\x03H\x00\x12\x1d\n\x13until_window_closes\x18\x02 \x01(\x08H\x00\x12,\n\x06\x62uffer\x18\x03 \x01(\x0b\x32\x1c.kstate.connect.BufferConfigB\x06\n\x04mode\"\xd6\x02\n\x0eSuppressStream\x12$\n\x05input\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Input\x12.\n\nsuppressed\x18\x02 \x01(\x0b\x32\x1a.kstate.connect.Suppressed\x12(\n\x03key\x18\x03 \x01(\x0b\x32\x16.kstate.connect.ColumnH\x00\x88\x01\x01\x12.\n\ttimestamp\x18\x04 \x01(\x0b\x32\x16.kstate.connect.ColumnH\x01\x88\x01\x01\x12/\n\nwindow_end\x18\x05 \x01(\x0b\x32\x16.kstate.connect.ColumnH\x02\x88\x01\x01\x12\x15\n\x08grace_ms\x18\x06 \x01(\x03H\x03\x88\x01\x01\x12\x11\n\x04name\x18\x07 \x01(\tH\x04\x88\x01\x01\x42\x06\n\x04_keyB\x0c\n\n_timestampB\r\n\x0b_window_endB\x0b\n\t_grace_msB\x07\n\x05_name\"\xfa\x01\n\x0fStreamTableJoin\x12$\n\x05input\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Input\x12$\n\x05table\x18\x02 \x01(\x0b\x32\x15.kstate.connect.Table\x12#\n\x03key\x18\x03 \x01(\x0b\x32\x16.kstate.connect.Column\x12)\n\ttimestamp\x18\x04 \x01(\x0b\x32\x16.kstate.connect.Column\x12\x0b\n\x03how\x18\x05 \x01(\t\x12\x15\n\x08grace_ms\x18\x06 \x01(\x03H\x00\x88\x01\x01\x12\x11\n\x04name\x18\x07 \x01(\tH\x01\x88\x01\x01\x42\x0b\n\t_grace_msB\x07\n\x05_name\"D\n\x0bTimeWindows\x12\x0f\n\x07size_ms\x18\x01 \x01(\x03\x12\x12\n\nadvance_ms\x18\x02 \x01(\x03\x12\x10\n\x08grace_ms\x18\x03 \x01(\x03\"2\n\x0eSessionWindows\x12\x0e\n\x06gap_ms\x18\x01 \x01(\x03\x12\x10\n\x08grace_ms\x18\x02 \x01(\x03\">\n\x0eSlidingWindows\x12\x1a\n\x12time_difference_ms\x18\x01 \x01(\x03\x12\x10\n\x08grace_ms\x18\x02 \x01(\x03\"\xa4\x01\n\x07Windows\x12+\n\x04time\x18\x01 \x01(\x0b\x32\x1b.kstate.connect.TimeWindowsH\x00\x12\x31\n\x07session\x18\x02 \x01(\x0b\x32\x1e.kstate.connect.SessionWindowsH\x00\x12\x31\n\x07sliding\x18\x03 \x01(\x0b\x32\x1e.kstate.connect.SlidingWindowsH\x00\x42\x06\n\x04kind\"\xb0\x01\n\x0eWindowedStream\x12$\n\x05input\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Input\x12(\n\x07windows\x18\x02 \x01(\x0b\x32\x17.kstate.connect.Windows\x12#\n\x03key\x18\x03 \x01(\x0b\x32\x16.kstate.connect.Column\x12)\n\ttimestamp\x18\x04 \x01(\x0b\x32\x16.kstate.connect.Column\"\xb5\x01\n\x0eWindowedResult\x12.\n\x06stream\x18\x01 \x01(\x0b\x32\x1e.kstate.connect.WindowedStream\x12\x11\n\x04name\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x12\n\x08\x64istinct\x18\x03 \x01(\x08H\x00\x12\x0f\n\x05\x63ount\x18\x04 \x01(\x08H\x00\x12,\n\taggregate\x18\x05 \x01(\x0b\x32\x17.kstate.connect.ColumnsH\x00\x42\x04\n\x02opB\x07\n\x05_name\"@\n\x0eVersionedTable\x12\x1c\n\x14history_retention_ms\x18\x01 \x01(\x03\x12\x10\n\x08grace_ms\x18\x02 \x01(\x03\"\xf2\x02\n\x05Table\x12+\n\x08to_table\x18\x01 \x01(\x0b\x32\x17.kstate.connect.ToTableH\x00\x12-\n\x06\x66ilter\x18\x02 \x01(\x0b\x32\x1b.kstate.connect.TableFilterH\x00\x12\x31\n\nfilter_not\x18\x03 \x01(\x0b\x32\x1b.kstate.connect.TableFilterH\x00\x12\x34\n\nmap_values\x18\x04 \x01(\x0b\x32\x1e.kstate.connect.TableMapValuesH\x00\x12)\n\x04join\x18\x05 \x01(\x0b\x32\x19.kstate.connect.TableJoinH\x00\x12:\n\x10\x66oreign_key_join\x18\x06 \x01(\x0b\x32\x1e.kstate.connect.ForeignKeyJoinH\x00\x12\x37\n\x0b\x61ggregation\x18\x07 \x01(\x0b\x32 .kstate.connect.TableAggregationH\x00\x42\x04\n\x02op\"\xe1\x01\n\x07ToTable\x12$\n\x05input\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Input\x12#\n\x03key\x18\x02 \x01(\x0b\x32\x16.kstate.connect.Column\x12)\n\ttimestamp\x18\x03 \x01(\x0b\x32\x16.kstate.connect.Column\x12\x36\n\tversioned\x18\x04 \x01(\x0b\x32\x1e.kstate.connect.VersionedTableH\x00\x88\x01\x01\x12\x11\n\x04name\x18\x05 \x01(\tH\x01\x88\x01\x01\x42\x0c\n\n_versionedB\x07\n\x05_name\"^\n\x0bTableFilter\x12$\n\x05table\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Table\x12)\n\tcondition\x18\x02 \x01(\x0b\x32\x16.kstate.connect.Column\"^\n\x0eTableMapValues\x12$\n\x05table\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Table\x12&\n\x06values\x18\x02 \x03(\x0b\x32\x16.kstate.connect.Column\"\x7f\n\tTableJoin\x12#\n\x04left\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Table\x12$\n\x05right\x18\x02 \x01(\x0b\x32\x15.kstate.connect.Table\x12\x0b\n\x03how\x18\x03 \x01(\t\x12\x11\n\x04name\x18\x04 \x01(\tH\x00\x88\x01\x01\x42\x07\n\x05_name\"\xb1\x01\n\x0e\x46oreignKeyJoin\x12#\n\x04left\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Table\x12$\n\x05right\x18\x02 \x01(\x0b\x32\x15.kstate.connect.Table\x12+\n\x0b\x66oreign_key\x18\x03 \x01(\x0b\x32\x16.kstate.connect.Column\x12\x0b\n\x03how\x18\x04 \x01(\t\x12\x11\n\x04name\x18\x05 \x01(\tH\x00\x88\x01\x01\x42\x07\n\x05_name\"\x81\x01\n\x0cGroupedTable\x12$\n\x05table\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Table\x12#\n\x03key\x18\x02 \x01(\x0b\x32\x16.kstate.connect.Column\x12&\n\x06values\x18\x03 \x03(\x0b\x32\x16.kstate.connect.Column\"\x9d\x02\n\x10TableAggregation\x12-\n\x07grouped\x18\x01 \x01(\x0b\x32\x1c.kstate.connect.GroupedTable\x12\x11\n\x04name\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x0f\n\x05\x63ount\x18\x03 \x01(\x08H\x00\x12%\n\x03sum\x18\x04 \x01(\x0b\x32\x16.kstate.connect.ColumnH\x00\x12(\n\x06reduce\x18\x05 \x01(\x0b\x32\x16.kstate.connect.ReduceH\x00\x12&\n\x03\x61gg\x18\x06 \x01(\x0b\x32\x17.kstate.connect.ColumnsH\x00\x12.\n\taggregate\x18\x07 \x01(\x0b\x32\x19.kstate.connect.AggregateH\x00\x42\x04\n\x02opB\x07\n\x05_name\"[\n\x06Reduce\x12%\n\x05\x61\x64\x64\x65\x64\x18\x01 \x01(\x0b\x32\x16.kstate.connect.Column\x12*\n\nsubtracted\x18\x02 \x01(\x0b\x32\x16.kstate.connect.Column\"\x84\x01\n\tAggregate\x12$\n\x04init\x18\x01 \x01(\x0b\x32\x16.kstate.connect.Column\x12%\n\x05\x61\x64\x64\x65\x64\x18\x02 \x01(\x0b\x32\x16.kstate.connect.Column\x12*\n\nsubtracted\x18\x03 \x01(\x0b\x32\x16.kstate.connect.Column\"e\n\rTableSuppress\x12$\n\x05table\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Table\x12.\n\nsuppressed\x18\x02 \x01(\x0b\x32\x1a.kstate.connect.Suppressed\"\xcf\x01\n\tTableInfo\x12$\n\x05table\x18\x01 \x01(\x0b\x32\x15.kstate.connect.Table\x12\x34\n\x08property\x18\x02 \x01(\x0e\x32\".kstate.connect.TableInfo.Property\"f\n\x08Property\x12\x0f\n\x0b\x44\x45SCRIPTION\x10\x00\x12\x10\n\x0cIS_VERSIONED\x10\x01\x12\x0e\n\nKEY_COLUMN\x10\x02\x12\x14\n\x10TIMESTAMP_COLUMN\x10\x03\x12\x11\n\rVALUE_COLUMNS\x10\x04\"\x93\x01\n\tReadState\x12\x12\n\ncheckpoint\x18\x01 \x01(\t\x12\x17\n\roperator_name\x18\x02 \x01(\tH\x00\x12\x15\n\x0boperator_id\x18\x03 \x01(\x03H\x00\x12\x15\n\x08\x62\x61tch_id\x18\x04 \x01(\x03H\x01\x88\x01\x01\x12\x12\n\nstore_name\x18\x05 \x01(\tB\n\n\x08operatorB\x0b\n\t_batch_id\"`\n\tReadTable\x12\x12\n\ncheckpoint\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x12\n\x08\x61s_of_ms\x18\x03 \x01(\x03H\x00\x12\x14\n\nas_of_text\x18\x04 \x01(\tH\x00\x42\x07\n\x05\x61s_of\"!\n\rReplicaStatus\x12\x10\n\x08query_id\x18\x01 \x01(\tB-\n)org.apache.spark.sql.kstate.connect.protoP\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'kstate.proto.connect_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
-    _globals['DESCRIPTOR']._loaded_options = None
-    _globals['DESCRIPTOR']._serialized_options = b'\n)org.apache.spark.sql.kstate.connect.protoP\001'
-    _globals['_KSTATERELATION']._serialized_start = 47
-    _globals['_KSTATERELATION']._serialized_end = 495
-    _globals['_COLUMN']._serialized_start = 497
-    _globals['_COLUMN']._serialized_end = 525
-    _globals['_COLUMNS']._serialized_start = 527
-    _globals['_COLUMNS']._serialized_end = 577
-    _globals['_INPUT']._serialized_start = 579
-    _globals['_INPUT']._serialized_end = 634
-    _globals['_STREAM']._serialized_start = 637
-    _globals['_STREAM']._serialized_end = 1096
-    _globals['_DEDUPLICATEBYKEY']._serialized_start = 1099
-    _globals['_DEDUPLICATEBYKEY']._serialized_end = 1284
-    _globals['_DEDUPLICATEBYKEYVALUE']._serialized_start = 1287
-    _globals['_DEDUPLICATEBYKEYVALUE']._serialized_end = 1513
-    _globals['_DEDUPLICATE']._serialized_start = 1516
-    _globals['_DEDUPLICATE']._serialized_end = 1695
-    _globals['_BUFFERCONFIG']._serialized_start = 1698
-    _globals['_BUFFERCONFIG']._serialized_end = 1912
-    _globals['_BUFFERCONFIG_WHENFULL']._serialized_start = 1822
-    _globals['_BUFFERCONFIG_WHENFULL']._serialized_end = 1882
-    _globals['_SUPPRESSED']._serialized_start = 1915
-    _globals['_SUPPRESSED']._serialized_end = 2043
-    _globals['_SUPPRESSSTREAM']._serialized_start = 2046
-    _globals['_SUPPRESSSTREAM']._serialized_end = 2388
-    _globals['_STREAMTABLEJOIN']._serialized_start = 2391
-    _globals['_STREAMTABLEJOIN']._serialized_end = 2641
-    _globals['_TIMEWINDOWS']._serialized_start = 2643
-    _globals['_TIMEWINDOWS']._serialized_end = 2711
-    _globals['_SESSIONWINDOWS']._serialized_start = 2713
-    _globals['_SESSIONWINDOWS']._serialized_end = 2763
-    _globals['_SLIDINGWINDOWS']._serialized_start = 2765
-    _globals['_SLIDINGWINDOWS']._serialized_end = 2827
-    _globals['_WINDOWS']._serialized_start = 2830
-    _globals['_WINDOWS']._serialized_end = 2994
-    _globals['_WINDOWEDSTREAM']._serialized_start = 2997
-    _globals['_WINDOWEDSTREAM']._serialized_end = 3173
-    _globals['_WINDOWEDRESULT']._serialized_start = 3176
-    _globals['_WINDOWEDRESULT']._serialized_end = 3357
-    _globals['_VERSIONEDTABLE']._serialized_start = 3359
-    _globals['_VERSIONEDTABLE']._serialized_end = 3423
-    _globals['_TABLE']._serialized_start = 3426
-    _globals['_TABLE']._serialized_end = 3796
-    _globals['_TOTABLE']._serialized_start = 3799
-    _globals['_TOTABLE']._serialized_end = 4024
-    _globals['_TABLEFILTER']._serialized_start = 4026
-    _globals['_TABLEFILTER']._serialized_end = 4120
-    _globals['_TABLEMAPVALUES']._serialized_start = 4122
-    _globals['_TABLEMAPVALUES']._serialized_end = 4216
-    _globals['_TABLEJOIN']._serialized_start = 4218
-    _globals['_TABLEJOIN']._serialized_end = 4345
-    _globals['_FOREIGNKEYJOIN']._serialized_start = 4348
-    _globals['_FOREIGNKEYJOIN']._serialized_end = 4525
-    _globals['_GROUPEDTABLE']._serialized_start = 4528
-    _globals['_GROUPEDTABLE']._serialized_end = 4657
-    _globals['_TABLEAGGREGATION']._serialized_start = 4660
-    _globals['_TABLEAGGREGATION']._serialized_end = 4945
-    _globals['_REDUCE']._serialized_start = 4947
-    _globals['_REDUCE']._serialized_end = 5038
-    _globals['_AGGREGATE']._serialized_start = 5041
-    _globals['_AGGREGATE']._serialized_end = 5173
-    _globals['_TABLESUPPRESS']._serialized_start = 5175
-    _globals['_TABLESUPPRESS']._serialized_end = 5276
-    _globals['_TABLEINFO']._serialized_start = 5279
-    _globals['_TABLEINFO']._serialized_end = 5486
-    _globals['_TABLEINFO_PROPERTY']._serialized_start = 5384
-    _globals['_TABLEINFO_PROPERTY']._serialized_end = 5486
-    _globals['_READSTATE']._serialized_start = 5489
-    _globals['_READSTATE']._serialized_end = 5636
-    _globals['_READTABLE']._serialized_start = 5638
-    _globals['_READTABLE']._serialized_end = 5734
-    _globals['_REPLICASTATUS']._serialized_start = 5736
-    _globals['_REPLICASTATUS']._serialized_end = 5769
+  _globals['DESCRIPTOR']._loaded_options = None
+  _globals['DESCRIPTOR']._serialized_options = b'\n)org.apache.spark.sql.kstate.connect.protoP\001'
+  _globals['_KSTATERELATION']._serialized_start=47
+  _globals['_KSTATERELATION']._serialized_end=495
+  _globals['_COLUMN']._serialized_start=497
+  _globals['_COLUMN']._serialized_end=525
+  _globals['_COLUMNS']._serialized_start=527
+  _globals['_COLUMNS']._serialized_end=577
+  _globals['_INPUT']._serialized_start=579
+  _globals['_INPUT']._serialized_end=634
+  _globals['_STREAM']._serialized_start=637
+  _globals['_STREAM']._serialized_end=1096
+  _globals['_DEDUPLICATEBYKEY']._serialized_start=1099
+  _globals['_DEDUPLICATEBYKEY']._serialized_end=1284
+  _globals['_DEDUPLICATEBYKEYVALUE']._serialized_start=1287
+  _globals['_DEDUPLICATEBYKEYVALUE']._serialized_end=1513
+  _globals['_DEDUPLICATE']._serialized_start=1516
+  _globals['_DEDUPLICATE']._serialized_end=1695
+  _globals['_BUFFERCONFIG']._serialized_start=1698
+  _globals['_BUFFERCONFIG']._serialized_end=1912
+  _globals['_BUFFERCONFIG_WHENFULL']._serialized_start=1822
+  _globals['_BUFFERCONFIG_WHENFULL']._serialized_end=1882
+  _globals['_SUPPRESSED']._serialized_start=1915
+  _globals['_SUPPRESSED']._serialized_end=2043
+  _globals['_SUPPRESSSTREAM']._serialized_start=2046
+  _globals['_SUPPRESSSTREAM']._serialized_end=2388
+  _globals['_STREAMTABLEJOIN']._serialized_start=2391
+  _globals['_STREAMTABLEJOIN']._serialized_end=2641
+  _globals['_TIMEWINDOWS']._serialized_start=2643
+  _globals['_TIMEWINDOWS']._serialized_end=2711
+  _globals['_SESSIONWINDOWS']._serialized_start=2713
+  _globals['_SESSIONWINDOWS']._serialized_end=2763
+  _globals['_SLIDINGWINDOWS']._serialized_start=2765
+  _globals['_SLIDINGWINDOWS']._serialized_end=2827
+  _globals['_WINDOWS']._serialized_start=2830
+  _globals['_WINDOWS']._serialized_end=2994
+  _globals['_WINDOWEDSTREAM']._serialized_start=2997
+  _globals['_WINDOWEDSTREAM']._serialized_end=3173
+  _globals['_WINDOWEDRESULT']._serialized_start=3176
+  _globals['_WINDOWEDRESULT']._serialized_end=3357
+  _globals['_VERSIONEDTABLE']._serialized_start=3359
+  _globals['_VERSIONEDTABLE']._serialized_end=3423
+  _globals['_TABLE']._serialized_start=3426
+  _globals['_TABLE']._serialized_end=3796
+  _globals['_TOTABLE']._serialized_start=3799
+  _globals['_TOTABLE']._serialized_end=4024
+  _globals['_TABLEFILTER']._serialized_start=4026
+  _globals['_TABLEFILTER']._serialized_end=4120
+  _globals['_TABLEMAPVALUES']._serialized_start=4122
+  _globals['_TABLEMAPVALUES']._serialized_end=4216
+  _globals['_TABLEJOIN']._serialized_start=4218
+  _globals['_TABLEJOIN']._serialized_end=4345
+  _globals['_FOREIGNKEYJOIN']._serialized_start=4348
+  _globals['_FOREIGNKEYJOIN']._serialized_end=4525
+  _globals['_GROUPEDTABLE']._serialized_start=4528
+  _globals['_GROUPEDTABLE']._serialized_end=4657
+  _globals['_TABLEAGGREGATION']._serialized_start=4660
+  _globals['_TABLEAGGREGATION']._serialized_end=4945
+  _globals['_REDUCE']._serialized_start=4947
+  _globals['_REDUCE']._serialized_end=5038
+  _globals['_AGGREGATE']._serialized_start=5041
+  _globals['_AGGREGATE']._serialized_end=5173
+  _globals['_TABLESUPPRESS']._serialized_start=5175
+  _globals['_TABLESUPPRESS']._serialized_end=5276
+  _globals['_TABLEINFO']._serialized_start=5279
+  _globals['_TABLEINFO']._serialized_end=5486
+  _globals['_TABLEINFO_PROPERTY']._serialized_start=5384
+  _globals['_TABLEINFO_PROPERTY']._serialized_end=5486
+  _globals['_READSTATE']._serialized_start=5489
+  _globals['_READSTATE']._serialized_end=5636
+  _globals['_READTABLE']._serialized_start=5638
+  _globals['_READTABLE']._serialized_end=5734
+  _globals['_REPLICASTATUS']._serialized_start=5736
+  _globals['_REPLICASTATUS']._serialized_end=5769
 # @@protoc_insertion_point(module_scope)
