@@ -207,9 +207,19 @@ def measure(spark, workload: str, data_dir: str, rows: int, a, meter: CpuMeter) 
     out: Dict[str, Any] = {"runs": runs}
     for v in names:
         wall = statistics.median(x["wall_s"] for x in runs[v])
-        out[v] = {"median_wall_s": wall, "rows_per_s": round(rows / wall)}
+        cpus = [x["cpu"]["own_cpu_s"] for x in runs[v] if x["cpu"].get("own_cpu_s") is not None]
+        out[v] = {
+            "median_wall_s": wall,
+            "rows_per_s": round(rows / wall),
+            # CPU of this benchmark's processes (driver JVM with its local executors, Python) per input row
+            "cpu_us_per_row": round(statistics.median(cpus) * 1e6 / rows, 2) if cpus else None,
+        }
     if "kstate" in out and "floor" in out:
         out["kstate_over_floor"] = round(out["kstate"]["rows_per_s"] / out["floor"]["rows_per_s"], 3)
+        if out["kstate"]["cpu_us_per_row"] is not None and out["floor"]["cpu_us_per_row"] is not None:
+            out["kstate_extra_cpu_us_per_row"] = round(
+                out["kstate"]["cpu_us_per_row"] - out["floor"]["cpu_us_per_row"], 2
+            )
     if "builtin" in out and "kstate" in out:
         out["kstate_over_builtin"] = round(out["kstate"]["rows_per_s"] / out["builtin"]["rows_per_s"], 3)
     return out

@@ -720,6 +720,9 @@ def r_floor(d: Dict[str, Any], path: str) -> List[str]:
                     rate(m.get("builtin", {}).get("rows_per_s"), "") if "builtin" in m else "none",
                     ratio(kf),
                     ratio(kb) if kb is not None else "n/a",
+                    f"{m['kstate_extra_cpu_us_per_row']:.2f}"
+                    if m.get("kstate_extra_cpu_us_per_row") is not None
+                    else "n/a",
                 ]
             )
         if inp:
@@ -735,6 +738,7 @@ def r_floor(d: Dict[str, Any], path: str) -> List[str]:
             "built-in, rows/s",
             "kstate / floor",
             "kstate / built-in",
+            "kstate's CPU beyond the floor, µs/row",
         ],
         rows,
     )
