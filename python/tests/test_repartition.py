@@ -445,9 +445,9 @@ def test_sparks_repartition_from_python_is_refused_before_it_writes(spark, tmp_p
 def _sparks_failed_repartition(spark, ckpt: str, n: int) -> None:
     """Spark's repartition as a Scala program calls it (no kstate check in between): it writes its
     offset log entry, then fails on the state it cannot move."""
-    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import SparkRuntimeException
 
-    with pytest.raises(Py4JJavaError):
+    with pytest.raises(SparkRuntimeException, match="STDS_FAILED_TO_READ_STATE_SCHEMA"):
         spark._jsparkSession.streamingCheckpointManager().repartition(ckpt, n, True)
     assert os.path.exists(os.path.join(ckpt, "offsets", "2")) and not os.path.exists(os.path.join(ckpt, "commits", "2"))
 
