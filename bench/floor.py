@@ -57,6 +57,7 @@ from common import (
     environment,
     finish_args,
     generate,
+    other_processes,
     save_results,
     start_spark,
     unload_state_stores,
@@ -97,6 +98,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     add_input_args(p)
     add_spark_args(p)
     a = p.parse_args(argv)
+    if not a.quick:  # 1M rows: 9 workloads x 2 key distributions x 3 variants x 4 runs fit in about 25 minutes
+        a.files = a.files or 10
+        a.rows_per_file = a.rows_per_file or 100_000
     finish_args(p, a)
     a.reps = a.reps or (1 if a.quick else 3)
     a.workload_list = [w for w in a.workloads.split(",") if w]
@@ -277,6 +281,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "inputs": {},
     }
     load_before = open("/proc/loadavg").read().split()[:3]
+    others_before = other_processes()
     for dist in a.distribution_list:
         a.key_skew = DISTRIBUTIONS[dist]
         data_dir = os.path.join(TMP, "floor", dist)
@@ -303,6 +308,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(line, flush=True)
     result["load_before"] = load_before
     result["load_after"] = open("/proc/loadavg").read().split()[:3]
+    result["others_before"], result["others_after"] = others_before, other_processes()
     result["environment"] = environment(spark, a, jar)
     spark.stop()
     save_results(a, result, write_chart, "floor", WORKLOADS)

@@ -699,7 +699,7 @@ def r_floor(d: Dict[str, Any], path: str) -> List[str]:
         "",
         f"When and how: {when(d, path, env.get('date_utc'))}; {env_line(env) if env else ''} Medians of "
         f"{d['reps']} rounds after a warm-up, variants alternating. Load average before / after: "
-        f"{d.get('load_before')} / {d.get('load_after')}.",
+        f"{d.get('load_before')} / {d.get('load_after')}; other processes: {others(d)}.",
         "",
     ]
     rows, below_floor, below_builtin = [], [], []
