@@ -91,7 +91,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="small input (100k events, 4 micro-batches), 1 round")
-    p.add_argument("--events", type=int, default=None, help="Nexmark events (default 1.5M; --quick 100k)")
+    p.add_argument("--events", type=int, default=None, help="Nexmark events (default 1M; --quick 100k)")
     p.add_argument("--batches", type=int, default=None, help="micro-batches = files per stream (default 10; --quick 4)")
     p.add_argument("--rate", type=float, default=None,
                    help="events per second of event time (default Nexmark's firstEventRate, 10,000; --quick 2,000, "
@@ -117,7 +117,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     add_spark_args(p)
     p.set_defaults(master="local[2]", driver_memory="4g")
     a = p.parse_args(argv)
-    a.events = a.events or (100_000 if a.quick else 1_500_000)
+    a.events = a.events or (100_000 if a.quick else 1_000_000)
     a.batches = a.batches or (4 if a.quick else 10)
     a.rate = a.rate or (2_000.0 if a.quick else 10_000.0)
     a.out_of_order_group = a.out_of_order_group or max(1, int(a.rate // 2))
@@ -328,17 +328,14 @@ def compare(q: str, obs: Dict[str, Dict[str, Any]], truth: Dict[str, Any], cut: 
                 out[f"{v}_matches_model"] = got == t
         out["agree"] = None if k is None or b is None else (k["windows"] == b["windows"] and len(t) > 0)
     elif q == "q11":
-        inc = [s for s in truth["q11_inclusive"] if s[2] <= cut["q11"]]
-        exc = [s for s in truth["q11_exclusive"] if s[2] <= cut["q11"]]
-        out = {"cutoff_ms": cut["q11"], "model_sessions_kafka_rule": len(inc), "model_sessions_spark_rule": len(exc),
+        t = sorted(s for s in truth["q11"] if s[2] <= cut["q11"])
+        out = {"cutoff_ms": cut["q11"], "model_sessions": len(t), "exact_gap_pairs_in_input": truth["q11_exact_gap_pairs"],
                "compared": "every session whose last bid is surely closed by both: bidder, first and last bid time, "
                            "count"}
-        if k is not None:
-            out["kstate"] = {"sessions": len(k["sessions"]), "rows_total": k["rows_total"]}
-            out["kstate_matches_model"] = k["sessions"] == sorted(inc)
-        if b is not None:
-            out["builtin"] = {"sessions": len(b["sessions"]), "rows_total": b["rows_total"]}
-            out["builtin_matches_model"] = b["sessions"] == sorted(exc)
+        for v, o in (("kstate", k), ("builtin", b)):
+            if o is not None:
+                out[v] = {"sessions": len(o["sessions"]), "rows_total": o["rows_total"]}
+                out[f"{v}_matches_model"] = o["sessions"] == t
         if k is not None and b is not None:
             ks, bs = set(k["sessions"]), set(b["sessions"])
             out["only_kstate"], out["only_builtin"] = len(ks - bs), len(bs - ks)
@@ -373,8 +370,7 @@ def truths(ev, cut: Dict[str, int]) -> Dict[str, Any]:
 
     return {"q3": m.q3_truth(ev), "q20": m.q20_truth(ev, cut["q20"]), "q18": m.q18_truth(ev),
             "q7": m.tumbling_max_truth(ev, 10_000), "q5": m.hopping_max_count_truth(ev, 10_000, 2_000),
-            "q11_inclusive": m.sessions_truth(ev, 10_000, inclusive=True),
-            "q11_exclusive": m.sessions_truth(ev, 10_000, inclusive=False)}
+            "q11": m.sessions_truth(ev, 10_000), "q11_exact_gap_pairs": m.exact_gap_pairs(ev, 10_000)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -549,8 +545,7 @@ def check_cell(q: str, c: Optional[Dict[str, Any]]) -> str:
         extra = ""
         if c.get("agree") is False:
             extra = f" ({c.get('only_kstate')} sessions only in kstate, {c.get('only_builtin')} only in the built-in)"
-        return (f"{c['model_sessions_kafka_rule']:,} closed sessions; kstate = built-in: {_yn(c.get('agree'))}"
-                f"{extra}; kstate = model (Kafka's inclusive gap): {_yn(k)}, built-in = model (Spark's rule): {_yn(b)}")
+        return f"{c['model_sessions']:,} closed sessions; kstate = built-in: {_yn(c.get('agree'))}{extra}; {model}"
     if q == "q18":
         return (f"{c['model']['distinct_keys']:,} distinct keys; kstate = built-in: {_yn(c.get('agree'))}; {model}")
     if q == "q20":

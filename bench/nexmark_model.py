@@ -434,16 +434,23 @@ def hopping_max_count_truth(ev: Events, size_ms: int, slide_ms: int) -> Dict[int
     return dict(zip((t0 + win * slide_ms).tolist(), best.tolist(), strict=True))
 
 
-def sessions_truth(ev: Events, gap_ms: int, inclusive: bool) -> List[tuple]:
-    """q11: each bidder's sessions as (bidder, first time, last time, bids). ``inclusive``: two
-    bids exactly ``gap`` apart are one session (Kafka's rule); else they split (Spark's
-    ``session_window``, whose sessions end ``gap`` after their last event, exclusive)."""
+def sessions_truth(ev: Events, gap_ms: int) -> List[tuple]:
+    """q11: each bidder's sessions as (bidder, first time, last time, bids). Two bids at most
+    ``gap`` apart (inclusive) are one session: Kafka's rule, and Spark's ``session_window``'s too
+    (its session ends ``gap`` after the last event, and an event at exactly that end joins it)."""
     b = ev.bids
     order = np.lexsort((b["date_time"], b["bidder"]))
     bidder, ts = b["bidder"][order], b["date_time"][order]
-    d = np.diff(ts)
-    new = np.concatenate([[True], (bidder[1:] != bidder[:-1]) | ((d > gap_ms) if inclusive else (d >= gap_ms))])
+    new = np.concatenate([[True], (bidder[1:] != bidder[:-1]) | (np.diff(ts) > gap_ms)])
     starts = np.flatnonzero(new)
     ends = np.concatenate([starts[1:], [len(ts)]]) - 1
     return list(zip(bidder[starts].tolist(), ts[starts].tolist(), ts[ends].tolist(),
                     (ends - starts + 1).tolist(), strict=True))
+
+
+def exact_gap_pairs(ev: Events, gap_ms: int) -> int:
+    """Consecutive bids of one bidder exactly ``gap`` apart: the boundary case of session merging."""
+    b = ev.bids
+    order = np.lexsort((b["date_time"], b["bidder"]))
+    bidder, ts = b["bidder"][order], b["date_time"][order]
+    return int(((bidder[1:] == bidder[:-1]) & (np.diff(ts) == gap_ms)).sum())

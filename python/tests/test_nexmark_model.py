@@ -166,12 +166,10 @@ def test_reference_answers_on_hand_made_bids() -> None:
     assert hop[0] == 2 and hop[2_000] == 1 and hop[-8_000] == 1 and hop[10_000] == 1 and hop[12_000] == 1
     assert hop[20_000] == 1 and 22_000 not in hop and hop[34_000] == 1 and max(hop) == 34_000
     # bidder 7: 0, 9,999, 10,000 (one session either way); bidder 8: 20,000 and 35,000 (two)
-    assert m.sessions_truth(ev, 10_000, inclusive=True) == [(7, 0, 10_000, 3), (8, 20_000, 20_000, 1),
-                                                            (8, 35_000, 35_000, 1)]
-    # exactly the gap apart: one session for Kafka (inclusive), two for Spark's session_window
-    gap = fake([(1, 5, 1, 0), (1, 5, 1, 10_000)])
-    assert m.sessions_truth(gap, 10_000, inclusive=True) == [(5, 0, 10_000, 2)]
-    assert m.sessions_truth(gap, 10_000, inclusive=False) == [(5, 0, 0, 1), (5, 10_000, 10_000, 1)]
+    assert m.sessions_truth(ev, 10_000) == [(7, 0, 10_000, 3), (8, 20_000, 20_000, 1), (8, 35_000, 35_000, 1)]
+    # exactly the gap apart: one session (Kafka's rule and Spark's session_window alike); 1 ms more: two
+    assert m.sessions_truth(fake([(1, 5, 1, 0), (1, 5, 1, 10_000)]), 10_000) == [(5, 0, 10_000, 2)]
+    assert m.sessions_truth(fake([(1, 5, 1, 0), (1, 5, 1, 10_001)]), 10_000) == [(5, 0, 0, 1), (5, 10_001, 10_001, 1)]
     assert m.q18_truth(ev) == {"distinct_keys": 4}
 
 
