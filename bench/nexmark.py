@@ -17,8 +17,9 @@ one Spark session on the same files:
   the largest count per window (and one auction that has it). kstate: ``TimeWindows`` hopping
   count + ``until_window_closes``, then a second windowed aggregation over the final counts;
   built-in: the same two aggregations chained in append mode with a watermark.
-* ``q7`` highest bid: the largest bid price per 10 s tumbling window. kstate: a windowed
-  ``max`` over one key + ``until_window_closes``; built-in: append-mode window max.
+* ``q7`` highest bid: the largest bid price per 10 s tumbling window and a bid that has it.
+  kstate: a windowed ``max`` and ``max_by`` over one key + ``until_window_closes``; built-in:
+  the same aggregates in an append-mode window.
 * ``q11`` user sessions: bids per bidder in session windows (10 s gap). kstate:
   ``SessionWindows`` count + ``until_window_closes``; built-in: ``session_window`` count.
 * ``q18`` one bid per (bidder, auction): kstate ``deduplicate_by_key`` (KIP-655 keeps the
@@ -72,8 +73,8 @@ FORMS = {
     "q5": ("`TimeWindows.of_size(10 s).advance_by(2 s)` count + `until_window_closes`, then a 2 s tumbling "
            "`agg(max(count), max_by(auction, count))` on `window_start`, one key, + `until_window_closes`",
            "`groupBy(window(10 s, 2 s), auction).count()`, then `groupBy(window).agg(max, max_by)`, append"),
-    "q7": ("`TimeWindows.of_size(10 s)` `agg(max(price))` over one key + `until_window_closes`",
-           "`groupBy(window(10 s)).agg(max(price))`, append"),
+    "q7": ("`TimeWindows.of_size(10 s)` `agg(max(price), max_by(bid, price))` over one key + `until_window_closes`",
+           "`groupBy(window(10 s)).agg(max(price), max_by(bid, price))`, append"),
     "q11": ("`SessionWindows.with_inactivity_gap(10 s)` count by bidder + `until_window_closes`",
             "`groupBy(session_window(10 s), bidder).count()`, append"),
     "q18": ("`deduplicate_by_key(interval, key=[bidder, auction])` (keeps the first)",
@@ -168,6 +169,7 @@ def build(spark, q: str, variant: str, data: str, a: argparse.Namespace):
     from pyspark.sql import functions as F
 
     grace_ms = int(a.grace * 1000)
+    Q7_BID = F.struct("auction", "bidder", "price", "date_time", "extra")  # noqa: N806 - Nexmark q7's output row
     wm = f"{int(grace_ms)} milliseconds"
     final = Suppressed.until_window_closes(BufferConfig.unbounded())
     if q == "q3":
@@ -209,10 +211,11 @@ def build(spark, q: str, variant: str, data: str, a: argparse.Namespace):
     if q == "q7":
         if variant == "kstate":
             return (bids.kstate.windowed_by(TimeWindows.of_size(10_000).grace(grace_ms), key=F.lit(0), timestamp="date_time")
-                    .agg(F.max("price").alias("max_price"), name="q7").kstate.suppress(final)
-                    .select("window_start", "max_price"))
+                    .agg(F.max("price").alias("max_price"), F.max_by(Q7_BID, "price").alias("bid"), name="q7")
+                    .kstate.suppress(final).select("window_start", "max_price", "bid"))
         return (bids.withWatermark("date_time", wm).groupBy(F.window("date_time", "10 seconds").alias("w"))
-                .agg(F.max("price").alias("max_price")).select(F.col("w.start").alias("window_start"), "max_price"))
+                .agg(F.max("price").alias("max_price"), F.max_by(Q7_BID, "price").alias("bid"))
+                .select(F.col("w.start").alias("window_start"), "max_price", "bid"))
     if q == "q11":
         if variant == "kstate":
             return (bids.kstate.windowed_by(SessionWindows.with_inactivity_gap(10_000).grace(grace_ms),
@@ -284,8 +287,15 @@ def observe(spark, q: str, variant: str, out: str, cut: Dict[str, int]) -> Dict[
     if q in ("q5", "q7"):
         size = 10_000
         col = "maxn" if q == "q5" else "max_price"
-        rows = df.where(ms("window_start") + size <= cut[q]).select(ms("window_start").alias("s"), col).collect()
-        return {"windows": {int(x["s"]): int(x[col]) for x in rows}, "rows_total": df.count()}
+        closed = df.where(ms("window_start") + size <= cut[q])
+        rows = closed.select(ms("window_start").alias("s"), col).collect()
+        out = {"windows": {int(x["s"]): int(x[col]) for x in rows}, "rows_total": df.count()}
+        if q == "q7":  # the winning bid: has the max price, lies in its window
+            bids = closed.select(ms("window_start").alias("s"), "max_price", "bid.auction", "bid.bidder", "bid.price",
+                                 ms("bid.date_time").alias("t")).collect()
+            out["bids"] = {int(x["s"]): [int(x["auction"]), int(x["bidder"]), int(x["price"]), int(x["t"])] for x in bids}
+            out["bids_consistent"] = all(x["price"] == x["max_price"] and x["s"] <= x["t"] < x["s"] + size for x in bids)
+        return out
     if q == "q11":
         rows = (df.where(ms("last_time") <= cut["q11"])
                 .select("bidder", ms("window_start").alias("s"), ms("last_time").alias("e"), "count").collect())
@@ -326,7 +336,11 @@ def compare(q: str, obs: Dict[str, Dict[str, Any]], truth: Dict[str, Any], cut: 
                 out[v] = {"windows": len(got), "rows_total": o["rows_total"],
                           "differing_windows": sorted(s for s in set(t) | set(got) if t.get(s) != got.get(s))[:20]}
                 out[f"{v}_matches_model"] = got == t
+                if q == "q7":
+                    out[v]["winning_bid_has_the_max_price_and_is_in_the_window"] = o["bids_consistent"]
         out["agree"] = None if k is None or b is None else (k["windows"] == b["windows"] and len(t) > 0)
+        if q == "q7" and k is not None and b is not None:  # equal prices may pick different bids (ties)
+            out["same_winning_bid_windows"] = sum(1 for s in k["bids"] if k["bids"][s] == b["bids"].get(s))
     elif q == "q11":
         t = sorted(s for s in truth["q11"] if s[2] <= cut["q11"])
         out = {"cutoff_ms": cut["q11"], "model_sessions": len(t), "exact_gap_pairs_in_input": truth["q11_exact_gap_pairs"],
