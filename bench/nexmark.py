@@ -595,7 +595,7 @@ def report_lines(d: Dict[str, Any], path: str) -> List[str]:
         f"{p['grace_s']:g} s; built-ins on RocksDB with changelog checkpointing, kstate on its provider; "
         f"{p['shuffle_partitions']} shuffle partitions; median of {p['reps']} runs per variant after a checked "
         f"warm-up, alternating. Load average before / after: {' '.join(d.get('load_before') or [])} / "
-        f"{' '.join(d.get('load_after') or [])}; other processes: {others}.",
+        f"{' '.join(d.get('load_after') or [])}; other processes: {others}; {foreign_share(d)}.",
         "",
         "| query | kstate, events/s/core | built-in, events/s/core | kstate / built-in | cross-check |",
         "| --- | --- | --- | --- | --- |",
@@ -609,6 +609,17 @@ def report_lines(d: Dict[str, Any], path: str) -> List[str]:
     for q, r in d["queries"].items():
         out.append(f"- {q}: kstate {r['kstate_form']}; built-in {r['builtin_form']}.")
     return out
+
+
+def foreign_share(d: Dict[str, Any]) -> str:
+    """How much of the machine's CPU time other processes took during the timed runs."""
+    cpu = [r["cpu"] for q in d["queries"].values() for v in ("kstate", "builtin") for r in q.get(v, {}).get("runs", [])]
+    machine = sum(c.get("machine_cpu_s") or 0 for c in cpu)
+    foreign = sum(c.get("foreign_cpu_s") or 0 for c in cpu)
+    if not machine:
+        return "CPU time of other processes not recorded"
+    return (f"other processes used {foreign / machine:.0%} of the machine's CPU time during the timed runs "
+            f"({foreign:,.0f} of {machine:,.0f} CPU seconds)")
 
 
 def goal_line(d: Dict[str, Any]) -> str:
