@@ -114,7 +114,7 @@ lint: venv
 
 # The fast tier for the edit-test loop (docs/contributing.md, "Test tiers"): the Scala unit and
 # property suites (build.sbt, testFast) and the Python tests that run no streaming query.
-FAST_PY_TESTS := test_docs.py test_errors.py test_durations.py test_connect_protocol.py
+FAST_PY_TESTS := test_docs.py test_errors.py test_durations.py test_connect_protocol.py test_nexmark_model.py
 test-fast: venv jar $(PROTOC_PATH)
 	$(SBT) testFast
 	$(PYTEST_RUN) -n 2 --dist loadfile $(addprefix python/tests/,$(FAST_PY_TESTS))
@@ -155,8 +155,9 @@ bench: venv jar checkpoint-stores-classpath
 	PYTHONPATH=python $(PY) bench/recovery.py --store hdfs $(BENCH_ARGS); s12=$$?; \
 	PYTHONPATH=python:python/tests $(PY) bench/stores.py $(BENCH_ARGS); s13=$$?; \
 	PYTHONPATH=python $(PY) bench/floor.py $(BENCH_ARGS); s14=$$?; \
+	PYTHONPATH=python $(PY) bench/nexmark.py $(BENCH_ARGS); s15=$$?; \
 	$(PY) bench/report.py; s11=$$?; \
-	test $$s1 -eq 0 -a $$s2 -eq 0 -a $$s3 -eq 0 -a $$s4 -eq 0 -a $$s5 -eq 0 -a $$s6 -eq 0 -a $$s7 -eq 0 -a $$s8 -eq 0 -a $$s9 -eq 0 -a $$s10 -eq 0 -a $$s11 -eq 0 -a $$s12 -eq 0 -a $$s13 -eq 0 -a $$s14 -eq 0
+	test $$s1 -eq 0 -a $$s2 -eq 0 -a $$s3 -eq 0 -a $$s4 -eq 0 -a $$s5 -eq 0 -a $$s6 -eq 0 -a $$s7 -eq 0 -a $$s8 -eq 0 -a $$s9 -eq 0 -a $$s10 -eq 0 -a $$s11 -eq 0 -a $$s12 -eq 0 -a $$s13 -eq 0 -a $$s14 -eq 0 -a $$s15 -eq 0
 
 clean:
 	rm -rf jvm/target target project/target project/project

@@ -41,6 +41,7 @@ Writes ``bench/results/nexmark.json`` and ``.png`` (``nexmark-quick.*`` with ``-
 ``report_lines(d, path)`` and ``goal_line(d)`` render a result for ``bench/report.py``. Only the
 standard library at import time, so the report can import this module without Spark or numpy.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,8 +58,14 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 QUERIES = ["q3", "q5", "q7", "q11", "q18", "q20"]
-STREAMS = {"q3": ("persons", "auctions"), "q5": ("bids",), "q7": ("bids",), "q11": ("bids",), "q18": ("bids",),
-           "q20": ("bids", "auctions")}
+STREAMS = {
+    "q3": ("persons", "auctions"),
+    "q5": ("bids",),
+    "q7": ("bids",),
+    "q11": ("bids",),
+    "q18": ("bids",),
+    "q20": ("bids", "auctions"),
+}
 TITLES = {
     "q3": "q3 local item suggestion (persons ⋈ auctions)",
     "q5": "q5 hot items (hopping-window counts, max per window)",
@@ -68,24 +75,37 @@ TITLES = {
     "q20": "q20 expanded bids (bids ⋈ auctions)",
 }
 FORMS = {
-    "q3": ("auctions `to_table` ⋈ persons `to_table`, foreign-key join on `seller` (unversioned)",
-           "inner stream–stream join `seller = id`, no watermark"),
-    "q5": ("`TimeWindows.of_size(10 s).advance_by(2 s)` count + `until_window_closes`, then a 2 s tumbling "
-           "`agg(max(count), max_by(auction, count))` on `window_start`, one key, + `until_window_closes`",
-           "`groupBy(window(10 s, 2 s), auction).count()`, then `groupBy(window).agg(max, max_by)`, append"),
-    "q7": ("`TimeWindows.of_size(10 s)` `agg(max(price), max_by(bid, price))` over one key + `until_window_closes`",
-           "`groupBy(window(10 s)).agg(max(price), max_by(bid, price))`, append"),
-    "q11": ("`SessionWindows.with_inactivity_gap(10 s)` count by bidder + `until_window_closes`",
-            "`groupBy(session_window(10 s), bidder).count()`, append"),
-    "q18": ("`deduplicate_by_key(interval, key=[bidder, auction])` (keeps the first)",
-            "`dropDuplicatesWithinWatermark([bidder, auction])` (keeps the first)"),
-    "q20": ("versioned `to_table` of category-10 auctions + stream–table `join(grace)` (as of the bid's time)",
-            "inner stream–stream join `auction = id` with category-10 auctions, no watermark"),
+    "q3": (
+        "auctions `to_table` ⋈ persons `to_table`, foreign-key join on `seller` (unversioned)",
+        "inner stream–stream join `seller = id`, no watermark",
+    ),
+    "q5": (
+        "`TimeWindows.of_size(10 s).advance_by(2 s)` count + `until_window_closes`, then a 2 s tumbling "
+        "`agg(max(count), max_by(auction, count))` on `window_start`, one key, + `until_window_closes`",
+        "`groupBy(window(10 s, 2 s), auction).count()`, then `groupBy(window).agg(max, max_by)`, append",
+    ),
+    "q7": (
+        "`TimeWindows.of_size(10 s)` `agg(max(price), max_by(bid, price))` over one key + `until_window_closes`",
+        "`groupBy(window(10 s)).agg(max(price), max_by(bid, price))`, append",
+    ),
+    "q11": (
+        "`SessionWindows.with_inactivity_gap(10 s)` count by bidder + `until_window_closes`",
+        "`groupBy(session_window(10 s), bidder).count()`, append",
+    ),
+    "q18": (
+        "`deduplicate_by_key(interval, key=[bidder, auction])` (keeps the first)",
+        "`dropDuplicatesWithinWatermark([bidder, auction])` (keeps the first)",
+    ),
+    "q20": (
+        "versioned `to_table` of category-10 auctions + stream–table `join(grace)` (as of the bid's time)",
+        "inner stream–stream join `auction = id` with category-10 auctions, no watermark",
+    ),
 }
 
 
 # ---------------------------------------------------------------------------------------------
 # arguments
+
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     from common import add_spark_args
@@ -94,23 +114,43 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="small input (100k events, 4 micro-batches), 1 round")
     p.add_argument("--events", type=int, default=None, help="Nexmark events (default 1M; --quick 100k)")
     p.add_argument("--batches", type=int, default=None, help="micro-batches = files per stream (default 10; --quick 4)")
-    p.add_argument("--rate", type=float, default=None,
-                   help="events per second of event time (default Nexmark's firstEventRate, 10,000; --quick 2,000, "
-                        "so that its few events still span 50 s and close windows to check)")
-    p.add_argument("--out-of-order-group", type=int, default=None,
-                   help="Nexmark's outOfOrderGroupSize: events emitted in permuted groups of this size "
-                        "(1 = in order; default half a second of events: up to 0.5 s of disorder)")
+    p.add_argument(
+        "--rate",
+        type=float,
+        default=None,
+        help="events per second of event time (default Nexmark's firstEventRate, 10,000; --quick 2,000, "
+        "so that its few events still span 50 s and close windows to check)",
+    )
+    p.add_argument(
+        "--out-of-order-group",
+        type=int,
+        default=None,
+        help="Nexmark's outOfOrderGroupSize: events emitted in permuted groups of this size "
+        "(1 = in order; default half a second of events: up to 0.5 s of disorder)",
+    )
     p.add_argument("--seed", type=int, default=2024)
     p.add_argument("--reps", type=int, default=None, help="timed rounds (default 3; --quick 1)")
     p.add_argument("--queries", default=",".join(QUERIES))
     p.add_argument("--variants", default="kstate,builtin")
-    p.add_argument("--grace", type=float, default=4.0,
-                   help="grace = watermark delay, s (Nexmark's source watermark: 4 s behind event time)")
-    p.add_argument("--q5-stage2-grace", type=float, default=None,
-                   help="grace of q5's max-per-window step in kstate, s (default: 2 micro-batches of event time)")
-    p.add_argument("--q18-interval", type=float, default=3600.0,
-                   help="q18 dedup interval = watermark delay, s (default longer than the input: one row per key, "
-                        "as Nexmark's q18 result)")
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=4.0,
+        help="grace = watermark delay, s (Nexmark's source watermark: 4 s behind event time)",
+    )
+    p.add_argument(
+        "--q5-stage2-grace",
+        type=float,
+        default=None,
+        help="grace of q5's max-per-window step in kstate, s (default: 2 micro-batches of event time)",
+    )
+    p.add_argument(
+        "--q18-interval",
+        type=float,
+        default=3600.0,
+        help="q18 dedup interval = watermark delay, s (default longer than the input: one row per key, "
+        "as Nexmark's q18 result)",
+    )
     p.add_argument("--q20-retention", type=float, default=60.0, help="q20 versioned table's history retention, s")
     p.add_argument("--no-check", action="store_true", help="warm up on the no-op sink; skip the cross-checks")
     p.add_argument("--out", default=None, help="results file without extension")
@@ -154,6 +194,7 @@ def cores(spark) -> int:
 # ---------------------------------------------------------------------------------------------
 # the queries
 
+
 def source(spark, data: str, stream: str):
     import nexmark_model as m
 
@@ -173,65 +214,126 @@ def build(spark, q: str, variant: str, data: str, a: argparse.Namespace):
     wm = f"{int(grace_ms)} milliseconds"
     final = Suppressed.until_window_closes(BufferConfig.unbounded())
     if q == "q3":
-        persons = (source(spark, data, "persons").where(F.col("state").isin(*m.Q3_STATES))
-                   .select("id", "name", "city", "state", "date_time"))
-        auctions = (source(spark, data, "auctions").where(F.col("category") == m.Q3_CATEGORY)
-                    .select("id", "seller", "date_time"))
+        persons = (
+            source(spark, data, "persons")
+            .where(F.col("state").isin(*m.Q3_STATES))
+            .select("id", "name", "city", "state", "date_time")
+        )
+        auctions = (
+            source(spark, data, "auctions")
+            .where(F.col("category") == m.Q3_CATEGORY)
+            .select("id", "seller", "date_time")
+        )
         if variant == "kstate":
             pt = persons.kstate.to_table("id", "date_time", name="persons")
             at = auctions.kstate.to_table("id", "date_time", name="auctions")
-            return at.join(pt, foreign_key="seller", name="q3").to_stream().select("id", "seller", "name", "city", "state")
+            return (
+                at.join(pt, foreign_key="seller", name="q3").to_stream().select("id", "seller", "name", "city", "state")
+            )
         p = persons.withColumnRenamed("id", "pid").withColumnRenamed("date_time", "p_time")
-        return auctions.join(p, F.col("seller") == F.col("pid"), "inner").select("id", "seller", "name", "city", "state")
+        return auctions.join(p, F.col("seller") == F.col("pid"), "inner").select(
+            "id", "seller", "name", "city", "state"
+        )
     if q == "q20":
         bids = source(spark, data, "bids")
-        auctions = (source(spark, data, "auctions").where(F.col("category") == m.Q3_CATEGORY)
-                    .select("id", "item_name", "description", "initial_bid", "reserve",
-                            F.col("date_time"), F.col("date_time").alias("auction_date_time"), "expires", "seller",
-                            "category", F.col("extra").alias("auction_extra")))
+        auctions = (
+            source(spark, data, "auctions")
+            .where(F.col("category") == m.Q3_CATEGORY)
+            .select(
+                "id",
+                "item_name",
+                "description",
+                "initial_bid",
+                "reserve",
+                F.col("date_time"),
+                F.col("date_time").alias("auction_date_time"),
+                "expires",
+                "seller",
+                "category",
+                F.col("extra").alias("auction_extra"),
+            )
+        )
         if variant == "kstate":
             table = auctions.kstate.to_table(
-                "id", "date_time", versioned=VersionedTable(int(a.q20_retention * 1000)), name="auctions")
-            return bids.kstate.join(table, key="auction", timestamp="date_time", how="inner", grace=grace_ms, name="q20")
+                "id", "date_time", versioned=VersionedTable(int(a.q20_retention * 1000)), name="auctions"
+            )
+            return bids.kstate.join(
+                table, key="auction", timestamp="date_time", how="inner", grace=grace_ms, name="q20"
+            )
         return bids.join(auctions.drop("date_time"), F.col("auction") == F.col("id"), "inner").drop("id")
     bids = source(spark, data, "bids")
     if q == "q5":
         if variant == "kstate":
-            counts = (bids.kstate.windowed_by(TimeWindows.of_size(10_000).advance_by(2_000).grace(grace_ms),
-                                              key="auction", timestamp="date_time")
-                      .count(name="q5_counts").kstate.suppress(final))
+            counts = (
+                bids.kstate.windowed_by(
+                    TimeWindows.of_size(10_000).advance_by(2_000).grace(grace_ms), key="auction", timestamp="date_time"
+                )
+                .count(name="q5_counts")
+                .kstate.suppress(final)
+            )
             g2 = int(q5_stage2_grace_s(a) * 1000)
-            return (counts.kstate.windowed_by(TimeWindows.of_size(2_000).grace(g2), key=F.lit(0), timestamp="window_start")
-                    .agg(F.max("count").alias("maxn"), F.max_by("auction", "count").alias("top_auction"), name="q5_max")
-                    .kstate.suppress(final).select("window_start", "maxn", "top_auction"))
-        counts = (bids.withWatermark("date_time", wm)
-                  .groupBy(F.window("date_time", "10 seconds", "2 seconds").alias("w"), "auction").count())
-        return (counts.groupBy("w").agg(F.max("count").alias("maxn"), F.max_by("auction", "count").alias("top_auction"))
-                .select(F.col("w.start").alias("window_start"), "maxn", "top_auction"))
+            return (
+                counts.kstate.windowed_by(TimeWindows.of_size(2_000).grace(g2), key=F.lit(0), timestamp="window_start")
+                .agg(F.max("count").alias("maxn"), F.max_by("auction", "count").alias("top_auction"), name="q5_max")
+                .kstate.suppress(final)
+                .select("window_start", "maxn", "top_auction")
+            )
+        counts = (
+            bids.withWatermark("date_time", wm)
+            .groupBy(F.window("date_time", "10 seconds", "2 seconds").alias("w"), "auction")
+            .count()
+        )
+        return (
+            counts.groupBy("w")
+            .agg(F.max("count").alias("maxn"), F.max_by("auction", "count").alias("top_auction"))
+            .select(F.col("w.start").alias("window_start"), "maxn", "top_auction")
+        )
     if q == "q7":
         if variant == "kstate":
-            return (bids.kstate.windowed_by(TimeWindows.of_size(10_000).grace(grace_ms), key=F.lit(0), timestamp="date_time")
-                    .agg(F.max("price").alias("max_price"), F.max_by(Q7_BID, "price").alias("bid"), name="q7")
-                    .kstate.suppress(final).select("window_start", "max_price", "bid"))
-        return (bids.withWatermark("date_time", wm).groupBy(F.window("date_time", "10 seconds").alias("w"))
-                .agg(F.max("price").alias("max_price"), F.max_by(Q7_BID, "price").alias("bid"))
-                .select(F.col("w.start").alias("window_start"), "max_price", "bid"))
+            return (
+                bids.kstate.windowed_by(
+                    TimeWindows.of_size(10_000).grace(grace_ms), key=F.lit(0), timestamp="date_time"
+                )
+                .agg(F.max("price").alias("max_price"), F.max_by(Q7_BID, "price").alias("bid"), name="q7")
+                .kstate.suppress(final)
+                .select("window_start", "max_price", "bid")
+            )
+        return (
+            bids.withWatermark("date_time", wm)
+            .groupBy(F.window("date_time", "10 seconds").alias("w"))
+            .agg(F.max("price").alias("max_price"), F.max_by(Q7_BID, "price").alias("bid"))
+            .select(F.col("w.start").alias("window_start"), "max_price", "bid")
+        )
     if q == "q11":
         if variant == "kstate":
-            return (bids.kstate.windowed_by(SessionWindows.with_inactivity_gap(10_000).grace(grace_ms),
-                                            key="bidder", timestamp="date_time")
-                    .count(name="q11").kstate.suppress(final)
-                    .select("bidder", "window_start", F.col("window_end").alias("last_time"), "count"))
-        return (bids.withWatermark("date_time", wm).groupBy(F.session_window("date_time", "10 seconds").alias("s"), "bidder")
-                .count().select("bidder", F.col("s.start").alias("window_start"),
-                                (F.col("s.end") - F.expr("INTERVAL 10 SECONDS")).alias("last_time"), "count"))
+            return (
+                bids.kstate.windowed_by(
+                    SessionWindows.with_inactivity_gap(10_000).grace(grace_ms), key="bidder", timestamp="date_time"
+                )
+                .count(name="q11")
+                .kstate.suppress(final)
+                .select("bidder", "window_start", F.col("window_end").alias("last_time"), "count")
+            )
+        return (
+            bids.withWatermark("date_time", wm)
+            .groupBy(F.session_window("date_time", "10 seconds").alias("s"), "bidder")
+            .count()
+            .select(
+                "bidder",
+                F.col("s.start").alias("window_start"),
+                (F.col("s.end") - F.expr("INTERVAL 10 SECONDS")).alias("last_time"),
+                "count",
+            )
+        )
     if q == "q18":
         interval_ms = int(a.q18_interval * 1000)
         if variant == "kstate":
-            return bids.kstate.deduplicate_by_key(interval_ms, key=["bidder", "auction"], timestamp="date_time",
-                                                  name="q18")
-        return (bids.withWatermark("date_time", f"{interval_ms} milliseconds")
-                .dropDuplicatesWithinWatermark(["bidder", "auction"]))
+            return bids.kstate.deduplicate_by_key(
+                interval_ms, key=["bidder", "auction"], timestamp="date_time", name="q18"
+            )
+        return bids.withWatermark("date_time", f"{interval_ms} milliseconds").dropDuplicatesWithinWatermark(
+            ["bidder", "auction"]
+        )
     raise ValueError(q)
 
 
@@ -244,8 +346,12 @@ def run(spark, q: str, variant: str, data: str, work: str, a: argparse.Namespace
     spark.sparkContext._jvm.System.gc()
     cpu0 = meter.snapshot()
     t0 = time.perf_counter()
-    w = (build(spark, q, variant, data, a).writeStream.outputMode("append")
-         .option("checkpointLocation", os.path.join(work, "ckpt")).trigger(availableNow=True))
+    w = (
+        build(spark, q, variant, data, a)
+        .writeStream.outputMode("append")
+        .option("checkpointLocation", os.path.join(work, "ckpt"))
+        .trigger(availableNow=True)
+    )
     w = w.format("noop") if sink == "noop" else w.format("parquet").option("path", os.path.join(work, "out"))
     qh = w.start()
     qh.awaitTermination()
@@ -254,25 +360,34 @@ def run(spark, q: str, variant: str, data: str, work: str, a: argparse.Namespace
     progress = [json.loads(p.json) for p in qh.recentProgress]
     unload_state_stores(spark)
     last_ops = progress[-1].get("stateOperators", []) if progress else []
-    return {"wall_s": round(wall, 3), "cpu": cpu, "sink": sink,
-            "batches": sum(1 for p in progress if p.get("numInputRows", 0) > 0),
-            "input_rows": sum(int(p.get("numInputRows", 0)) for p in progress),
-            "state_at_end": [{"operator": o.get("operatorName"), "rows": o.get("numRowsTotal"),
-                              "memory_bytes": o.get("memoryUsedBytes")} for o in last_ops]}
+    return {
+        "wall_s": round(wall, 3),
+        "cpu": cpu,
+        "sink": sink,
+        "batches": sum(1 for p in progress if p.get("numInputRows", 0) > 0),
+        "input_rows": sum(int(p.get("numInputRows", 0)) for p in progress),
+        "state_at_end": [
+            {"operator": o.get("operatorName"), "rows": o.get("numRowsTotal"), "memory_bytes": o.get("memoryUsedBytes")}
+            for o in last_ops
+        ],
+    }
 
 
 # ---------------------------------------------------------------------------------------------
 # cross-checks
+
 
 def cutoffs(a: argparse.Namespace, max_ts_ms: int, disorder_ms: float) -> Dict[str, int]:
     """Per query, the event time up to which both variants have surely emitted their final
     results by the end of the input (each closes on its own clock: kstate per state partition,
     Spark on its global watermark), with a margin of the input's disorder."""
     g, d = int(a.grace * 1000), int(disorder_ms) + 1
-    return {"q5": max_ts_ms - g - 10_000 - int(q5_stage2_grace_s(a) * 1000) - 2_000 - d,  # window end by then
-            "q7": max_ts_ms - g - 10_000 - d,  # window end
-            "q11": max_ts_ms - 2 * (10_000 + g) - d,  # session's last bid
-            "q20": max_ts_ms - g - d - 1_000}  # bid time (kstate holds each bid for the grace)
+    return {
+        "q5": max_ts_ms - g - 10_000 - int(q5_stage2_grace_s(a) * 1000) - 2_000 - d,  # window end by then
+        "q7": max_ts_ms - g - 10_000 - d,  # window end
+        "q11": max_ts_ms - 2 * (10_000 + g) - d,  # session's last bid
+        "q20": max_ts_ms - g - d - 1_000,
+    }  # bid time (kstate holds each bid for the grace)
 
 
 def observe(spark, q: str, variant: str, out: str, cut: Dict[str, int]) -> Dict[str, Any]:
@@ -291,26 +406,47 @@ def observe(spark, q: str, variant: str, out: str, cut: Dict[str, int]) -> Dict[
         rows = closed.select(ms("window_start").alias("s"), col).collect()
         out = {"windows": {int(x["s"]): int(x[col]) for x in rows}, "rows_total": df.count()}
         if q == "q7":  # the winning bid: has the max price, lies in its window
-            bids = closed.select(ms("window_start").alias("s"), "max_price", "bid.auction", "bid.bidder", "bid.price",
-                                 ms("bid.date_time").alias("t")).collect()
-            out["bids"] = {int(x["s"]): [int(x["auction"]), int(x["bidder"]), int(x["price"]), int(x["t"])] for x in bids}
-            out["bids_consistent"] = all(x["price"] == x["max_price"] and x["s"] <= x["t"] < x["s"] + size for x in bids)
+            bids = closed.select(
+                ms("window_start").alias("s"),
+                "max_price",
+                "bid.auction",
+                "bid.bidder",
+                "bid.price",
+                ms("bid.date_time").alias("t"),
+            ).collect()
+            out["bids"] = {
+                int(x["s"]): [int(x["auction"]), int(x["bidder"]), int(x["price"]), int(x["t"])] for x in bids
+            }
+            out["bids_consistent"] = all(
+                x["price"] == x["max_price"] and x["s"] <= x["t"] < x["s"] + size for x in bids
+            )
         return out
     if q == "q11":
-        rows = (df.where(ms("last_time") <= cut["q11"])
-                .select("bidder", ms("window_start").alias("s"), ms("last_time").alias("e"), "count").collect())
-        return {"sessions": sorted((int(x["bidder"]), int(x["s"]), int(x["e"]), int(x["count"])) for x in rows),
-                "rows_total": df.count()}
+        rows = (
+            df.where(ms("last_time") <= cut["q11"])
+            .select("bidder", ms("window_start").alias("s"), ms("last_time").alias("e"), "count")
+            .collect()
+        )
+        return {
+            "sessions": sorted((int(x["bidder"]), int(x["s"]), int(x["e"]), int(x["count"])) for x in rows),
+            "rows_total": df.count(),
+        }
     if q == "q18":
         r = df.agg(F.count(F.lit(1)).alias("rows"), F.countDistinct("bidder", "auction").alias("d")).first()
         return {"rows": int(r["rows"]), "distinct_keys": int(r["d"])}
     if q == "q20":
         settled = ms("date_time") <= cut["q20"]
         as_of = F.col("auction_date_time") <= F.col("date_time")
-        r = df.agg(F.count(F.lit(1)).alias("rows"), F.sum(settled.cast("int")).alias("settled"),
-                   F.sum((settled & as_of).cast("int")).alias("as_of")).first()
-        return {"rows_total": int(r["rows"]), "rows": int(r["settled"] or 0),
-                "rows_bid_at_or_after_auction": int(r["as_of"] or 0)}
+        r = df.agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.sum(settled.cast("int")).alias("settled"),
+            F.sum((settled & as_of).cast("int")).alias("as_of"),
+        ).first()
+        return {
+            "rows_total": int(r["rows"]),
+            "rows": int(r["settled"] or 0),
+            "rows_bid_at_or_after_auction": int(r["as_of"] or 0),
+        }
     raise ValueError(q)
 
 
@@ -320,21 +456,35 @@ def compare(q: str, obs: Dict[str, Dict[str, Any]], truth: Dict[str, Any], cut: 
     out: Dict[str, Any] = {}
     if q == "q3":
         t = truth["q3"]
-        out = {"model": t, "kstate": k, "builtin": b,
-               "kstate_matches_model": None if k is None else (k["rows"], k["auction_id_sum"]) == (t["rows"], t["auction_id_sum"]),
-               "builtin_matches_model": None if b is None else (b["rows"], b["auction_id_sum"]) == (t["rows"], t["auction_id_sum"])}
+        out = {
+            "model": t,
+            "kstate": k,
+            "builtin": b,
+            "kstate_matches_model": None
+            if k is None
+            else (k["rows"], k["auction_id_sum"]) == (t["rows"], t["auction_id_sum"]),
+            "builtin_matches_model": None
+            if b is None
+            else (b["rows"], b["auction_id_sum"]) == (t["rows"], t["auction_id_sum"]),
+        }
         out["agree"] = None if k is None or b is None else k == b
         out["compared"] = "join rows, sum and count of distinct auction ids"
     elif q in ("q5", "q7"):
         t = {s: v for s, v in truth[q].items() if s + 10_000 <= cut[q]}
-        out = {"windows_compared": len(t), "cutoff_ms": cut[q],
-               "compared": "per window surely closed by both: " + ("the largest bid count of an auction" if q == "q5"
-                                                                   else "the largest price")}
+        out = {
+            "windows_compared": len(t),
+            "cutoff_ms": cut[q],
+            "compared": "per window surely closed by both: "
+            + ("the largest bid count of an auction" if q == "q5" else "the largest price"),
+        }
         for v, o in (("kstate", k), ("builtin", b)):
             if o is not None:
                 got = o["windows"]
-                out[v] = {"windows": len(got), "rows_total": o["rows_total"],
-                          "differing_windows": sorted(s for s in set(t) | set(got) if t.get(s) != got.get(s))[:20]}
+                out[v] = {
+                    "windows": len(got),
+                    "rows_total": o["rows_total"],
+                    "differing_windows": sorted(s for s in set(t) | set(got) if t.get(s) != got.get(s))[:20],
+                }
                 out[f"{v}_matches_model"] = got == t
                 if q == "q7":
                     out[v]["winning_bid_has_the_max_price_and_is_in_the_window"] = o["bids_consistent"]
@@ -343,9 +493,12 @@ def compare(q: str, obs: Dict[str, Dict[str, Any]], truth: Dict[str, Any], cut: 
             out["same_winning_bid_windows"] = sum(1 for s in k["bids"] if k["bids"][s] == b["bids"].get(s))
     elif q == "q11":
         t = sorted(s for s in truth["q11"] if s[2] <= cut["q11"])
-        out = {"cutoff_ms": cut["q11"], "model_sessions": len(t), "exact_gap_pairs_in_input": truth["q11_exact_gap_pairs"],
-               "compared": "every session whose last bid is surely closed by both: bidder, first and last bid time, "
-                           "count"}
+        out = {
+            "cutoff_ms": cut["q11"],
+            "model_sessions": len(t),
+            "exact_gap_pairs_in_input": truth["q11_exact_gap_pairs"],
+            "compared": "every session whose last bid is surely closed by both: bidder, first and last bid time, count",
+        }
         for v, o in (("kstate", k), ("builtin", b)):
             if o is not None:
                 out[v] = {"sessions": len(o["sessions"]), "rows_total": o["rows_total"]}
@@ -358,8 +511,13 @@ def compare(q: str, obs: Dict[str, Dict[str, Any]], truth: Dict[str, Any], cut: 
             out["agree"] = None
     elif q == "q18":
         t = truth["q18"]
-        out = {"model": t, "kstate": k, "builtin": b, "compared": "distinct (bidder, auction) keys in the output, "
-               "and output rows (with an interval longer than the input both emit each key once)"}
+        out = {
+            "model": t,
+            "kstate": k,
+            "builtin": b,
+            "compared": "distinct (bidder, auction) keys in the output, "
+            "and output rows (with an interval longer than the input both emit each key once)",
+        }
         for v, o in (("kstate", k), ("builtin", b)):
             if o is not None:
                 out[f"{v}_matches_model"] = o["distinct_keys"] == t["distinct_keys"]
@@ -367,10 +525,15 @@ def compare(q: str, obs: Dict[str, Dict[str, Any]], truth: Dict[str, Any], cut: 
         out["rows_agree"] = None if k is None or b is None else k["rows"] == b["rows"]
     elif q == "q20":
         t = truth["q20"]
-        out = {"model": t, "kstate": k, "builtin": b, "cutoff_ms": cut["q20"],
-               "compared": "join rows of the bids up to the cutoff (kstate holds the last grace period of bids "
-                           "back), where the semantics match (bids at or after their auction's time: the built-in's "
-                           "rows so restricted vs all of kstate's); each variant's rows vs the model"}
+        out = {
+            "model": t,
+            "kstate": k,
+            "builtin": b,
+            "cutoff_ms": cut["q20"],
+            "compared": "join rows of the bids up to the cutoff (kstate holds the last grace period of bids "
+            "back), where the semantics match (bids at or after their auction's time: the built-in's "
+            "rows so restricted vs all of kstate's); each variant's rows vs the model",
+        }
         if k is not None:
             out["kstate_matches_model"] = k["rows"] == t["rows_as_of"]
         if b is not None:
@@ -382,12 +545,19 @@ def compare(q: str, obs: Dict[str, Dict[str, Any]], truth: Dict[str, Any], cut: 
 def truths(ev, cut: Dict[str, int]) -> Dict[str, Any]:
     import nexmark_model as m
 
-    return {"q3": m.q3_truth(ev), "q20": m.q20_truth(ev, cut["q20"]), "q18": m.q18_truth(ev),
-            "q7": m.tumbling_max_truth(ev, 10_000), "q5": m.hopping_max_count_truth(ev, 10_000, 2_000),
-            "q11": m.sessions_truth(ev, 10_000), "q11_exact_gap_pairs": m.exact_gap_pairs(ev, 10_000)}
+    return {
+        "q3": m.q3_truth(ev),
+        "q20": m.q20_truth(ev, cut["q20"]),
+        "q18": m.q18_truth(ev),
+        "q7": m.tumbling_max_truth(ev, 10_000),
+        "q5": m.hopping_max_count_truth(ev, 10_000, 2_000),
+        "q11": m.sessions_truth(ev, 10_000),
+        "q11_exact_gap_pairs": m.exact_gap_pairs(ev, 10_000),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
+
 
 def measure(spark, q: str, data: str, work: str, a, meter, n_events: int, n_cores: int) -> Dict[str, Any]:
     names = [v for v in ("kstate", "builtin") if v in a.variant_list]
@@ -397,23 +567,34 @@ def measure(spark, q: str, data: str, work: str, a, meter, n_events: int, n_core
     for v in names:  # warm-up; its output is the checked one
         r = run(spark, q, v, data, os.path.join(work, f"{q}-{v}-check"), a, meter, "noop" if a.no_check else "parquet")
         checked[v] = r
-        print(f"[{q} {v} warm-up{'' if a.no_check else ' + check'}] {r['wall_s']:.1f} s, {r['batches']} batches",
-              flush=True)
+        print(
+            f"[{q} {v} warm-up{'' if a.no_check else ' + check'}] {r['wall_s']:.1f} s, {r['batches']} batches",
+            flush=True,
+        )
     for i in range(a.reps):
-        for v in (names if i % 2 == 0 else names[::-1]):
+        for v in names if i % 2 == 0 else names[::-1]:
             r = run(spark, q, v, data, os.path.join(work, f"{q}-{v}"), a, meter, "noop")
             runs[v].append(r)
-            print(f"[{q} {v} rep {i}] {r['wall_s']:.1f} s  {n_events / r['wall_s'] / n_cores:,.0f} events/s/core  "
-                  f"cpu {r['cpu'].get('own_cpu_s')} s (others {r['cpu'].get('foreign_cpu_s')} s)", flush=True)
+            print(
+                f"[{q} {v} rep {i}] {r['wall_s']:.1f} s  {n_events / r['wall_s'] / n_cores:,.0f} events/s/core  "
+                f"cpu {r['cpu'].get('own_cpu_s')} s (others {r['cpu'].get('foreign_cpu_s')} s)",
+                flush=True,
+            )
     for v in names:
         wall = statistics.median(x["wall_s"] for x in runs[v])
         cpu = [x["cpu"].get("own_cpu_s") for x in runs[v] if x["cpu"].get("own_cpu_s") is not None]
         rows = runs[v][0]["input_rows"]
-        res[v] = {"runs": runs[v], "warmup": checked[v], "median_wall_s": wall,
-                  "events_per_s": round(n_events / wall), "events_per_s_per_core": round(n_events / wall / n_cores),
-                  "input_rows": rows, "input_rows_per_s": round(rows / wall),
-                  "median_cpu_s": statistics.median(cpu) if cpu else None,
-                  "events_per_cpu_s": round(n_events / statistics.median(cpu)) if cpu else None}
+        res[v] = {
+            "runs": runs[v],
+            "warmup": checked[v],
+            "median_wall_s": wall,
+            "events_per_s": round(n_events / wall),
+            "events_per_s_per_core": round(n_events / wall / n_cores),
+            "input_rows": rows,
+            "input_rows_per_s": round(rows / wall),
+            "median_cpu_s": statistics.median(cpu) if cpu else None,
+            "events_per_cpu_s": round(n_events / statistics.median(cpu)) if cpu else None,
+        }
     if "kstate" in res and "builtin" in res:
         res["ratio_kstate_vs_builtin"] = round(res["kstate"]["events_per_s"] / res["builtin"]["events_per_s"], 3)
     res["_checked_dirs"] = {v: os.path.join(work, f"{q}-{v}-check", "out") for v in names}
@@ -439,27 +620,54 @@ def main(argv: Optional[List[str]] = None) -> int:
     cut = cutoffs(a, max_ts, cfg.max_disorder_ms())
     truth = truths(ev, cut) if not a.no_check else {}
     del ev
-    print(f"input: {inp['events']:,} events ({inp['persons']:,} persons, {inp['auctions']:,} auctions, "
-          f"{inp['bids']:,} bids) in {a.batches} micro-batches, {inp['bytes'] / 1e6:.1f} MB, event time "
-          f"{inp['event_time_span_s']:.0f} s, at most {inp['max_behind_ms']} ms out of order; hot auction "
-          f"{inp['hot_auction_bid_share']:.1%} of bids, hot bidder {inp['hot_bidder_bid_share']:.1%}; "
-          f"generated in {time.perf_counter() - t0:.1f} s", flush=True)
-    spark = start_spark(a, "kstate-bench-nexmark", os.path.join(tmp, "spark-local"), conf={
-        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
-        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"})
+    print(
+        f"input: {inp['events']:,} events ({inp['persons']:,} persons, {inp['auctions']:,} auctions, "
+        f"{inp['bids']:,} bids) in {a.batches} micro-batches, {inp['bytes'] / 1e6:.1f} MB, event time "
+        f"{inp['event_time_span_s']:.0f} s, at most {inp['max_behind_ms']} ms out of order; hot auction "
+        f"{inp['hot_auction_bid_share']:.1%} of bids, hot bidder {inp['hot_bidder_bid_share']:.1%}; "
+        f"generated in {time.perf_counter() - t0:.1f} s",
+        flush=True,
+    )
+    spark = start_spark(
+        a,
+        "kstate-bench-nexmark",
+        os.path.join(tmp, "spark-local"),
+        conf={
+            "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        },
+    )
     meter = CpuMeter(int(spark.sparkContext._jvm.ProcessHandle.current().pid()))
     n_cores = cores(spark)
     result: Dict[str, Any] = {
-        "benchmark": "nexmark", "quick": a.quick, "date_utc": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
-        "input": inp, "cores": n_cores,
-        "parameters": {"events": a.events, "batches": a.batches, "rate": a.rate, "out_of_order_group": a.out_of_order_group,
-                       "seed": a.seed, "reps": a.reps, "grace_s": a.grace, "q5_stage2_grace_s": q5_stage2_grace_s(a),
-                       "q18_interval_s": a.q18_interval, "q20_retention_s": a.q20_retention,
-                       "shuffle_partitions": a.shuffle_partitions, "master": a.master, "conf": a.conf,
-                       "builtin_provider": "RocksDB, changelog checkpointing", "kstate_provider": "kstate's"},
+        "benchmark": "nexmark",
+        "quick": a.quick,
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
+        "input": inp,
+        "cores": n_cores,
+        "parameters": {
+            "events": a.events,
+            "batches": a.batches,
+            "rate": a.rate,
+            "out_of_order_group": a.out_of_order_group,
+            "seed": a.seed,
+            "reps": a.reps,
+            "grace_s": a.grace,
+            "q5_stage2_grace_s": q5_stage2_grace_s(a),
+            "q18_interval_s": a.q18_interval,
+            "q20_retention_s": a.q20_retention,
+            "shuffle_partitions": a.shuffle_partitions,
+            "master": a.master,
+            "conf": a.conf,
+            "builtin_provider": "RocksDB, changelog checkpointing",
+            "kstate_provider": "kstate's",
+        },
         "unit": "events_per_s_per_core = all Nexmark events of the input (persons + auctions + bids) / median wall "
-                "time / cores (Spark's default parallelism)",
-        "queries": {}, "load_before": load_before, "others_before": others_before}
+        "time / cores (Spark's default parallelism)",
+        "queries": {},
+        "load_before": load_before,
+        "others_before": others_before,
+    }
     try:
         for q in a.query_list:
             res = measure(spark, q, data, os.path.join(tmp, "work"), a, meter, a.events, n_cores)
@@ -469,9 +677,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                 res["check"] = compare(q, obs, truth, cut)
             result["queries"][q] = res
             k, b = res.get("kstate", {}), res.get("builtin", {})
-            print(f"== {q}: kstate {k.get('events_per_s_per_core', 0):,} events/s/core, built-in "
-                  f"{b.get('events_per_s_per_core', 0):,}, ratio {res.get('ratio_kstate_vs_builtin')}; "
-                  f"check: {summary_of_check(res.get('check'))}", flush=True)
+            print(
+                f"== {q}: kstate {k.get('events_per_s_per_core', 0):,} events/s/core, built-in "
+                f"{b.get('events_per_s_per_core', 0):,}, ratio {res.get('ratio_kstate_vs_builtin')}; "
+                f"check: {summary_of_check(res.get('check'))}",
+                flush=True,
+            )
             for d in dirs.values():
                 shutil.rmtree(os.path.dirname(d), ignore_errors=True)
         result["environment"] = environment(spark, a, jar)
@@ -504,6 +715,7 @@ def summary_of_check(c: Optional[Dict[str, Any]]) -> str:
 # ---------------------------------------------------------------------------------------------
 # chart and report
 
+
 def write_chart(path: str, d: Dict[str, Any]) -> None:
     import matplotlib
 
@@ -526,8 +738,10 @@ def write_chart(path: str, d: Dict[str, Any]) -> None:
     ax.set_xticklabels(qs)
     ax.set_ylabel("thousand Nexmark events / s / core")
     inp = d["input"]
-    ax.set_title(f"Nexmark on kstate vs Spark built-ins ({inp['events']:,} events, {inp['batches']} micro-batches, "
-                 f"{d['cores']} cores); label: kstate / built-in, ✓ results agree")
+    ax.set_title(
+        f"Nexmark on kstate vs Spark built-ins ({inp['events']:,} events, {inp['batches']} micro-batches, "
+        f"{d['cores']} cores); label: kstate / built-in, ✓ results agree"
+    )
     ax.title.set_fontsize(9)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -561,13 +775,16 @@ def check_cell(q: str, c: Optional[Dict[str, Any]]) -> str:
             extra = f" ({c.get('only_kstate')} sessions only in kstate, {c.get('only_builtin')} only in the built-in)"
         return f"{c['model_sessions']:,} closed sessions; kstate = built-in: {_yn(c.get('agree'))}{extra}; {model}"
     if q == "q18":
-        return (f"{c['model']['distinct_keys']:,} distinct keys; kstate = built-in: {_yn(c.get('agree'))}; {model}")
+        return f"{c['model']['distinct_keys']:,} distinct keys; kstate = built-in: {_yn(c.get('agree'))}; {model}"
     if q == "q20":
         t = c["model"]
-        return (f"settled bids: kstate {c['kstate']['rows']:,} rows (as-of join: model {t['rows_as_of']:,}), built-in "
-                f"{c['builtin']['rows']:,} (regular join: model {t['rows_regular']:,}); on bids at or after their "
-                f"auction kstate = built-in: {_yn(c.get('agree'))}" if c.get("kstate") and c.get("builtin")
-                else f"agree: {_yn(c.get('agree'))}; {model}")
+        return (
+            f"settled bids: kstate {c['kstate']['rows']:,} rows (as-of join: model {t['rows_as_of']:,}), built-in "
+            f"{c['builtin']['rows']:,} (regular join: model {t['rows_regular']:,}); on bids at or after their "
+            f"auction kstate = built-in: {_yn(c.get('agree'))}"
+            if c.get("kstate") and c.get("builtin")
+            else f"agree: {_yn(c.get('agree'))}; {model}"
+        )
     return _yn(c.get("agree"))
 
 
@@ -603,8 +820,10 @@ def report_lines(d: Dict[str, Any], path: str) -> List[str]:
     for q, r in d["queries"].items():
         k, b = r.get("kstate", {}), r.get("builtin", {})
         ratio = r.get("ratio_kstate_vs_builtin")
-        out.append(f"| {TITLES.get(q, q)} | {_k(k.get('events_per_s_per_core'))} | {_k(b.get('events_per_s_per_core'))} "
-                   f"| {'n/a' if ratio is None else f'{ratio:.2f}x'} | {check_cell(q, r.get('check'))} |")
+        out.append(
+            f"| {TITLES.get(q, q)} | {_k(k.get('events_per_s_per_core'))} | {_k(b.get('events_per_s_per_core'))} "
+            f"| {'n/a' if ratio is None else f'{ratio:.2f}x'} | {check_cell(q, r.get('check'))} |"
+        )
     out += ["", "kstate's form and the built-in's, per query:", ""]
     for q, r in d["queries"].items():
         out.append(f"- {q}: kstate {r['kstate_form']}; built-in {r['builtin_form']}.")
@@ -618,8 +837,10 @@ def foreign_share(d: Dict[str, Any]) -> str:
     foreign = sum(c.get("foreign_cpu_s") or 0 for c in cpu)
     if not machine:
         return "CPU time of other processes not recorded"
-    return (f"other processes used {foreign / machine:.0%} of the machine's CPU time during the timed runs "
-            f"({foreign:,.0f} of {machine:,.0f} CPU seconds)")
+    return (
+        f"other processes used {foreign / machine:.0%} of the machine's CPU time during the timed runs "
+        f"({foreign:,.0f} of {machine:,.0f} CPU seconds)"
+    )
 
 
 def goal_line(d: Dict[str, Any]) -> str:
@@ -631,9 +852,11 @@ def goal_line(d: Dict[str, Any]) -> str:
     if not ratios:
         return "none set; no ratio measured"
     best, worst = max(ratios, key=ratios.get), min(ratios, key=ratios.get)
-    return (f"none set (the outside yardstick); kstate / built-in from {ratios[worst]:.2f}x ({worst}) to "
-            f"{ratios[best]:.2f}x ({best}); results agree on {len(agree)} of {len(agree) + len(disagree)} "
-            f"checked queries" + (f" (not: {', '.join(disagree)})" if disagree else ""))
+    return (
+        f"none set (the outside yardstick); kstate / built-in from {ratios[worst]:.2f}x ({worst}) to "
+        f"{ratios[best]:.2f}x ({best}); results agree on {len(agree)} of {len(agree) + len(disagree)} "
+        f"checked queries" + (f" (not: {', '.join(disagree)})" if disagree else "")
+    )
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ benchmark's exact answers); :func:`write_batches` writes them as parquet files, 
 micro-batch and stream (``persons/``, ``auctions/``, ``bids/``), the batches cut in emission
 order, each file's mtime in batch order so Spark's file source reads them in order.
 """
+
 from __future__ import annotations
 
 import os
@@ -67,11 +68,17 @@ Q3_STATES = ("OR", "ID", "CA")
 Q3_CATEGORY = 10
 T0_MS = 1_700_000_000_000  # 2023-11-14T22:13:20Z: a fixed base time, every run the same
 
-PERSONS_SCHEMA = ("id BIGINT, name STRING, email_address STRING, credit_card STRING, city STRING, "
-                  "state STRING, date_time TIMESTAMP, extra STRING")
-AUCTIONS_SCHEMA = ("id BIGINT, item_name STRING, description STRING, initial_bid BIGINT, reserve BIGINT, "
-                   "date_time TIMESTAMP, expires TIMESTAMP, seller BIGINT, category BIGINT, extra STRING")
-BIDS_SCHEMA = "auction BIGINT, bidder BIGINT, price BIGINT, channel STRING, url STRING, date_time TIMESTAMP, extra STRING"
+PERSONS_SCHEMA = (
+    "id BIGINT, name STRING, email_address STRING, credit_card STRING, city STRING, "
+    "state STRING, date_time TIMESTAMP, extra STRING"
+)
+AUCTIONS_SCHEMA = (
+    "id BIGINT, item_name STRING, description STRING, initial_bid BIGINT, reserve BIGINT, "
+    "date_time TIMESTAMP, expires TIMESTAMP, seller BIGINT, category BIGINT, extra STRING"
+)
+BIDS_SCHEMA = (
+    "auction BIGINT, bidder BIGINT, price BIGINT, channel STRING, url STRING, date_time TIMESTAMP, extra STRING"
+)
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,7 @@ class ModelConfig:
 
 # ---------------------------------------------------------------------------------------------
 # the model's rules, on arrays of event numbers
+
 
 def event_numbers(cfg: ModelConfig) -> np.ndarray:
     """The event number of the event emitted at each position (the out-of-order permutation)."""
@@ -166,6 +174,7 @@ def price(size: int, rng: np.random.Generator) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # string pools
 
+
 def _random_strings(rng: np.random.Generator, count: int, lengths: np.ndarray, blank: str = " ") -> np.ndarray:
     """``count`` strings of lowercase letters (about one in 13 characters ``blank``)."""
     letters = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz", dtype=np.uint8)
@@ -188,6 +197,7 @@ CITIES = ("Tucson", "Fresno", "Oakland", "Nampa", "Eugene", "Salem", "Tacoma", "
 
 
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Events:
@@ -214,34 +224,54 @@ def generate(cfg: ModelConfig, seed: int = 0) -> Events:
 
     pools = {
         "name": np.array([f"{f} {last}" for f in FIRST_NAMES for last in LAST_NAMES], dtype=object),
-        "email": np.array([f"{a.replace(' ', '')}@{b.replace(' ', '')}.com" for a, b in
-                           zip(_pool(rng, POOL, 3, 6), _pool(rng, POOL, 3, 4), strict=True)], dtype=object),
+        "email": np.array(
+            [
+                f"{a.replace(' ', '')}@{b.replace(' ', '')}.com"
+                for a, b in zip(_pool(rng, POOL, 3, 6), _pool(rng, POOL, 3, 4), strict=True)
+            ],
+            dtype=object,
+        ),
         "card": np.array([" ".join(f"{x:04d}" for x in rng.integers(0, 10_000, 4)) for _ in range(POOL)], dtype=object),
         "city": np.array(CITIES, dtype=object),
         "state": np.array(US_STATES, dtype=object),
         "item": _pool(rng, POOL, 3, 19),
         "desc": _pool(rng, POOL, 3, 99),
-        "channel": np.array(["Google", "Facebook", "Baidu", "Apple"][:HOT_CHANNELS]
-                            + [f"channel-{c}" for c in range(NUM_CHANNELS)], dtype=object),
+        "channel": np.array(
+            ["Google", "Facebook", "Baidu", "Apple"][:HOT_CHANNELS] + [f"channel-{c}" for c in range(NUM_CHANNELS)],
+            dtype=object,
+        ),
         "person_extra": _pool(rng, POOL, 110, 160),  # ~200-byte persons, as in the model
         "auction_extra": _pool(rng, POOL, 290, 430),  # ~500-byte auctions
         "bid_extra": _pool(rng, POOL, 54, 80),  # ~100-byte bids
     }
-    pools["url"] = np.array([f"https://www.nexmark.com/{a}/{b}/{c}/item.htm?query=1" + ("" if k % 10 == 0 else f"&channel_id={k}")
-                             for k, (a, b, c) in enumerate(zip(_pool(rng, len(pools["channel"]), 3, 4, "_"),
-                                                              _pool(rng, len(pools["channel"]), 3, 4, "_"),
-                                                              _pool(rng, len(pools["channel"]), 3, 4, "_"), strict=True))],
-                            dtype=object)
+    pools["url"] = np.array(
+        [
+            f"https://www.nexmark.com/{a}/{b}/{c}/item.htm?query=1" + ("" if k % 10 == 0 else f"&channel_id={k}")
+            for k, (a, b, c) in enumerate(
+                zip(
+                    _pool(rng, len(pools["channel"]), 3, 4, "_"),
+                    _pool(rng, len(pools["channel"]), 3, 4, "_"),
+                    _pool(rng, len(pools["channel"]), 3, 4, "_"),
+                    strict=True,
+                )
+            )
+        ],
+        dtype=object,
+    )
 
     # persons
     pn = n[is_person]
     k = len(pn)
     persons = {
-        "pos": pos[is_person], "n": pn,
+        "pos": pos[is_person],
+        "n": pn,
         "id": last_person(cfg, pn) + FIRST_PERSON_ID,
-        "name": rng.integers(0, len(pools["name"]), k), "email_address": rng.integers(0, POOL, k),
-        "credit_card": rng.integers(0, POOL, k), "city": rng.integers(0, len(CITIES), k),
-        "state": rng.integers(0, len(US_STATES), k), "date_time": ts[is_person],
+        "name": rng.integers(0, len(pools["name"]), k),
+        "email_address": rng.integers(0, POOL, k),
+        "credit_card": rng.integers(0, POOL, k),
+        "city": rng.integers(0, len(CITIES), k),
+        "state": rng.integers(0, len(US_STATES), k),
+        "date_time": ts[is_person],
         "extra": rng.integers(0, POOL, k),
     }
 
@@ -255,10 +285,13 @@ def generate(cfg: ModelConfig, seed: int = 0) -> Events:
     ahead = (cfg.num_in_flight_auctions * cfg.total_proportion) // cfg.auction_proportion
     horizon = timestamp_ms(cfg, an + ahead) - a_ts
     auctions = {
-        "pos": pos[is_auction], "n": an,
+        "pos": pos[is_auction],
+        "n": an,
         "id": last_auction(cfg, an) + FIRST_AUCTION_ID,
-        "item_name": rng.integers(0, POOL, k), "description": rng.integers(0, POOL, k),
-        "initial_bid": initial, "reserve": initial + price(k, rng),
+        "item_name": rng.integers(0, POOL, k),
+        "description": rng.integers(0, POOL, k),
+        "initial_bid": initial,
+        "reserve": initial + price(k, rng),
         "date_time": a_ts,
         "expires": a_ts + 1 + (rng.random(k) * np.maximum(2 * horizon, 1)).astype(np.int64),
         "seller": seller + FIRST_PERSON_ID,
@@ -276,25 +309,46 @@ def generate(cfg: ModelConfig, seed: int = 0) -> Events:
     hot_channel = rng.integers(0, 2, k) > 0
     channel = np.where(hot_channel, rng.integers(0, HOT_CHANNELS, k), HOT_CHANNELS + rng.integers(0, NUM_CHANNELS, k))
     bids = {
-        "pos": pos[is_bid], "n": bn,
-        "auction": auction + FIRST_AUCTION_ID, "bidder": bidder + FIRST_PERSON_ID,
-        "price": price(k, rng), "channel": channel, "url": channel,
-        "date_time": ts[is_bid], "extra": rng.integers(0, POOL, k),
+        "pos": pos[is_bid],
+        "n": bn,
+        "auction": auction + FIRST_AUCTION_ID,
+        "bidder": bidder + FIRST_PERSON_ID,
+        "price": price(k, rng),
+        "channel": channel,
+        "url": channel,
+        "date_time": ts[is_bid],
+        "extra": rng.integers(0, POOL, k),
     }
     return Events(cfg, seed, persons, auctions, bids, pools)
 
 
 # which pool each string column's indices point into
 STRING_COLUMNS = {
-    "persons": {"name": "name", "email_address": "email", "credit_card": "card", "city": "city", "state": "state",
-                "extra": "person_extra"},
+    "persons": {
+        "name": "name",
+        "email_address": "email",
+        "credit_card": "card",
+        "city": "city",
+        "state": "state",
+        "extra": "person_extra",
+    },
     "auctions": {"item_name": "item", "description": "desc", "extra": "auction_extra"},
     "bids": {"channel": "channel", "url": "url", "extra": "bid_extra"},
 }
 COLUMNS = {
     "persons": ["id", "name", "email_address", "credit_card", "city", "state", "date_time", "extra"],
-    "auctions": ["id", "item_name", "description", "initial_bid", "reserve", "date_time", "expires", "seller",
-                 "category", "extra"],
+    "auctions": [
+        "id",
+        "item_name",
+        "description",
+        "initial_bid",
+        "reserve",
+        "date_time",
+        "expires",
+        "seller",
+        "category",
+        "extra",
+    ],
     "bids": ["auction", "bidder", "price", "channel", "url", "date_time", "extra"],
 }
 TIME_COLUMNS = {"date_time", "expires"}
@@ -343,16 +397,23 @@ def describe(ev: Events, batches: int, nbytes: int = 0) -> Dict[str, Any]:
     b = ev.bids
     return {
         "model": "Nexmark v0.2.0 generator (nexmark-flink), re-implemented in numpy (bench/nexmark_model.py)",
-        "config": asdict(ev.cfg), "seed": ev.seed, "batches": batches,
-        "events": ev.cfg.events, "persons": len(ev.persons["id"]), "auctions": len(ev.auctions["id"]),
-        "bids": len(b["auction"]), "bytes": nbytes,
-        "event_time_span_s": round(float(span_s), 2), "event_time_per_batch_s": round(float(span_s) / batches, 2),
+        "config": asdict(ev.cfg),
+        "seed": ev.seed,
+        "batches": batches,
+        "events": ev.cfg.events,
+        "persons": len(ev.persons["id"]),
+        "auctions": len(ev.auctions["id"]),
+        "bids": len(b["auction"]),
+        "bytes": nbytes,
+        "event_time_span_s": round(float(span_s), 2),
+        "event_time_per_batch_s": round(float(span_s) / batches, 2),
         "events_behind_max_time": int((behind > 0).sum()),
         "max_behind_ms": int(behind.max()),
         "hot_auction_bid_share": round(hot_share(b["auction"] - FIRST_AUCTION_ID, b["n"], ev.cfg, "auction"), 4),
         "hot_bidder_bid_share": round(hot_share(b["bidder"] - FIRST_PERSON_ID, b["n"], ev.cfg, "bidder"), 4),
-        "hot_seller_auction_share": round(hot_share(ev.auctions["seller"] - FIRST_PERSON_ID, ev.auctions["n"],
-                                                    ev.cfg, "seller"), 4),
+        "hot_seller_auction_share": round(
+            hot_share(ev.auctions["seller"] - FIRST_PERSON_ID, ev.auctions["n"], ev.cfg, "seller"), 4
+        ),
         "distinct_bid_auctions": int(len(np.unique(b["auction"]))),
         "distinct_bidders": int(len(np.unique(b["bidder"]))),
     }
@@ -371,6 +432,7 @@ def hot_share(ids0: np.ndarray, n: np.ndarray, cfg: ModelConfig, role: str) -> f
 
 # ---------------------------------------------------------------------------------------------
 # exact answers of the queries, from the arrays (the benchmark's reference)
+
 
 def q3_truth(ev: Events) -> Dict[str, Any]:
     """q3: auctions of category 10 joined with their sellers living in OR, ID or CA."""
@@ -398,9 +460,12 @@ def q20_truth(ev: Events, bids_until_ms: Optional[int] = None) -> Dict[str, Any]
     found = ids[idx] == b["auction"]
     c10 = found & cat10[order][idx]
     as_of = c10 & (times[idx] <= b["date_time"])
-    return {"rows_regular": int(c10.sum()), "rows_as_of": int(as_of.sum()),
-            "bids_before_their_auction": int((c10 & ~as_of).sum()),
-            "bids_of_auctions_not_generated": int((~found).sum())}
+    return {
+        "rows_regular": int(c10.sum()),
+        "rows_as_of": int(as_of.sum()),
+        "bids_before_their_auction": int((c10 & ~as_of).sum()),
+        "bids_of_auctions_not_generated": int((~found).sum()),
+    }
 
 
 def q18_truth(ev: Events) -> Dict[str, Any]:
@@ -444,8 +509,9 @@ def sessions_truth(ev: Events, gap_ms: int) -> List[tuple]:
     new = np.concatenate([[True], (bidder[1:] != bidder[:-1]) | (np.diff(ts) > gap_ms)])
     starts = np.flatnonzero(new)
     ends = np.concatenate([starts[1:], [len(ts)]]) - 1
-    return list(zip(bidder[starts].tolist(), ts[starts].tolist(), ts[ends].tolist(),
-                    (ends - starts + 1).tolist(), strict=True))
+    return list(
+        zip(bidder[starts].tolist(), ts[starts].tolist(), ts[ends].tolist(), (ends - starts + 1).tolist(), strict=True)
+    )
 
 
 def exact_gap_pairs(ev: Events, gap_ms: int) -> int:

@@ -753,6 +753,16 @@ def r_floor(d: Dict[str, Any], path: str) -> List[str]:
     return out
 
 
+def _nexmark():
+    """bench/nexmark.py, which renders its own section (it imports no Spark at module level)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import nexmark
+
+    return nexmark
+
+
 # (result file stem, section title, renderer, chart stem or None)
 SECTIONS: List[tuple] = [
     ("dedup", "Deduplication (`bench/run.py`)", r_dedup, "dedup"),
@@ -765,6 +775,7 @@ SECTIONS: List[tuple] = [
     ("order", "Processing order on catch-up micro-batches (`bench/order.py`)", r_order, None),
     ("enrichment", "Stream–table join (`bench/enrichment.py`)", r_enrichment, "enrichment"),
     ("floor", "Each operator against its floor (`bench/floor.py`)", r_floor, "floor"),
+    ("nexmark", "Nexmark queries (`bench/nexmark.py`)", lambda d, path: _nexmark().report_lines(d, path), "nexmark"),
     ("recovery", "Executor loss with and without a standby (`bench/recovery.py`)", r_recovery, "recovery"),
     ("stores", "kstate vs RocksDB by checkpoint store (`bench/stores.py`)", r_stores, "stores"),
     (
@@ -905,6 +916,8 @@ def goal_of(stem: str, d: Dict[str, Any]) -> str:
         if stem == "recovery":
             x = d["ratios"].get("kstate cold / kstate standby", {}).get("batch_s")
             return f"recovery 10x faster with a standby: {verdict(None if x is None else x >= 10)} ({ratio(x)})"
+        if stem == "nexmark":
+            return _nexmark().goal_line(d)
         if stem == "floor":
             fl = [
                 m["kstate_over_floor"]

@@ -1,6 +1,7 @@
 """The Nexmark generator (bench/nexmark_model.py) follows the model it names: Nexmark v0.2.0's
 proportions, id sequences, hot-key skew, event-time spacing and bounded out-of-orderness; and
 its exact query answers (the benchmark's reference) on hand-made inputs. No Spark."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -46,7 +47,11 @@ def emission_times(ev) -> np.ndarray:
 @pytest.mark.parametrize("fixture", ["in_order", "shuffled"])
 def test_proportions_are_1_3_46_per_50_events(fixture, request) -> None:
     ev = request.getfixturevalue(fixture)
-    assert (len(ev.persons["id"]), len(ev.auctions["id"]), len(ev.bids["auction"])) == (N // 50, 3 * N // 50, 46 * N // 50)
+    assert (len(ev.persons["id"]), len(ev.auctions["id"]), len(ev.bids["auction"])) == (
+        N // 50,
+        3 * N // 50,
+        46 * N // 50,
+    )
     # every window of 50 event numbers holds exactly one person and three auctions
     assert np.array_equal(np.bincount(ev.persons["n"] // 50), np.ones(N // 50))
     assert np.array_equal(np.bincount(ev.auctions["n"] // 50), np.full(N // 50, 3))
@@ -178,15 +183,21 @@ def test_join_answers_count_the_model_rows() -> None:
     q3 = m.q3_truth(ev)
     a, p = ev.auctions, ev.persons
     sellers = {int(i): m.US_STATES[s] for i, s in zip(p["id"], p["state"], strict=True)}
-    want = [int(i) for i, s, c in zip(a["id"], a["seller"], a["category"], strict=True)
-            if c == 10 and sellers.get(int(s)) in m.Q3_STATES]
+    want = [
+        int(i)
+        for i, s, c in zip(a["id"], a["seller"], a["category"], strict=True)
+        if c == 10 and sellers.get(int(s)) in m.Q3_STATES
+    ]
     assert q3 == {"rows": len(want), "auction_id_sum": sum(want)} and q3["rows"] > 0
     q20 = m.q20_truth(ev)
     by_id = {int(i): (int(c), int(t)) for i, c, t in zip(a["id"], a["category"], a["date_time"], strict=True)}
     b = ev.bids
     regular = sum(1 for x in b["auction"] if by_id.get(int(x), (0, 0))[0] == 10)
-    as_of = sum(1 for x, t in zip(b["auction"], b["date_time"], strict=True)
-                if by_id.get(int(x), (0, 0))[0] == 10 and by_id[int(x)][1] <= t)
+    as_of = sum(
+        1
+        for x, t in zip(b["auction"], b["date_time"], strict=True)
+        if by_id.get(int(x), (0, 0))[0] == 10 and by_id[int(x)][1] <= t
+    )
     assert (q20["rows_regular"], q20["rows_as_of"]) == (regular, as_of)
     assert q20["bids_before_their_auction"] == regular - as_of > 0  # the model's id leads and the disorder
     until = int(np.median(b["date_time"]))
