@@ -28,6 +28,11 @@ import org.apache.spark.sql.kstate.processor.{Counters, StreamTime}
  * A key keeps each record's own aggregate while a window still open can contain it or start right
  * after it (ts + d + 1 ≥ close time). At `finish`, windows with end < close time close.
  *
+ * Cost per record: the windows that contain it and the records in the windows it creates, found
+ * by range in the key's windows (by start) and records (by timestamp), as Kafka's range fetch
+ * does; not every window and record the key holds (a hot key holds many, and a record's cost
+ * would grow with all of them).
+ *
  * Output ([[SpanOutput]], never tombstones: windows do not merge), at `finish`: without
  * `finalResults`, every window the batch created or changed, once, with its value at the end of
  * the batch; with `finalResults`, each window once, when it closes, in end order.
@@ -69,8 +74,8 @@ final class SlidingAggregateProcessor[K, SK, R, A](
       val storedRecords = state.get(rk)
       val ws = mutable.TreeMap.empty[Long, Win[A]]
       storedWindows.foreach(s => ws(s.start) = new Win(s.start, s.agg, s.maxTs, changed = false))
-      val rs = ArrayBuffer.empty[StoredRecord[A]]
-      storedRecords.foreach(s => rs += new StoredRecord(s.start, s.agg))
+      val rs = new Records[A]
+      storedRecords.foreach(s => rs.add(new StoredRecord(s.start, s.agg)))
       ks = new KeyState(wk, rk, ws, rs, storedWindows, storedRecords)
       touched.put(copyKey(k), ks)
     }
@@ -86,17 +91,17 @@ final class SlidingAggregateProcessor[K, SK, R, A](
     if (endOf(ts) < close) { counters.add(LateDropped); return }
     val ks = load(key)
     val own = aggregator.add(aggregator.initial(), record)
-    ks.windows.valuesIterator.foreach { w =>
-      if (w.start <= ts && ts <= endOf(w.start) && endOf(w.start) >= close) {
+    // the windows containing ts start in [ts - d, ts] (ts >= 0: no underflow)
+    ks.windows.valuesIteratorFrom(ts - d).takeWhile(_.start <= ts).foreach { w =>
+      if (endOf(w.start) >= close) {
         w.agg = aggregator.add(w.agg, record)
         if (ts > w.maxTs) w.maxTs = ts
         w.changed = true
         counters.add(Updates)
       }
     }
-    var previous = Long.MinValue // ts >= 0: Long.MinValue is "none"
-    ks.records.foreach(r => if (r.ts < ts && r.ts > previous) previous = r.ts)
-    ks.records += new StoredRecord(ts, own)
+    val previous = ks.records.latestBefore(ts) // ts >= 0: Long.MinValue is "none"
+    ks.records.add(new StoredRecord(ts, own))
     create(ks, if (ts < d) 0L else ts - d, close)
     if (ts < Long.MaxValue) create(ks, ts + 1, close) // no window starts after Long.MaxValue
     if (previous != Long.MinValue) create(ks, previous + 1, close)
@@ -106,11 +111,11 @@ final class SlidingAggregateProcessor[K, SK, R, A](
   private def create(ks: KeyState[SK, A], start: Long, close: Long): Unit = {
     val end = endOf(start)
     if (end >= close && !ks.windows.contains(start)) {
-      val inside = ks.records.filter(r => start <= r.ts && r.ts <= end).sortBy(_.ts)
-      if (inside.nonEmpty) {
-        var agg = aggregator.initial()
-        inside.foreach(r => agg = aggregator.merge(agg, r.agg))
-        ks.windows(start) = new Win(start, agg, inside.last.ts, changed = true)
+      var agg = aggregator.initial()
+      var last = Long.MinValue
+      ks.records.between(start, end).foreach { r => agg = aggregator.merge(agg, r.agg); last = r.ts }
+      if (last != Long.MinValue) {
+        ks.windows(start) = new Win(start, agg, last, changed = true)
         counters.add(Created)
       }
     }
@@ -141,7 +146,7 @@ final class SlidingAggregateProcessor[K, SK, R, A](
       )
       state.put(
         ks.recordsKey,
-        ks.records.toSeq.filter(r => close == Long.MinValue || neededUntil(r.ts) >= close)
+        ks.records.all.toSeq.filter(r => close == Long.MinValue || neededUntil(r.ts) >= close)
           .map(r => StoredSession(r.ts, neededUntil(r.ts), r.ts, r.agg)),
         ks.storedRecords.toSeq
       )
@@ -166,12 +171,37 @@ private object SlidingAggregateProcessor {
   /** A record kept for building windows: its timestamp and own aggregate. */
   final class StoredRecord[A](val ts: Long, val agg: A)
 
+  /**
+   * A key's records by timestamp; records of one timestamp in the order they were added (the
+   * order a stable sort by timestamp gives, so windows merge their records' aggregates in the
+   * same order whether the records came from the store or from this batch).
+   */
+  final class Records[A] {
+    private val byTs = mutable.TreeMap.empty[Long, ArrayBuffer[StoredRecord[A]]]
+    private val inArrival = ArrayBuffer.empty[StoredRecord[A]]
+
+    def add(r: StoredRecord[A]): Unit = {
+      byTs.getOrElseUpdate(r.ts, ArrayBuffer.empty) += r
+      inArrival += r
+    }
+
+    /** The largest timestamp < `ts`, or `Long.MinValue` when there is none. */
+    def latestBefore(ts: Long): Long = byTs.maxBefore(ts).fold(Long.MinValue)(_._1)
+
+    /** The records with `from <= ts <= to`, by timestamp. */
+    def between(from: Long, to: Long): Iterator[StoredRecord[A]] =
+      byTs.iteratorFrom(from).takeWhile(_._1 <= to).flatMap(_._2)
+
+    /** Every record, in the order added (the order they are stored in). */
+    def all: Iterator[StoredRecord[A]] = inArrival.iterator
+  }
+
   /** A key's state keys, windows (by start) and records in this batch, and both as stored at batch start. */
   final class KeyState[SK, A](
       val windowsKey: SK,
       val recordsKey: SK,
       val windows: mutable.TreeMap[Long, Win[A]],
-      val records: ArrayBuffer[StoredRecord[A]],
+      val records: Records[A],
       val storedWindows: Array[StoredSession[A]],
       val storedRecords: Array[StoredSession[A]]
   )
