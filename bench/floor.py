@@ -98,7 +98,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     add_input_args(p)
     add_spark_args(p)
     a = p.parse_args(argv)
-    if not a.quick:  # 1M rows: 9 workloads x 2 key distributions x 3 variants x 4 runs fit in about 25 minutes
+    if not a.quick:  # 1M rows: 9 workloads x 2 key distributions x 3 variants x 4 runs take about 30 minutes
         a.files = a.files or 10
         a.rows_per_file = a.rows_per_file or 100_000
     finish_args(p, a)

@@ -697,9 +697,10 @@ def r_floor(d: Dict[str, Any], path: str) -> List[str]:
         "changelog checkpointing), on the same parquet files, one file per micro-batch, with uniform and "
         "with skewed (zipf 1.3) keys. The stream-table join's floor is `bench/enrichment.py`'s.",
         "",
-        f"When and how: {when(d, path, env.get('date_utc'))}; {env_line(env) if env else ''} Medians of "
-        f"{d['reps']} rounds after a warm-up, variants alternating. Load average before / after: "
-        f"{d.get('load_before')} / {d.get('load_after')}; other processes: {others(d)}.",
+        f"When and how: {when(d, path, env.get('date_utc'))}; {env_line(env) + '. ' if env else ''}Medians of "
+        f"{d['reps']} rounds after a warm-up, variants alternating. Load average (1, 5, 15 min) before / after: "
+        f"{' '.join(d.get('load_before') or [])} / {' '.join(d.get('load_after') or [])}; "
+        f"other processes: {others(d)}.",
         "",
     ]
     rows, below_floor, below_builtin = [], [], []
@@ -750,6 +751,8 @@ def r_floor(d: Dict[str, Any], path: str) -> List[str]:
         + (f"**not met** for {', '.join(below_builtin)}." if below_builtin else "met everywhere.")
         + " Where the time goes, per record: [docs/performance.md](performance.md).",
     ]
+    if d.get("notes"):
+        out += ["", *d["notes"]]
     return out
 
 
