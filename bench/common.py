@@ -312,6 +312,23 @@ def write_json_and_chart(stem: str, res: Dict[str, Any], write_chart, key: str =
     print(f"wrote {os.path.relpath(res[key]['json'], ROOT)} and {os.path.relpath(res[key]['png'], ROOT)}")
 
 
+def timed_query(spark, start, meter: "CpuMeter"):
+    """Runs one streaming query to its end from a clean JVM state and times it: unloads the state
+    stores earlier queries left loaded, collects garbage, then calls `start()` (which starts the
+    query) and waits for it. Returns (query, wall seconds, CPU as `CpuMeter.delta` gives it); the
+    state stores are unloaded again after it."""
+    unload_state_stores(spark)
+    spark.sparkContext._jvm.System.gc()
+    cpu0 = meter.snapshot()
+    t0 = time.perf_counter()
+    q = start()
+    q.awaitTermination()
+    wall = time.perf_counter() - t0
+    cpu = CpuMeter.delta(cpu0, meter.snapshot())
+    unload_state_stores(spark)
+    return q, wall, cpu
+
+
 def unload_state_stores(spark) -> bool:
     """Closes the state store providers that finished queries left loaded in this JVM.
 

@@ -60,7 +60,7 @@ from common import (
     other_processes,
     save_results,
     start_spark,
-    unload_state_stores,
+    timed_query,
     wait_for_jar,
 )
 
@@ -172,24 +172,19 @@ def build(spark, workload: str, variant: str, data_dir: str, a: argparse.Namespa
 def run(spark, workload: str, variant: str, data_dir: str, ckpt: str, a, meter: CpuMeter) -> Dict[str, Any]:
     """One AvailableNow query to the no-op sink: wall time, CPU, micro-batches."""
     shutil.rmtree(ckpt, ignore_errors=True)
-    unload_state_stores(spark)
-    spark.sparkContext._jvm.System.gc()
-    mode = "append"
-    cpu0 = meter.snapshot()
-    t0 = time.perf_counter()
-    q = (
-        build(spark, workload, variant, data_dir, a)
-        .writeStream.format("noop")
-        .outputMode(mode)
-        .option("checkpointLocation", ckpt)
-        .trigger(availableNow=True)
-        .start()
+    q, wall, cpu = timed_query(
+        spark,
+        lambda: (
+            build(spark, workload, variant, data_dir, a)
+            .writeStream.format("noop")
+            .outputMode("append")
+            .option("checkpointLocation", ckpt)
+            .trigger(availableNow=True)
+            .start()
+        ),
+        meter,
     )
-    q.awaitTermination()
-    wall = time.perf_counter() - t0
-    cpu = CpuMeter.delta(cpu0, meter.snapshot())
     batches = sum(1 for p in q.recentProgress if p.numInputRows > 0)
-    unload_state_stores(spark)
     return {"wall_s": round(wall, 3), "cpu": cpu, "batches": batches}
 
 

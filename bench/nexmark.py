@@ -339,26 +339,22 @@ def build(spark, q: str, variant: str, data: str, a: argparse.Namespace):
 
 def run(spark, q: str, variant: str, data: str, work: str, a: argparse.Namespace, meter, sink: str) -> Dict[str, Any]:
     """One availableNow query to the no-op sink or (``sink="parquet"``) to ``work/out``."""
-    from common import CpuMeter, unload_state_stores
+    from common import timed_query
 
     shutil.rmtree(work, ignore_errors=True)
-    unload_state_stores(spark)
-    spark.sparkContext._jvm.System.gc()
-    cpu0 = meter.snapshot()
-    t0 = time.perf_counter()
-    w = (
-        build(spark, q, variant, data, a)
-        .writeStream.outputMode("append")
-        .option("checkpointLocation", os.path.join(work, "ckpt"))
-        .trigger(availableNow=True)
-    )
-    w = w.format("noop") if sink == "noop" else w.format("parquet").option("path", os.path.join(work, "out"))
-    qh = w.start()
-    qh.awaitTermination()
-    wall = time.perf_counter() - t0
-    cpu = CpuMeter.delta(cpu0, meter.snapshot())
+
+    def start():
+        w = (
+            build(spark, q, variant, data, a)
+            .writeStream.outputMode("append")
+            .option("checkpointLocation", os.path.join(work, "ckpt"))
+            .trigger(availableNow=True)
+        )
+        w = w.format("noop") if sink == "noop" else w.format("parquet").option("path", os.path.join(work, "out"))
+        return w.start()
+
+    qh, wall, cpu = timed_query(spark, start, meter)
     progress = [json.loads(p.json) for p in qh.recentProgress]
-    unload_state_stores(spark)
     last_ops = progress[-1].get("stateOperators", []) if progress else []
     return {
         "wall_s": round(wall, 3),
