@@ -124,7 +124,7 @@ test-fast: venv jar $(PROTOC_PATH)
 # example tests below, in .venv-spark42 (pyspark 4.2.x). The jar is the 4.2 one: kstate.jar_path()
 # picks it for the venv's pyspark.
 SPARK42_PY_TESTS := test_dedup_kip_examples.py test_window_agg.py test_suppress_time_limit.py \
-	test_tables.py test_dedup_errors.py test_packaging.py test_upgrades.py
+	test_tables.py test_dedup_errors.py test_packaging.py test_upgrades.py test_repartition_mixed.py
 test-spark42: venv venv-spark42 jar-spark42
 	$(SBT) spark42/test
 	PYTHONPATH=python PYSPARK_PYTHON=$(abspath $(PY42)) $(PY42) -m pytest -q --durations=10 \

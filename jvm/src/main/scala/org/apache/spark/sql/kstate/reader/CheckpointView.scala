@@ -55,6 +55,9 @@ final class CheckpointView(session: ClassicSession, location: String) {
     commitLog.flatMap(_.get(batchId)).flatMap(_.stateUniqueIds)
       .map(_.iterator.map { case (op, ids) => op.toString.toLong -> ids }.toMap)
 
+  /** The state checkpoint format version micro-batch `batchId` committed with, if committed. */
+  def commitFormatVersion(batchId: Long): Option[Int] = commitLog.flatMap(_.get(batchId)).map(_.version)
+
   /** The SQL configuration the offset log recorded for `batchId` (empty if none). */
   def recordedConf(batchId: Long): Map[String, String] =
     if (!fm.exists(offsetsDir)) Map.empty

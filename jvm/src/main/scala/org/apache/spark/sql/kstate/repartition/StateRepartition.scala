@@ -22,7 +22,8 @@ import org.apache.spark.util.SerializableConfiguration
 /**
  * Offline repartitioning of a stopped query's state: kstate's counterpart of Spark's
  * `StreamingCheckpointManager.repartition`, for checkpoints holding kstate operators (Spark's
- * cannot move them: it knows the state layout of its own operators only).
+ * cannot move them: it knows the state layout of its own operators only). Spark's own operators
+ * in the same checkpoint are moved by Spark's own rewrite ([[SparkOperatorsRewrite]]).
  *
  * As Spark's does, it adds a micro-batch R that reads no input: its offset log entry is the last
  * committed batch's with `spark.sql.shuffle.partitions` = M, its state (version R + 1) is every
@@ -32,14 +33,17 @@ import org.apache.spark.util.SerializableConfiguration
  * Steps, in this order (docs/operators.md, "Rescaling state"):
  *  1. Checks, writing nothing: the arguments; a committed micro-batch exists and none is planned
  *     but uncommitted (unless it is an unfinished repartition to the same M, which is resumed);
- *     M differs from the current number; every stateful operator is a kstate operator on
- *     kstate's provider with a recorded configuration and state schema.
+ *     M differs from the current number; every kstate operator is on kstate's provider with a
+ *     recorded configuration and state schema; Spark's own operators are ones Spark's rewrite
+ *     moves ([[SparkOperatorsRewrite.check]]).
  *  2. Per operator, a Spark job reads every old partition's store and writes each new
  *     partition's snapshot into a staging directory (`state/<op>/_kstate/repartition-<R>`);
- *     a family it cannot move fails it here, before anything outside staging is written.
+ *     a family it cannot move fails it here, before anything outside staging is written. Then
+ *     Spark's own operators, into their staging checkpoint ([[SparkOperatorsRewrite.stage]]).
  *  3. The offset log entry R (from here on the checkpoint has an unfinished repartition: the
  *     query refuses to start until this call is repeated with M, as with Spark's own).
- *  4. Each staged snapshot moved to `state/<op>/<p>/<R+1>.kstate.snapshot`.
+ *  4. Each staged snapshot moved to `state/<op>/<p>/<R+1>.kstate.snapshot`; Spark's operators'
+ *     staged files moved into `state/` ([[SparkOperatorsRewrite.install]]).
  *  5. The commit log entry R; the staging directories are removed.
  * On a checkpoint of Spark's state checkpoint format v2 the old stores are read by the ids of
  * the last committed batch's commit log entry, each new snapshot gets a fresh checkpoint id (it
@@ -95,6 +99,22 @@ object StateRepartition extends Logging {
         plan.operators.foreach { case (t, _) => deleteQuietly(fs, plan.staging(t.operatorId), e) }
         throw e
     }
+    // 2b. Spark's own operators, staged by Spark's rewrite (their new checkpoint ids in format v2)
+    val sparkIds: Map[Long, Array[Array[String]]] =
+      try plan.spark.fold(Map.empty[Long, Array[Array[String]]]) { rewrite =>
+          session.sparkContext.setJobDescription(
+            s"kstate: repartition Spark's stateful operators ${rewrite.operatorIds.mkString(", ")} " +
+              s"to $numPartitions partitions"
+          )
+          try rewrite.stage(session).getOrElse(Map.empty)
+          finally session.sparkContext.setJobDescription(null)
+        }
+      catch {
+        case NonFatal(e) =>
+          plan.operators.foreach { case (t, _) => deleteQuietly(fs, plan.staging(t.operatorId), e) }
+          plan.spark.foreach(r => discardQuietly(r, e))
+          throw e
+      }
     // 3. the offset log entry
     if (
       !plan.resuming && !OffsetLogs.addWithPartitions(plan.offsets, plan.lastCommitted, plan.batchId, numPartitions)
@@ -120,21 +140,24 @@ object StateRepartition extends Logging {
         if (!fs.rename(staged, dest)) throw new java.io.IOException(s"could not move $staged to $dest")
       }
     }
+    plan.spark.foreach(_.install())
     // 5. the commit log entry
     val last = plan.commits.get(plan.lastCommitted).get
-    // format v2: the new snapshots' ids for every operator and new partition (one store each)
-    val committed = if (newIds.isEmpty) last
+    // format v2: the new snapshots' ids for every operator and new partition (one per store)
+    val committed = if (newIds.isEmpty && sparkIds.isEmpty) last
     else last.withStateUniqueIds(Some(
       last.stateUniqueIds.getOrElse(Map.empty[Long, Array[Array[String]]]) ++
-        newIds.map { case (op, ids) => op -> ids.map(Array(_)).toArray }
+        newIds.map { case (op, ids) => op -> ids.map(Array(_)).toArray } ++ sparkIds
     ))
     if (!plan.commits.add(plan.batchId, committed)) {
       throw KStateErrors.invalidRepartition(s"micro-batch ${plan.batchId} appeared in the commit log " +
         "while repartitioning: is the query running?")
     }
     plan.operators.foreach { case (t, _) => deleteQuietly(fs, plan.staging(t.operatorId), null) }
+    plan.spark.foreach(r => discardQuietly(r, null))
     logInfo(s"Repartitioned the state of ${plan.view.root} from ${plan.oldPartitions} to $numPartitions " +
-      s"partitions in micro-batch ${plan.batchId} (${plan.operators.size} kstate operators)")
+      s"partitions in micro-batch ${plan.batchId} (${plan.operators.size} kstate operators, " +
+      s"${plan.spark.fold(0)(_.operatorIds.size)} of Spark's)")
     plan.batchId
   }
 
@@ -157,7 +180,8 @@ object StateRepartition extends Logging {
       batchId: Long,
       resuming: Boolean,
       oldPartitions: Int,
-      operators: Seq[(StateReadTarget, OperatorLayout)]
+      operators: Seq[(StateReadTarget, OperatorLayout)],
+      spark: Option[SparkOperatorsRewrite]
   ) {
 
     /** The state version the repartition batch commits. */
@@ -199,13 +223,10 @@ object StateRepartition extends Logging {
       }
       val operatorDirs = if (!fs.exists(view.stateRoot)) Nil
       else fs.listStatus(view.stateRoot).filter(_.isDirectory).flatMap(_.getPath.getName.toLongOption).toSeq.sorted
-      operatorDirs.filterNot(OperatorIdentity.isKStateOperatorId).foreach { id =>
-        throw KStateErrors.repartitionUnsupportedState(
-          s"with operator id $id",
-          "it is one of Spark's own stateful operators, which kstate does not repartition yet; the " +
-            "checkpoint mixes them with kstate operators, which Spark's own repartition cannot move"
-        )
-      }
+      val sparkIds = operatorDirs.filterNot(OperatorIdentity.isKStateOperatorId)
+      val spark =
+        if (sparkIds.isEmpty) None
+        else Some(SparkOperatorsRewrite.check(view, sparkIds, lastCommitted, batchId, numPartitions))
       val operators = view.kstateOperators.map { op =>
         if (op.config.isEmpty) {
           throw KStateErrors.repartitionUnsupportedState(
@@ -235,13 +256,20 @@ object StateRepartition extends Logging {
         }
         target -> OperatorLayout(op, target.keySchema, target.valueSchema)
       }
-      Plan(view, offsets, commits, lastCommitted, batchId, resuming, oldPartitions, operators)
+      Plan(view, offsets, commits, lastCommitted, batchId, resuming, oldPartitions, operators, spark)
     }
   }
 
   /** The kstate error that failed a task of the job, if one did. */
   private def kstateCause(e: Throwable): Option[KStateException] =
     Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).collectFirst { case k: KStateException => k }
+
+  private def discardQuietly(rewrite: SparkOperatorsRewrite, failure: Throwable): Unit =
+    try rewrite.discard()
+    catch {
+      case NonFatal(c) =>
+        if (failure != null) failure.addSuppressed(c) else logWarning(s"could not delete ${rewrite.staging}", c)
+    }
 
   private def deleteQuietly(fs: FileSystem, dir: Path, failure: Throwable): Unit =
     try fs.delete(dir, true)

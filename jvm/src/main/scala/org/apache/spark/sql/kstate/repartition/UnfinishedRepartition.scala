@@ -7,6 +7,7 @@ import org.apache.hadoop.fs.{FileSystem, Path}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
 import org.apache.spark.sql.execution.streaming.checkpointing.{CommitLog, OffsetSeqLog}
+import org.apache.spark.sql.execution.streaming.state.OperatorStateMetadataV2
 import org.apache.spark.sql.kstate.planning.OperatorIdentity
 import org.apache.spark.sql.kstate.shim.OffsetLogs
 
@@ -25,8 +26,8 @@ import org.apache.spark.sql.kstate.shim.OffsetLogs
  *
  * Undoing micro-batch R (planned, not committed, with another number of state partitions than
  * R - 1, which is committed): every state file of version R + 1 (the version only R would have
- * committed) in every operator's partition directories is deleted, then kstate's staging
- * directories of R, then the offset log entry R. Nothing else is touched: files of other
+ * committed) in every operator's partition directories is deleted, with any format-2 operator
+ * metadata file of R, then kstate's staging directories of R, then the offset log entry R. Nothing else is touched: files of other
  * versions, and operators whose state never saw R.
  */
 object UnfinishedRepartition extends Logging {
@@ -73,7 +74,13 @@ object UnfinishedRepartition extends Logging {
             case _ =>
           }
         }
+        // format-2 operator metadata naming the new number of partitions from R on
+        val meta = OperatorStateMetadataV2.metadataFilePath(op.getPath, batch)
+        if (fs.exists(meta)) fs.delete(meta, false)
       }
+      // the staging checkpoint of Spark's own operators (SparkOperatorsRewrite)
+      val staging = new Path(new Path(root, SparkOperatorsRewrite.StagingDir), s"repartition-$batch")
+      if (fs.exists(staging)) fs.delete(staging, true)
       if (!fs.delete(new Path(new Path(root, "offsets"), batch.toString), false)) {
         throw KStateErrors.invalidRepartition(s"could not delete offset log entry $batch of $root")
       }
