@@ -72,11 +72,13 @@ def _run(spark, workdir: str, batches, parts: Tuple[int, ...], cut=None) -> Dict
     return out
 
 
-@pytest.mark.parametrize("fmt", [1, 2], ids=["format1", "format2"])
+@pytest.mark.parametrize(
+    "provider,fmt", [(ROCKSDB, 1), (ROCKSDB, 2), (HDFS, 1)], ids=["rocksdb-format1", "rocksdb-format2", "hdfs"]
+)
 @pytest.mark.parametrize("pair", [(2, 5), (5, 2)], ids=lambda p: f"{p[0]}to{p[1]}")
-def test_spark_and_kstate_operators_rescaled_equal_the_uninterrupted_run(spark, tmp_path, pair, fmt) -> None:
+def test_spark_and_kstate_operators_rescaled_equal_the_uninterrupted_run(spark, tmp_path, pair, provider, fmt) -> None:
     batches = _batches(7)
-    with session_conf(spark, {PROVIDER: ROCKSDB, FORMAT: str(fmt)}):
+    with session_conf(spark, {PROVIDER: provider, FORMAT: str(fmt)}):
         whole = _run(spark, str(tmp_path / "whole"), batches, (pair[0],))
         got = _run(spark, str(tmp_path / "cut"), batches, pair, cut=2)
         assert [got[b] for b in sorted(got)] == [whole[b] for b in sorted(whole)]
@@ -91,9 +93,15 @@ def test_spark_and_kstate_operators_rescaled_equal_the_uninterrupted_run(spark, 
     assert not os.path.exists(os.path.join(ckpt, "_kstate"))  # the staging checkpoint is gone
 
 
-@pytest.mark.parametrize("provider", [HDFS, KSTATE], ids=["hdfs", "kstate"])
-def test_spark_operators_on_another_provider_are_refused_before_anything_is_written(spark, tmp_path, provider) -> None:
-    with session_conf(spark, {PROVIDER: provider}):
+@pytest.mark.parametrize(
+    "provider,extra",
+    [(KSTATE, {}), (HDFS, {"spark.sql.streaming.stateStore.rowChecksum.enabled": "true"})],
+    ids=["kstate", "hdfs-row-checksums"],
+)
+def test_spark_operators_state_kstate_cannot_move_is_refused_before_anything_is_written(
+    spark, tmp_path, provider, extra
+) -> None:
+    with session_conf(spark, {PROVIDER: provider, **extra}):
         _run(spark, str(tmp_path), _batches(3, (10, 10)), (2,))
     ckpt = str(tmp_path / "ckpt")
     before = checkpoint_files(ckpt)
@@ -101,6 +109,7 @@ def test_spark_operators_on_another_provider_are_refused_before_anything_is_writ
         kstate.repartition_state(spark, ckpt, 4)
     assert ei.value.error_class == "KSTATE_REPARTITION_UNSUPPORTED_STATE"
     assert provider in ei.value.message and "Spark's own" in ei.value.message
+    assert all(k in ei.value.message for k in extra)
     assert checkpoint_files(ckpt) == before
 
 

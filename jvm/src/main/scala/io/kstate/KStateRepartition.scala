@@ -23,8 +23,9 @@ import org.apache.spark.sql.kstate.shim.SparkShim
  *    `KSTATE_REPARTITION_UNSUPPORTED_STATE`, a state file's own error) leaves it unchanged. A
  *    failure after that leaves an unfinished repartition, which the same call finishes.
  *  - Supported: every kstate operator on kstate's own state store provider, and Spark's own
- *    stateful operators in the same checkpoint that Spark's repartition moves (on Spark's RocksDB
- *    provider; moved by Spark's own rewrite). Others: `KSTATE_REPARTITION_UNSUPPORTED_STATE`.
+ *    stateful operators in the same checkpoint that Spark's repartition knows, on Spark's RocksDB
+ *    provider (moved by Spark's own rewrite) or HDFS provider. Others:
+ *    `KSTATE_REPARTITION_UNSUPPORTED_STATE`.
  */
 object KStateRepartition {
   def repartitionState(spark: SparkSession, checkpointLocation: String, numPartitions: Int): Long =

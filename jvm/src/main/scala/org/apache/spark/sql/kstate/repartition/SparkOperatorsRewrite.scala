@@ -8,14 +8,16 @@ import org.apache.hadoop.fs.{FileSystem, FileUtil, Path}
 import org.apache.spark.sql.{functions, DataFrame}
 import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
 import org.apache.spark.sql.execution.datasources.v2.state.metadata.StateMetadataPartitionReader
-import org.apache.spark.sql.execution.streaming.checkpointing.OffsetSeqLog
+import org.apache.spark.sql.execution.streaming.checkpointing.{OffsetSeqLog, OffsetSeqMetadata}
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorsUtils
 import org.apache.spark.sql.execution.streaming.state.{
   OperatorStateMetadata,
   OperatorStateMetadataV2,
   OperatorStateMetadataWriter,
+  HDFSBackedStateStoreProvider,
   RocksDBStateStoreProvider,
-  StateRewriter
+  StateRewriter,
+  StateStoreConf
 }
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.kstate.reader.CheckpointView
@@ -40,8 +42,11 @@ import org.apache.spark.util.SerializableConfiguration
  * staging checkpoint), [[install]] in step 4, [[discard]] on a failure before step 3 and after
  * step 5.
  *
- * Supported as Spark's own repartition supports them: the operators its partition key extractor
- * knows, on Spark's RocksDB provider (Spark's repartition refuses its HDFS provider and kstate's).
+ * On Spark's HDFS provider, which Spark's rewrite refuses, each store is moved by
+ * [[HdfsStoreRewrite]] into the same staging checkpoint.
+ *
+ * Supported: the operators Spark's partition key extractor knows, on Spark's RocksDB or HDFS
+ * provider (not on kstate's as the query-wide provider).
  */
 private[repartition] final class SparkOperatorsRewrite private (
     view: CheckpointView,
@@ -49,7 +54,8 @@ private[repartition] final class SparkOperatorsRewrite private (
     batchId: Long,
     numPartitions: Int,
     operators: Seq[OperatorStateMetadata],
-    formatVersion: Int
+    formatVersion: Int,
+    onHdfs: Boolean
 ) {
 
   /** The staging checkpoint. */
@@ -69,6 +75,38 @@ private[repartition] final class SparkOperatorsRewrite private (
    */
   def stage(session: ClassicSession): Option[Map[Long, Array[Array[String]]]] = {
     discard()
+    if (onHdfs) stageHdfs(session) else stageRocks(session)
+  }
+
+  /** Spark's HDFS provider: each store moved by [[HdfsStoreRewrite]]. */
+  private def stageHdfs(session: ClassicSession): Option[Map[Long, Array[Array[String]]]] = {
+    val sqlConf = SparkOperatorsRewrite.recordedConf(session, view, lastCommitted)
+    val storeConf = StateStoreConf(sqlConf)
+    val joinFormat = sqlConf.getConf(SQLConf.STREAMING_JOIN_STATE_FORMAT_VERSION)
+    val hadoopConf = SerializableConfiguration.broadcast(session.sparkContext, view.hadoopConf)
+    operators.foreach { op =>
+      val name = op.operatorInfo.operatorName
+      op.stateStoresMetadata.foreach { store =>
+        HdfsStoreRewrite.stage(
+          session,
+          view.root.toString,
+          lastCommitted,
+          name,
+          op.operatorInfo.operatorId,
+          store,
+          if (name == StatefulOperatorsUtils.SYMMETRIC_HASH_JOIN_EXEC_OP_NAME) Some(joinFormat) else None,
+          numPartitions,
+          new Path(staging, "state").toString,
+          storeConf,
+          hadoopConf
+        )
+      }
+    }
+    None // the HDFS provider has no checkpoint ids (format 1 only)
+  }
+
+  /** Spark's RocksDB provider: Spark's own rewrite. */
+  private def stageRocks(session: ClassicSession): Option[Map[Long, Array[Array[String]]]] = {
     val conf = view.hadoopConf
     copy(new Path(view.root, "metadata"))
     copy(new Path(new Path(view.root, "offsets"), lastCommitted.toString))
@@ -129,7 +167,11 @@ private[repartition] final class SparkOperatorsRewrite private (
     while (it.hasNext) {
       val f = it.next().getPath
       val rel = f.toUri.getPath.stripPrefix(base)
-      if (!copied.contains(s"state/$rel")) moves += f -> new Path(view.stateRoot, rel)
+      if (onHdfs) {
+        if (f.getName == HdfsStoreRewrite.StagedFile) {
+          moves += f -> HdfsStoreRewrite.target(new Path(view.stateRoot, rel).getParent, batchId + 1)
+        }
+      } else if (!copied.contains(s"state/$rel")) moves += f -> new Path(view.stateRoot, rel)
     }
     moves.foreach { case (from, to) =>
       fs.mkdirs(to.getParent)
@@ -176,6 +218,7 @@ private[repartition] object SparkOperatorsRewrite {
   val StagingDir = "_kstate"
 
   private val Rocks = classOf[RocksDBStateStoreProvider].getName
+  private val Hdfs = classOf[HDFSBackedStateStoreProvider].getName
 
   /** Spark's operators its repartition moves (those its partition key extractor knows). */
   private def movable: Set[String] = {
@@ -193,7 +236,16 @@ private[repartition] object SparkOperatorsRewrite {
    * Checks, writing nothing, that Spark's operators `ids` of the checkpoint can be moved from
    * micro-batch `lastCommitted`'s state; the rewrite that will move them in micro-batch `batchId`.
    */
+  /** The SQL configuration micro-batch `batchId` ran with (the session's, then the offset log's). */
+  def recordedConf(session: ClassicSession, view: CheckpointView, batchId: Long): SQLConf = {
+    val sqlConf = session.sessionState.conf.clone()
+    new OffsetSeqLog(session, new Path(view.root, "offsets").toString).get(batchId).flatMap(_.metadataOpt)
+      .foreach(m => OffsetSeqMetadata.setSessionConf(m, sqlConf))
+    sqlConf
+  }
+
   def check(
+      session: ClassicSession,
       view: CheckpointView,
       ids: Seq[Long],
       lastCommitted: Long,
@@ -224,16 +276,32 @@ private[repartition] object SparkOperatorsRewrite {
       if (!movable.contains(name)) {
         throw KStateErrors.repartitionUnsupportedState(what, "Spark's repartition does not move this operator's state")
       }
-      if (provider != Rocks) {
+      if (provider != Rocks && provider != Hdfs) {
         throw KStateErrors.repartitionUnsupportedState(
           what,
           s"its state is kept by $provider (the query's spark.sql.streaming.stateStore.providerClass); " +
-            s"Spark's own operators are moved by Spark's repartition, which supports $Rocks only"
+            s"kstate moves Spark's own operators' state on $Rocks (with Spark's own repartition code) " +
+            s"and on $Hdfs only"
         )
       }
       m
     }
+    val onHdfs = provider == Hdfs
+    if (onHdfs) {
+      // the moved files are written without Spark's per-file and per-row checksums
+      val storeConf = StateStoreConf(recordedConf(session, view, lastCommitted))
+      Seq(
+        SQLConf.STREAMING_CHECKPOINT_FILE_CHECKSUM_ENABLED.key -> storeConf.checkpointFileChecksumEnabled,
+        SQLConf.STATE_STORE_ROW_CHECKSUM_ENABLED.key -> storeConf.rowChecksumEnabled
+      ).collect { case (key, true) =>
+        throw KStateErrors.repartitionUnsupportedState(
+          s"Spark's own operators ${ids.mkString(", ")}",
+          s"their state on $Hdfs was written with $key=true, which kstate's move of that " +
+            "provider's state does not write"
+        )
+      }
+    }
     val format = view.commitFormatVersion(lastCommitted).getOrElse(1)
-    new SparkOperatorsRewrite(view, lastCommitted, batchId, numPartitions, operators, format)
+    new SparkOperatorsRewrite(view, lastCommitted, batchId, numPartitions, operators, format, onHdfs)
   }
 }

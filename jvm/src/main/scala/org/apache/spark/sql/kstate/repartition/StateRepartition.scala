@@ -226,7 +226,7 @@ object StateRepartition extends Logging {
       val sparkIds = operatorDirs.filterNot(OperatorIdentity.isKStateOperatorId)
       val spark =
         if (sparkIds.isEmpty) None
-        else Some(SparkOperatorsRewrite.check(view, sparkIds, lastCommitted, batchId, numPartitions))
+        else Some(SparkOperatorsRewrite.check(session, view, sparkIds, lastCommitted, batchId, numPartitions))
       val operators = view.kstateOperators.map { op =>
         if (op.config.isEmpty) {
           throw KStateErrors.repartitionUnsupportedState(
