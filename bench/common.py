@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -302,6 +303,16 @@ def other_processes(min_cpu: float = 5.0) -> list:
     ]
 
 
+def finish_chart(fig, path: str, title: str) -> None:
+    """Titles a matplotlib figure, lays it out, writes it to `path` and closes it."""
+    import matplotlib.pyplot as plt
+
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def write_json_and_chart(stem: str, res: Dict[str, Any], write_chart, key: str = "files") -> None:
     """Writes `stem`.json (with both paths under `key`) and the chart `stem`.png; prints them."""
     os.makedirs(os.path.dirname(os.path.abspath(stem)), exist_ok=True)
@@ -327,6 +338,24 @@ def timed_query(spark, start, meter: "CpuMeter"):
     cpu = CpuMeter.delta(cpu0, meter.snapshot())
     unload_state_stores(spark)
     return q, wall, cpu
+
+
+def timed_noop_query(spark, build, ckpt: str, meter: "CpuMeter"):
+    """`timed_query` of the AvailableNow streaming query `build()` to Spark's no-op sink, on a
+    fresh checkpoint `ckpt`."""
+    shutil.rmtree(ckpt, ignore_errors=True)
+    return timed_query(
+        spark,
+        lambda: (
+            build()
+            .writeStream.format("noop")
+            .outputMode("append")
+            .option("checkpointLocation", ckpt)
+            .trigger(availableNow=True)
+            .start()
+        ),
+        meter,
+    )
 
 
 def unload_state_stores(spark) -> bool:

@@ -56,11 +56,12 @@ from common import (
     add_spark_args,
     environment,
     finish_args,
+    finish_chart,
     generate,
     other_processes,
     save_results,
     start_spark,
-    timed_query,
+    timed_noop_query,
     wait_for_jar,
 )
 
@@ -171,19 +172,7 @@ def build(spark, workload: str, variant: str, data_dir: str, a: argparse.Namespa
 
 def run(spark, workload: str, variant: str, data_dir: str, ckpt: str, a, meter: CpuMeter) -> Dict[str, Any]:
     """One AvailableNow query to the no-op sink: wall time, CPU, micro-batches."""
-    shutil.rmtree(ckpt, ignore_errors=True)
-    q, wall, cpu = timed_query(
-        spark,
-        lambda: (
-            build(spark, workload, variant, data_dir, a)
-            .writeStream.format("noop")
-            .outputMode("append")
-            .option("checkpointLocation", ckpt)
-            .trigger(availableNow=True)
-            .start()
-        ),
-        meter,
-    )
+    q, wall, cpu = timed_noop_query(spark, lambda: build(spark, workload, variant, data_dir, a), ckpt, meter)
     batches = sum(1 for p in q.recentProgress if p.numInputRows > 0)
     return {"wall_s": round(wall, 3), "cpu": cpu, "batches": batches}
 
@@ -249,10 +238,7 @@ def write_chart(path: str, result: Dict[str, Any]) -> None:
         ax.set_title(f"{d} keys")
         ax.set_ylim(0, 1.2)
         ax.legend(fontsize=8)
-    fig.suptitle("throughput relative to the floor (a shuffle on the key, no-op sink)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    finish_chart(fig, path, "throughput relative to the floor (a shuffle on the key, no-op sink)")
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -756,6 +756,72 @@ def r_floor(d: Dict[str, Any], path: str) -> List[str]:
     return out
 
 
+def r_growth(d: Dict[str, Any], path: str) -> List[str]:
+    goal = d["goal_loss_per_10x"]
+    env = d.get("environment", {})
+    out = [
+        "What it measures: the same micro-batches against 10x more state each time. Per state size one "
+        "query per variant: a first micro-batch loads the state (untimed), then "
+        f"{d['measured_batches']} micro-batches of {d['rows_per_batch']:,} rows each, the same whatever the size; "
+        "a size's figure is the median micro-batch's throughput (Spark's `triggerExecution` time). "
+        "Dedup: `deduplicate_by_key` (1-hour interval, nothing expires) vs Spark's "
+        "`dropDuplicatesWithinWatermark` by key on RocksDB; half of each micro-batch's keys are in the "
+        "state, half are new. Join: the versioned stream-table join, 10 versions per key, every version "
+        "kept, each event an as-of lookup at a random time within the versions' span (no Spark built-in "
+        "keeps versions).",
+        "",
+        f"When and how: {when(d, path, env.get('date_utc'))}; {env_line(env) + '. ' if env else ''}"
+        f"kstate's heap state budget: {d.get('heap_state_bytes', 'default')}. "
+        f"Other processes at start / end: {len(env.get('other_processes_at_start') or [])} / "
+        f"{len(env.get('other_processes_at_end') or [])} busy.",
+        "",
+    ]
+    rows, missed = [], []
+    for w, r in d["workloads"].items():
+        for size, e in r["sizes"].items():
+            for v in ("kstate", "builtin"):
+                if v not in e:
+                    continue
+                m = e[v]
+                loss = m.get("loss_per_10x")
+                if v == "kstate" and loss is not None and loss > goal:
+                    missed.append(f"{w} at {int(size):,}")
+                rows.append(
+                    [
+                        w,
+                        f"{int(size):,}",
+                        v,
+                        rate(m.get("rows_per_s"), ""),
+                        ratio(m.get("over_smallest")) if m.get("over_smallest") is not None else "1x",
+                        f"{loss:.1%}" if loss is not None else "",
+                        mib(m.get("memory_used_bytes")),
+                        secs(m.get("load_s")),
+                    ]
+                )
+    out += table(
+        [
+            "workload",
+            "state (keys / versions)",
+            "variant",
+            "rows/s",
+            "vs smallest size",
+            "loss per 10x",
+            "state memory",
+            "load micro-batch",
+        ],
+        rows,
+    )
+    out += [
+        "",
+        f"Goal (kstate: at most {goal:.0%} less throughput per 10x state, against the next smaller size): "
+        + (f"**not met** for {', '.join(missed)}." if missed else "met for every size.")
+        + " Why: [docs/performance.md](performance.md#cost-as-state-grows).",
+    ]
+    if d.get("notes"):
+        out += ["", *d["notes"]]
+    return out
+
+
 def _nexmark():
     """bench/nexmark.py, which renders its own section (it imports no Spark at module level)."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -779,6 +845,7 @@ SECTIONS: List[tuple] = [
     ("enrichment", "Stream–table join (`bench/enrichment.py`)", r_enrichment, "enrichment"),
     ("floor", "Each operator against its floor (`bench/floor.py`)", r_floor, "floor"),
     ("nexmark", "Nexmark queries (`bench/nexmark.py`)", lambda d, path: _nexmark().report_lines(d, path), "nexmark"),
+    ("growth", "Cost as state grows (`bench/growth.py`)", r_growth, "growth"),
     ("recovery", "Executor loss with and without a standby (`bench/recovery.py`)", r_recovery, "recovery"),
     ("stores", "kstate vs RocksDB by checkpoint store (`bench/stores.py`)", r_stores, "stores"),
     (
@@ -921,6 +988,19 @@ def goal_of(stem: str, d: Dict[str, Any]) -> str:
             return f"recovery 10x faster with a standby: {verdict(None if x is None else x >= 10)} ({ratio(x)})"
         if stem == "nexmark":
             return _nexmark().goal_line(d)
+        if stem == "growth":
+            losses = [
+                e["kstate"]["loss_per_10x"]
+                for r in d["workloads"].values()
+                for e in r["sizes"].values()
+                if e.get("kstate", {}).get("loss_per_10x") is not None
+            ]
+            worst = max(losses) if losses else None
+            return (
+                f"kstate loses <= {d['goal_loss_per_10x']:.0%} per 10x state: "
+                f"{verdict(None if worst is None else worst <= d['goal_loss_per_10x'])} "
+                f"(worst step {'n/a' if worst is None else f'{worst:.1%}'})"
+            )
         if stem == "floor":
             fl = [
                 m["kstate_over_floor"]

@@ -522,6 +522,10 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
     try {
       if (!heapFirst) copy.apply(ChangelogAppend.dropped(families), changes, sorted = true)
       if (copy.onHeap && !copy.fitsBudget()) copy.moveToDb()
+      // a spill moved the copy to RocksDB for this version's changes only: back when it fits
+      if (spilled.isDefined && tiering.startsOnHeap) {
+        copy.moveToHeap(() => copy.fitsBudget() && tiering.admits(copy.heapBytes))
+      }
       keepWithinBound(store, copy)
     } catch {
       case NonFatal(e) =>

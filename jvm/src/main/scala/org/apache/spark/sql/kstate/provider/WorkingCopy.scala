@@ -13,8 +13,8 @@ import org.apache.spark.sql.kstate.engine._
  *
  * Tiering: it starts on the heap ([[FamilyHeaps]]: a [[HeapState]] per column family) or in a local RocksDB ([[LocalDb]]); a heap
  * copy reserves its size from the executor's [[HeapStateBudget]] (`limit`) and moves to RocksDB
- * ([[moveToDb]]) when it no longer fits, or before a store spills into it. It never moves
- * back: a restore builds a new working copy.
+ * ([[moveToDb]]) when it no longer fits, or before a store spills into it. It moves back
+ * ([[moveToHeap]]) when the provider asks (after a spilled version's commit) and it fits again.
  *
  * Threading: only the task thread changes it, under the provider's lock (restore, commit,
  * spill); the task thread reads it without the lock (a store's gets and scans). Any other thread
@@ -117,6 +117,48 @@ private[kstate] final class WorkingCopy(
     from.clear()
     releaseReservation()
     logInfo(s"$owner: state moved from the heap to local RocksDB ($entries entries)")
+  }
+
+  /**
+   * Moves a RocksDB copy back to the heap if it fits: every entry, in key order, into a new heap
+   * copy, with `fits` (which measures [[heapBytes]]) checked every [[StateLoader.CheckEvery]]
+   * entries and at the end. When it stops fitting, the new heap copy is dropped and the copy stays
+   * in RocksDB, unchanged. No-op on the heap. Returns whether the copy is on the heap.
+   */
+  def moveToHeap(fits: () => Boolean): Boolean = if (heap != null) true
+  else {
+    val from = db
+    heap = new FamilyHeaps
+    val run = new Array[WriteSet.Entry](StateLoader.CheckEvery)
+    var ok = true
+    val scan = from.scan(Array.emptyByteArray, None)
+    try {
+      var n = 0
+      while (ok && scan.valid) {
+        run(n) = new WriteSet.Entry(new HashedKey(scan.key), scan.value, WriteSet.Unknown)
+        n += 1
+        scan.next()
+        if (n == run.length || !scan.valid) {
+          heap.applySorted(run, n)
+          java.util.Arrays.fill(run.asInstanceOf[Array[AnyRef]], 0, n, null)
+          n = 0
+          ok = fits()
+        }
+      }
+      ok = ok && fits()
+    } catch {
+      case e: Throwable => heap.clear(); heap = null; releaseReservation(); throw e
+    } finally scan.close()
+    if (ok) {
+      db = null
+      from.close()
+      logInfo(s"$owner: state moved from local RocksDB back to the heap (${heap.size} entries)")
+    } else {
+      heap.clear()
+      heap = null
+      releaseReservation()
+    }
+    ok
   }
 
   /**

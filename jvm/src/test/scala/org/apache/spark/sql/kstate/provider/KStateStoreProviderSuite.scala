@@ -665,6 +665,41 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     p.close()
   }
 
+  test("after a spilled version's commit the working copy returns to the heap when it fits") {
+    val root = tmp()
+    val p = newProvider(root, smallHeap)
+    val s = spillingVersion(p)
+    assert(s.counters.spills > 0 && !p.onHeap)
+    assert(s.commit() == 2)
+    // the spill needed RocksDB for the uncommitted changes only; the committed copy fits the heap
+    assert(p.onHeap && p.heapReservedBytes > 0)
+    val expected = (1 until 100 by 2).map(i => s"k$i" -> i.toLong).toMap ++ (0 until 3000).map(i => s"n$i" -> i.toLong)
+    val next = p.getStore(2)
+    assert(contents(next) == expected && next.metrics.numKeys == expected.size)
+    next.put(key("z"), value(26))
+    assert(next.commit() == 3 && p.onHeap)
+    p.doMaintenance() // a snapshot from the heap copy
+    p.close()
+    val q = newProvider(root)
+    assert(contents(q.getStore(3)) == expected + ("z" -> 26L))
+    q.close()
+  }
+
+  test("after a spilled version's commit a copy that does not fit the heap budget stays in RocksDB") {
+    val kc = org.apache.spark.sql.kstate.config.KStateConf
+    val budget = org.apache.spark.sql.kstate.engine.HeapStateBudget.reserved + (16L << 10)
+    val p =
+      newProvider(tmp(), conf(extra = Map(kc.MaxWriteSetBytes.key -> "8k", kc.HeapStateBytes.key -> budget.toString)))
+    hundredKeys(p)
+    assert(p.onHeap)
+    val s = p.getStore(1).asInstanceOf[KStateStore]
+    (0 until 3000).foreach(i => s.put(key(s"n$i"), value(i)))
+    assert(s.counters.spills > 0 && s.commit() == 2)
+    assert(!p.onHeap && p.heapReservedBytes == 0) // 3100 keys take more than 16 KB on the heap
+    assert(contents(p.getStore(2)).size == 3100)
+    p.close()
+  }
+
   test("rows read from the heap working copy do not share bytes with it") {
     val p = newProvider(tmp())
     hundredKeys(p)
@@ -731,13 +766,19 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     s.commit()
   }
 
-  test("a version over the heap limit spills; reads, scans, numKeys and restores see every change") {
-    val root = tmp()
-    val p = newProvider(root, smallHeap)
+  /** Version 2 being written on top of [[hundredKeys]]: n0..n2999 put, the even k's removed; it spilled. */
+  private def spillingVersion(p: KStateStoreProvider): KStateStore = {
     hundredKeys(p)
     val s = p.getStore(1).asInstanceOf[KStateStore]
     (0 until 3000).foreach(i => s.put(key(s"n$i"), value(i)))
     (0 until 100 by 2).foreach(i => s.remove(key(s"k$i")))
+    s
+  }
+
+  test("a version over the heap limit spills; reads, scans, numKeys and restores see every change") {
+    val root = tmp()
+    val p = newProvider(root, smallHeap)
+    val s = spillingVersion(p)
     (0 until 3000 by 3).foreach(i => s.put(key(s"n$i"), value(-i))) // overwrite spilled keys
     assert(s.counters.spills > 0)
     assert(s.changes.heapBytes <= 8 * 1024)
