@@ -23,7 +23,7 @@ def repartition_state(spark: SparkSession, checkpoint_location: str, num_partiti
     this changes it, up or down. Kafka Streams cannot: a topology's partition count is its input
     topics'. Spark's own ``StreamingCheckpointManager.repartition`` moves only Spark's operators;
     this moves kstate's, and Spark's own in the same checkpoint (on Spark's HDFS and RocksDB
-    providers).
+    providers, and on kstate's).
 
     Parameters
     ----------
@@ -47,7 +47,7 @@ def repartition_state(spark: SparkSession, checkpoint_location: str, num_partiti
         ``KSTATE_REPARTITION_UNCOMMITTED_BATCH`` (the query stopped inside a micro-batch: run it
         until it commits), ``KSTATE_REPARTITION_UNFINISHED`` (an unfinished repartition to another
         number), ``KSTATE_REPARTITION_UNSUPPORTED_STATE`` (state this kstate cannot move, e.g.
-        Spark's own operators on kstate's provider), or a state file's own error.
+        Spark's own operators on a provider this kstate cannot move), or a state file's own error.
 
     Notes
     -----

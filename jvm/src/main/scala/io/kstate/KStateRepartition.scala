@@ -24,8 +24,8 @@ import org.apache.spark.sql.kstate.shim.SparkShim
  *    failure after that leaves an unfinished repartition, which the same call finishes.
  *  - Supported: every kstate operator on kstate's own state store provider, and Spark's own
  *    stateful operators in the same checkpoint that Spark's repartition knows, on Spark's RocksDB
- *    provider (moved by Spark's own rewrite) or HDFS provider. Others:
- *    `KSTATE_REPARTITION_UNSUPPORTED_STATE`.
+ *    provider (moved by Spark's own rewrite), its HDFS provider or kstate's (format 1, plain
+ *    keys). Others: `KSTATE_REPARTITION_UNSUPPORTED_STATE`.
  */
 object KStateRepartition {
   def repartitionState(spark: SparkSession, checkpointLocation: String, numPartitions: Int): Long =

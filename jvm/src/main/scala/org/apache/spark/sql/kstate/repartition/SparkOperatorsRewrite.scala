@@ -20,6 +20,8 @@ import org.apache.spark.sql.execution.streaming.state.{
   StateStoreConf
 }
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.kstate.engine.StateFile
+import org.apache.spark.sql.kstate.config.KStateConf
 import org.apache.spark.sql.kstate.reader.CheckpointView
 import org.apache.spark.sql.kstate.shim.OffsetLogs
 import org.apache.spark.util.SerializableConfiguration
@@ -42,11 +44,12 @@ import org.apache.spark.util.SerializableConfiguration
  * staging checkpoint), [[install]] in step 4, [[discard]] on a failure before step 3 and after
  * step 5.
  *
- * On Spark's HDFS provider, which Spark's rewrite refuses, each store is moved by
- * [[HdfsStoreRewrite]] into the same staging checkpoint.
+ * On Spark's HDFS provider and on kstate's (as the query-wide provider), which Spark's rewrite
+ * refuses, each store is moved by [[SparkStoreRewrite]] into the same staging checkpoint.
  *
  * Supported: the operators Spark's partition key extractor knows, on Spark's RocksDB or HDFS
- * provider (not on kstate's as the query-wide provider).
+ * provider, or on kstate's with plain keys (not session windows' prefix-encoded store, not
+ * `transformWithState`'s column families) and checkpoint format 1.
  */
 private[repartition] final class SparkOperatorsRewrite private (
     view: CheckpointView,
@@ -55,7 +58,7 @@ private[repartition] final class SparkOperatorsRewrite private (
     numPartitions: Int,
     operators: Seq[OperatorStateMetadata],
     formatVersion: Int,
-    onHdfs: Boolean
+    target: Option[SparkStoreRewrite.Target]
 ) {
 
   /** The staging checkpoint. */
@@ -75,11 +78,14 @@ private[repartition] final class SparkOperatorsRewrite private (
    */
   def stage(session: ClassicSession): Option[Map[Long, Array[Array[String]]]] = {
     discard()
-    if (onHdfs) stageHdfs(session) else stageRocks(session)
+    target.fold(stageRocks(session))(stageStores(session, _))
   }
 
-  /** Spark's HDFS provider: each store moved by [[HdfsStoreRewrite]]. */
-  private def stageHdfs(session: ClassicSession): Option[Map[Long, Array[Array[String]]]] = {
+  /** Spark's HDFS provider or kstate's: each store moved by [[SparkStoreRewrite]]. */
+  private def stageStores(
+      session: ClassicSession,
+      to: SparkStoreRewrite.Target
+  ): Option[Map[Long, Array[Array[String]]]] = {
     val sqlConf = SparkOperatorsRewrite.recordedConf(session, view, lastCommitted)
     val storeConf = StateStoreConf(sqlConf)
     val joinFormat = sqlConf.getConf(SQLConf.STREAMING_JOIN_STATE_FORMAT_VERSION)
@@ -87,7 +93,7 @@ private[repartition] final class SparkOperatorsRewrite private (
     operators.foreach { op =>
       val name = op.operatorInfo.operatorName
       op.stateStoresMetadata.foreach { store =>
-        HdfsStoreRewrite.stage(
+        SparkStoreRewrite.stage(
           session,
           view.root.toString,
           lastCommitted,
@@ -98,11 +104,13 @@ private[repartition] final class SparkOperatorsRewrite private (
           numPartitions,
           new Path(staging, "state").toString,
           storeConf,
-          hadoopConf
+          hadoopConf,
+          to,
+          batchId + 1
         )
       }
     }
-    None // the HDFS provider has no checkpoint ids (format 1 only)
+    None // checkpoint format 1 only: no checkpoint ids
   }
 
   /** Spark's RocksDB provider: Spark's own rewrite. */
@@ -167,11 +175,15 @@ private[repartition] final class SparkOperatorsRewrite private (
     while (it.hasNext) {
       val f = it.next().getPath
       val rel = f.toUri.getPath.stripPrefix(base)
-      if (onHdfs) {
-        if (f.getName == HdfsStoreRewrite.StagedFile) {
-          moves += f -> HdfsStoreRewrite.target(new Path(view.stateRoot, rel).getParent, batchId + 1)
-        }
-      } else if (!copied.contains(s"state/$rel")) moves += f -> new Path(view.stateRoot, rel)
+      target match {
+        case Some(SparkStoreRewrite.Hdfs) =>
+          if (f.getName == SparkStoreRewrite.StagedHdfsFile) {
+            moves += f -> SparkStoreRewrite.hdfsTarget(new Path(view.stateRoot, rel).getParent, batchId + 1)
+          }
+        case Some(SparkStoreRewrite.KState) =>
+          if (f.getName.endsWith(StateFile.Snapshot.suffix)) moves += f -> new Path(view.stateRoot, rel)
+        case None => if (!copied.contains(s"state/$rel")) moves += f -> new Path(view.stateRoot, rel)
+      }
     }
     moves.foreach { case (from, to) =>
       fs.mkdirs(to.getParent)
@@ -219,6 +231,9 @@ private[repartition] object SparkOperatorsRewrite {
 
   private val Rocks = classOf[RocksDBStateStoreProvider].getName
   private val Hdfs = classOf[HDFSBackedStateStoreProvider].getName
+
+  /** kstate's provider by its public name (`io.kstate.KStateStoreProvider`). */
+  private val KStateProvider = KStateConf.StateStoreProvider.default
 
   /** Spark's operators its repartition moves (those its partition key extractor knows). */
   private def movable: Set[String] = {
@@ -276,18 +291,45 @@ private[repartition] object SparkOperatorsRewrite {
       if (!movable.contains(name)) {
         throw KStateErrors.repartitionUnsupportedState(what, "Spark's repartition does not move this operator's state")
       }
-      if (provider != Rocks && provider != Hdfs) {
+      if (provider != Rocks && provider != Hdfs && provider != KStateProvider) {
         throw KStateErrors.repartitionUnsupportedState(
           what,
           s"its state is kept by $provider (the query's spark.sql.streaming.stateStore.providerClass); " +
-            s"kstate moves Spark's own operators' state on $Rocks (with Spark's own repartition code) " +
-            s"and on $Hdfs only"
+            s"kstate moves Spark's own operators' state on $Rocks (with Spark's own repartition code), " +
+            s"on $Hdfs and on $KStateProvider only"
         )
+      }
+      if (provider == KStateProvider) {
+        // the kstate move writes the default family with keys as their UnsafeRow bytes
+        if (StatefulOperatorsUtils.TRANSFORM_WITH_STATE_OP_NAMES.contains(name)) {
+          throw KStateErrors.repartitionUnsupportedState(
+            what,
+            s"its state on $KStateProvider has column families of its own, which kstate does not move yet"
+          )
+        }
+        m.stateStoresMetadata.find(_.numColsPrefixKey > 0).foreach { st =>
+          throw KStateErrors.repartitionUnsupportedState(
+            what,
+            s"its store '${st.storeName}' on $KStateProvider is prefix-encoded (session windows), which " +
+              "kstate does not move yet"
+          )
+        }
       }
       m
     }
-    val onHdfs = provider == Hdfs
-    if (onHdfs) {
+    val format = view.commitFormatVersion(lastCommitted).getOrElse(1)
+    if (provider == KStateProvider && format != 1) {
+      throw KStateErrors.repartitionUnsupportedState(
+        s"Spark's own operators ${ids.mkString(", ")}",
+        s"their state on $KStateProvider is of state checkpoint format $format; kstate moves Spark's " +
+          "own operators' state on its provider in format 1 only"
+      )
+    }
+    val target =
+      if (provider == Hdfs) Some(SparkStoreRewrite.Hdfs)
+      else if (provider == KStateProvider) Some(SparkStoreRewrite.KState)
+      else None
+    if (provider == Hdfs) {
       // the moved files are written without Spark's per-file and per-row checksums
       val storeConf = StateStoreConf(recordedConf(session, view, lastCommitted))
       Seq(
@@ -301,7 +343,6 @@ private[repartition] object SparkOperatorsRewrite {
         )
       }
     }
-    val format = view.commitFormatVersion(lastCommitted).getOrElse(1)
-    new SparkOperatorsRewrite(view, lastCommitted, batchId, numPartitions, operators, format, onHdfs)
+    new SparkOperatorsRewrite(view, lastCommitted, batchId, numPartitions, operators, format, target)
   }
 }
