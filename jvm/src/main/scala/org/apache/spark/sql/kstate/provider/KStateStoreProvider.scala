@@ -235,6 +235,9 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
 
   // ---- restore -----------------------------------------------------------------------------
 
+  /** Whether `copy` on the heap fits the executor's heap state budget and the store's own bound. */
+  private def heapFits(copy: WorkingCopy): () => Boolean = () => copy.fitsBudget() && tiering.admits(copy.heapBytes)
+
   private def ensureLoaded(version: Long, id: Option[String]): Unit = lifecycle.current match {
     case Closed => throw new IllegalStateException(s"$this is closed")
     case Created => throw new IllegalStateException(s"$this is not initialised")
@@ -279,7 +282,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
         writeLocally,
         toString
       )
-      val fits = () => copy.fitsBudget() && tiering.admits(copy.heapBytes)
+      val fits = heapFits(copy)
       val r =
         try {
           if (checkpointIds) Restore.withId(files, version, id, copy, fits, countsRows)
@@ -324,7 +327,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
     if (!onLineage) return false
     val started = System.nanoTime()
     replicaVersion = version
-    val fits = () => copy.fitsBudget() && tiering.admits(copy.heapBytes)
+    val fits = heapFits(copy)
     val base = Restore.Base(v, registry, numKeys, loadedId)
     val caught =
       try Restore.onto(
@@ -524,7 +527,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
       if (copy.onHeap && !copy.fitsBudget()) copy.moveToDb()
       // a spill moved the copy to RocksDB for this version's changes only: back when it fits
       if (spilled.isDefined && tiering.startsOnHeap) {
-        copy.moveToHeap(() => copy.fitsBudget() && tiering.admits(copy.heapBytes))
+        copy.moveToHeap(heapFits(copy))
       }
       keepWithinBound(store, copy)
     } catch {

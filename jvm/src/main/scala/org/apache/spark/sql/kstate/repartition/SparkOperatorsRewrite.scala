@@ -58,7 +58,8 @@ private[repartition] final class SparkOperatorsRewrite private (
     numPartitions: Int,
     operators: Seq[OperatorStateMetadata],
     formatVersion: Int,
-    target: Option[SparkStoreRewrite.Target]
+    target: Option[SparkStoreRewrite.Target],
+    recordedConf: SQLConf
 ) {
 
   /** The staging checkpoint. */
@@ -86,9 +87,8 @@ private[repartition] final class SparkOperatorsRewrite private (
       session: ClassicSession,
       to: SparkStoreRewrite.Target
   ): Option[Map[Long, Array[Array[String]]]] = {
-    val sqlConf = SparkOperatorsRewrite.recordedConf(session, view, lastCommitted)
-    val storeConf = StateStoreConf(sqlConf)
-    val joinFormat = sqlConf.getConf(SQLConf.STREAMING_JOIN_STATE_FORMAT_VERSION)
+    val storeConf = StateStoreConf(recordedConf)
+    val joinFormat = recordedConf.getConf(SQLConf.STREAMING_JOIN_STATE_FORMAT_VERSION)
     val hadoopConf = SerializableConfiguration.broadcast(session.sparkContext, view.hadoopConf)
     operators.foreach { op =>
       val name = op.operatorInfo.operatorName
@@ -236,7 +236,7 @@ private[repartition] object SparkOperatorsRewrite {
   private val KStateProvider = KStateConf.StateStoreProvider.default
 
   /** Spark's operators its repartition moves (those its partition key extractor knows). */
-  private def movable: Set[String] = {
+  private lazy val movable: Set[String] = {
     val u = StatefulOperatorsUtils
     (Seq(
       u.STATE_STORE_SAVE_EXEC_OP_NAME,
@@ -247,18 +247,18 @@ private[repartition] object SparkOperatorsRewrite {
     ) ++ u.FLAT_MAP_GROUPS_OP_NAMES ++ u.TRANSFORM_WITH_STATE_OP_NAMES).toSet
   }
 
-  /**
-   * Checks, writing nothing, that Spark's operators `ids` of the checkpoint can be moved from
-   * micro-batch `lastCommitted`'s state; the rewrite that will move them in micro-batch `batchId`.
-   */
   /** The SQL configuration micro-batch `batchId` ran with (the session's, then the offset log's). */
-  def recordedConf(session: ClassicSession, view: CheckpointView, batchId: Long): SQLConf = {
+  private def recordedConf(session: ClassicSession, view: CheckpointView, batchId: Long): SQLConf = {
     val sqlConf = session.sessionState.conf.clone()
     new OffsetSeqLog(session, new Path(view.root, "offsets").toString).get(batchId).flatMap(_.metadataOpt)
       .foreach(m => OffsetSeqMetadata.setSessionConf(m, sqlConf))
     sqlConf
   }
 
+  /**
+   * Checks, writing nothing, that Spark's operators `ids` of the checkpoint can be moved from
+   * micro-batch `lastCommitted`'s state; the rewrite that will move them in micro-batch `batchId`.
+   */
   def check(
       session: ClassicSession,
       view: CheckpointView,
@@ -272,13 +272,13 @@ private[repartition] object SparkOperatorsRewrite {
       SQLConf.STATE_STORE_PROVIDER_CLASS.key,
       SQLConf.STATE_STORE_PROVIDER_CLASS.defaultValueString
     )
-    val recorded = new StateMetadataPartitionReader(
+    val metadata = new StateMetadataPartitionReader(
       view.root.toString,
       new SerializableConfiguration(view.hadoopConf),
       lastCommitted
     ).allOperatorStateMetadata.map(m => m.operatorInfo.operatorId -> m).toMap
     val operators = ids.map { id =>
-      val m = recorded.getOrElse(
+      val m = metadata.getOrElse(
         id,
         throw KStateErrors.repartitionUnsupportedState(
           s"with operator id $id",
@@ -329,9 +329,10 @@ private[repartition] object SparkOperatorsRewrite {
       if (provider == Hdfs) Some(SparkStoreRewrite.Hdfs)
       else if (provider == KStateProvider) Some(SparkStoreRewrite.KState)
       else None
+    val recorded = recordedConf(session, view, lastCommitted)
     if (provider == Hdfs) {
       // the moved files are written without Spark's per-file and per-row checksums
-      val storeConf = StateStoreConf(recordedConf(session, view, lastCommitted))
+      val storeConf = StateStoreConf(recorded)
       Seq(
         SQLConf.STREAMING_CHECKPOINT_FILE_CHECKSUM_ENABLED.key -> storeConf.checkpointFileChecksumEnabled,
         SQLConf.STATE_STORE_ROW_CHECKSUM_ENABLED.key -> storeConf.rowChecksumEnabled
@@ -343,6 +344,6 @@ private[repartition] object SparkOperatorsRewrite {
         )
       }
     }
-    new SparkOperatorsRewrite(view, lastCommitted, batchId, numPartitions, operators, format, target)
+    new SparkOperatorsRewrite(view, lastCommitted, batchId, numPartitions, operators, format, target, recorded)
   }
 }

@@ -265,14 +265,14 @@ object StateRepartition extends Logging {
     Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).collectFirst { case k: KStateException => k }
 
   private def discardQuietly(rewrite: SparkOperatorsRewrite, failure: Throwable): Unit =
-    try rewrite.discard()
-    catch {
-      case NonFatal(c) =>
-        if (failure != null) failure.addSuppressed(c) else logWarning(s"could not delete ${rewrite.staging}", c)
-    }
+    quietly(rewrite.staging, failure)(rewrite.discard())
 
   private def deleteQuietly(fs: FileSystem, dir: Path, failure: Throwable): Unit =
-    try fs.delete(dir, true)
+    quietly(dir, failure)(fs.delete(dir, true))
+
+  /** Removes `dir` by `remove`; a failure is added to `failure` (or logged when there is none). */
+  private def quietly(dir: Path, failure: Throwable)(remove: => Unit): Unit =
+    try remove
     catch {
       case NonFatal(c) => if (failure != null) failure.addSuppressed(c) else logWarning(s"could not delete $dir", c)
     }
