@@ -368,9 +368,6 @@ object KStateErrors {
       "idsFound" -> listOrNone(idsFound.sorted)
     )
 
-  def loadEmptyUnsupported(version: Long): KStateException =
-    err("KSTATE_LOAD_EMPTY_UNSUPPORTED", "version" -> version)
-
   def unknownColumnFamily(name: String, known: Iterable[String]): KStateException =
     err("KSTATE_UNKNOWN_COLUMN_FAMILY", "name" -> name, "registered" -> known.toSeq.sorted.mkString(", "))
 

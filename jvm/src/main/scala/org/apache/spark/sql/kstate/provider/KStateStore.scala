@@ -52,6 +52,12 @@ final class KStateStore private[kstate] (
   /** Spark's `forceSnapshotOnCommit` for this version: the commit also writes its snapshot. */
   private[kstate] var forceSnapshotOnCommit: Boolean = false
 
+  /**
+   * Opened with Spark's `loadEmpty`: an empty store at its version, whose commit writes the new
+   * version as a snapshot only (KStateStoreProvider.commitFromEmpty).
+   */
+  private[kstate] var fromEmpty: Boolean = false
+
   /** Checkpoint format v2: the id of the version this store was opened at (None: version 0). */
   private[kstate] var baseId: Option[String] = None
 
@@ -459,7 +465,7 @@ final class KStateStore private[kstate] (
 
   override def abort(): Unit = if (state == Updating) {
     state = Aborted
-    if (spilled) provider.abandon(this)
+    if (spilled || fromEmpty) provider.abandon(this)
   }
 
   override def release(): Unit = abort()

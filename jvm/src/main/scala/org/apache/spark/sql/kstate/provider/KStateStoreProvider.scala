@@ -142,6 +142,12 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
   @volatile private var replicaVersion: Long = -1L
 
   /**
+   * The `loadEmpty` store whose writes the working copy holds until it commits (the copy is not
+   * a committed version meanwhile: any other store reloads); null when none.
+   */
+  private var emptyVersionStore: KStateStore = null
+
+  /**
    * Format v1: the checksum of the changelog of the loaded version when this provider committed
    * it (None after a restore): tells whether that changelog on disk is still this write, i.e.
    * whether the checkpoint's later versions continue this working copy ([[catchUp]]).
@@ -195,9 +201,10 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
   /**
    * The store at `version`. Spark's third and fourth arguments (the same in Spark 4.2 and 4.3):
    * `forceSnapshotOnCommit`, the store's commit also writes the new version's snapshot (counted
-   * in `forceSnapshotCount`); `loadEmpty` (an empty store at `version`, to rewrite its state from
-   * scratch) is not supported: `KSTATE_LOAD_EMPTY_UNSUPPORTED`, rather than a store holding the
-   * version's state where the caller expects none.
+   * in `forceSnapshotCount`); `loadEmpty`: an empty store at `version`, whatever the checkpoint
+   * holds (Spark's state rewrite, behind its checkpoint repartition, writes a partition's whole
+   * new state into it): its commit writes version + 1 as a snapshot and nothing else, a file that
+   * depends on no earlier one ([[commitFromEmpty]]).
    *
    * `uniqueId`, checkpoint format v2: the checkpoint id of the commit that made `version` (Spark
    * passes the one its commit log recorded; None for version 0). Exactly that attempt's state
@@ -214,12 +221,36 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
       throw KStateErrors.checkpointFormatChanged(s"the state store at ${files.dir}", version, written = 2, asked = 1)
     }
     if (version < 0) throw new IllegalArgumentException(s"version cannot be negative: $version")
-    if (loadEmpty) throw KStateErrors.loadEmptyUnsupported(version)
+    if (loadEmpty) return emptyStore(version)
+    if (emptyVersionStore != null) discard() // the working copy holds a loadEmpty store's writes
     ensureLoaded(version, uniqueId)
     if (uniqueId.isDefined) committedTip = Some(LineageEntry(version, uniqueId.get))
     val store = new KStateStore(this, version, registry)
     store.baseId = loadedId
     store.forceSnapshotOnCommit = forceSnapshotOnCommit
+    store
+  }
+
+  /** `loadEmpty`: EMPTY at `version` -> LOADED(version) with an empty working copy, no lineage. */
+  private def emptyStore(version: Long): KStateStore = {
+    lifecycle.current match {
+      case Closed => throw new IllegalStateException(s"$this is closed")
+      case Created => throw new IllegalStateException(s"$this is not initialised")
+      case _ =>
+    }
+    discard()
+    restores += 1 // a snapshot being written of what was loaded must not be published
+    val copy = new WorkingCopy(tiering.startsOnHeap, tiering.heapStateLimit, () => localRoot, writeLocally, toString)
+    registry = FamilyRegistry.initial(StateStore.DEFAULT_COL_FAMILY_NAME)
+    numKeys = 0L
+    loadedId = None
+    chain = Vector.empty
+    committedChangelog = None
+    staleSnapshots = Set.empty
+    lifecycle.moveTo(Loaded(version, copy))
+    val store = new KStateStore(this, version, registry)
+    store.fromEmpty = true
+    emptyVersionStore = store
     store
   }
 
@@ -364,7 +395,12 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
   }
 
   /** LOADED | SPILLED -> EMPTY: drops the working copy (and a pending changelog). */
-  private def discard(): Unit = lifecycle.current match {
+  private def discard(): Unit = {
+    emptyVersionStore = null
+    discardCopy()
+  }
+
+  private def discardCopy(): Unit = lifecycle.current match {
     case Loaded(_, copy) =>
       committedChangelog = None
       copy.close()
@@ -421,8 +457,8 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
    * its spills if it spilled (a store that did not spill reads the base view meanwhile).
    */
   private[kstate] def holds(store: KStateStore): Boolean =
-    (lifecycle.current match {
-      case Loaded(v, _) => v == store.version && !store.spilled
+    (if (store.fromEmpty) emptyVersionStore eq store else emptyVersionStore == null) && (lifecycle.current match {
+      case Loaded(v, _) => v == store.version && (!store.spilled || (emptyVersionStore eq store))
       case Spilled(v, _, spill) => v == store.version && (!store.spilled || (spill.store eq store))
       case _ => false
     }) && loadedId == store.baseId
@@ -486,6 +522,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
   private[kstate] def commit(store: KStateStore): Long = synchronized {
     val started = System.nanoTime()
     checkHolds(store, "commit")
+    if (store.fromEmpty) return commitFromEmpty(store, started)
     val (copy, spilled) = lifecycle.current match {
       case Loaded(_, c) => (c, None)
       case Spilled(_, c, spill) => (c, Some(spill))
@@ -549,6 +586,56 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
   }
 
   /**
+   * Commits a `loadEmpty` store (LOADED(v) -> LOADED(v + 1)): its changes go into the empty
+   * working copy, and version v + 1 is written as a snapshot, with a fresh checkpoint id in
+   * format v2; no changelog, so no file of this version depends on an earlier one (those of the
+   * directory may be another layout's). The snapshot is the version: a failure to write it fails
+   * the commit and drops the working copy.
+   */
+  private def commitFromEmpty(store: KStateStore, started: Long): Long = {
+    val copy = lifecycle.current match {
+      case Loaded(v, c) if v == store.version => c
+      case s => throw new IllegalStateException(s"cannot commit $store: the provider is $s")
+    }
+    val newVersion = store.version + 1
+    val newId = if (checkpointIds) Some(UUID.randomUUID().toString) else None
+    try {
+      copy.apply(ChangelogAppend.dropped(unflushedFamilies(store)), store.changes.sortedChanges, sorted = true)
+      val entries = copy.frozen().getOrElse(throw new IllegalStateException(s"$this: no view of the new state"))
+      var keys = 0L
+      val counted = new FrozenEntries {
+        override def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit =
+          entries.foreach { (k, v) => keys += 1; f(k, v) }
+        override def close(): Unit = entries.close()
+      }
+      val out =
+        try files.prepareSnapshot(newVersion, store.registry.ids, keys, counted, newId)
+        finally counted.close()
+      makeDurable(out)
+      numKeys = keys
+    } catch {
+      case NonFatal(e) =>
+        discard()
+        throw e
+    }
+    emptyVersionStore = null
+    lifecycle.moveTo(Loaded(newVersion, copy))
+    replicaVersion = newVersion
+    registry = store.registry
+    lastSnapshotVersion = newVersion
+    newId match {
+      case Some(id) =>
+        loadedId = newId
+        chain = Vector(LineageEntry(newVersion, id))
+        usableIdSnapshots += LineageEntry(newVersion, id)
+        store.committedId = newId
+      case None => usableSnapshots += newVersion
+    }
+    store.counters.commitNanos += System.nanoTime() - started
+    newVersion
+  }
+
+  /**
    * The first commit after a restore to v rewrites versions v + 1, ...: snapshots of those found
    * on disk were taken of the versions being replaced (a batch re-run after a crash), so they
    * are deleted before the new changelog becomes durable.
@@ -569,13 +656,13 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
    */
   private[kstate] def spill(store: KStateStore): Unit = synchronized {
     checkHolds(store, "spill")
+    if (store.fromEmpty) return spillFromEmpty(store)
     val changes = store.changes.sortedChanges
     if (changes.isEmpty && store.familiesFlushed == store.familyLog.size) {
       store.changes.clear() // only existence notes: nothing to spill
       return
     }
-    val started = System.nanoTime()
-    try {
+    spillStep(store) {
       val (copy, pending) = lifecycle.current match {
         case Spilled(_, c, spill) => (c, spill)
         case Loaded(v, c) =>
@@ -598,6 +685,17 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
       copy.apply(ChangelogAppend.dropped(families), changes, sorted = true)
       if (counting) numKeys += delta
       store.counters.spilledRecords += pending.writer.recordCount - records
+    }
+  }
+
+  /**
+   * Runs one spill of `store` by `body`, then clears its write set; a failure discards the
+   * working copy and fails with `KSTATE_STATE_SPILL_FAILED`. Its time counts as commit time.
+   */
+  private def spillStep(store: KStateStore)(body: => Unit): Unit = {
+    val started = System.nanoTime()
+    try {
+      body
       store.changes.clear()
       store.counters.spills += 1
     } catch {
@@ -607,9 +705,21 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
     } finally store.counters.commitNanos += System.nanoTime() - started
   }
 
+  /**
+   * A `loadEmpty` store's spill: its changes go into the working copy, in RocksDB, and nowhere
+   * else (the commit writes the snapshot). The copy stays LOADED(v) for it; an abort drops it.
+   */
+  private def spillFromEmpty(store: KStateStore): Unit = spillStep(store) {
+    val copy = lifecycle.current.workingCopy.get
+    copy.moveToDb()
+    copy.apply(ChangelogAppend.dropped(unflushedFamilies(store)), store.changes.sortedChanges, sorted = true)
+    store.spilled = true
+  }
+
   /** Gives up `store`'s spilled version (abort): the working copy is rebuilt on next use. */
   private[kstate] def abandon(store: KStateStore): Unit = synchronized {
     lifecycle.current match {
+      case Loaded(_, _) if emptyVersionStore eq store => discard()
       case Spilled(_, _, spill) if spill.store eq store => discard()
       case _ =>
     }

@@ -20,8 +20,8 @@ import org.apache.spark.sql.execution.streaming.state.{
   StateStoreConf
 }
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.kstate.engine.StateFile
 import org.apache.spark.sql.kstate.config.KStateConf
+import org.apache.spark.sql.kstate.engine.StateFile
 import org.apache.spark.sql.kstate.reader.CheckpointView
 import org.apache.spark.sql.kstate.shim.OffsetLogs
 import org.apache.spark.util.SerializableConfiguration
@@ -45,11 +45,13 @@ import org.apache.spark.util.SerializableConfiguration
  * step 5.
  *
  * On Spark's HDFS provider and on kstate's (as the query-wide provider), which Spark's rewrite
- * refuses, each store is moved by [[SparkStoreRewrite]] into the same staging checkpoint.
+ * refuses, each store is moved by [[SparkStoreRewrite]] into the same staging checkpoint, by
+ * Spark's partition key as Spark's rewrite does.
  *
- * Supported: the operators Spark's partition key extractor knows, on Spark's RocksDB or HDFS
- * provider, or on kstate's with plain keys (not session windows' prefix-encoded store, not
- * `transformWithState`'s column families) and checkpoint format 1.
+ * Supported: the operators Spark's partition key extractor knows, on Spark's RocksDB provider,
+ * on kstate's (any key encoding, session windows' prefix-encoded store included; checkpoint
+ * formats 1 and 2), or on Spark's HDFS provider (without row or file checksums). Spark runs no
+ * `transformWithState` on providers other than RocksDB, so no such state is on the other two.
  */
 private[repartition] final class SparkOperatorsRewrite private (
     view: CheckpointView,
@@ -79,10 +81,14 @@ private[repartition] final class SparkOperatorsRewrite private (
    */
   def stage(session: ClassicSession): Option[Map[Long, Array[Array[String]]]] = {
     discard()
-    target.fold(stageRocks(session))(stageStores(session, _))
+    target.fold(stageWithSparksRewrite(session))(stageStores(session, _))
   }
 
-  /** Spark's HDFS provider or kstate's: each store moved by [[SparkStoreRewrite]]. */
+  /**
+   * Spark's HDFS provider or kstate's: each store moved by [[SparkStoreRewrite]]; in checkpoint
+   * format v2 (kstate's provider), the new snapshots' ids per operator, partition and store (in
+   * the operator metadata's store order, as Spark's rewrite gives them).
+   */
   private def stageStores(
       session: ClassicSession,
       to: SparkStoreRewrite.Target
@@ -90,9 +96,9 @@ private[repartition] final class SparkOperatorsRewrite private (
     val storeConf = StateStoreConf(recordedConf)
     val joinFormat = recordedConf.getConf(SQLConf.STREAMING_JOIN_STATE_FORMAT_VERSION)
     val hadoopConf = SerializableConfiguration.broadcast(session.sparkContext, view.hadoopConf)
-    operators.foreach { op =>
+    val ids = operators.map { op =>
       val name = op.operatorInfo.operatorName
-      op.stateStoresMetadata.foreach { store =>
+      val perStore = op.stateStoresMetadata.map { store =>
         SparkStoreRewrite.stage(
           session,
           view.root.toString,
@@ -105,16 +111,22 @@ private[repartition] final class SparkOperatorsRewrite private (
           new Path(staging, "state").toString,
           storeConf,
           hadoopConf,
-          to,
-          batchId + 1
+          to
         )
       }
+      // partition -> one id per store
+      op.operatorInfo.operatorId -> Array.tabulate(numPartitions)(p => perStore.map(_(p)).toArray)
     }
-    None // checkpoint format 1 only: no checkpoint ids
+    if (formatVersion < 2) None
+    else Some(ids.map { case (op, byPartition) =>
+      op -> byPartition.map(_.map(_.getOrElse(
+        throw new IllegalStateException(s"operator $op: a new store committed without a checkpoint id")
+      )))
+    }.toMap)
   }
 
-  /** Spark's RocksDB provider: Spark's own rewrite. */
-  private def stageRocks(session: ClassicSession): Option[Map[Long, Array[Array[String]]]] = {
+  /** Spark's RocksDB provider or kstate's: Spark's own rewrite. */
+  private def stageWithSparksRewrite(session: ClassicSession): Option[Map[Long, Array[Array[String]]]] = {
     val conf = view.hadoopConf
     copy(new Path(view.root, "metadata"))
     copy(new Path(new Path(view.root, "offsets"), lastCommitted.toString))
@@ -176,11 +188,11 @@ private[repartition] final class SparkOperatorsRewrite private (
       val f = it.next().getPath
       val rel = f.toUri.getPath.stripPrefix(base)
       target match {
-        case Some(SparkStoreRewrite.Hdfs) =>
+        case Some(SparkStoreRewrite.NewHdfsStore) =>
           if (f.getName == SparkStoreRewrite.StagedHdfsFile) {
             moves += f -> SparkStoreRewrite.hdfsTarget(new Path(view.stateRoot, rel).getParent, batchId + 1)
           }
-        case Some(SparkStoreRewrite.KState) =>
+        case Some(SparkStoreRewrite.EmptyAt(_)) =>
           if (f.getName.endsWith(StateFile.Snapshot.suffix)) moves += f -> new Path(view.stateRoot, rel)
         case None => if (!copied.contains(s"state/$rel")) moves += f -> new Path(view.stateRoot, rel)
       }
@@ -299,35 +311,12 @@ private[repartition] object SparkOperatorsRewrite {
             s"on $Hdfs and on $KStateProvider only"
         )
       }
-      if (provider == KStateProvider) {
-        // the kstate move writes the default family with keys as their UnsafeRow bytes
-        if (StatefulOperatorsUtils.TRANSFORM_WITH_STATE_OP_NAMES.contains(name)) {
-          throw KStateErrors.repartitionUnsupportedState(
-            what,
-            s"its state on $KStateProvider has column families of its own, which kstate does not move yet"
-          )
-        }
-        m.stateStoresMetadata.find(_.numColsPrefixKey > 0).foreach { st =>
-          throw KStateErrors.repartitionUnsupportedState(
-            what,
-            s"its store '${st.storeName}' on $KStateProvider is prefix-encoded (session windows), which " +
-              "kstate does not move yet"
-          )
-        }
-      }
       m
     }
     val format = view.commitFormatVersion(lastCommitted).getOrElse(1)
-    if (provider == KStateProvider && format != 1) {
-      throw KStateErrors.repartitionUnsupportedState(
-        s"Spark's own operators ${ids.mkString(", ")}",
-        s"their state on $KStateProvider is of state checkpoint format $format; kstate moves Spark's " +
-          "own operators' state on its provider in format 1 only"
-      )
-    }
     val target =
-      if (provider == Hdfs) Some(SparkStoreRewrite.Hdfs)
-      else if (provider == KStateProvider) Some(SparkStoreRewrite.KState)
+      if (provider == Hdfs) Some(SparkStoreRewrite.NewHdfsStore)
+      else if (provider == KStateProvider) Some(SparkStoreRewrite.EmptyAt(batchId))
       else None
     val recorded = recordedConf(session, view, lastCommitted)
     if (provider == Hdfs) {

@@ -2,8 +2,6 @@ package org.apache.spark.sql.kstate.repartition
 
 import java.util.UUID
 
-import scala.util.control.NonFatal
-
 import org.apache.hadoop.fs.Path
 
 import org.apache.spark.TaskContext
@@ -23,39 +21,41 @@ import org.apache.spark.sql.execution.streaming.state.{
   StateStoreProviderId
 }
 import org.apache.spark.sql.functions
-import org.apache.spark.sql.kstate.engine.{Bytes, FamilyCodec, StateFile, StateFileIdentity, StateFiles}
-import org.apache.spark.sql.kstate.provider.CheckpointFiles
 import org.apache.spark.sql.types.{BinaryType, StructField, StructType}
 import org.apache.spark.util.SerializableConfiguration
 
 /**
  * Moves one store of one of Spark's own operators to n partitions, for [[SparkOperatorsRewrite]],
- * when the store is kept by a provider Spark's own rewrite refuses (it cannot open an empty store
- * at a version, or read all its column families): Spark's HDFS provider, or kstate's provider as
- * the query-wide one.
+ * when the store is kept by a provider Spark's own rewrite refuses: Spark's HDFS provider (it
+ * cannot open an empty store at a version), or kstate's provider as the query-wide one (Spark's
+ * state data source reads all of a store's column families at once from RocksDB's only).
  *
  * The store's entries as of the last committed micro-batch are read with Spark's state data
  * source, sent to the partition Spark's own shuffle sends their partition key to (Spark's
  * `StatePartitionKeyExtractorFactory`, then `repartition(n, partition_key)`, as Spark's
- * repartition does), and each new partition's entries are written into the staging checkpoint
- * as the provider's own file of one complete version:
- *  - HDFS: put into an empty HDFS store and committed: its version 1, one delta file of puts
- *    only, which [[SparkOperatorsRewrite.install]] moves into place as the snapshot of version
- *    R + 1 (a delta of puts only and a snapshot are the same file to the HDFS provider: key
- *    length, key, value length, value, ..., -1, compressed with the store's codec);
- *  - kstate: a snapshot of version R + 1, written directly (the default column family only, keys
- *    as their UnsafeRow bytes: stores with a plain key encoding).
+ * repartition does), and each new partition's entries are put into an empty store of the
+ * operator's provider in the staging checkpoint, with the store's key encoding, and committed:
+ *  - HDFS: a new store's version 1, one delta file of puts only, which
+ *    [[SparkOperatorsRewrite.install]] moves into place as the snapshot of version R + 1 (a delta
+ *    of puts only and a snapshot are the same file to the HDFS provider: key length, key, value
+ *    length, value, ..., -1, compressed with the store's codec);
+ *  - kstate: `getStore(R, loadEmpty = true)`, whose commit writes the snapshot of R + 1 alone (in
+ *    checkpoint format v2 under a fresh id, returned for the commit log), moved into place as is.
  * Spark's state data source reading the moved state back checks it (`test_repartition_mixed.py`).
  */
 private[repartition] object SparkStoreRewrite {
 
-  /** The provider whose files a move writes. */
-  sealed trait Target
-  case object Hdfs extends Target
-  case object KState extends Target
-
   /** The file an empty HDFS store's first commit writes, in the staging checkpoint. */
   val StagedHdfsFile = "1.delta"
+
+  /** How a new partition's store is opened empty. */
+  sealed trait Target
+
+  /** Spark's HDFS provider: a new store, version 0 (commits version 1). */
+  case object NewHdfsStore extends Target
+
+  /** kstate's provider: empty at the last committed version R (commits R + 1). */
+  final case class EmptyAt(version: Long) extends Target
 
   def stage(
       session: ClassicSession,
@@ -69,9 +69,8 @@ private[repartition] object SparkStoreRewrite {
       stagingStateRoot: String,
       storeConf: StateStoreConf,
       hadoopConf: Broadcast[SerializableConfiguration],
-      target: Target,
-      newVersion: Long
-  ): Unit = {
+      target: Target
+  ): Array[Option[String]] = {
     val state = session.read.format("statestore")
       .option("path", checkpoint)
       .option("batchId", lastCommitted)
@@ -108,28 +107,40 @@ private[repartition] object SparkStoreRewrite {
     val spec =
       if (store.numColsPrefixKey > 0) PrefixKeyScanStateEncoderSpec(keySchema, store.numColsPrefixKey)
       else NoPrefixKeyStateEncoderSpec(keySchema)
-    session.internalCreateDataFrame(keyed, schema, isStreaming = false)
+    val written = session.internalCreateDataFrame(keyed, schema, isStreaming = false)
       .repartition(numPartitions, functions.col("partition_key"))
       .queryExecution.toRdd
-      .foreachPartition { rows =>
-        val id = StateStoreId(stagingStateRoot, operatorId, TaskContext.getPartitionId(), storeName)
+      .mapPartitions { rows =>
+        val partition = TaskContext.getPartitionId()
+        val id = StateStoreId(stagingStateRoot, operatorId, partition, storeName)
         val entries = rows.map(r => (r.getBinary(1), r.getBinary(2)))
-        target match {
-          case Hdfs => writeHdfs(id, entries, keySchema, valueSchema, spec, storeConf, hadoopConf.value.value)
-          case KState => writeKState(id, entries, newVersion, hadoopConf.value.value)
-        }
+        Iterator(partition -> write(
+          id,
+          entries,
+          keySchema,
+          valueSchema,
+          spec,
+          storeConf,
+          hadoopConf.value.value,
+          target
+        ))
       }
+      .collect()
+      .toMap
+    Array.tabulate(numPartitions)(p => written.getOrElse(p, None))
   }
 
-  private def writeHdfs(
+  /** Puts `entries` into an empty store of the query's provider; the checkpoint id its commit got. */
+  private def write(
       id: StateStoreId,
       entries: Iterator[(Array[Byte], Array[Byte])],
       keySchema: StructType,
       valueSchema: StructType,
       spec: org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec,
       storeConf: StateStoreConf,
-      conf: org.apache.hadoop.conf.Configuration
-  ): Unit = {
+      conf: org.apache.hadoop.conf.Configuration,
+      target: Target
+  ): Option[String] = {
     val provider = StateStoreProvider.createAndInit(
       StateStoreProviderId(id, UUID.randomUUID()),
       keySchema,
@@ -142,7 +153,10 @@ private[repartition] object SparkStoreRewrite {
       stateSchemaProvider = None
     )
     try {
-      val s = provider.getStore(0L)
+      val s = target match {
+        case NewHdfsStore => provider.getStore(0L)
+        case EmptyAt(v) => provider.getStore(v, None, forceSnapshotOnCommit = false, loadEmpty = true)
+      }
       try {
         entries.foreach { case (kb, vb) =>
           val k = new UnsafeRow(keySchema.length)
@@ -152,34 +166,9 @@ private[repartition] object SparkStoreRewrite {
           s.put(k, v)
         }
         s.commit()
+        s.getStateStoreCheckpointInfo().stateStoreCkptId
       } finally if (!s.hasCommitted) s.abort()
     } finally provider.close()
-  }
-
-  /** A kstate snapshot of `version` with the entries, in key order, in `id`'s store directory. */
-  private def writeKState(
-      id: StateStoreId,
-      entries: Iterator[(Array[Byte], Array[Byte])],
-      version: Long,
-      conf: org.apache.hadoop.conf.Configuration
-  ): Unit = {
-    val sorted = entries.toArray.sortWith((a, b) => Bytes.Order.compare(a._1, b._1) < 0)
-    val dir = new Path(id.storeCheckpointLocation().toString)
-    val files = StateFiles(dir, conf)
-    val out = files.create(new Path(dir, CheckpointFiles.fileName(StateFile.Snapshot, version, None)))
-    try {
-      val w = new StateFile.Writer(out.stream, StateFile.Snapshot, version, StateFileIdentity.of(id), None)
-      w.family(0, StateStore.DEFAULT_COL_FAMILY_NAME)
-      val prefix = FamilyCodec.prefixOf(0)
-      sorted.foreach { case (k, v) => w.put(Bytes.concat(prefix, k), v) }
-      w.finish(sorted.length.toLong)
-      out.commit()
-    } catch {
-      case NonFatal(e) =>
-        try out.cancel()
-        catch { case NonFatal(c) => e.addSuppressed(c) }
-        throw e
-    }
   }
 
   /** Where a staged HDFS file goes: the same directory under the real `state`, as version `version`'s snapshot. */

@@ -389,4 +389,25 @@ class KStateStoreCheckpointIdsSuite extends AnyFunSuite {
     val withId = intercept[KStateException](restored(v2root, 1, Some(id1), conf(v2 = false)))
     assert(withId.errorClass == "KSTATE_UNSUPPORTED_CHECKPOINT_FORMAT")
   }
+
+  test(
+    "loadEmpty: the snapshot of v + 1 gets a fresh id, reported in the checkpoint info; (v + 1, id) restores it alone"
+  ) {
+    val root = tmp()
+    val p = newProvider(root)
+    val id1 = commit(p, 0, None, "a" -> 1)
+    val s = p.getStore(1, None, forceSnapshotOnCommit = false, loadEmpty = true)
+    s.put(key("b"), value(2))
+    assert(s.commit() == 2)
+    val info = s.getStateStoreCheckpointInfo()
+    assert(info.batchVersion == 2 && info.baseStateStoreCkptId.isEmpty)
+    val id2 = info.stateStoreCkptId.get
+    assert(id2 != id1)
+    assert(dirFiles(root) == Seq(s"1_$id1.kstate.changelog", s"2_$id2.kstate.snapshot").sorted)
+    val id3 = commit(p, 2, Some(id2), "c" -> 3)
+    p.close()
+    assert(restored(root, 2, Some(id2)) == Map("b" -> 2L))
+    assert(restored(root, 3, Some(id3)) == Map("b" -> 2L, "c" -> 3L))
+    assert(restored(root, 1, Some(id1)) == Map("a" -> 1L))
+  }
 }

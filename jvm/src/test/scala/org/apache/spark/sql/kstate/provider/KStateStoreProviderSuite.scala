@@ -483,12 +483,56 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     q.close()
   }
 
-  test("loadEmpty is a named error, never a store holding the version's state") {
-    val p = newProvider(tmp())
-    writeVersions(p, 1, 1, mutable.Map.empty, maintain = false)
-    val e = intercept[KStateException](p.getStore(1, None, forceSnapshotOnCommit = false, loadEmpty = true))
-    assert(e.errorClass == "KSTATE_LOAD_EMPTY_UNSUPPORTED" && e.getMessage.contains("version 1"))
+  test("loadEmpty: an empty store at the version; its commit writes that version + 1 as a snapshot only") {
+    val root = tmp()
+    val p = newProvider(root, conf(snapshotEvery = 100, retain = 100))
+    val model = mutable.Map[Int, Map[String, Long]]()
+    writeVersions(p, 1, 2, model, maintain = false)
+    val before = dirFiles(root)
+    val s = p.getStore(2, None, forceSnapshotOnCommit = false, loadEmpty = true)
+    assert(contents(s).isEmpty && s.get(key("k2")) == null, "the empty store shows version 2's state")
+    s.put(key("c"), value(3))
+    assert(s.commit() == 3)
+    assert(dirFiles(root) == (before :+ "3.kstate.snapshot").sorted, "anything but the snapshot written")
+    assert(contents(p.getStore(3)) == Map("c" -> 3L))
+    val t = p.getStore(3) // the next version continues it with a changelog, as always
+    t.put(key("d"), value(4))
+    t.commit()
     p.close()
+    val q = newProvider(root)
+    assert(contents(q.getStore(3)) == Map("c" -> 3L) && q.lastRestore.get.snapshotVersion.contains(3L))
+    assert(contents(q.getStore(4)) == Map("c" -> 3L, "d" -> 4L))
+    assert(contents(q.getStore(2)) == model(2), "the earlier versions changed")
+    q.close()
+  }
+
+  test("loadEmpty: spills stay local, an abort writes nothing, and the next store reloads the version") {
+    val kc = org.apache.spark.sql.kstate.config.KStateConf
+    val root = tmp()
+    val p = newProvider(root, conf(retain = 100, extra = Map(kc.MaxWriteSetBytes.key -> "8k")))
+    val model = mutable.Map[Int, Map[String, Long]]()
+    writeVersions(p, 1, 2, model, maintain = false)
+    val before = dirFiles(root)
+    val aborted = p.getStore(2, None, forceSnapshotOnCommit = false, loadEmpty = true)
+    (0 until 2000).foreach(i => aborted.put(key(s"x$i"), value(i)))
+    aborted.abort()
+    assert(dirFiles(root) == before, "an aborted empty store left files")
+    assert(contents(p.getStore(2)) == model(2), "the aborted writes leaked into version 2")
+    val open = p.getStore(2, None, forceSnapshotOnCommit = false, loadEmpty = true)
+    open.put(key("y"), value(1))
+    assert(contents(p.getStore(2)) == model(2), "another store saw the empty store's writes")
+    intercept[IllegalStateException](open.commit()) // that store reloaded the partition
+    val s = p.getStore(2, None, forceSnapshotOnCommit = false, loadEmpty = true)
+    (0 until 2000).foreach(i => s.put(key(s"x$i"), value(i)))
+    s.remove(key("x7"))
+    assert(s.asInstanceOf[KStateStore].counters.spills > 0, "the writes never spilled: the test tests nothing")
+    assert(s.commit() == 3)
+    assert(dirFiles(root) == (before :+ "3.kstate.snapshot").sorted)
+    val expected = (0 until 2000).filter(_ != 7).map(i => s"x$i" -> i.toLong).toMap
+    p.close()
+    val q = newProvider(root)
+    assert(contents(q.getStore(3)) == expected)
+    q.close()
   }
 
   test("rows handed out are fresh objects; rows passed in may be reused by the caller") {
