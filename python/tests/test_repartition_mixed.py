@@ -178,3 +178,46 @@ def test_what_sparks_repartition_leaves_on_a_mixed_checkpoint_is_undone_on_resta
         got = _after_sparks_failed_repartition(spark, str(tmp_path / "undone"), batches, resume=False)
     assert sorted(got) == [0, 1, 2, 3]  # micro-batch 2 is an input batch again, on 3 partitions
     assert [got[b] for b in sorted(got)] == [whole[b] for b in sorted(whole)]
+
+
+def _build_spark_only(df):
+    return df.dropDuplicates(["seq"]).groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.sum("v").alias("s"))
+
+
+def test_spark_only_checkpoint_on_kstates_provider_sparks_call_refused_or_undone_kstates_moves_it(
+    spark, tmp_path
+) -> None:
+    """Spark's operators alone, on kstate's provider: Spark's repartition cannot read that state
+    (it reads from its RocksDB provider only). From Python it is refused before writing; what a
+    JVM call leaves behind is undone on restart; ``kstate.repartition_state`` moves it."""
+    from py4j.protocol import Py4JJavaError
+
+    batches = _batches(17, (10, 10, 10, 10))
+    with session_conf(spark, {PROVIDER: KSTATE}):
+        whole = _run(spark, str(tmp_path / "whole"), batches, (2,), build=_build_spark_only)
+        work = str(tmp_path / "cut")
+        got = _run(spark, work, batches[:2], (2,), build=_build_spark_only)
+        ckpt = os.path.join(work, "ckpt")
+        before = checkpoint_files(ckpt)
+        with pytest.raises(KStateError) as ei:
+            spark._streamingCheckpointManager.repartition(ckpt, 4)
+        assert ei.value.error_class == "KSTATE_REPARTITION_PROVIDER_NEEDS_KSTATE"
+        assert KSTATE in ei.value.message and "kstate.repartition_state" in ei.value.message
+        assert checkpoint_files(ckpt) == before
+        with pytest.raises(Py4JJavaError, match="UNSUPPORTED_PROVIDER"):  # Spark's, not converted
+            spark._jsparkSession.streamingCheckpointManager().repartition(ckpt, 4, True)
+        assert os.path.exists(os.path.join(ckpt, "offsets", "2"))
+        src = os.path.join(work, "src")
+        fs = FileStream(spark, src, ckpt, _build_spark_only, schema=SCHEMA, output_mode="update")
+        with shuffle_partitions(spark, 2), fs:  # the restart undoes Spark's micro-batch 2
+            fs.add_batch(batches[2])
+        got.update({b: sorted(tuple(r) for r in rows) for b, rows in fs.batches.items()})
+        assert kstate.repartition_state(spark, ckpt, 4) == 3
+        fs = FileStream(spark, src, ckpt, _build_spark_only, schema=SCHEMA, output_mode="update")
+        with shuffle_partitions(spark, 2), fs:  # the checkpoint's 4 partitions win
+            fs.add_batch(batches[3])
+        got.update({b: sorted(tuple(r) for r in rows) for b, rows in fs.batches.items()})
+    assert sorted(got) == [0, 1, 2, 4]
+    assert [got[b] for b in sorted(got)] == [whole[b] for b in sorted(whole)]
+    rows = spark.read.format("statestore").option("operatorId", 0).load(ckpt).collect()
+    assert rows and {r.partition_id for r in rows} == set(range(4))

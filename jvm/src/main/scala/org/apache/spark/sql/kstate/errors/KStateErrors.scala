@@ -454,6 +454,14 @@ object KStateErrors {
   def repartitionNeedsKState(checkpoint: String, operators: Seq[String]): KStateException =
     err("KSTATE_REPARTITION_NEEDS_KSTATE", "checkpoint" -> checkpoint, "operators" -> operators.mkString(", "))
 
+  def repartitionProviderNeedsKState(checkpoint: String, provider: String, operators: Seq[String]): KStateException =
+    err(
+      "KSTATE_REPARTITION_PROVIDER_NEEDS_KSTATE",
+      "checkpoint" -> checkpoint,
+      "provider" -> provider,
+      "operators" -> operators.mkString(", ")
+    )
+
   def repartitionUnsupportedState(operator: String, why: String): KStateException =
     err("KSTATE_REPARTITION_UNSUPPORTED_STATE", "operator" -> operator, "reason" -> why)
 

@@ -3,6 +3,7 @@ package org.apache.spark.sql.kstate.reader
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
 import org.apache.spark.sql.execution.streaming.checkpointing.{CheckpointFileManager, CommitLog, OffsetSeqLog}
 import org.apache.spark.sql.kstate.planning.OperatorIdentity
@@ -71,6 +72,14 @@ final class CheckpointView(session: ClassicSession, location: String) {
         val config = OperatorIdentity.readConfig(new Path(stateRoot, id.toString), hadoopConf)
         RecordedOperator(id, config.getOrElse(Map.empty))
       }
+
+  /** Spark's own stateful operators with a state directory under `state/`, by operator id. */
+  def sparkOperatorIds: Seq[Long] =
+    childNames(stateRoot).flatMap(_.toLongOption).filterNot(OperatorIdentity.isKStateOperatorId).sorted
+
+  /** The state store provider the last committed micro-batch ran with, if it recorded one. */
+  def committedProvider: Option[String] =
+    committedBatches.lastOption.flatMap(b => recordedConf(b).get(SQLConf.STATE_STORE_PROVIDER_CLASS.key))
 
   /** Partition directories of an operator's state: the highest partition number + 1. */
   def partitionDirectories(operatorId: Long): Int = {

@@ -169,6 +169,16 @@ object StateRepartition extends Logging {
     if (operators.nonEmpty) {
       throw KStateErrors.repartitionNeedsKState(view.root.toString, operators.map(_.describe))
     }
+    // Spark's own operators on kstate's provider: Spark's rewrite reads from RocksDB's only
+    val kstateProvider = KStateConf.StateStoreProvider.default
+    val sparkOperators = view.sparkOperatorIds
+    if (sparkOperators.nonEmpty && view.committedProvider.contains(kstateProvider)) {
+      throw KStateErrors.repartitionProviderNeedsKState(
+        view.root.toString,
+        kstateProvider,
+        sparkOperators.map(_.toString)
+      )
+    }
   }
 
   /** What a repartition will do, resolved and checked without writing anything. */

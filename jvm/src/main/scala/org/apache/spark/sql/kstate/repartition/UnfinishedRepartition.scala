@@ -1,5 +1,6 @@
 package org.apache.spark.sql.kstate.repartition
 
+import org.apache.spark.sql.kstate.config.KStateConf
 import org.apache.spark.sql.kstate.errors.KStateErrors
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
@@ -9,15 +10,16 @@ import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
 import org.apache.spark.sql.execution.streaming.checkpointing.{CommitLog, OffsetSeqLog}
 import org.apache.spark.sql.execution.streaming.state.OperatorStateMetadataV2
 import org.apache.spark.sql.kstate.planning.OperatorIdentity
+import org.apache.spark.sql.kstate.reader.CheckpointView
 import org.apache.spark.sql.kstate.shim.OffsetLogs
 
 /**
- * A repartition that started and did not finish, in a checkpoint holding kstate operators, and
- * how it is undone.
+ * A repartition that started and did not finish, in a checkpoint holding kstate operators or
+ * kept by kstate's provider, and how it is undone.
  *
  * Spark's `StreamingCheckpointManager.repartition` writes its micro-batch's offset log entry
- * before it finds it cannot move an operator's state (kstate's operators, or any operator on
- * Spark's default HDFS provider); from then on Spark refuses to start the query
+ * before it finds it cannot move an operator's state (kstate's operators, or any operator on a
+ * provider other than Spark's RocksDB one, kstate's among them); from then on Spark refuses to start the query
  * (`STREAMING_UNFINISHED_REPARTITION_DETECTED`) until a repartition to the same number finishes,
  * which Spark's own cannot do for these operators. kstate therefore undoes such a repartition
  * when the query is started ([[org.apache.spark.sql.kstate.shim.StreamStartCheck]]): the query
@@ -32,7 +34,12 @@ import org.apache.spark.sql.kstate.shim.OffsetLogs
  */
 object UnfinishedRepartition extends Logging {
 
-  /** The unfinished repartition batch of the checkpoint at `root`, if it has kstate operators and one. */
+  private val KStateProvider = KStateConf.StateStoreProvider.default
+
+  /**
+   * The unfinished repartition batch of the checkpoint at `root`, if it has one and kstate
+   * operators or kstate's provider as the query-wide one.
+   */
   def find(session: ClassicSession, root: Path, conf: Configuration): Option[Long] = {
     val fs = root.getFileSystem(conf)
     val stateRoot = new Path(root, "state")
@@ -40,7 +47,9 @@ object UnfinishedRepartition extends Logging {
     val hasKState = fs.listStatus(stateRoot).exists(s =>
       s.isDirectory && s.getPath.getName.toLongOption.exists(OperatorIdentity.isKStateOperatorId)
     )
-    if (!hasKState) return None
+    if (!hasKState && !new CheckpointView(session, root.toString).committedProvider.contains(KStateProvider)) {
+      return None
+    }
     val offsets = new OffsetSeqLog(session, new Path(root, "offsets").toString)
     val commits = new CommitLog(session, new Path(root, "commits").toString)
     for {
@@ -87,7 +96,7 @@ object UnfinishedRepartition extends Logging {
       fs.delete(new Path(new Path(root, "offsets"), s".$batch.crc"), false)
       logWarning(s"Undid the unfinished state repartition of $root (micro-batch $batch, left by a " +
         "repartition that failed: Spark's StreamingCheckpointManager.repartition cannot move kstate " +
-        "operators' state, use kstate.repartition_state). The query restarts with its previous number " +
+        "operators' state, nor state on kstate's provider; use kstate.repartition_state). The query restarts with its previous number " +
         "of state partitions.")
       batch
     }

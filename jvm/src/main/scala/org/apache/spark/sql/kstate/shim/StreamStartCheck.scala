@@ -5,6 +5,7 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.streaming.WriteToStreamStatement
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.kstate.config.KStateConf
 import org.apache.spark.sql.kstate.planning.OutputModeCheck
 import org.apache.spark.sql.kstate.plans.KStateStatefulNode
 import org.apache.spark.sql.kstate.repartition.UnfinishedRepartition
@@ -38,14 +39,18 @@ case class StreamStartCheck(session: SparkSession) extends Rule[LogicalPlan] {
   }
 
   /**
-   * A query of kstate operators restarting from a checkpoint that holds an unfinished repartition
-   * (Spark's `StreamingCheckpointManager.repartition`, which cannot move kstate operators' state,
-   * writes its offset log entry before it fails): undone here, before Spark's start refuses such
-   * a checkpoint, so the query restarts with its previous number of partitions
-   * ([[UnfinishedRepartition]]).
+   * A query of kstate operators, or of any operators on kstate's provider, restarting from a
+   * checkpoint that holds an unfinished repartition (Spark's
+   * `StreamingCheckpointManager.repartition`, which cannot move kstate operators' state nor read
+   * kstate's provider, writes its offset log entry before it fails): undone here, before Spark's
+   * start refuses such a checkpoint, so the query restarts with its previous number of
+   * partitions ([[UnfinishedRepartition]], which checks the checkpoint's own record).
    */
   private def undoUnfinishedRepartition(s: WriteToStreamStatement): Unit = {
-    if (!s.recoverFromCheckpointLocation || s.inputQuery.find(_.isInstanceOf[KStateStatefulNode]).isEmpty) return
+    val kstateProvider =
+      session.conf.getOption(SQLConf.STATE_STORE_PROVIDER_CLASS.key).contains(KStateConf.StateStoreProvider.default)
+    val kstateOperators = s.inputQuery.find(_.isInstanceOf[KStateStatefulNode]).isDefined
+    if (!s.recoverFromCheckpointLocation || !(kstateOperators || kstateProvider)) return
     val location = s.userSpecifiedCheckpointLocation.orElse {
       for {
         dir <- session.conf.getOption(SQLConf.CHECKPOINT_LOCATION.key)
