@@ -823,7 +823,8 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
   /** Takes the snapshot's frozen view under the lock, writes it outside, publishes under it. */
   private def writeSnapshot(forced: Boolean)(due: PartialFunction[ProviderState, (Long, WorkingCopy)]): Unit = {
     val job = synchronized {
-      if (snapshotting) None
+      // a loadEmpty store's writes in the working copy are no committed version
+      if (snapshotting || emptyVersionStore != null) None
       else due.lift(lifecycle.current).flatMap { case (v, copy) =>
         copy.frozen().map { entries =>
           snapshotting = true

@@ -509,7 +509,7 @@ class KStateStoreProviderSuite extends AnyFunSuite {
   test("loadEmpty: spills stay local, an abort writes nothing, and the next store reloads the version") {
     val kc = org.apache.spark.sql.kstate.config.KStateConf
     val root = tmp()
-    val p = newProvider(root, conf(retain = 100, extra = Map(kc.MaxWriteSetBytes.key -> "8k")))
+    val p = newProvider(root, conf(snapshotEvery = 1, retain = 100, extra = Map(kc.MaxWriteSetBytes.key -> "8k")))
     val model = mutable.Map[Int, Map[String, Long]]()
     writeVersions(p, 1, 2, model, maintain = false)
     val before = dirFiles(root)
@@ -520,6 +520,8 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     assert(contents(p.getStore(2)) == model(2), "the aborted writes leaked into version 2")
     val open = p.getStore(2, None, forceSnapshotOnCommit = false, loadEmpty = true)
     open.put(key("y"), value(1))
+    p.doMaintenance() // a snapshot of version 2 is due (snapshotEvery 1): not of these writes
+    assert(dirFiles(root) == before, "maintenance wrote the empty store's writes as a version")
     assert(contents(p.getStore(2)) == model(2), "another store saw the empty store's writes")
     intercept[IllegalStateException](open.commit()) // that store reloaded the partition
     val s = p.getStore(2, None, forceSnapshotOnCommit = false, loadEmpty = true)
