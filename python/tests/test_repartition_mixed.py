@@ -6,8 +6,10 @@ The query: Spark's ``dropDuplicates`` on the record id, kstate's ``deduplicate_b
 Spark's ``groupBy(...).agg`` in update mode: two of Spark's operators around one of kstate's. Its
 input is in event-time order, so no output depends on the partition count: the rescaled run must
 give the uninterrupted run's rows micro-batch by micro-batch. Spark's operators keep their state
-on Spark's RocksDB provider (the only provider Spark's repartition moves); with any other
-query-wide provider the call is refused with a named error before it writes anything.
+on Spark's RocksDB provider (moved by Spark's own rewrite), its HDFS provider or kstate's (moved
+by kstate through Spark's state reader and partition keys; on kstate's provider the query ends in
+session windows, a prefix-encoded store). What kstate cannot move is refused with a named error
+before anything is written.
 """
 
 from __future__ import annotations
