@@ -233,14 +233,10 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
 
   /** `loadEmpty`: EMPTY at `version` -> LOADED(version) with an empty working copy, no lineage. */
   private def emptyStore(version: Long): KStateStore = {
-    lifecycle.current match {
-      case Closed => throw new IllegalStateException(s"$this is closed")
-      case Created => throw new IllegalStateException(s"$this is not initialised")
-      case _ =>
-    }
+    requireOpen()
     discard()
     restores += 1 // a snapshot being written of what was loaded must not be published
-    val copy = new WorkingCopy(tiering.startsOnHeap, tiering.heapStateLimit, () => localRoot, writeLocally, toString)
+    val copy = newWorkingCopy()
     registry = FamilyRegistry.initial(StateStore.DEFAULT_COL_FAMILY_NAME)
     numKeys = 0L
     loadedId = None
@@ -269,9 +265,19 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
   /** Whether `copy` on the heap fits the executor's heap state budget and the store's own bound. */
   private def heapFits(copy: WorkingCopy): () => Boolean = () => copy.fitsBudget() && tiering.admits(copy.heapBytes)
 
-  private def ensureLoaded(version: Long, id: Option[String]): Unit = lifecycle.current match {
+  /** Fails on a provider that is closed or not initialised. */
+  private def requireOpen(): Unit = lifecycle.current match {
     case Closed => throw new IllegalStateException(s"$this is closed")
     case Created => throw new IllegalStateException(s"$this is not initialised")
+    case _ =>
+  }
+
+  /** An empty working copy, on the heap when tiering starts there. */
+  private def newWorkingCopy(): WorkingCopy =
+    new WorkingCopy(tiering.startsOnHeap, tiering.heapStateLimit, () => localRoot, writeLocally, toString)
+
+  private def ensureLoaded(version: Long, id: Option[String]): Unit = lifecycle.current match {
+    case Closed | Created => requireOpen()
     case Spilled(v, _, spill)
         if v != version || loadedId != id || spill.taskAttempt.isEmpty ||
           spill.taskAttempt != currentTask =>
@@ -306,13 +312,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
       KStateReplicas.adopt(s, version, countsRows, if (checkpointIds) Some(id) else None)
     }
     val (copy, r) = adopted.getOrElse {
-      val copy = new WorkingCopy(
-        tiering.startsOnHeap,
-        tiering.heapStateLimit,
-        () => localRoot,
-        writeLocally,
-        toString
-      )
+      val copy = newWorkingCopy()
       val fits = heapFits(copy)
       val r =
         try {
@@ -397,19 +397,17 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
   /** LOADED | SPILLED -> EMPTY: drops the working copy (and a pending changelog). */
   private def discard(): Unit = {
     emptyVersionStore = null
-    discardCopy()
-  }
-
-  private def discardCopy(): Unit = lifecycle.current match {
-    case Loaded(_, copy) =>
-      committedChangelog = None
-      copy.close()
-      lifecycle.moveTo(Empty)
-    case Spilled(_, copy, spill) =>
-      spill.cancel().foreach(e => logWarning(s"$this: cancelling ${spill.file}", e))
-      copy.close()
-      lifecycle.moveTo(Empty)
-    case _ =>
+    lifecycle.current match {
+      case Loaded(_, copy) =>
+        committedChangelog = None
+        copy.close()
+        lifecycle.moveTo(Empty)
+      case Spilled(_, copy, spill) =>
+        spill.cancel().foreach(e => logWarning(s"$this: cancelling ${spill.file}", e))
+        copy.close()
+        lifecycle.moveTo(Empty)
+      case _ =>
+    }
   }
 
   // ---- tiering -----------------------------------------------------------------------------

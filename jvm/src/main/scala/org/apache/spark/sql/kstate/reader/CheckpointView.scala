@@ -6,6 +6,7 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
 import org.apache.spark.sql.execution.streaming.checkpointing.{CheckpointFileManager, CommitLog, OffsetSeqLog}
+import org.apache.spark.sql.kstate.config.KStateConf
 import org.apache.spark.sql.kstate.planning.OperatorIdentity
 
 /**
@@ -65,21 +66,23 @@ final class CheckpointView(session: ClassicSession, location: String) {
     else new OffsetSeqLog(session, offsetsDir.toString, true)
       .offsetSeqMetadataForBatchId(batchId).map(_.conf).getOrElse(Map.empty)
 
+  /** Every operator with a state directory under `state/`, by operator id. */
+  def operatorIds: Seq[Long] = childNames(stateRoot).flatMap(_.toLongOption).sorted
+
   /** kstate operators with a state directory under `state/`, by operator id. */
   def kstateOperators: Seq[RecordedOperator] =
-    childNames(stateRoot).flatMap(_.toLongOption).filter(OperatorIdentity.isKStateOperatorId)
-      .sorted.map { id =>
-        val config = OperatorIdentity.readConfig(new Path(stateRoot, id.toString), hadoopConf)
-        RecordedOperator(id, config.getOrElse(Map.empty))
-      }
+    operatorIds.filter(OperatorIdentity.isKStateOperatorId).map { id =>
+      val config = OperatorIdentity.readConfig(new Path(stateRoot, id.toString), hadoopConf)
+      RecordedOperator(id, config.getOrElse(Map.empty))
+    }
 
   /** Spark's own stateful operators with a state directory under `state/`, by operator id. */
-  def sparkOperatorIds: Seq[Long] =
-    childNames(stateRoot).flatMap(_.toLongOption).filterNot(OperatorIdentity.isKStateOperatorId).sorted
+  def sparkOperatorIds: Seq[Long] = operatorIds.filterNot(OperatorIdentity.isKStateOperatorId)
 
-  /** The state store provider the last committed micro-batch ran with, if it recorded one. */
-  def committedProvider: Option[String] =
+  /** Whether the last committed micro-batch ran with kstate's provider as the query-wide one. */
+  def keptByKStateProvider: Boolean =
     committedBatches.lastOption.flatMap(b => recordedConf(b).get(SQLConf.STATE_STORE_PROVIDER_CLASS.key))
+      .contains(KStateConf.StateStoreProvider.default)
 
   /** Partition directories of an operator's state: the highest partition number + 1. */
   def partitionDirectories(operatorId: Long): Int = {

@@ -170,12 +170,11 @@ object StateRepartition extends Logging {
       throw KStateErrors.repartitionNeedsKState(view.root.toString, operators.map(_.describe))
     }
     // Spark's own operators on kstate's provider: Spark's rewrite reads from RocksDB's only
-    val kstateProvider = KStateConf.StateStoreProvider.default
     val sparkOperators = view.sparkOperatorIds
-    if (sparkOperators.nonEmpty && view.committedProvider.contains(kstateProvider)) {
+    if (sparkOperators.nonEmpty && view.keptByKStateProvider) {
       throw KStateErrors.repartitionProviderNeedsKState(
         view.root.toString,
-        kstateProvider,
+        KStateConf.StateStoreProvider.default,
         sparkOperators.map(_.toString)
       )
     }
@@ -231,9 +230,7 @@ object StateRepartition extends Logging {
       if (!resuming && numPartitions == oldPartitions) {
         throw KStateErrors.repartitionNotNeeded(root, lastCommitted, numPartitions)
       }
-      val operatorDirs = if (!fs.exists(view.stateRoot)) Nil
-      else fs.listStatus(view.stateRoot).filter(_.isDirectory).flatMap(_.getPath.getName.toLongOption).toSeq.sorted
-      val sparkIds = operatorDirs.filterNot(OperatorIdentity.isKStateOperatorId)
+      val sparkIds = view.sparkOperatorIds
       val spark =
         if (sparkIds.isEmpty) None
         else Some(SparkOperatorsRewrite.check(session, view, sparkIds, lastCommitted, batchId, numPartitions))

@@ -1,6 +1,5 @@
 package org.apache.spark.sql.kstate.repartition
 
-import org.apache.spark.sql.kstate.config.KStateConf
 import org.apache.spark.sql.kstate.errors.KStateErrors
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
@@ -34,8 +33,6 @@ import org.apache.spark.sql.kstate.shim.OffsetLogs
  */
 object UnfinishedRepartition extends Logging {
 
-  private val KStateProvider = KStateConf.StateStoreProvider.default
-
   /**
    * The unfinished repartition batch of the checkpoint at `root`, if it has one and kstate
    * operators or kstate's provider as the query-wide one.
@@ -44,12 +41,8 @@ object UnfinishedRepartition extends Logging {
     val fs = root.getFileSystem(conf)
     val stateRoot = new Path(root, "state")
     if (!fs.exists(new Path(root, "offsets")) || !fs.exists(stateRoot)) return None
-    val hasKState = fs.listStatus(stateRoot).exists(s =>
-      s.isDirectory && s.getPath.getName.toLongOption.exists(OperatorIdentity.isKStateOperatorId)
-    )
-    if (!hasKState && !new CheckpointView(session, root.toString).committedProvider.contains(KStateProvider)) {
-      return None
-    }
+    val view = new CheckpointView(session, root.toString)
+    if (!view.operatorIds.exists(OperatorIdentity.isKStateOperatorId) && !view.keptByKStateProvider) return None
     val offsets = new OffsetSeqLog(session, new Path(root, "offsets").toString)
     val commits = new CommitLog(session, new Path(root, "commits").toString)
     for {
