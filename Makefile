@@ -155,10 +155,11 @@ bench: venv jar checkpoint-stores-classpath
 	PYTHONPATH=python $(PY) bench/recovery.py --store hdfs $(BENCH_ARGS); s12=$$?; \
 	PYTHONPATH=python:python/tests $(PY) bench/stores.py $(BENCH_ARGS); s13=$$?; \
 	PYTHONPATH=python $(PY) bench/floor.py $(BENCH_ARGS); s14=$$?; \
+	PYTHONPATH=python $(PY) bench/floor.py --order-cost $(BENCH_ARGS); s17=$$?; \
 	PYTHONPATH=python $(PY) bench/nexmark.py $(BENCH_ARGS); s15=$$?; \
 	PYTHONPATH=python $(PY) bench/growth.py $(BENCH_ARGS); s16=$$?; \
 	$(PY) bench/report.py; s11=$$?; \
-	test $$s16 -eq 0 -a $$s1 -eq 0 -a $$s2 -eq 0 -a $$s3 -eq 0 -a $$s4 -eq 0 -a $$s5 -eq 0 -a $$s6 -eq 0 -a $$s7 -eq 0 -a $$s8 -eq 0 -a $$s9 -eq 0 -a $$s10 -eq 0 -a $$s11 -eq 0 -a $$s12 -eq 0 -a $$s13 -eq 0 -a $$s14 -eq 0 -a $$s15 -eq 0
+	test $$s17 -eq 0 -a $$s16 -eq 0 -a $$s1 -eq 0 -a $$s2 -eq 0 -a $$s3 -eq 0 -a $$s4 -eq 0 -a $$s5 -eq 0 -a $$s6 -eq 0 -a $$s7 -eq 0 -a $$s8 -eq 0 -a $$s9 -eq 0 -a $$s10 -eq 0 -a $$s11 -eq 0 -a $$s12 -eq 0 -a $$s13 -eq 0 -a $$s14 -eq 0 -a $$s15 -eq 0
 
 clean:
 	rm -rf jvm/target target project/target project/project

@@ -30,6 +30,12 @@ changelog checkpointing, kstate on its own provider):
 The stream-table join's floor (the stream-static join plus the table's updates read and
 shuffled) is ``bench/enrichment.py``'s ``floor`` variant; its ratio is reported there.
 
+``--order-cost`` compares the processing orders instead: kstate in its default order (``auto``:
+event time for files) against the same query in Kafka task order (``order="task"``); both sort a
+state partition's rows by one 64-bit key. ``dedup_key`` and ``time_windows`` with uniform keys, on
+input already in order (no disorder, no late rows: both orders give the same result) and on input
+with 5 s of disorder. Writes ``results/order-cost.json``.
+
 Prints rows/s per variant, kstate / floor and kstate / built-in; writes ``results/floor.json``
 and ``results/floor.png`` (``--quick``: ``floor-quick.*``).
 
@@ -93,6 +99,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         default="floor,kstate,builtin",
         help="which of floor, kstate, builtin to run (profiling: one of them with --jfr)",
     )
+    p.add_argument(
+        "--order-cost",
+        action="store_true",
+        help="kstate in event-time order against task order, on ordered and on disordered input",
+    )
     p.add_argument("--jfr", default=None, help="record the driver JVM with Java Flight Recorder into this file")
     p.add_argument("--out", default=None)
     p.add_argument("--no-save", action="store_true")
@@ -102,12 +113,15 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     if not a.quick:  # 1M rows: 9 workloads x 2 key distributions x 3 variants x 4 runs take about 30 minutes
         a.files = a.files or 10
         a.rows_per_file = a.rows_per_file or 100_000
+    if a.order_cost:
+        a.workloads, a.variants, a.distributions = "dedup_key,time_windows", "kstate,kstate_task", "uniform"
     finish_args(p, a)
     a.reps = a.reps or (1 if a.quick else 3)
     a.workload_list = [w for w in a.workloads.split(",") if w]
     a.variant_list = a.workload_list
     a.distribution_list = [d for d in a.distributions.split(",") if d]
-    a.out = a.out or os.path.join(RESULTS, "floor-quick" if a.quick else "floor")
+    stem = "order-cost" if a.order_cost else "floor"
+    a.out = a.out or os.path.join(RESULTS, f"{stem}-quick" if a.quick else stem)
     return a
 
 
@@ -116,12 +130,14 @@ def sources(spark, data_dir: str, n: int = 1) -> List[Any]:
 
 
 def build(spark, workload: str, variant: str, data_dir: str, a: argparse.Namespace):
-    """The query of one variant (floor, kstate or builtin) of a workload, before its sink."""
+    """The query of one variant (floor, kstate, kstate_task: kstate in task order, or builtin) of a
+    workload, before its sink."""
     import kstate  # noqa: F401 - the DataFrame methods
     from kstate import BufferConfig, SessionWindows, SlidingWindows, Suppressed, TimeWindows
     from pyspark.sql import functions as F
 
     interval = f"{a.interval} seconds"
+    order = "task" if variant == "kstate_task" else None  # None: the session's, auto by default
     final = Suppressed.until_window_closes(BufferConfig.unbounded())
     src = sources(spark, data_dir)[0]
     prefix = F.substring("key", 1, 8)  # "user-000" .. "user-099" x the last three digits: 1,000 groups at most
@@ -132,7 +148,7 @@ def build(spark, workload: str, variant: str, data_dir: str, a: argparse.Namespa
         if variant == "builtin":
             return src.withWatermark("ts", interval).dropDuplicatesWithinWatermark(cols)
         if workload == "dedup_key":
-            return src.kstate.deduplicate_by_key(interval, key="key", timestamp="ts")
+            return src.kstate.deduplicate_by_key(interval, key="key", timestamp="ts", order=order)
         if workload == "dedup_key_value":
             return src.kstate.deduplicate_by_key_value("event_id", interval, key="key", timestamp="ts")
         return src.kstate.deduplicate("event_id", interval, timestamp="ts")
@@ -147,7 +163,7 @@ def build(spark, workload: str, variant: str, data_dir: str, a: argparse.Namespa
             "session_windows": SessionWindows.with_inactivity_gap("10 seconds").grace(interval),
             "sliding_windows": SlidingWindows.of_time_difference("10 seconds").grace(interval),
         }[workload]
-        return src.kstate.windowed_by(windows, key="key", timestamp="ts").count().kstate.suppress(final)
+        return src.kstate.windowed_by(windows, key="key", timestamp="ts", order=order).count().kstate.suppress(final)
     if workload == "until_time_limit":
         if variant == "floor":
             return src.repartition("key")
@@ -178,7 +194,7 @@ def run(spark, workload: str, variant: str, data_dir: str, ckpt: str, a, meter: 
 
 
 def variants_of(workload: str, a: argparse.Namespace) -> List[str]:
-    names = ["floor", "kstate"] + ([] if workload in NO_BUILTIN else ["builtin"])
+    names = ["floor", "kstate", "kstate_task"] + ([] if workload in NO_BUILTIN else ["builtin"])
     return [v for v in names if v in a.variants.split(",")]
 
 
@@ -208,6 +224,8 @@ def measure(spark, workload: str, data_dir: str, rows: int, a, meter: CpuMeter) 
             out["kstate_extra_cpu_us_per_row"] = round(
                 out["kstate"]["cpu_us_per_row"] - out["floor"]["cpu_us_per_row"], 2
             )
+    if "kstate_task" in out and "kstate" in out:  # what the default order's sort costs
+        out["kstate_over_task_order"] = round(out["kstate"]["rows_per_s"] / out["kstate_task"]["rows_per_s"], 3)
     if "builtin" in out and "kstate" in out:
         out["kstate_over_builtin"] = round(out["kstate"]["rows_per_s"] / out["builtin"]["rows_per_s"], 3)
     return out
@@ -241,6 +259,17 @@ def write_chart(path: str, result: Dict[str, Any]) -> None:
     finish_chart(fig, path, "throughput relative to the floor (a shuffle on the key, no-op sink)")
 
 
+def inputs(a: argparse.Namespace) -> List[Any]:
+    """(name, the generator's settings) of each input: a key distribution each, or (--order-cost)
+    uniform keys in order (no disorder, no late rows) and with the default 5 s of disorder."""
+    if a.order_cost:
+        return [
+            ("ordered", dict(key_skew=0.0, max_disorder=0.0, late_rate=0.0)),
+            ("disorder_5s", dict(key_skew=0.0, max_disorder=5.0, late_rate=0.01)),
+        ]
+    return [(d, dict(key_skew=DISTRIBUTIONS[d])) for d in a.distribution_list]
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     a = parse_args(argv)
     jar = wait_for_jar()
@@ -263,8 +292,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     }
     load_before = open("/proc/loadavg").read().split()[:3]
     others_before = other_processes()
-    for dist in a.distribution_list:
-        a.key_skew = DISTRIBUTIONS[dist]
+    for dist, settings in inputs(a):
+        for k, v in settings.items():
+            setattr(a, k, v)
         data_dir = os.path.join(TMP, "floor", dist)
         shutil.rmtree(data_dir, ignore_errors=True)
         t0 = time.perf_counter()
@@ -286,13 +316,20 @@ def main(argv: Optional[List[str]] = None) -> int:
                 line += f"  kstate {m['kstate_over_floor']:.2f}x floor (goal {GOAL_FLOOR})"
             if "kstate_over_builtin" in m:
                 line += f", {m['kstate_over_builtin']:.2f}x built-in (goal {GOAL_BUILTIN})"
+            if "kstate_over_task_order" in m:
+                line += f"  kstate_task {m['kstate_task']['rows_per_s']:>10,} rows/s"
+                line += f"  default order / task order {m['kstate_over_task_order']:.3f}"
             print(line, flush=True)
     result["load_before"] = load_before
     result["load_after"] = open("/proc/loadavg").read().split()[:3]
     result["others_before"], result["others_after"] = others_before, other_processes()
     result["environment"] = environment(spark, a, jar)
     spark.stop()
-    save_results(a, result, write_chart, "floor", WORKLOADS)
+    if a.order_cost:
+        result["benchmark"] = "order-cost"
+        save_results(a, result, lambda path, r: None, "order-cost", [])
+    else:
+        save_results(a, result, write_chart, "floor", WORKLOADS)
     return 0
 
 

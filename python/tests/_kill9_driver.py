@@ -8,6 +8,11 @@ over ``schema``, default ``_streaming.SCHEMA``) -> an idempotent sink: foreachBa
 writes each batch's rows to ``out/batch=<id>.json`` (atomically, overwriting), so a replayed
 batch rewrites the same file. Processes every available file, stops and exits 0.
 
+``queries``, if given, is a list of such configurations (each its own ``src``, ``checkpoint``,
+``out``, ``marker``, operator and pause point): the driver runs them all at once, in one session
+(the top level keeps ``conf``). A test that kills several queries' driver starts one process
+instead of one per query: a driver's start costs more than its queries' few micro-batches.
+
 If ``pause_batch`` >= 0, the foreachBatch call of that batch writes ``marker`` and then sleeps
 (until the test kills this process group with SIGKILL) at ``pause_phase``:
   before_collect  before the batch DataFrame runs (no state written for the batch)
@@ -69,15 +74,22 @@ def main(config_path: str) -> int:
         cfg = json.load(f)
 
     import kstate  # noqa: F401  (adds df.kstate)
-    from _streaming import SCHEMA, STREAM_ORDER, finish_driver, session_builder
+    from _streaming import STREAM_ORDER, finish_driver, session_builder
 
-    # A driver process lives for seconds: C2's compilations cost more CPU than they pay back on
-    # 2 cores; with C1 only it runs in about half the time. (The pytest session, which lives for
-    # minutes, keeps the default.) Only the JIT tier changes, not any result.
+    # C1 only (-XX:TieredStopAtLevel=1): a driver process lives for seconds, too short for C2's
+    # compilations to pay back on 2 cores (docs/contributing.md, "Test time"). No result changes.
     spark = session_builder().config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1").getOrCreate()
     for k, v in list(STREAM_ORDER.items()) + list(cfg.get("conf", {}).items()):
         spark.conf.set(k, v)  # the processing order; a remote checkpoint store's settings
     spark.sparkContext.setLogLevel("WARN")
+    queries = [start(spark, q) for q in cfg.get("queries", [cfg])]
+    return finish_driver(spark, *queries)
+
+
+def start(spark, cfg):
+    """Starts the query of ``cfg`` (one query's configuration, see the module doc)."""
+    from _streaming import SCHEMA
+
     os.makedirs(cfg["out"], exist_ok=True)
 
     def pause(phase: str, batch_id: int) -> None:
@@ -99,8 +111,9 @@ def main(config_path: str) -> int:
 
     source = spark.readStream.schema(cfg.get("schema", SCHEMA)).option("maxFilesPerTrigger", 1).json(cfg["src"])
     out = build(source, cfg)
-    q = out.writeStream.foreachBatch(sink).outputMode("append").option("checkpointLocation", cfg["checkpoint"]).start()
-    return finish_driver(spark, q)
+    return (
+        out.writeStream.foreachBatch(sink).outputMode("append").option("checkpointLocation", cfg["checkpoint"]).start()
+    )
 
 
 if __name__ == "__main__":

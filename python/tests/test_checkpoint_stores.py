@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import time
 from typing import Any, Dict, List
 
 import _kill9_driver
 import kstate
 import pytest
-from _streaming import FileStream, file_name, kill9_when_paused, write_json_lines
+from _kill9 import kill9_then_restart
+from _streaming import FileStream, file_name, write_json_lines
 from _tables_property import SCHEMA as TABLE_SCHEMA
 from _tables_property import random_records
 from checkpoint_stores import HdfsCluster, S3Server
-from test_dedup_restart import _launch, _log
 from test_kill9_windows import _input as _window_input
 from test_kill9_windows import _rows, _sink_rows
 
@@ -124,35 +123,43 @@ def _names(spark, directory: str) -> List[str]:
     return sorted(s.getPath().getName() for s in fs.listStatus(p))
 
 
-@pytest.mark.parametrize("store", STORES)
-def test_kill9_of_the_driver_then_restart_gives_the_local_output(spark, tmp_path, remote, local, store) -> None:
-    """The driver (Python and JVM) is killed after micro-batch KILL_BATCH's state versions were
-    committed to the remote store and before the micro-batch was; the restart replays it."""
-    url, conf = remote[store]
+@pytest.fixture(scope="module")
+def killed(spark, session_tmp, remote) -> Dict[str, Dict[str, Any]]:
+    """The windowed query with its checkpoint on each store, both in one driver process, killed
+    (SIGKILL, Python and JVM) once each has committed micro-batch KILL_BATCH's state versions to
+    its store and not the batch, then restarted to the end: store -> the commits the kill left
+    (``commits``) and the sink's rows (``rows``)."""
+    root = str(session_tmp.mktemp("kill9_stores"))
     cfg, _, batches = PIPELINES["window_final"]
-    root = str(tmp_path)
-    src, out = os.path.join(root, "src"), os.path.join(root, "out")
-    os.makedirs(src)
+    queries, conf = {}, {}
     base = time.time() - 3600
-    for i, recs in enumerate(batches):
-        write_json_lines(src, file_name(i), recs, mtime=base + 10 * i)
-    checkpoint = f"{url}/{tmp_path.name}-kill9"
-    cfg = dict(cfg, src=src, checkpoint=checkpoint, out=out, conf=conf)
-    for tag, kill in (("run1", True), ("run2", False)):
-        marker = os.path.join(root, f"paused_{tag}")
-        run = dict(cfg, marker=marker, pause_batch=KILL_BATCH if kill else -1, pause_phase="after_collect")
-        log = os.path.join(root, f"{tag}.log")
-        p = _launch(run, os.path.join(root, f"{tag}.json"), log)
-        try:
-            if kill:
-                kill9_when_paused(p, marker, 300, lambda log=log: _log(log))
-                assert [n for n in _names(spark, checkpoint + "/commits") if n.isdigit()] == [
-                    str(b) for b in range(KILL_BATCH)
-                ]
-            else:
-                assert p.wait(timeout=600) == 0, _log(log)
-        finally:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait(timeout=60)
-    assert _sink_rows(out) == local["window_final"]
+    for store in STORES:
+        url, settings = remote[store]
+        conf.update(settings)
+        src, out = os.path.join(root, store, "src"), os.path.join(root, store, "out")
+        os.makedirs(src)
+        for i, recs in enumerate(batches):
+            write_json_lines(src, file_name(i), recs, mtime=base + 10 * i)
+        checkpoint = f"{url}/{os.path.basename(root)}-kill9"
+        queries[store] = dict(
+            cfg, src=src, checkpoint=checkpoint, out=out, pause_batch=KILL_BATCH, pause_phase="after_collect"
+        )
+    got: Dict[str, Dict[str, Any]] = {}
+
+    def after_kill() -> None:
+        for store, q in queries.items():
+            got[store] = dict(commits=[n for n in _names(spark, q["checkpoint"] + "/commits") if n.isdigit()])
+
+    kill9_then_restart(root, queries, conf=conf, between=after_kill)
+    for store, q in queries.items():
+        got[store]["rows"] = _sink_rows(q["out"])
+    return got
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_kill9_of_the_driver_then_restart_gives_the_local_output(local, killed, store) -> None:
+    """The driver (Python and JVM) is killed after micro-batch KILL_BATCH's state versions were
+    committed to the remote store and before the micro-batch was; the restart replays it. (The
+    two stores' queries share one driver process.)"""
+    assert killed[store]["commits"] == [str(b) for b in range(KILL_BATCH)]
+    assert killed[store]["rows"] == local["window_final"]

@@ -12,13 +12,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
 import time
 from typing import Any, Dict, List, Optional
 
 import pytest
+from _kill9 import kill9_then_restart, log_ids
 from _streaming import (
     FileStream,
     dedup,
@@ -34,7 +32,6 @@ from _streaming import (
 S = 1000
 INTERVAL = "10 seconds"
 INTERVAL_MS = 10 * S
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 # (label, t seconds); with 2 state partitions a, c, d, None -> 0 and b, g -> 1.
 BATCHES_SPEC = [
@@ -145,28 +142,6 @@ def test_restart_keeps_the_checkpoints_state_partitioning(spark, session_tmp, un
 # --- kill -9 ---------------------------------------------------------------------------------
 
 PAUSE_BATCH = 4  # forwards a@36 and stores it: a replay against the wrong state version drops it
-DRIVER = os.path.join(HERE, "_kill9_driver.py")
-MARKER_TIMEOUT_S = 240
-FINISH_TIMEOUT_S = 240
-
-
-def _launch(cfg: Dict[str, Any], cfg_path: str, log_path: str) -> subprocess.Popen:
-    with open(cfg_path, "w") as f:
-        json.dump(cfg, f)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [os.path.dirname(HERE), HERE] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
-    )
-    log = open(log_path, "w")
-    # Own session (process group): SIGKILL hits the Python driver AND its JVM at once.
-    return subprocess.Popen(
-        [sys.executable, DRIVER, cfg_path], stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-    )
-
-
-def _log(path: str) -> str:
-    with open(path) as f:
-        return f.read()[-6000:]
 
 
 def _sink_batches(out: str) -> Dict[int, List[int]]:
@@ -176,10 +151,6 @@ def _sink_batches(out: str) -> Dict[int, List[int]]:
             with open(os.path.join(out, name)) as f:
                 got[int(name[len("batch=") : -len(".json")])] = sorted(r["seq"] for r in json.load(f))
     return got
-
-
-def _log_ids(path: str) -> List[int]:
-    return sorted(int(n) for n in os.listdir(path) if n.isdigit())
 
 
 def _state_versions(ckpt: str) -> Dict[str, set]:
@@ -200,62 +171,61 @@ _VERSION_FILE = re.compile(r"^(\d+)(?:_[^.]*)?\.(?:zip|changelog|kstate\.changel
 # before_collect: no state written for the batch yet; after_collect: the batch's state store
 # version is committed but the batch is not, so the restart replays it on the previous version.
 # (The driver also supports "after_write"; for kstate it is the same case as after_collect.)
-@pytest.mark.parametrize("phase", ["before_collect", "after_collect"])
-def test_kill9_mid_batch_then_restart(spark, session_tmp, uninterrupted, phase: str) -> None:
-    root = str(session_tmp.mktemp(f"kill9_{phase}"))
-    src, out = os.path.join(root, "src"), os.path.join(root, "out")
-    os.makedirs(src)
+PHASES = ["before_collect", "after_collect"]
+
+
+@pytest.fixture(scope="module")
+def killed(session_tmp) -> Dict[str, Dict[str, Any]]:
+    """One query per phase, both in one driver process, killed (SIGKILL) once each has paused in
+    micro-batch PAUSE_BATCH at its phase, then restarted to the end: phase -> what the kill left
+    (``sunk``: the sink's batches, ``offsets``, ``commits``, ``versions``: the state files'
+    versions) and the sink's batches at the end (``final``)."""
+    root = str(session_tmp.mktemp("kill9"))
+    queries = {}
     base = time.time() - 3600
-    for i, recs in enumerate(batches_for("by_key")):  # files ordered by modification time
-        write_json_lines(src, file_name(i), recs, mtime=base + 10 * i)
-    marker = os.path.join(root, "paused")
-    cfg = dict(
-        src=src,
-        checkpoint=os.path.join(root, "checkpoint"),
-        out=out,
-        mode="by_key",
-        interval=INTERVAL,
-        pause_batch=PAUSE_BATCH,
-        pause_phase=phase,
-        marker=marker,
-    )
+    for phase in PHASES:
+        src, out = os.path.join(root, phase, "src"), os.path.join(root, phase, "out")
+        os.makedirs(src)
+        for i, recs in enumerate(batches_for("by_key")):  # files ordered by modification time
+            write_json_lines(src, file_name(i), recs, mtime=base + 10 * i)
+        queries[phase] = dict(
+            src=src,
+            checkpoint=os.path.join(root, phase, "checkpoint"),
+            out=out,
+            mode="by_key",
+            interval=INTERVAL,
+            pause_batch=PAUSE_BATCH,
+            pause_phase=phase,
+        )
+    got: Dict[str, Dict[str, Any]] = {}
 
-    p = _launch(cfg, os.path.join(root, "run1.json"), os.path.join(root, "run1.log"))
-    try:
-        deadline = time.monotonic() + MARKER_TIMEOUT_S
-        while not os.path.exists(marker):
-            assert p.poll() is None, (
-                f"driver exited ({p.returncode}) before pausing:\n{_log(os.path.join(root, 'run1.log'))}"
+    def after_kill() -> None:
+        for phase, q in queries.items():
+            ckpt = q["checkpoint"]
+            got[phase] = dict(
+                sunk=_sink_batches(q["out"]),
+                offsets=log_ids(os.path.join(ckpt, "offsets")),
+                commits=log_ids(os.path.join(ckpt, "commits")),
+                versions=_state_versions(ckpt),
             )
-            assert time.monotonic() < deadline, f"driver never paused:\n{_log(os.path.join(root, 'run1.log'))}"
-            time.sleep(0.2)
-    finally:
-        os.killpg(p.pid, signal.SIGKILL)  # the process group of the driver we started
-        p.wait(timeout=60)
-    assert p.returncode == -signal.SIGKILL
 
-    before_restart = _sink_batches(out)
-    done = list(range(PAUSE_BATCH + (1 if phase == "after_write" else 0)))
-    assert sorted(before_restart) == done, "killed at the wrong point"
+    kill9_then_restart(root, queries, between=after_kill)
+    for phase, q in queries.items():
+        got[phase]["final"] = _sink_batches(q["out"])
+    return got
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_kill9_mid_batch_then_restart(uninterrupted, killed, phase: str) -> None:
+    got = killed[phase]
+    assert sorted(got["sunk"]) == list(range(PAUSE_BATCH)), "killed at the wrong point"
     # The killed batch is planned but not committed, so the restart must replay it ...
-    ckpt = cfg["checkpoint"]
-    assert _log_ids(os.path.join(ckpt, "offsets")) == list(range(PAUSE_BATCH + 1))
-    assert _log_ids(os.path.join(ckpt, "commits")) == list(range(PAUSE_BATCH))
+    assert got["offsets"] == list(range(PAUSE_BATCH + 1))
+    assert got["commits"] == list(range(PAUSE_BATCH))
     # ... and after_collect killed it after every state partition committed the store version
     # that batch writes (version = batch id + 1); before_collect, before any did.
-    versions = _state_versions(ckpt)
+    versions = got["versions"]
     assert len(versions) == 2, versions  # one kstate operator, 2 state partitions
     written = [PAUSE_BATCH + 1 in v for v in versions.values()]
     assert written == [phase != "before_collect"] * 2, versions
-
-    cfg.update(pause_batch=-1)
-    p2 = _launch(cfg, os.path.join(root, "run2.json"), os.path.join(root, "run2.log"))
-    try:
-        rc = p2.wait(timeout=FINISH_TIMEOUT_S)
-    finally:
-        if p2.poll() is None:
-            os.killpg(p2.pid, signal.SIGKILL)
-            p2.wait(timeout=60)
-    assert rc == 0, _log(os.path.join(root, "run2.log"))
-
-    assert _sink_batches(out) == uninterrupted["by_key"]
+    assert got["final"] == uninterrupted["by_key"]

@@ -9,7 +9,7 @@ adds the next file as well: micro-batch n reads two files, which an uninterrupte
 two micro-batches.
 
 The window between the two writes is too short to hit with a signal on purpose, so the test
-kills the driver (kill -9, ``_kill9_driver.py``) a moment later, when micro-batch 3 is planned but
+kills the driver (kill -9, ``_kill9_driver.py``, both cases' queries in one driver process) a moment later, when micro-batch 3 is planned but
 has not run (``before_collect``: no state written), and then removes ``offsets/3``, the one file
 that a kill inside the window would not have written. What the restart then finds is what such
 a crash leaves: commits and offsets up to 2, the source log up to 3.
@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import time
 from typing import Any, Dict, List
 
 import pytest
+from _kill9 import kill9_then_restart, log_ids
 from _kill9_driver import build
-from _streaming import FileStream, file_name, kill9_when_paused, write_json_lines
-from test_dedup_restart import FINISH_TIMEOUT_S, MARKER_TIMEOUT_S, _launch, _log, _log_ids
+from _streaming import FileStream, file_name, write_json_lines
 
 CRASH_BATCH = 3  # the micro-batch planned when the driver dies; it reads files 3 and 4 after the restart
 
@@ -106,22 +105,6 @@ def _sink_rows(out: str) -> Dict[int, List[str]]:
     return got
 
 
-def _drive(root: str, cfg: Dict[str, Any], tag: str, kill: bool) -> None:
-    marker = os.path.join(root, f"paused_{tag}")
-    cfg = dict(cfg, marker=marker, pause_batch=CRASH_BATCH if kill else -1, pause_phase="before_collect")
-    log = os.path.join(root, f"{tag}.log")
-    p = _launch(cfg, os.path.join(root, f"{tag}.json"), log)
-    try:
-        if kill:
-            kill9_when_paused(p, marker, MARKER_TIMEOUT_S, lambda: _log(log))
-        else:
-            assert p.wait(timeout=FINISH_TIMEOUT_S) == 0, _log(log)
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait(timeout=60)
-
-
 def _source_log(checkpoint: str, batch: int) -> List[str]:
     """The file names of source batch ``batch`` in Spark's file source log."""
     with open(os.path.join(checkpoint, "sources", "0", str(batch))) as f:
@@ -132,37 +115,76 @@ def _seqs(rows: Dict[int, List[str]]) -> List[int]:
     return sorted(json.loads(r)["seq"] for b in rows.values() for r in b if "seq" in json.loads(r))
 
 
-@pytest.mark.parametrize("case", [WINDOW, DEDUP], ids=["window_final", "dedup"])
-def test_a_driver_crash_that_packs_two_files_into_one_micro_batch_changes_the_output(spark, session_tmp, case) -> None:
+CASES = {"window_final": WINDOW, "dedup": DEDUP}
+
+
+@pytest.fixture(scope="module")
+def crashed(session_tmp) -> Dict[str, Dict[str, Any]]:
+    """Both cases' queries in one driver process, killed (SIGKILL) once each has planned
+    micro-batch CRASH_BATCH and not run it; then each checkpoint loses ``offsets/3`` (what a crash
+    inside the window leaves out) and one driver process runs both to the end: case -> what the
+    kill left (``commits``, ``source``: the source log's batch CRASH_BATCH), the checkpoint and the
+    sink directory."""
+    root = str(session_tmp.mktemp("crash"))
+    queries = {}
+    base = time.time() - 3600
+    for name, case in CASES.items():
+        src, out = os.path.join(root, name, "src"), os.path.join(root, name, "out")
+        os.makedirs(src)
+        for i, recs in enumerate(case["files"]):  # files ordered by modification time
+            write_json_lines(src, file_name(i), recs, mtime=base + 10 * i)
+        queries[name] = dict(
+            case["cfg"],
+            order="auto",
+            src=src,
+            checkpoint=os.path.join(root, name, "checkpoint"),
+            out=out,
+            pause_batch=CRASH_BATCH,
+            pause_phase="before_collect",
+        )
+    got: Dict[str, Dict[str, Any]] = {}
+
+    def after_kill() -> None:
+        for name, q in queries.items():
+            ckpt = q["checkpoint"]
+            got[name] = dict(
+                commits=log_ids(os.path.join(ckpt, "commits")),
+                source=_source_log(ckpt, CRASH_BATCH),
+                ckpt=ckpt,
+                out=q["out"],
+            )
+            for f in (str(CRASH_BATCH), f".{CRASH_BATCH}.crc"):  # what a crash inside the window leaves out
+                if os.path.exists(os.path.join(ckpt, "offsets", f)):
+                    os.remove(os.path.join(ckpt, "offsets", f))
+
+    kill9_then_restart(root, queries, between=after_kill)
+    return got
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_driver_crash_that_packs_two_files_into_one_micro_batch_changes_the_output(
+    spark, session_tmp, crashed, name
+) -> None:
+    case = CASES[name]
     cfg = dict(case["cfg"], order="auto")
     files = case["files"]
     one_per_batch = _reference(spark, str(session_tmp.mktemp("crash_ref1")), cfg, files)
     merged = files[:CRASH_BATCH] + [files[CRASH_BATCH] + files[CRASH_BATCH + 1]] + files[CRASH_BATCH + 2 :]
     new_split = _reference(spark, str(session_tmp.mktemp("crash_ref2")), cfg, merged)
 
-    root = str(session_tmp.mktemp("crash"))
-    src, out, ckpt = os.path.join(root, "src"), os.path.join(root, "out"), os.path.join(root, "checkpoint")
-    os.makedirs(src)
-    base = time.time() - 3600
-    for i, recs in enumerate(files):  # files ordered by modification time
-        write_json_lines(src, file_name(i), recs, mtime=base + 10 * i)
-    cfg.update(src=src, checkpoint=ckpt, out=out)
-    _drive(root, cfg, "run1", kill=True)
-    assert _log_ids(os.path.join(ckpt, "commits")) == list(range(CRASH_BATCH))
-    assert _source_log(ckpt, CRASH_BATCH) == [file_name(CRASH_BATCH)]
-    for name in (str(CRASH_BATCH), f".{CRASH_BATCH}.crc"):  # what a crash inside the window leaves out
-        if os.path.exists(os.path.join(ckpt, "offsets", name)):
-            os.remove(os.path.join(ckpt, "offsets", name))
-    _drive(root, cfg, "run2", kill=False)
+    run = crashed[name]
+    ckpt, out = run["ckpt"], run["out"]
+    assert run["commits"] == list(range(CRASH_BATCH))
+    assert run["source"] == [file_name(CRASH_BATCH)]
 
     # the restart read files 3 and 4 in micro-batch 3 (source batches 3 and 4), file 5 in batch 4
     assert _source_log(ckpt, CRASH_BATCH + 1) == [file_name(CRASH_BATCH + 1)]
-    assert _log_ids(os.path.join(ckpt, "commits")) == list(range(len(files) - 1))
+    assert log_ids(os.path.join(ckpt, "commits")) == list(range(len(files) - 1))
     got = _sink_rows(out)
     assert got == new_split  # the output follows the new split, micro-batch by micro-batch
     assert got != {b: rows for b, rows in one_per_batch.items() if b < len(files) - 1}
 
-    if case is WINDOW:
+    if name == "window_final":
         finals = lambda rows: sorted(  # noqa: E731
             (json.loads(r)["k"], str(json.loads(r)["window_start"]), json.loads(r)["count"])
             for b in rows.values()

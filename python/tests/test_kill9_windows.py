@@ -4,21 +4,20 @@ suppressed until its windows close, and ``suppress(until_time_limit)``. The driv
 versions were committed but before the batch was, so the restart replays that batch on the
 state it started from; the sink's rows per micro-batch must equal an uninterrupted run's (the
 driver's query, ``_kill9_driver.build``, run in the tests' own session: one driver process less
-per case)."""
+per case). Both operators' queries share one driver process (``_kill9.kill9_then_restart``)."""
 
 from __future__ import annotations
 
 import json
 import os
 import random
-import signal
 import time
 from typing import Any, Dict, List
 
 import pytest
+from _kill9 import kill9_after_commit_then_restart
 from _kill9_driver import build
-from _streaming import FileStream, file_name, kill9_when_paused, write_json_lines
-from test_dedup_restart import FINISH_TIMEOUT_S, MARKER_TIMEOUT_S, _launch, _log, _log_ids
+from _streaming import FileStream, file_name, write_json_lines
 
 PAUSE_BATCH = 4
 BATCHES = 7
@@ -69,47 +68,46 @@ def _sink_rows(out: str) -> Dict[int, List[str]]:
     return got
 
 
-def _run(root: str, cfg: Dict[str, Any], tag: str, kill: bool) -> None:
-    marker = os.path.join(root, f"paused_{tag}")
-    cfg = dict(cfg, marker=marker, pause_batch=PAUSE_BATCH if kill else -1, pause_phase="after_collect")
-    log = os.path.join(root, f"{tag}.log")
-    p = _launch(cfg, os.path.join(root, f"{tag}.json"), log)
-    try:
-        if kill:
-            kill9_when_paused(p, marker, MARKER_TIMEOUT_S, lambda: _log(log))
-        else:
-            assert p.wait(timeout=FINISH_TIMEOUT_S) == 0, _log(log)
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait(timeout=60)
+OPERATORS = {
+    "window_final": dict(operator="window_final", size="5 seconds", grace="2 seconds"),
+    "time_limit": dict(operator="time_limit", limit="5 seconds"),
+}
 
 
-@pytest.mark.parametrize(
-    "operator",
-    [
-        dict(operator="window_final", size="5 seconds", grace="2 seconds"),
-        dict(operator="time_limit", limit="5 seconds"),
-    ],
-    ids=lambda o: o["operator"],
-)
-def test_kill9_after_the_state_committed_then_restart_gives_identical_output(spark, session_tmp, operator) -> None:
-    tag = operator["operator"]
-    cfg = dict(operator, mode="by_key", interval="1 second")
-    whole = _uninterrupted(spark, str(session_tmp.mktemp(f"kill9_{tag}_whole")), cfg, _input())
+def _cfg(name: str) -> Dict[str, Any]:
+    return dict(OPERATORS[name], mode="by_key", interval="1 second")
+
+
+@pytest.fixture(scope="module")
+def killed(session_tmp) -> Dict[str, Dict[str, Any]]:
+    """Both operators' queries in one driver process, killed (SIGKILL) once each has committed
+    micro-batch PAUSE_BATCH's state and not the batch, then restarted to the end: operator ->
+    the commits and sink batches the kill left (``commits``, ``sunk``) and the final sink rows."""
+    root = str(session_tmp.mktemp("kill9_windows"))
+    queries = {}
+    base = time.time() - 3600
+    for name in OPERATORS:
+        src, out = os.path.join(root, name, "src"), os.path.join(root, name, "out")
+        os.makedirs(src)
+        for i, recs in enumerate(_input()):  # files ordered by modification time
+            write_json_lines(src, file_name(i), recs, mtime=base + 10 * i)
+        queries[name] = dict(
+            _cfg(name),
+            src=src,
+            checkpoint=os.path.join(root, name, "checkpoint"),
+            out=out,
+            pause_batch=PAUSE_BATCH,
+            pause_phase="after_collect",
+        )
+    return kill9_after_commit_then_restart(root, queries, _sink_rows)
+
+
+@pytest.mark.parametrize("name", list(OPERATORS))
+def test_kill9_after_the_state_committed_then_restart_gives_identical_output(spark, session_tmp, killed, name) -> None:
+    whole = _uninterrupted(spark, str(session_tmp.mktemp(f"kill9_{name}_whole")), _cfg(name), _input())
     assert sorted(whole) == list(range(BATCHES))
     assert sum(len(rows) for rows in whole.values()) > 0
-
-    root = str(session_tmp.mktemp(f"kill9_{tag}"))
-    src, out = os.path.join(root, "src"), os.path.join(root, "out")
-    os.makedirs(src)
-    base = time.time() - 3600
-    for i, recs in enumerate(_input()):  # files ordered by modification time
-        write_json_lines(src, file_name(i), recs, mtime=base + 10 * i)
-    cfg.update(src=src, checkpoint=os.path.join(root, "checkpoint"), out=out)
-    _run(root, cfg, "run1", kill=True)
     # killed after the batch's state was written, before it was committed: it is replayed
-    assert _log_ids(os.path.join(cfg["checkpoint"], "commits")) == list(range(PAUSE_BATCH))
-    assert sorted(_sink_rows(out)) == list(range(PAUSE_BATCH))
-    _run(root, cfg, "run2", kill=False)
-    assert _sink_rows(out) == whole
+    assert killed[name]["commits"] == list(range(PAUSE_BATCH))
+    assert killed[name]["sunk"] == list(range(PAUSE_BATCH))
+    assert killed[name]["rows"] == whole

@@ -5,7 +5,7 @@ results depend on state carried over every batch boundary (materialized values, 
 stream times, the grace buffer, aggregates). The uninterrupted run is checked against the
 reference model; a run stopped and restarted from its checkpoint between every two micro-batches,
 and a run whose driver is killed (SIGKILL, driver and JVM) mid-batch and restarted, must give
-the same sink rows, micro-batch by micro-batch."""
+the same sink rows, micro-batch by micro-batch (the three queries share one driver process)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import time
 from typing import Any, Dict, List
 
 import pytest
+from _kill9 import kill9_after_commit_then_restart
 from _streaming import FileStream, file_name, write_json_lines
 from _table_operators import OPERATORS
 from _tables_property import SCHEMA, canonical, key_partitioner, random_records
-from test_dedup_restart import _log_ids
-from test_kill9_windows import PAUSE_BATCH, _rows, _run, _sink_rows
+from test_kill9_windows import PAUSE_BATCH, _rows, _sink_rows
 
 BATCHES, PER_BATCH = 7, 6
 NAMES = sorted(OPERATORS)
@@ -75,19 +75,35 @@ def test_restart_between_every_two_micro_batches_gives_identical_output(
     assert _rows(got) == _rows(uninterrupted[name])
 
 
+@pytest.fixture(scope="module")
+def killed(session_tmp) -> Dict[str, Dict[str, Any]]:
+    """The three operators' queries in one driver process, killed (SIGKILL) once each has
+    committed micro-batch PAUSE_BATCH's state and not the batch, then restarted to the end:
+    name -> the commits and sink batches the kill left (``commits``, ``sunk``) and the sink rows."""
+    root = str(session_tmp.mktemp("kill9_tables"))
+    queries = {}
+    base = time.time() - 3600
+    for name in NAMES:
+        src, out = os.path.join(root, name, "src"), os.path.join(root, name, "out")
+        os.makedirs(src)
+        for i, recs in enumerate(_batches(name)):  # files ordered by modification time
+            write_json_lines(src, file_name(i), recs, mtime=base + 10 * i)
+        queries[name] = dict(
+            operator=name,
+            schema=SCHEMA,
+            src=src,
+            checkpoint=os.path.join(root, name, "checkpoint"),
+            out=out,
+            pause_batch=PAUSE_BATCH,
+            pause_phase="after_collect",
+        )
+    return kill9_after_commit_then_restart(root, queries, _sink_rows)
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_kill9_mid_batch_then_restart_gives_identical_output(spark, session_tmp, uninterrupted, name) -> None:
+def test_kill9_mid_batch_then_restart_gives_identical_output(uninterrupted, killed, name) -> None:
     """The driver is killed after micro-batch PAUSE_BATCH's state store versions were committed
     but before the batch was: the restart replays it on the state it started from."""
-    root = str(session_tmp.mktemp(f"kill9_{name}"))
-    src, out = os.path.join(root, "src"), os.path.join(root, "out")
-    os.makedirs(src)
-    base = time.time() - 3600
-    for i, recs in enumerate(_batches(name)):  # files ordered by modification time
-        write_json_lines(src, file_name(i), recs, mtime=base + 10 * i)
-    cfg = dict(operator=name, schema=SCHEMA, src=src, checkpoint=os.path.join(root, "checkpoint"), out=out)
-    _run(root, cfg, "run1", kill=True)
-    assert _log_ids(os.path.join(cfg["checkpoint"], "commits")) == list(range(PAUSE_BATCH))
-    assert sorted(_sink_rows(out)) == list(range(PAUSE_BATCH))
-    _run(root, cfg, "run2", kill=False)
-    assert _sink_rows(out) == _rows(uninterrupted[name])
+    assert killed[name]["commits"] == list(range(PAUSE_BATCH))
+    assert killed[name]["sunk"] == list(range(PAUSE_BATCH))
+    assert killed[name]["rows"] == _rows(uninterrupted[name])
