@@ -246,8 +246,8 @@ def kstateSettings(minor: String): Seq[Def.Setting[_]] = Seq(
     Global / concurrentRestrictions += Tags.limit(Tags.ForkedTestGroup, 2),
     // -XX:TieredStopAtLevel=1 (C1 only): the suites are many small Spark queries on 2 cores, where
     // C2's compilations cost more CPU than they pay back. Measured 2026-11-27: four streaming
-    // suites 115-122 s against 126-128 s with the default JIT, alternating; the whole `sbt test`
-    // 6:18 against 6:55 (docs/contributing.md, "Test time").
+    // suites 115-122 s against 126-128 s with the default JIT, alternating; whole `sbt test` runs
+    // 6:18 and 6:54 against 6:55, one each (docs/contributing.md, "Test time").
     Test / javaOptions ++= Seq("-Xmx4g", "-Xss4m", "-XX:TieredStopAtLevel=1") ++ sparkJavaModuleOptions ++ Seq(
       "-Dspark.testing=1",
       "-Dspark.ui.enabled=false",
