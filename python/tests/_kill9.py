@@ -38,6 +38,26 @@ def launch(cfg: Dict[str, Any], cfg_path: str, log_path: str) -> subprocess.Pope
     )
 
 
+def query_on_files(root: str, name: str, batches: List[List[Dict[str, Any]]], **cfg: Any) -> Dict[str, Any]:
+    """One query's configuration for ``_kill9_driver``: ``cfg`` (operator, pause point; a
+    ``checkpoint`` of its own, else ``root/name/checkpoint``) with ``src`` and ``out`` under
+    ``root/name``; ``src`` gets one JSON-lines file per micro-batch of ``batches``, ordered by
+    modification time (the file source's order)."""
+    from _streaming import file_name, write_json_lines
+
+    src = os.path.join(root, name, "src")
+    os.makedirs(src)
+    base = time.time() - 3600
+    for i, recs in enumerate(batches):
+        write_json_lines(src, file_name(i), recs, mtime=base + 10 * i)
+    return {
+        "checkpoint": os.path.join(root, name, "checkpoint"),
+        "src": src,
+        "out": os.path.join(root, name, "out"),
+        **cfg,
+    }
+
+
 def log_tail(path: str) -> str:
     with open(path) as f:
         return f.read()[-6000:]

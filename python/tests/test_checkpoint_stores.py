@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import os
 import random
-import time
 from typing import Any, Dict, List
 
 import _kill9_driver
 import kstate
 import pytest
-from _kill9 import kill9_then_restart
-from _streaming import FileStream, file_name, write_json_lines
+from _kill9 import kill9_then_restart, query_on_files
+from _streaming import FileStream
 from _tables_property import SCHEMA as TABLE_SCHEMA
 from _tables_property import random_records
 from checkpoint_stores import HdfsCluster, S3Server
@@ -132,17 +131,17 @@ def killed(spark, session_tmp, remote) -> Dict[str, Dict[str, Any]]:
     root = str(session_tmp.mktemp("kill9_stores"))
     cfg, _, batches = PIPELINES["window_final"]
     queries, conf = {}, {}
-    base = time.time() - 3600
     for store in STORES:
         url, settings = remote[store]
         conf.update(settings)
-        src, out = os.path.join(root, store, "src"), os.path.join(root, store, "out")
-        os.makedirs(src)
-        for i, recs in enumerate(batches):
-            write_json_lines(src, file_name(i), recs, mtime=base + 10 * i)
-        checkpoint = f"{url}/{os.path.basename(root)}-kill9"
-        queries[store] = dict(
-            cfg, src=src, checkpoint=checkpoint, out=out, pause_batch=KILL_BATCH, pause_phase="after_collect"
+        queries[store] = query_on_files(
+            root,
+            store,
+            batches,
+            **cfg,
+            checkpoint=f"{url}/{os.path.basename(root)}-kill9",
+            pause_batch=KILL_BATCH,
+            pause_phase="after_collect",
         )
     got: Dict[str, Dict[str, Any]] = {}
 

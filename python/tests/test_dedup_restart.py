@@ -12,21 +12,18 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from typing import Any, Dict, List, Optional
 
 import pytest
-from _kill9 import kill9_then_restart, log_ids
+from _kill9 import kill9_then_restart, log_ids, query_on_files
 from _streaming import (
     FileStream,
     dedup,
-    file_name,
     model_forwarded,
     partition_map,
     partitioner,
     run_stream,
     shuffle_partitions,
-    write_json_lines,
 )
 
 S = 1000
@@ -181,22 +178,18 @@ def killed(session_tmp) -> Dict[str, Dict[str, Any]]:
     (``sunk``: the sink's batches, ``offsets``, ``commits``, ``versions``: the state files'
     versions) and the sink's batches at the end (``final``)."""
     root = str(session_tmp.mktemp("kill9"))
-    queries = {}
-    base = time.time() - 3600
-    for phase in PHASES:
-        src, out = os.path.join(root, phase, "src"), os.path.join(root, phase, "out")
-        os.makedirs(src)
-        for i, recs in enumerate(batches_for("by_key")):  # files ordered by modification time
-            write_json_lines(src, file_name(i), recs, mtime=base + 10 * i)
-        queries[phase] = dict(
-            src=src,
-            checkpoint=os.path.join(root, phase, "checkpoint"),
-            out=out,
+    queries = {
+        phase: query_on_files(
+            root,
+            phase,
+            batches_for("by_key"),
             mode="by_key",
             interval=INTERVAL,
             pause_batch=PAUSE_BATCH,
             pause_phase=phase,
         )
+        for phase in PHASES
+    }
     got: Dict[str, Dict[str, Any]] = {}
 
     def after_kill() -> None:

@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from typing import Any, Dict, List
 
 import pytest
-from _kill9 import kill9_then_restart, log_ids
+from _kill9 import kill9_then_restart, log_ids, query_on_files
 from _kill9_driver import build
-from _streaming import FileStream, file_name, write_json_lines
+from _streaming import FileStream, file_name
 
 CRASH_BATCH = 3  # the micro-batch planned when the driver dies; it reads files 3 and 4 after the restart
 
@@ -126,22 +125,18 @@ def crashed(session_tmp) -> Dict[str, Dict[str, Any]]:
     kill left (``commits``, ``source``: the source log's batch CRASH_BATCH), the checkpoint and the
     sink directory."""
     root = str(session_tmp.mktemp("crash"))
-    queries = {}
-    base = time.time() - 3600
-    for name, case in CASES.items():
-        src, out = os.path.join(root, name, "src"), os.path.join(root, name, "out")
-        os.makedirs(src)
-        for i, recs in enumerate(case["files"]):  # files ordered by modification time
-            write_json_lines(src, file_name(i), recs, mtime=base + 10 * i)
-        queries[name] = dict(
-            case["cfg"],
+    queries = {
+        name: query_on_files(
+            root,
+            name,
+            case["files"],
+            **case["cfg"],
             order="auto",
-            src=src,
-            checkpoint=os.path.join(root, name, "checkpoint"),
-            out=out,
             pause_batch=CRASH_BATCH,
             pause_phase="before_collect",
         )
+        for name, case in CASES.items()
+    }
     got: Dict[str, Dict[str, Any]] = {}
 
     def after_kill() -> None:

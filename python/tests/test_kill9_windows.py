@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import os
 import random
-import time
 from typing import Any, Dict, List
 
 import pytest
-from _kill9 import kill9_after_commit_then_restart
+from _kill9 import kill9_after_commit_then_restart, query_on_files
 from _kill9_driver import build
-from _streaming import FileStream, file_name, write_json_lines
+from _streaming import FileStream
 
 PAUSE_BATCH = 4
 BATCHES = 7
@@ -84,21 +83,10 @@ def killed(session_tmp) -> Dict[str, Dict[str, Any]]:
     micro-batch PAUSE_BATCH's state and not the batch, then restarted to the end: operator ->
     the commits and sink batches the kill left (``commits``, ``sunk``) and the final sink rows."""
     root = str(session_tmp.mktemp("kill9_windows"))
-    queries = {}
-    base = time.time() - 3600
-    for name in OPERATORS:
-        src, out = os.path.join(root, name, "src"), os.path.join(root, name, "out")
-        os.makedirs(src)
-        for i, recs in enumerate(_input()):  # files ordered by modification time
-            write_json_lines(src, file_name(i), recs, mtime=base + 10 * i)
-        queries[name] = dict(
-            _cfg(name),
-            src=src,
-            checkpoint=os.path.join(root, name, "checkpoint"),
-            out=out,
-            pause_batch=PAUSE_BATCH,
-            pause_phase="after_collect",
-        )
+    queries = {
+        name: query_on_files(root, name, _input(), **_cfg(name), pause_batch=PAUSE_BATCH, pause_phase="after_collect")
+        for name in OPERATORS
+    }
     return kill9_after_commit_then_restart(root, queries, _sink_rows)
 
 

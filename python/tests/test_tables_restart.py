@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import os
 import random
-import time
 from typing import Any, Dict, List
 
 import pytest
-from _kill9 import kill9_after_commit_then_restart
-from _streaming import FileStream, file_name, write_json_lines
+from _kill9 import kill9_after_commit_then_restart, query_on_files
+from _streaming import FileStream
 from _table_operators import OPERATORS
 from _tables_property import SCHEMA, canonical, key_partitioner, random_records
 from test_kill9_windows import PAUSE_BATCH, _rows, _sink_rows
@@ -81,22 +80,18 @@ def killed(session_tmp) -> Dict[str, Dict[str, Any]]:
     committed micro-batch PAUSE_BATCH's state and not the batch, then restarted to the end:
     name -> the commits and sink batches the kill left (``commits``, ``sunk``) and the sink rows."""
     root = str(session_tmp.mktemp("kill9_tables"))
-    queries = {}
-    base = time.time() - 3600
-    for name in NAMES:
-        src, out = os.path.join(root, name, "src"), os.path.join(root, name, "out")
-        os.makedirs(src)
-        for i, recs in enumerate(_batches(name)):  # files ordered by modification time
-            write_json_lines(src, file_name(i), recs, mtime=base + 10 * i)
-        queries[name] = dict(
+    queries = {
+        name: query_on_files(
+            root,
+            name,
+            _batches(name),
             operator=name,
             schema=SCHEMA,
-            src=src,
-            checkpoint=os.path.join(root, name, "checkpoint"),
-            out=out,
             pause_batch=PAUSE_BATCH,
             pause_phase="after_collect",
         )
+        for name in NAMES
+    }
     return kill9_after_commit_then_restart(root, queries, _sink_rows)
 
 
