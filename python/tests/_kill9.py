@@ -17,6 +17,8 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional
 
+from _streaming import kill9_when_paused
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DRIVER = os.path.join(HERE, "_kill9_driver.py")
 MARKER_TIMEOUT_S = 300
@@ -89,15 +91,7 @@ def kill9_then_restart(
     log1 = os.path.join(root, "run1.log")
     p = launch(dict(queries=runs, conf=conf or {}), os.path.join(root, "run1.json"), log1)
     try:
-        deadline = time.monotonic() + MARKER_TIMEOUT_S
-        while not all(os.path.exists(m) for m in markers.values()):
-            assert p.poll() is None, f"driver exited ({p.returncode}) before pausing:\n{log_tail(log1)}"
-            waiting = sorted(n for n, m in markers.items() if not os.path.exists(m))
-            assert time.monotonic() < deadline, f"{waiting} never paused:\n{log_tail(log1)}"
-            time.sleep(0.2)
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait(timeout=60)
-        assert p.returncode == -signal.SIGKILL
+        kill9_when_paused(p, list(markers.values()), MARKER_TIMEOUT_S, lambda: log_tail(log1))
     finally:
         _stop(p)
     if between is not None:

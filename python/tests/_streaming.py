@@ -19,7 +19,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
 
 from kstate.testing import session_conf  # noqa: F401 (the tests import it from here)
 from models.dedup_model import DedupModel, Rec
@@ -102,16 +102,18 @@ def finish_driver(spark: SparkSession, *queries: Any) -> int:
     return 0
 
 
-def kill9_when_paused(p: Any, marker: str, timeout_s: float, log: Callable[[], str]) -> None:
+def kill9_when_paused(p: Any, marker: Union[str, Sequence[str]], timeout_s: float, log: Callable[[], str]) -> None:
     """Waits until driver process ``p`` (started in a process group of its own) has written
-    ``marker`` (it paused), then kills its process group with SIGKILL. ``log``: the driver's
-    output, for the failure message when it exits or never pauses."""
+    ``marker`` (it paused; several markers: every one of them), then kills its process group with
+    SIGKILL. ``log``: the driver's output, for the failure message when it exits or never pauses."""
     import signal
 
+    markers = [marker] if isinstance(marker, str) else list(marker)
     deadline = time.monotonic() + timeout_s
-    while not os.path.exists(marker):
+    while not all(os.path.exists(m) for m in markers):
+        waiting = [m for m in markers if not os.path.exists(m)]
         assert p.poll() is None, f"driver exited ({p.returncode}) before pausing:\n{log()}"
-        assert time.monotonic() < deadline, f"driver never paused:\n{log()}"
+        assert time.monotonic() < deadline, f"{waiting} never written: the driver never paused:\n{log()}"
         time.sleep(0.2)
     os.killpg(p.pid, signal.SIGKILL)
     p.wait(timeout=60)
