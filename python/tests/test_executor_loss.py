@@ -171,41 +171,6 @@ def test_with_a_standby_each_lost_partition_fails_over_without_replaying_and_out
     assert metric(7, "kstateStoreRestoreRecordsReplayed") > 0
 
 
-# Checkpoint format v2 (unique checkpoint ids): one kill of partition 0's active executor after
-# the standbys caught up, 4 batches (short: the kills above cover the placement cases).
-V2_BATCHES = 4
-V2 = {"spark.sql.streaming.stateStore.checkpointFormatVersion": "2"}
-
-
-def test_on_checkpoint_format_2_a_lost_executors_partitions_adopt_their_standbys_by_id(spark, tmp_path):
-    data = batches(V2_BATCHES)
-    res = run_driver(
-        tmp_path,
-        data,
-        kills=[{"after": 1, "targets": ["active"]}],
-        wait_warm=True,
-        conf={**CONF, **V2, "spark.kstate.standbyReplicas": "1", "spark.kstate.acceptableRecoveryLag": "0"},
-    )
-
-    progress = {p["batchId"]: p for p in res["progress"] if p["numInputRows"] > 0}
-    assert sorted(progress) == list(range(V2_BATCHES))
-    assert sink_batches(spark, str(tmp_path / "out")) == expected(spark, data)
-    # the standbys followed the committed ids (from the commit log): the lost executor's
-    # partitions adopted them, and the recovery batch replayed nothing
-    recovery = progress[2]["customMetrics"]
-    assert int(recovery["kstateStoreRestoredFromStandby"]) >= 1
-    assert int(recovery["kstateStoreRestoreRecordsReplayed"]) == 0
-    # every batch committed one id per state partition, each naming its changelog
-    state = tmp_path / "checkpoint" / "state"
-    for b in range(V2_BATCHES):
-        with open(tmp_path / "checkpoint" / "commits" / str(b)) as f:
-            ids = json.loads(f.read().split("\n", 1)[1])["stateUniqueIds"]
-        ((op, parts),) = ids.items()
-        assert len(parts) == PARTITIONS
-        for p, (i,) in enumerate(parts):
-            assert (state / op / str(p) / f"{b + 1}_{i}.kstate.changelog").exists(), (b, p)
-
-
 # Scale-up, then a loss without standbys (one cluster run for both, to keep the suite short):
 #  - the query starts on 2 executors (the third scaled away before it starts); after batch 1 the
 #    application gets its third executor back (as when a worker joins). Batch 2 plans warm-ups
@@ -270,25 +235,40 @@ def test_an_added_executor_takes_partitions_only_after_warm_up_and_a_lost_one_re
     assert cold["executors"][0] not in res["executors_after"] and len(res["executors_after"]) == 3
 
 
-# With the checkpoint on HDFS (a NameNode and two DataNodes, checkpoint_stores.py): the active
-# executor of partition 0 is lost after batch 2; its partitions fail over to their standbys, which
-# followed the committed versions from HDFS, and replay nothing.
+# With the checkpoint on HDFS (a NameNode and two DataNodes, checkpoint_stores.py) and checkpoint
+# format v2 (unique checkpoint ids), where production runs: the active executor of partition 0 is
+# lost after batch 2; its partitions adopt their standbys, which followed the committed versions
+# and their ids (from the commit log) on HDFS, and replay nothing. One cluster run for both
+# settings keeps the serial part of the suite short; the kills above cover the local disk and
+# format 1.
 HDFS_BATCHES = 5
+V2 = {"spark.sql.streaming.stateStore.checkpointFormatVersion": "2"}
 
 
-def test_on_hdfs_a_lost_executor_fails_over_to_its_standbys(spark, tmp_path):
+def test_on_hdfs_and_checkpoint_format_2_a_lost_executors_partitions_adopt_their_standbys_by_id(spark, tmp_path):
     from checkpoint_stores import HdfsCluster
 
     data = batches(HDFS_BATCHES)
     with HdfsCluster() as hdfs:
+        checkpoint = f"{hdfs.url}/executor-loss"
         res = run_driver(
             tmp_path,
             data,
             kills=[{"after": 2, "targets": ["active"]}],
             wait_warm=True,
-            checkpoint=f"{hdfs.url}/executor-loss",
-            conf={**CONF, "spark.kstate.standbyReplicas": "1", "spark.kstate.acceptableRecoveryLag": "0"},
+            checkpoint=checkpoint,
+            conf={**CONF, **V2, "spark.kstate.standbyReplicas": "1", "spark.kstate.acceptableRecoveryLag": "0"},
         )
+        # every batch committed one id per state partition, each naming its changelog on HDFS
+        jvm = spark.sparkContext._jvm
+        fs = jvm.org.apache.hadoop.fs.Path(checkpoint).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        for b in range(HDFS_BATCHES):
+            lines = [r.value for r in spark.read.text(f"{checkpoint}/commits/{b}").collect()]
+            ((op, parts),) = json.loads(lines[1])["stateUniqueIds"].items()
+            assert len(parts) == PARTITIONS
+            for p, (i,) in enumerate(parts):
+                changelog = f"{checkpoint}/state/{op}/{p}/{b + 1}_{i}.kstate.changelog"
+                assert fs.exists(jvm.org.apache.hadoop.fs.Path(changelog)), (b, p)
     progress = {p["batchId"]: p for p in res["progress"] if p["numInputRows"] > 0}
     assert sorted(progress) == list(range(HDFS_BATCHES))
     assert sink_batches(spark, str(tmp_path / "out")) == expected(spark, data)
