@@ -537,6 +537,7 @@ final class KStateWindowedStream private[kstate] (
         spec.updateExpressions,
         spec.inputBufferAttributes,
         spec.mergeExpressions,
+        spec.orderInsensitive,
         spec.results.map(_._2),
         finalResults = None,
         AttributeReference(keyName, keyArg.dataType, nullable = false)(),

@@ -8,7 +8,8 @@ import org.apache.spark.sql.kstate.processor.window.MergingAggregator
  * The aggregate buffers of a windowed aggregation as the processors' [[MergingAggregator]]: a new
  * buffer, one more input row, and two buffers merged (sessions merge, sliding windows are built
  * from their records' buffers; time windows never merge, so the merge projection is built only
- * when first used), each a fresh copy. Per task; not thread-safe.
+ * when first used), each a fresh copy. `orderInsensitive`: the functions' ([[AggregateSpec]]).
+ * Per task; not thread-safe.
  */
 private[execution] final class AggregateBuffers(
     input: Seq[Attribute],
@@ -16,7 +17,8 @@ private[execution] final class AggregateBuffers(
     initialValues: Seq[Expression],
     updateExpressions: Seq[Expression],
     inputBufferAttributes: Seq[Attribute],
-    mergeExpressions: Seq[Expression]
+    mergeExpressions: Seq[Expression],
+    override val orderInsensitive: Boolean = false
 ) extends MergingAggregator[InternalRow, UnsafeRow] {
   private val initialProj = UnsafeProjection.create(initialValues)
   private val updateProj = UnsafeProjection.create(updateExpressions, bufferAttributes ++ input)

@@ -32,6 +32,7 @@ case class KStateWindowedAggregateExec(
     updateExpressions: Seq[Expression],
     inputBufferAttributes: Seq[Attribute],
     mergeExpressions: Seq[Expression],
+    orderInsensitive: Boolean,
     resultExpressions: Seq[Expression],
     finalResults: Option[UntilWindowCloses],
     output: Seq[Attribute],

@@ -84,7 +84,8 @@ private[execution] object SpanTask {
       initialValues,
       updateExpressions,
       inputBufferAttributes,
-      mergeExpressions
+      mergeExpressions,
+      orderInsensitive
     )
     windows match {
       case w: SessionWindows =>

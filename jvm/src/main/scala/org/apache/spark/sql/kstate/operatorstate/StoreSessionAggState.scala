@@ -77,7 +77,10 @@ final class StoreSessionAggState(store: StateStore, keySchema: StructType, buffe
     if (sessions.isEmpty) store.remove(key)
     else {
       // an index entry per new end; entries whose session changed or left are skipped when drained
-      sessions.foreach(s => if (!old.exists(o => o.end == s.end)) index.add(s.end, key))
+      // (a set of the old ends for a key with many spans: a hot key's sliding windows)
+      val isOld: Long => Boolean =
+        if (old.length <= 8) e => old.exists(_.end == e) else old.iterator.map(_.end).toSet
+      sessions.foreach(s => if (!isOld(s.end)) index.add(s.end, key))
       store.put(
         key,
         toValue(InternalRow(new GenericArrayData(
@@ -89,11 +92,14 @@ final class StoreSessionAggState(store: StateStore, keySchema: StructType, buffe
 
   override def closeBefore(bound: Long)(f: (UnsafeRow, StoredSession[UnsafeRow]) => Unit): Long = {
     var n = 0L
-    index.drainBefore(bound) { (_, key) =>
-      val sessions = get(key)
+    // each key once, in the order of its first index entry: a key with many spans ending before
+    // the bound has as many entries, and would otherwise be read once per entry
+    val keys = new java.util.LinkedHashSet[UnsafeRow]()
+    index.drainBefore(bound)((_, key) => if (!keys.contains(key)) keys.add(key.copy()))
+    keys.forEach { k =>
+      val sessions = get(k)
       val (closed, open) = sessions.partition(_.end < bound)
       if (closed.nonEmpty) {
-        val k = key.copy()
         closed.foreach { s => f(k, s); n += 1 }
         put(k, open.toSeq, sessions.toSeq)
       }

@@ -72,6 +72,7 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
         a.updateExpressions,
         a.inputBufferAttributes,
         a.mergeExpressions,
+        a.orderInsensitive,
         a.resultExpressions,
         a.finalResults,
         a.output,

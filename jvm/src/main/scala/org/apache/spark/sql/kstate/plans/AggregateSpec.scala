@@ -3,8 +3,15 @@ package org.apache.spark.sql.kstate.plans
 import org.apache.spark.sql.kstate.errors.KStateErrors
 
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, AttributeSet, Expression, NamedExpression}
-import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, DeclarativeAggregate}
-import org.apache.spark.sql.types.{DataType, StructField, StructType}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{
+  AggregateExpression,
+  Count,
+  DeclarativeAggregate,
+  Max,
+  Min,
+  Sum
+}
+import org.apache.spark.sql.types.{AtomicType, DataType, DoubleType, FloatType, IntegralType, StructField, StructType}
 
 /**
  * Aggregate columns of a kstate operator, taken apart into what a per-group buffer needs:
@@ -14,7 +21,12 @@ import org.apache.spark.sql.types.{DataType, StructField, StructType}
  *    by the child's output;
  *  - `mergeExpressions`: two buffers combined (merging session windows), over `bufferAttributes`
  *    followed by `inputBufferAttributes` (the other buffer's fields);
- *  - `results`: the output columns (name, expression over `bufferAttributes`).
+ *  - `results`: the output columns (name, expression over `bufferAttributes`);
+ *  - `orderInsensitive`: every function's result is the same whatever the order and grouping in
+ *    which its input rows were added and buffers merged (`count`; `sum` of integers; `min` and
+ *    `max` of values other than floating point, whose -0.0 and 0.0 compare equal but differ).
+ *    A floating-point or decimal sum is not (rounding, and a decimal's overflow to null, depend
+ *    on the order), nor `avg` (a floating-point sum), nor `first`, `last` or `collect_list`.
  * Only declarative aggregates (Spark's built-in count, sum, min, max, avg, first, last, ...)
  * can be taken apart this way; DISTINCT and FILTER are not supported.
  */
@@ -24,7 +36,8 @@ case class AggregateSpec(
     updateExpressions: Seq[Expression],
     inputBufferAttributes: Seq[AttributeReference],
     mergeExpressions: Seq[Expression],
-    results: Seq[(String, Expression)]
+    results: Seq[(String, Expression)],
+    orderInsensitive: Boolean
 ) {
 
   def bufferSchema: StructType = StructType(bufferAttributes.map(a => StructField(a.name, a.dataType, a.nullable)))
@@ -78,8 +91,24 @@ object AggregateSpec {
       functions.flatMap(_.updateExpressions),
       functions.flatMap(_.inputAggBufferAttributes),
       functions.flatMap(_.mergeExpressions),
-      results
+      results,
+      functions.forall(isOrderInsensitive)
     )
+  }
+
+  private def isOrderInsensitive(f: DeclarativeAggregate): Boolean = {
+    def exact(t: DataType): Boolean = t match {
+      case _: FloatType | _: DoubleType => false
+      case _: AtomicType => true
+      case _ => false
+    }
+    f match {
+      case _: Count => true
+      case s: Sum => s.child.dataType.isInstanceOf[IntegralType]
+      case m: Min => exact(m.child.dataType)
+      case m: Max => exact(m.child.dataType)
+      case _ => false
+    }
   }
 
   private def stripAlias(e: NamedExpression): Expression = e match {

@@ -20,6 +20,7 @@ import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
  *
  * The aggregates are kept taken apart ([[AggregateSpec]]): their buffer attributes are produced
  * here, so no aggregate expression reaches Spark's analyzer outside an `Aggregate`.
+ * `orderInsensitive` ([[AggregateSpec]]) lets sliding windows fold their records once per batch.
  */
 case class KStateWindowedAggregate(
     windows: Windows,
@@ -31,6 +32,7 @@ case class KStateWindowedAggregate(
     updateExpressions: Seq[Expression],
     inputBufferAttributes: Seq[Attribute],
     mergeExpressions: Seq[Expression],
+    orderInsensitive: Boolean,
     resultExpressions: Seq[Expression],
     finalResults: Option[UntilWindowCloses],
     keyAttr: Attribute,

@@ -22,4 +22,12 @@ trait MergingAggregator[R, A] extends Aggregator[R, A] {
 
   /** The aggregate of the records of both (Kafka's session merger). */
   def merge(a: A, b: A): A
+
+  /**
+   * True when an aggregate of a set of records is the same whatever the order and grouping in
+   * which they were added and merged (a count; a sum of integers; a minimum or maximum of
+   * values other than floating point): a processor may then fold records in whatever grouping is
+   * cheapest. False (the default) keeps the order the processor's contract states.
+   */
+  def orderInsensitive: Boolean = false
 }

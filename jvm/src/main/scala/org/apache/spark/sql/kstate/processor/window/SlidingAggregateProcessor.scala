@@ -33,6 +33,19 @@ import org.apache.spark.sql.kstate.processor.{Counters, StreamTime}
  * does; not every window and record the key holds (a hot key holds many, and a record's cost
  * would grow with all of them).
  *
+ * With an order-insensitive aggregator ([[MergingAggregator.orderInsensitive]], e.g. a count)
+ * the same windows get the same values, computed once per batch instead of per record: a record
+ * only adds the windows it creates (rule 6, without their values) and notes the close time at
+ * its arrival; at `finish` each of the key's windows that can hold a record of the batch folds,
+ * in a [[FoldTree]] over the batch's records by timestamp, the ones in its range that arrived
+ * while it was open (close time at arrival <= its end), merged into its stored value or, for a
+ * window created in the batch, into the fold of the key's stored records in its range (all were
+ * there when it was created). O(log n) merges per window instead of one per record in it: a key
+ * with thousands of records per time difference no longer costs thousands of updates per record.
+ *
+ * `windowUpdates` counts, per window, the batch's records it holds at the end of the batch
+ * (each record once per window: joined, or merged when the window was created).
+ *
  * Output ([[SpanOutput]], never tombstones: windows do not merge), at `finish`: without
  * `finalResults`, every window the batch created or changed, once, with its value at the end of
  * the batch; with `finalResults`, each window once, when it closes, in end order.
@@ -55,6 +68,7 @@ final class SlidingAggregateProcessor[K, SK, R, A](
   import SlidingMetrics._
   require(timeDifferenceMs >= 0 && graceMs >= 0, s"time difference and grace must be >= 0")
   private val d = timeDifferenceMs
+  private val batched = aggregator.orderInsensitive
   private val touched = new java.util.LinkedHashMap[K, KeyState[SK, A]]()
 
   /** Rule 3: stream time − grace, saturating. */
@@ -73,9 +87,9 @@ final class SlidingAggregateProcessor[K, SK, R, A](
       val storedWindows = state.get(wk)
       val storedRecords = state.get(rk)
       val ws = mutable.TreeMap.empty[Long, Win[A]]
-      storedWindows.foreach(s => ws(s.start) = new Win(s.start, s.agg, s.maxTs, changed = false))
+      storedWindows.foreach(s => ws(s.start) = new Win(s.start, s.agg, s.maxTs, changed = false, created = false))
       val rs = new Records[A]
-      storedRecords.foreach(s => rs.add(new StoredRecord(s.start, s.agg)))
+      storedRecords.foreach(s => rs.add(new StoredRecord(s.start, s.agg, fresh = false)))
       ks = new KeyState(wk, rk, ws, rs, storedWindows, storedRecords)
       touched.put(copyKey(k), ks)
     }
@@ -91,8 +105,8 @@ final class SlidingAggregateProcessor[K, SK, R, A](
     if (endOf(ts) < close) { counters.add(LateDropped); return }
     val ks = load(key)
     val own = aggregator.add(aggregator.initial(), record)
-    // the windows containing ts start in [ts - d, ts] (ts >= 0: no underflow)
-    ks.windows.valuesIteratorFrom(ts - d).takeWhile(_.start <= ts).foreach { w =>
+    // the windows containing ts start in [ts - d, ts] (ts >= 0: no underflow); batched: at finish
+    if (!batched) ks.windows.valuesIteratorFrom(ts - d).takeWhile(_.start <= ts).foreach { w =>
       if (endOf(w.start) >= close) {
         w.agg = aggregator.add(w.agg, record)
         if (ts > w.maxTs) w.maxTs = ts
@@ -101,7 +115,8 @@ final class SlidingAggregateProcessor[K, SK, R, A](
       }
     }
     val previous = ks.records.latestBefore(ts) // ts >= 0: Long.MinValue is "none"
-    ks.records.add(new StoredRecord(ts, own))
+    ks.records.add(new StoredRecord(ts, own, fresh = true))
+    if (batched) ks.fresh += new FreshRecord(ts, own, close)
     create(ks, if (ts < d) 0L else ts - d, close)
     if (ts < Long.MaxValue) create(ks, ts + 1, close) // no window starts after Long.MaxValue
     if (previous != Long.MinValue) create(ks, previous + 1, close)
@@ -111,12 +126,67 @@ final class SlidingAggregateProcessor[K, SK, R, A](
   private def create(ks: KeyState[SK, A], start: Long, close: Long): Unit = {
     val end = endOf(start)
     if (end >= close && !ks.windows.contains(start)) {
-      var agg = aggregator.initial()
-      var last = Long.MinValue
-      ks.records.between(start, end).foreach { r => agg = aggregator.merge(agg, r.agg); last = r.ts }
-      if (last != Long.MinValue) {
-        ks.windows(start) = new Win(start, agg, last, changed = true)
-        counters.add(Created)
+      if (batched) {
+        if (ks.records.holdsAny(start, end)) { // its value: at finish (fold)
+          ks.windows(start) = new Win(start, null.asInstanceOf[A], Long.MinValue, changed = true, created = true)
+          ks.firstCreated = math.min(ks.firstCreated, start)
+          counters.add(Created)
+        }
+      } else {
+        var agg = aggregator.initial()
+        var last = Long.MinValue
+        ks.records.between(start, end).foreach { r =>
+          agg = aggregator.merge(agg, r.agg)
+          last = r.ts
+          if (r.fresh) counters.add(Updates)
+        }
+        if (last != Long.MinValue) {
+          ks.windows(start) = new Win(start, agg, last, changed = true, created = true)
+          counters.add(Created)
+        }
+      }
+    }
+  }
+
+  /**
+   * The batched path's values (see the class contract): every window of the key that may hold a
+   * record of this batch (start from the smallest record's ts - d, or the first window created
+   * in the batch, to the largest record's ts + 1), in start order, so in end order: the batch's
+   * records whose close time at arrival is at most the window's end are turned on in the tree
+   * before the window folds its range.
+   */
+  private def fold(ks: KeyState[SK, A]): Unit = if (ks.fresh.nonEmpty) {
+    val fresh = ks.fresh.sortBy(_.ts) // stable
+    val times = fresh.map(_.ts).toArray
+    val lo = times.head
+    val hi = times.last
+    val from = math.min(if (lo < d) 0L else lo - d, ks.firstCreated)
+    val wins = ks.windows.valuesIteratorFrom(from).takeWhile(_.start - 1 <= hi).toArray // start >= 0: no underflow
+    if (wins.isEmpty) return
+    val firstEnd = endOf(wins.head.start)
+    val tree =
+      new FoldTree[A](fresh.map(_.own), times.toIndexedSeq, p => fresh(p).closeAtArrival <= firstEnd, aggregator)
+    val later = fresh.indices.filter(p => fresh(p).closeAtArrival > firstEnd).sortBy(p => fresh(p).closeAtArrival)
+    var next = 0
+    lazy val stored = {
+      val rs = ks.storedRecords.sortBy(_.start) // stored in arrival order
+      val storedTimes = rs.map(_.start)
+      (new FoldTree[A](rs.toIndexedSeq.map(_.agg), storedTimes.toIndexedSeq, _ => true, aggregator), storedTimes)
+    }
+    wins.foreach { w =>
+      val end = endOf(w.start)
+      while (next < later.length && fresh(later(next)).closeAtArrival <= end) { tree.activate(later(next)); next += 1 }
+      val f = tree.fold(firstAtOrAfter(times, w.start), firstAfter(times, end))
+      counters.add(Updates, f.count.toLong)
+      if (w.created) {
+        val (storedTree, storedTimes) = stored
+        val s = storedTree.fold(firstAtOrAfter(storedTimes, w.start), firstAfter(storedTimes, end))
+        w.agg = if (s.count == 0) f.agg else if (f.count == 0) s.agg else aggregator.merge(s.agg, f.agg)
+        w.maxTs = math.max(s.maxTs, f.maxTs)
+      } else if (f.count > 0) {
+        w.agg = aggregator.merge(w.agg, f.agg)
+        w.maxTs = math.max(w.maxTs, f.maxTs)
+        w.changed = true
       }
     }
   }
@@ -129,6 +199,7 @@ final class SlidingAggregateProcessor[K, SK, R, A](
     val close = closeTime
     val closing = ArrayBuffer.empty[(K, StoredSession[A])]
     touched.forEach { (k, ks) =>
+      if (batched) fold(ks)
       val (gone, open) = ks.windows.values.toSeq.partition(w => close != Long.MinValue && endOf(w.start) < close)
       if (!finalResults) {
         ks.windows.valuesIterator.filter(_.changed).foreach { w =>
@@ -165,11 +236,29 @@ final class SlidingAggregateProcessor[K, SK, R, A](
 
 private object SlidingAggregateProcessor {
 
-  /** A window while the batch runs: `[start, start + d]`; `changed` in this batch. */
-  final class Win[A](val start: Long, var agg: A, var maxTs: Long, var changed: Boolean)
+  /**
+   * A window while the batch runs: `[start, start + d]`; `changed` or `created` in this batch
+   * (on the batched path a created window's `agg` is null until `fold`).
+   */
+  final class Win[A](val start: Long, var agg: A, var maxTs: Long, var changed: Boolean, val created: Boolean)
 
-  /** A record kept for building windows: its timestamp and own aggregate. */
-  final class StoredRecord[A](val ts: Long, val agg: A)
+  /** A record kept for building windows: its timestamp and own aggregate; `fresh`: of this batch. */
+  final class StoredRecord[A](val ts: Long, val agg: A, val fresh: Boolean)
+
+  /** A record of this batch on the batched path: also the close time when it arrived. */
+  final class FreshRecord[A](val ts: Long, val own: A, val closeAtArrival: Long)
+
+  /** The first index of sorted `times` with a value >= `t` (`times.length` when none). */
+  def firstAtOrAfter(times: Array[Long], t: Long): Int = {
+    var lo = 0
+    var hi = times.length
+    while (lo < hi) { val m = (lo + hi) >>> 1; if (times(m) < t) lo = m + 1 else hi = m }
+    lo
+  }
+
+  /** The first index of sorted `times` with a value > `t` (`times.length` when none). */
+  def firstAfter(times: Array[Long], t: Long): Int =
+    if (t == Long.MaxValue) times.length else firstAtOrAfter(times, t + 1)
 
   /**
    * A key's records by timestamp; records of one timestamp in the order they were added (the
@@ -188,6 +277,9 @@ private object SlidingAggregateProcessor {
     /** The largest timestamp < `ts`, or `Long.MinValue` when there is none. */
     def latestBefore(ts: Long): Long = byTs.maxBefore(ts).fold(Long.MinValue)(_._1)
 
+    /** Whether a record has `from <= ts <= to`. */
+    def holdsAny(from: Long, to: Long): Boolean = byTs.minAfter(from).exists(_._1 <= to)
+
     /** The records with `from <= ts <= to`, by timestamp. */
     def between(from: Long, to: Long): Iterator[StoredRecord[A]] =
       byTs.iteratorFrom(from).takeWhile(_._1 <= to).flatMap(_._2)
@@ -204,5 +296,12 @@ private object SlidingAggregateProcessor {
       val records: Records[A],
       val storedWindows: Array[StoredSession[A]],
       val storedRecords: Array[StoredSession[A]]
-  )
+  ) {
+
+    /** The batch's records (batched path), in arrival order. */
+    val fresh: ArrayBuffer[FreshRecord[A]] = ArrayBuffer.empty
+
+    /** The smallest start of a window created in this batch (batched path). */
+    var firstCreated: Long = Long.MaxValue
+  }
 }

@@ -4,7 +4,10 @@ import org.apache.spark.sql.kstate.processor.Metric
 
 /** What a [[SlidingAggregateProcessor]] counts; the reported ones are the operator's custom metrics. */
 object SlidingMetrics extends AggregateMetricSet("records dropped: null or negative timestamp") with SpanMetrics {
-  val Updates: Metric = sum("windowUpdates", "window updates (a record updates each open window containing it)")
+  val Updates: Metric = sum(
+    "windowUpdates",
+    "window updates: the micro-batch's records counted into windows, once per window each (joined, or merged when the window was created)"
+  )
   val Created: Metric = sum(
     "windowsCreated",
     "windows created (a record's left and right windows, its predecessor's right window)"

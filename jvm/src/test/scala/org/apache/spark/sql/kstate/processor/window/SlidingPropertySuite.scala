@@ -16,6 +16,8 @@ import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
  * Random inputs (null keys, null and negative timestamps, out-of-order and late records,
  * watermark advances, timestamps and differences near Long.MaxValue) are cut into random
  * micro-batches: a new processor per batch over one heap store, finish() at the end of each.
+ * Each property runs twice: with an order-sensitive aggregator (windows updated per record) and
+ * with one that declares itself order-insensitive (windows folded once per batch).
  */
 class SlidingPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   import SlidingPropertySuite._
@@ -24,25 +26,21 @@ class SlidingPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   implicit override val generatorDrivenConfig: PropertyCheckConfiguration =
     PropertyCheckConfiguration(minSuccessful = 500)
 
-  private def check(d: Long, grace: Long, finalResults: Boolean, batches: Seq[Batch]): Unit = {
+  private def check(
+      d: Long,
+      grace: Long,
+      finalResults: Boolean,
+      batches: Seq[Batch],
+      aggregator: MergingAggregator[Int, Vector[Int]]
+  ): Unit = {
     val model = new NaiveSliding(d, grace, finalResults)
     val store = new InMemorySessionStore[(String, Boolean), Vector[Int]](identity, identity)
     val counters = SlidingMetrics.newCounters()
-    val ctx = s"d $d grace $grace final $finalResults; batches $batches"
+    val ctx =
+      s"d $d grace $grace final $finalResults order-insensitive ${aggregator.orderInsensitive}; batches $batches"
     drive(
       batches,
-      out =>
-        new SlidingAggregateProcessor[String, (String, Boolean), Int, Vector[Int]](
-          d,
-          grace,
-          finalResults,
-          store,
-          PairKeys,
-          IdsAggregator,
-          out,
-          identity,
-          counters
-        ),
+      sliding(d, grace, finalResults, store, aggregator, counters),
       onWatermark = model.advance,
       onRecord = model.process
     ) { (bi, p, rows) =>
@@ -64,38 +62,40 @@ class SlidingPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     assert(counters(Closed) === model.closed, ctx)
   }
 
-  test("small timestamps, random differences, graces and micro-batches: same output as the naive model") {
-    forAll(Gen.choose(0L, 6L), Gen.choose(0L, 8L), Gen.oneOf(false, true), batchesGen(smallTs, Gen.const(None))) {
-      (d, grace, fin, batches) => check(d, grace, fin, batches)
+  for ((aggregator, path) <- Seq(IdsAggregator -> "", UnorderedIds -> " (order-insensitive: folded per batch)")) {
+    test(s"small timestamps, random differences, graces and micro-batches: same output as the naive model$path") {
+      forAll(Gen.choose(0L, 6L), Gen.choose(0L, 8L), Gen.oneOf(false, true), batchesGen(smallTs, Gen.const(None))) {
+        (d, grace, fin, batches) => check(d, grace, fin, batches, aggregator)
+      }
     }
-  }
 
-  test("with watermark-follow advances at batch starts: same output as the naive model") {
-    val wm = Gen.frequency(3 -> Gen.const(None), 1 -> Gen.choose(-5L, 60L).map(Some(_)))
-    forAll(Gen.choose(0L, 6L), Gen.choose(0L, 8L), Gen.oneOf(false, true), batchesGen(smallTs, wm)) {
-      (d, grace, fin, batches) => check(d, grace, fin, batches)
+    test(s"with watermark-follow advances at batch starts: same output as the naive model$path") {
+      val wm = Gen.frequency(3 -> Gen.const(None), 1 -> Gen.choose(-5L, 60L).map(Some(_)))
+      forAll(Gen.choose(0L, 6L), Gen.choose(0L, 8L), Gen.oneOf(false, true), batchesGen(smallTs, wm)) {
+        (d, grace, fin, batches) => check(d, grace, fin, batches, aggregator)
+      }
     }
-  }
 
-  test("extreme timestamps, differences and graces (no overflow): same output as the exact BigInt model") {
-    val extreme = Gen.oneOf(
-      Long.MinValue + 1,
-      -1L,
-      0L,
-      1L,
-      2L,
-      3L,
-      Long.MaxValue / 2,
-      Long.MaxValue - 3,
-      Long.MaxValue - 2,
-      Long.MaxValue - 1,
-      Long.MaxValue
-    )
-    val ts = Gen.frequency(8 -> extreme.map(Some(_)), 1 -> Gen.const(None))
-    val span = Gen.oneOf(0L, 1L, 2L, Long.MaxValue / 2, Long.MaxValue - 1, Long.MaxValue)
-    val wm = Gen.frequency(3 -> Gen.const(None), 1 -> extreme.map(Some(_)))
-    forAll(span, span, Gen.oneOf(false, true), batchesGen(ts, wm)) {
-      (d, grace, fin, batches) => check(d, grace, fin, batches)
+    test(s"extreme timestamps, differences and graces (no overflow): same output as the exact BigInt model$path") {
+      val extreme = Gen.oneOf(
+        Long.MinValue + 1,
+        -1L,
+        0L,
+        1L,
+        2L,
+        3L,
+        Long.MaxValue / 2,
+        Long.MaxValue - 3,
+        Long.MaxValue - 2,
+        Long.MaxValue - 1,
+        Long.MaxValue
+      )
+      val ts = Gen.frequency(8 -> extreme.map(Some(_)), 1 -> Gen.const(None))
+      val span = Gen.oneOf(0L, 1L, 2L, Long.MaxValue / 2, Long.MaxValue - 1, Long.MaxValue)
+      val wm = Gen.frequency(3 -> Gen.const(None), 1 -> extreme.map(Some(_)))
+      forAll(span, span, Gen.oneOf(false, true), batchesGen(ts, wm)) {
+        (d, grace, fin, batches) => check(d, grace, fin, batches, aggregator)
+      }
     }
   }
 }
@@ -114,6 +114,14 @@ object SlidingPropertySuite {
 
   private val Max = BigInt(Long.MaxValue)
 
+  /** [[IdsAggregator]] declaring itself order-insensitive: the outputs compare ids as sets. */
+  object UnorderedIds extends MergingAggregator[Int, Vector[Int]] {
+    override def initial(): Vector[Int] = IdsAggregator.initial()
+    override def add(agg: Vector[Int], record: Int): Vector[Int] = IdsAggregator.add(agg, record)
+    override def merge(a: Vector[Int], b: Vector[Int]): Vector[Int] = IdsAggregator.merge(a, b)
+    override def orderInsensitive: Boolean = true
+  }
+
   /** A window of the model: whether it changed in this batch and whether it closed. */
   final class Win(var changed: Boolean, var closed: Boolean)
 
@@ -128,7 +136,8 @@ object SlidingPropertySuite {
   final class NaiveSliding(d: Long, grace: Long, finalResults: Boolean) {
     private val dd = BigInt(d)
     var streamTime: Option[BigInt] = None
-    private val recs = mutable.Map.empty[String, Vector[(Int, BigInt, BigInt)]] // id, ts, close time at arrival
+    private val recs = mutable.Map.empty[String, Vector[(Int, BigInt, BigInt, Int)]] // id, ts, close at arrival, batch
+    private var batch = 0
     private val wins = mutable.Map.empty[(String, BigInt), Win]
     var late, nullKeys, nullTimestamps, records, created, updates, closed = 0L
 
@@ -151,14 +160,15 @@ object SlidingPropertySuite {
       wins.foreach { case ((wk, s), w) =>
         if (wk == k && !w.closed && s <= ts && ts <= endOf(s) && endOf(s) >= c) { w.changed = true; updates += 1 }
       }
-      recs(k) = recs.getOrElse(k, Vector.empty) :+ ((r.id, ts, c))
-      val starts = recs(k).flatMap { case (_, t, _) =>
+      recs(k) = recs.getOrElse(k, Vector.empty) :+ ((r.id, ts, c, batch))
+      val starts = recs(k).flatMap { case (_, t, _, _) =>
         Seq(if (t < dd) BigInt(0) else t - dd) ++ (if (t < Max) Seq(t + 1) else Nil)
       }.distinct
       starts.foreach { s =>
         if (!wins.contains((k, s)) && endOf(s) >= c && inside(k, s).nonEmpty) {
           wins((k, s)) = new Win(changed = true, closed = false)
           created += 1
+          updates += inside(k, s).count(_._4 == batch) // this batch's records in it count as updates
         }
       }
     }
@@ -176,6 +186,7 @@ object SlidingPropertySuite {
         if (finalResults) closing.map { case ((k, s), _) => row(k, s) }
         else wins.toSeq.filter(_._2.changed).map { case ((k, s), _) => row(k, s) }
       wins.values.foreach(_.changed = false)
+      batch += 1
       rows
     }
 

@@ -103,6 +103,30 @@ object SpanFixtures {
     } else if (finalResults && rows.map(_.end) != rows.map(_.end).sorted) Some(s"final results not in end order: $rows")
     else None
 
+  /** The heap store of the sliding processor suites, keyed by [[PairKeys]]. */
+  type SlidingStore = InMemorySessionStore[(String, Boolean), Vector[Int]]
+
+  /** A sliding processor for one batch over `store`, writing to `out`. */
+  def sliding(
+      d: Long,
+      grace: Long,
+      finalResults: Boolean,
+      store: SlidingStore,
+      aggregator: MergingAggregator[Int, Vector[Int]],
+      counters: Counters
+  )(out: Collect): Processor =
+    new SlidingAggregateProcessor[String, (String, Boolean), Int, Vector[Int]](
+      d,
+      grace,
+      finalResults,
+      store,
+      PairKeys,
+      aggregator,
+      out,
+      identity,
+      counters
+    )
+
   /** The sliding state keys of a heap store in tests: `(key, isWindows)`. */
   object PairKeys extends SlidingStateKeys[String, (String, Boolean)] {
     override def windows(key: String): (String, Boolean) = (key, true)
