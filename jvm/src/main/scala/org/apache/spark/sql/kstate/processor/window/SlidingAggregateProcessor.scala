@@ -156,7 +156,13 @@ final class SlidingAggregateProcessor[K, SK, R, A](
    * before the window folds its range.
    */
   private def fold(ks: KeyState[SK, A]): Unit = if (ks.fresh.nonEmpty) {
-    val fresh = ks.fresh.sortBy(_.ts) // stable
+    val fresh = ks.fresh.toArray // sorted by ts, stable, without boxing
+    java.util.Arrays.sort(
+      fresh,
+      new java.util.Comparator[FreshRecord[A]] {
+        override def compare(x: FreshRecord[A], y: FreshRecord[A]): Int = java.lang.Long.compare(x.ts, y.ts)
+      }
+    )
     val times = fresh.map(_.ts).toArray
     val lo = times.head
     val hi = times.last
@@ -165,7 +171,12 @@ final class SlidingAggregateProcessor[K, SK, R, A](
     if (wins.isEmpty) return
     val firstEnd = endOf(wins.head.start)
     val tree =
-      new FoldTree[A](fresh.map(_.own), times.toIndexedSeq, p => fresh(p).closeAtArrival <= firstEnd, aggregator)
+      new FoldTree[A](
+        scala.collection.immutable.ArraySeq.unsafeWrapArray(fresh).map(_.own),
+        times.toIndexedSeq,
+        p => fresh(p).closeAtArrival <= firstEnd,
+        aggregator
+      )
     val later = fresh.indices.filter(p => fresh(p).closeAtArrival > firstEnd).sortBy(p => fresh(p).closeAtArrival)
     var next = 0
     lazy val stored = {
