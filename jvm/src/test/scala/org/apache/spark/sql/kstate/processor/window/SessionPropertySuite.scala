@@ -92,9 +92,7 @@ class SessionPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       Long.MaxValue - 1,
       Long.MaxValue
     )
-    val ts = Gen.frequency(8 -> extreme.map(Some(_)), 1 -> Gen.const(None))
-    val span = Gen.oneOf(0L, 1L, 2L, Long.MaxValue / 2, Long.MaxValue - 1, Long.MaxValue)
-    val wm = Gen.frequency(3 -> Gen.const(None), 1 -> extreme.map(Some(_)))
+    val (ts, span, wm) = extremeInputs(extreme)
     forAll(span, span, Gen.oneOf(false, true), batchesGen(ts, wm)) {
       (gap, grace, fin, batches) => check(gap, grace, fin, batches)
     }

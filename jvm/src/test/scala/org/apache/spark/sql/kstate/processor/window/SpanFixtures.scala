@@ -2,6 +2,8 @@ package org.apache.spark.sql.kstate.processor.window
 
 import scala.collection.mutable.ArrayBuffer
 
+import org.scalacheck.Gen
+
 import org.apache.spark.sql.kstate.processor.Counters
 
 /**
@@ -102,6 +104,16 @@ object SpanFixtures {
       Some(s"rows ${rows.mkString(", ")}; model ${expected.mkString(", ")}")
     } else if (finalResults && rows.map(_.end) != rows.map(_.end).sorted) Some(s"final results not in end order: $rows")
     else None
+
+  /**
+   * The property suites' extreme inputs from a suite's extreme values: timestamps (some null),
+   * spans (time difference or gap, and grace) and watermark-follow advances (mostly none).
+   */
+  def extremeInputs(extreme: Gen[Long]): (Gen[Option[Long]], Gen[Long], Gen[Option[Long]]) = (
+    Gen.frequency(8 -> extreme.map(Some(_)), 1 -> Gen.const(None)),
+    Gen.oneOf(0L, 1L, 2L, Long.MaxValue / 2, Long.MaxValue - 1, Long.MaxValue),
+    Gen.frequency(3 -> Gen.const(None), 1 -> extreme.map(Some(_)))
+  )
 
   /** The heap store of the sliding processor suites, keyed by [[PairKeys]]. */
   type SlidingStore = InMemorySessionStore[(String, Boolean), Vector[Int]]
