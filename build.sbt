@@ -227,8 +227,9 @@ def kstateSettings(minor: String): Seq[Def.Setting[_]] = Seq(
       val inUnitGroup = Set("io.kstate.KafkaStreamsDifferentialSuite", "io.kstate.TableAggregateStreamingSuite")
       val (streaming, unit) = (Test / definedTests).value
         .partition(t => t.name.startsWith("io.kstate.") && !inUnitGroup(t.name))
+      // C1 only in the test JVMs, not in `Test/runMain` (the Scala benchmarks run with the full JIT)
       val fork = ForkOptions()
-        .withRunJVMOptions((Test / javaOptions).value.toVector)
+        .withRunJVMOptions((Test / javaOptions).value.toVector :+ "-XX:TieredStopAtLevel=1")
         .withWorkingDirectory((Test / baseDirectory).value)
       Seq(Tests.Group("streaming", streaming, Tests.SubProcess(fork)),
         Tests.Group("unit", unit, Tests.SubProcess(fork)))
@@ -251,11 +252,13 @@ def kstateSettings(minor: String): Seq[Def.Setting[_]] = Seq(
       Tags.limitAll(math.max(2, java.lang.Runtime.getRuntime.availableProcessors)),
       Tags.limit(Tags.ForkedTestGroup, 2),
       Tags.exclusiveGroup(Tags.Clean)),
-    // -XX:TieredStopAtLevel=1 (C1 only): the suites are many small Spark queries on 2 cores, where
-    // C2's compilations cost more CPU than they pay back. Measured 2026-11-27: four streaming
-    // suites 115-122 s against 126-128 s with the default JIT, alternating; whole `sbt test` runs
-    // 6:18 and 6:54 against 6:55, one each (docs/contributing.md, "Test time").
-    Test / javaOptions ++= Seq("-Xmx4g", "-Xss4m", "-XX:TieredStopAtLevel=1") ++ sparkJavaModuleOptions ++ Seq(
+    // The test JVMs add -XX:TieredStopAtLevel=1 (C1 only, in `testGrouping` above): the suites are
+    // many small Spark queries on 2 cores, where C2's compilations cost more CPU than they pay
+    // back. Measured 2026-11-27: four streaming suites 115-122 s against 126-128 s with the
+    // default JIT, alternating; whole `sbt test` runs 6:18 and 6:54 against 6:55, one each
+    // (docs/contributing.md, "Test time"). Not here: `Test/runMain` (the Scala benchmarks of
+    // `make bench`) inherits these options, and a benchmark must run with the full JIT.
+    Test / javaOptions ++= Seq("-Xmx4g", "-Xss4m") ++ sparkJavaModuleOptions ++ Seq(
       "-Dspark.testing=1",
       "-Dspark.ui.enabled=false",
       "-Dspark.ui.showConsoleProgress=false",

@@ -158,6 +158,47 @@ private[kstate] final class AddressTable(expectedEntries: Int = 0) {
 
 private[kstate] object AddressTable {
 
+  /**
+   * A table of the `n` keys whose hashes are `hashes(0 until n)` and record addresses
+   * `addrs(0 until n)`, all distinct keys (no key is compared), sized for them. Inserted grouped
+   * by the region of the table their home slot lies in, so that the probes of a group stay
+   * within a few hundred KB: one at a time, each insert into a table of millions of slots would
+   * miss the CPU caches. Any insertion order gives the same lookups (linear probing finds a key
+   * from its home slot whatever was inserted before it).
+   */
+  def build(hashes: Array[Int], addrs: Array[Long], n: Int): AddressTable = {
+    val t = new AddressTable(n)
+    val slotBits = Integer.numberOfTrailingZeros(t.slots)
+    if (n < BuildGroups || slotBits <= BuildGroupBits) {
+      var i = 0
+      while (i < n) { t.putNew(hashes(i), addrs(i)); i += 1 }
+    } else {
+      // a counting sort of the entries by the top BuildGroupBits bits of their home slot
+      val mask = t.slots - 1
+      val shift = slotBits - BuildGroupBits
+      val starts = new Array[Int](BuildGroups + 1)
+      var i = 0
+      while (i < n) { starts(((hashes(i) & mask) >>> shift) + 1) += 1; i += 1 }
+      var g = 0
+      while (g < BuildGroups) { starts(g + 1) += starts(g); g += 1 }
+      val order = new Array[Int](n)
+      i = 0
+      while (i < n) {
+        val group = (hashes(i) & mask) >>> shift
+        order(starts(group)) = i
+        starts(group) += 1
+        i += 1
+      }
+      i = 0
+      while (i < n) { val e = order(i); t.putNew(hashes(e), addrs(e)); i += 1 }
+    }
+    t
+  }
+
+  /** [[build]]'s regions: 2^10 of them, each 1/1024 of the table. */
+  private final val BuildGroupBits = 10
+  private final val BuildGroups = 1 << BuildGroupBits
+
   /** No address (an empty slot, an absent key). Records never start at page -1. */
   final val Empty: Long = -1L
   final val MinCapacity = 16

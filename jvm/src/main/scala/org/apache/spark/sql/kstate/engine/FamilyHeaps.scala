@@ -129,6 +129,9 @@ private[kstate] final class FamilyHeaps(minGarbageBytes: Long = HeapState.MinGar
     new ChainedScan(scans.result())
   }
 
+  /** Whether [[foreach]] walks the entries in key order (every family's sorted index is valid). */
+  def iteratesInKeyOrder: Boolean = heapsInOrder.forall(_.iteratesInKeyOrder)
+
   /** Every entry as fresh arrays, family by family (see [[HeapState.foreach]]). */
   def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit = heapsInOrder.foreach(_.foreach(f))
 

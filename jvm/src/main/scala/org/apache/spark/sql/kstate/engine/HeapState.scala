@@ -11,7 +11,12 @@ import java.util.Arrays
  * Layout, built so that the state is a few large arrays to the garbage collector, not two small
  * ones per entry:
  *  - the entries' bytes: records in the pages of an [[EntryArena]], each addressed by a `long`;
- *  - a hash index ([[AddressTable]]) from key to record address;
+ *  - a hash index ([[AddressTable]]) from key to record address. Keys appended in order to an
+ *    empty state (a restore reading a snapshot, which lists its keys in key order) do not go
+ *    into it one by one: their hashes wait beside the sorted index, and the hash index is built
+ *    from both in one pass when it is first needed ([[AddressTable.build]]). Inserting millions
+ *    of keys one at a time touches a random slot of a table larger than the CPU caches for each;
+ *    the build places them region by region;
  *  - a sorted index for ordered reads (scans, counts, range deletes): record addresses in
  *    unsigned key order. It is kept only while ordered reads use it:
  *    - while they do (an ordered read since the last commit, [[keepsIndex]]), a version's
@@ -45,7 +50,11 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
   import HeapState._
 
   private var arena = new EntryArena
+  // The hash index; while `deferred`, empty, and every entry is in the sorted index with its
+  // key's hash at the same position of `pendingHashes` (use `hashIndex`, which builds it).
   private var table = new AddressTable
+  private var deferred = false
+  private var pendingHashes: Array[Int] = NoHashes
   // The sorted index: index(0 until indexSize) are record addresses in ascending key order;
   // valid only when `indexed`. Slots below indexSize are never written again; appendSorted
   // fills slots above it.
@@ -59,9 +68,28 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
   /** Bytes of the live records in the arena. */
   private var live = 0L
 
-  def heapBytes: Long = arena.allocatedBytes + table.tableBytes + (16L + 8L * index.length)
+  /** Heap held; while the hash index waits to be built, the table it will be counts already. */
+  def heapBytes: Long = {
+    val hashIndexBytes =
+      if (!deferred) table.tableBytes
+      else AddressTable.tableBytesOf(AddressTable.capacityFor(indexSize)) + 16L + 4L * pendingHashes.length
+    arena.allocatedBytes + hashIndexBytes + (16L + 8L * index.length)
+  }
 
-  def size: Int = table.size
+  def size: Int = if (deferred) indexSize else table.size
+
+  /** Whether the hash index waits to be built (for tests). */
+  private[kstate] def hashIndexDeferred: Boolean = deferred
+
+  /** The hash index, built first if it was deferred. */
+  private def hashIndex: AddressTable = {
+    if (deferred) {
+      table = AddressTable.build(pendingHashes, index, indexSize)
+      pendingHashes = NoHashes
+      deferred = false
+    }
+    table
+  }
 
   /** Bytes of the live records (for tests: the arena's other bytes are garbage or free). */
   private[kstate] def liveBytes: Long = live
@@ -70,11 +98,11 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
   private[kstate] def arenaUsedBytes: Long = arena.usedBytes
 
   def get(key: HashedKey): Array[Byte] = {
-    val a = table.get(arena.pages, key.bytes, key.hashCode)
+    val a = hashIndex.get(arena.pages, key.bytes, key.hashCode)
     if (a == AddressTable.Empty) null else EntryArena.value(arena.pages, a)
   }
 
-  def contains(key: HashedKey): Boolean = table.get(arena.pages, key.bytes, key.hashCode) != AddressTable.Empty
+  def contains(key: HashedKey): Boolean = hashIndex.get(arena.pages, key.bytes, key.hashCode) != AddressTable.Empty
 
   /** Puts one entry (restores); the index is rebuilt when next needed. */
   def put(key: Array[Byte], value: Array[Byte]): Unit = {
@@ -108,28 +136,33 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
    * entries.
    */
   def applyUnsorted(changes: Array[WriteSet.Entry]): Long = {
-    val before = table.size
-    table.ensureCapacity(before + changes.length)
+    val before = size
+    hashIndex.ensureCapacity(before + changes.length)
     applyToTable(changes, 0, changes.length)
     index = NoAddresses; indexSize = 0; indexed = false
     indexUsed = false
     maybeCompact()
-    (table.size - before).toLong
+    (size - before).toLong
   }
 
   /** [[applySorted]] of `changes(from until until)`. */
   def applySorted(changes: Array[WriteSet.Entry], from: Int, until: Int): Long = {
     val count = until - from
-    val before = table.size
-    table.ensureCapacity(before + count)
+    val before = size
     indexUsed = false
-    if (!indexed) applyToTable(changes, from, until)
-    else if (
+    if (!indexed) {
+      hashIndex.ensureCapacity(before + count)
+      applyToTable(changes, from, until)
+    } else if (
       count > 0 && noDeletes(changes, from, until) &&
       (indexSize == 0 || EntryArena.compareKey(arena.pages, index(indexSize - 1), changes(from).key) < 0)
     ) {
+      // new keys only: into an empty state, the hash index waits (see the class doc)
+      if (!deferred && table.size == 0) deferred = true
+      if (!deferred) table.ensureCapacity(before + count)
       appendSorted(changes, from, until)
     } else {
+      hashIndex.ensureCapacity(before + count)
       val size = indexSize
       val out = new Array[Long](size + count)
       var i = 0
@@ -158,7 +191,7 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
       indexSize = n
     }
     maybeCompact()
-    (table.size - before).toLong
+    (size - before).toLong
   }
 
   /**
@@ -171,10 +204,16 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
       val capacity = math.max(indexSize + count, math.min(Int.MaxValue - 8, index.length.toLong * 2).toInt)
       index = Arrays.copyOf(index, capacity)
     }
+    if (deferred && pendingHashes.length < index.length) pendingHashes = Arrays.copyOf(pendingHashes, index.length)
     var c = from
     while (c < until) {
       val e = changes(c)
-      index(indexSize + c - from) = putEntry(e.key, e.hash, e.value)
+      val at = indexSize + c - from
+      if (deferred) {
+        index(at) = arena.append(e.key, e.value)
+        pendingHashes(at) = e.hash
+        live += EntryArena.recordBytes(e.key.length, e.value.length)
+      } else index(at) = putEntry(e.key, e.hash, e.value)
       c += 1
     }
     indexSize += count
@@ -188,7 +227,7 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
     var i = lo
     while (i < hi) {
       val a = index(i)
-      table.removeAddress(EntryArena.keyHash(pages, a), a)
+      hashIndex.removeAddress(EntryArena.keyHash(pages, a), a)
       live -= EntryArena.recordBytes(pages, a)
       i += 1
     }
@@ -213,6 +252,9 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
     val (lo, hi) = bounds(from, until)
     new IndexScan(arena.pages, index, lo, hi)
   }
+
+  /** Whether [[foreach]] walks the entries in key order (the sorted index is valid). */
+  def iteratesInKeyOrder: Boolean = indexed
 
   /**
    * Every entry as fresh arrays (for snapshots and moving to RocksDB): in key order while the
@@ -242,7 +284,7 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
    */
   def entriesWithPrefix(prefix: Array[Byte], skip: HashedKey => Boolean): Iterator[(Array[Byte], Array[Byte])] = {
     val pages = arena.pages
-    val (addrs, hashes) = table.copyOfSlots
+    val (addrs, hashes) = hashIndex.copyOfSlots
     new Iterator[(Array[Byte], Array[Byte])] {
       private var s = -1
       advance()
@@ -284,6 +326,7 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
   def clear(): Unit = {
     arena = new EntryArena
     table = new AddressTable
+    deferred = false; pendingHashes = NoHashes
     index = NoAddresses; indexSize = 0; indexed = true; indexUsed = false
     live = 0L
   }
@@ -302,7 +345,7 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
   private def putEntry(key: Array[Byte], hash: Int, value: Array[Byte]): Long = {
     val a = arena.append(key, value)
     val pages = arena.pages
-    val old = table.put(pages, key, hash, a)
+    val old = hashIndex.put(pages, key, hash, a)
     live += EntryArena.recordBytes(key.length, value.length)
     if (old != AddressTable.Empty) live -= EntryArena.recordBytes(pages, old)
     a
@@ -310,7 +353,7 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
 
   private def removeEntry(key: Array[Byte], hash: Int): Boolean = {
     val pages = arena.pages
-    val old = table.remove(pages, key, hash)
+    val old = hashIndex.remove(pages, key, hash)
     if (old != AddressTable.Empty) live -= EntryArena.recordBytes(pages, old)
     old != AddressTable.Empty
   }
@@ -322,16 +365,17 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
       val to = new EntryArena(live)
       if (indexed) {
         // in key order, so that scans read pages front to back; the hash index is rebuilt
-        val t = new AddressTable(indexSize)
+        // (a deferred one stays deferred: its hashes keep their positions)
+        val t = if (deferred) null else new AddressTable(indexSize)
         val moved = new Array[Long](indexSize)
         var i = 0
         while (i < indexSize) {
           val a = to.copyOf(from, index(i))
           moved(i) = a
-          t.putNew(EntryArena.keyHash(to.pages, a), a)
+          if (t != null) t.putNew(EntryArena.keyHash(to.pages, a), a)
           i += 1
         }
-        table = t
+        if (t != null) table = t
         index = moved
       } else {
         var s = 0
@@ -419,6 +463,7 @@ private[kstate] object HeapState {
   final val MinGarbageBytes: Long = 256L * 1024
 
   private val NoAddresses = new Array[Long](0)
+  private val NoHashes = new Array[Int](0)
 
   private def noDeletes(changes: Array[WriteSet.Entry], from: Int, until: Int): Boolean = {
     var c = from

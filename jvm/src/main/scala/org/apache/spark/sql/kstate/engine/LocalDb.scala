@@ -46,6 +46,13 @@ private[kstate] final class LocalDb(root: File) extends AutoCloseable {
   /** Applies `batch`'s writes atomically. */
   def writeBatch(batch: WriteBatch): Unit = db.write(writeOptions, batch)
 
+  /** The options table files for this database are written with ([[DbWriter]]). */
+  private[engine] def tableOptions: Options = options
+
+  /** Adds a finished table file to the database, its keys newer than every key before. */
+  private[engine] def ingest(file: File, o: IngestExternalFileOptions): Unit =
+    db.ingestExternalFile(java.util.Collections.singletonList(file.getAbsolutePath), o)
+
   /**
    * An iterator over keys in [from, until) (until = None: to the end), on a consistent view of
    * the database taken now. The caller must close it.

@@ -1,11 +1,10 @@
 package org.apache.spark.sql.kstate.engine
 
-import org.rocksdb.WriteBatch
-
 /**
  * Applies the records of state files to a store's working copy during a restore: to its
- * [[FamilyHeaps]] while that stays within its budget, else to its [[LocalDb]] in bounded write
- * batches. Column family records are collected, to be applied to the registry once the files
+ * [[FamilyHeaps]] while that stays within its budget, else to its [[LocalDb]] through a
+ * [[DbWriter]] (a file in key order as a table file ingested whole, other records in bounded
+ * write batches). Column family records are collected, to be applied to the registry once the files
  * are verified.
  *
  * State files list a version's keys in key order (snapshots, and changelogs of versions that
@@ -15,6 +14,8 @@ import org.rocksdb.WriteBatch
  *
  * @param heap    the heap working copy to fill, or null to fill `db`
  * @param db      the database working copy to fill when `heap` is null
+ * @param inOrder whether the file lists its keys in key order (a snapshot): records bound for
+ *                the database are then written as a table file while they stay in order
  * @param fits    whether the heap state still fits its budget (checked every [[CheckEvery]]
  *                records and at `flush`)
  * @param moveToDb moves the heap state into a new local database and returns that database
@@ -23,13 +24,13 @@ private[kstate] final class StateLoader(
     heap: FamilyHeaps,
     db: LocalDb,
     fits: () => Boolean,
-    moveToDb: () => LocalDb
+    moveToDb: () => LocalDb,
+    inOrder: Boolean = false
 ) extends StateFile.Visitor with AutoCloseable {
   import StateLoader._
 
   private var onHeap: FamilyHeaps = heap
-  private var target: LocalDb = db
-  private var batch: WriteBatch = if (heap == null) new WriteBatch() else null
+  private var writer: DbWriter = if (heap == null) new DbWriter(db, inOrder) else null
   private var pending = 0
   // The current run of increasing keys for the heap (entries 0 until runSize).
   private val run = if (heap == null) null else new Array[WriteSet.Entry](CheckEvery)
@@ -38,12 +39,12 @@ private[kstate] final class StateLoader(
   private var families = Vector.empty[Either[Short, (String, Short)]]
 
   override def put(key: Array[Byte], value: Array[Byte]): Unit = {
-    if (onHeap != null) toHeap(key, value) else batch.put(key, value)
+    if (onHeap != null) toHeap(key, value) else writer.put(key, value)
     bump()
   }
 
   override def delete(key: Array[Byte]): Unit = {
-    if (onHeap != null) toHeap(key, WriteSet.Deleted) else batch.delete(key)
+    if (onHeap != null) toHeap(key, WriteSet.Deleted) else writer.delete(key)
     bump()
   }
 
@@ -73,7 +74,7 @@ private[kstate] final class StateLoader(
   override def dropFamily(cf: Short): Unit = {
     val p = FamilyCodec.prefixOf(cf)
     if (onHeap != null) { applyRun(); onHeap.deleteRange(p, Bytes.prefixEnd(p)) }
-    else batch.deleteRange(p, FamilyCodec.rangeEnd(p))
+    else writer.deleteRange(p, FamilyCodec.rangeEnd(p))
     families :+= Left(cf)
     bump()
   }
@@ -89,20 +90,21 @@ private[kstate] final class StateLoader(
     if (onHeap != null) {
       applyRun()
       if (!fits()) {
-        target = moveToDb()
+        // the heap copy moves in key order: the rest of an ordered file continues after it
+        writer = new DbWriter(moveToDb(), inOrder)
         onHeap = null
-        batch = new WriteBatch()
       }
-    } else {
-      val b = batch
-      batch = new WriteBatch()
-      try target.writeBatch(b)
-      finally b.close()
-    }
+    } else writer.flush()
   }
 
-  /** Releases the native batch; what was not flushed is not written. Call once done. */
-  def close(): Unit = if (batch != null) { batch.close(); batch = null }
+  /** Applies everything read: call once the file is read and verified, before [[close]]. */
+  def finish(): Unit = {
+    flush()
+    if (writer != null) writer.finish()
+  }
+
+  /** Releases native resources; what was not finished is not written. Call once done. */
+  def close(): Unit = if (writer != null) { writer.close(); writer = null }
 
   def applyFamilies(registry: FamilyRegistry): FamilyRegistry = families.foldLeft(registry) {
     case (r, Left(id)) => r.dropId(id)

@@ -274,10 +274,11 @@ private[kstate] object Restore {
       registry: FamilyRegistry,
       id: Option[String] = None
   ): (StateFile.Summary, FamilyRegistry) = {
-    val sink = copy.loader(fits)
+    // a snapshot lists its keys in key order (StateFile)
+    val sink = copy.loader(fits, inOrder = kind == StateFile.Snapshot)
     try {
       val summary = files.read(kind, v, target, sink, id)
-      sink.flush()
+      sink.finish()
       (summary, sink.applyFamilies(registry))
     } finally sink.close()
   }

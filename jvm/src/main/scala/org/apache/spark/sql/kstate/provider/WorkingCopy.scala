@@ -100,18 +100,13 @@ private[kstate] final class WorkingCopy(
   def moveToDb(): Unit = if (heap != null) {
     val from = heap
     db = new LocalDb(localRoot())
-    var batch = new WriteBatch()
+    // in key order when the heap copy's sorted indexes are valid: then written as a table file
+    val target = db
+    val w = new DbWriter(target, inOrder = from.iteratesInKeyOrder, b => writeLocally(target, b))
     try {
-      var n = 0
-      from.foreach { (k, v) =>
-        batch.put(k, v)
-        n += 1
-        if (n % StateLoader.CheckEvery == 0) {
-          writeLocally(db, batch); batch.close(); batch = new WriteBatch()
-        }
-      }
-      writeLocally(db, batch)
-    } finally batch.close()
+      from.foreach((k, v) => w.put(k, v))
+      w.finish()
+    } finally w.close()
     heap = null
     val entries = from.size
     from.clear()
@@ -212,8 +207,8 @@ private[kstate] final class WorkingCopy(
    * A loader for restoring state files into this copy: into the heap while `fits` holds (checked
    * as it goes), else into the database (the heap part moved there first).
    */
-  def loader(fits: () => Boolean): StateLoader =
-    new StateLoader(heap, db, fits, () => { moveToDb(); db })
+  def loader(fits: () => Boolean, inOrder: Boolean = false): StateLoader =
+    new StateLoader(heap, db, fits, () => { moveToDb(); db }, inOrder)
 
   /**
    * Every committed entry as it is now, for another thread to read (a snapshot): a heap copy's

@@ -227,10 +227,13 @@ object StoreBench {
     if (args.sliding(2).exists(_.sameElements(Seq("--only", "restore")))) {
       // the restore figure alone, kstate's heap working copy, for before/after comparisons
       // the restoring thread's CPU time as well: less disturbed than wall time by other load
-      val runs = (1 to 8).map { _ =>
-        val r = restoreRun(kstate, keys, 10); (r._1, r._2, lastRestoreCpuS, lastRestoreSnapshot)
+      // --keys N: another state size (default 1M)
+      val n = args.sliding(2).collectFirst { case Array("--keys", k) => k.toInt }.getOrElse(keys)
+      val reps = args.sliding(2).collectFirst { case Array("--reps", k) => k.toInt }.getOrElse(8)
+      val runs = (1 to reps).map { _ =>
+        val r = restoreRun(kstate, n, 10); (r._1, r._2, lastRestoreCpuS, lastRestoreSnapshot)
       }
-      println(s"restore only, kstate heap copy: write s ${runs.map(r => f"${r._1}%.2f").mkString("/")}; " +
+      println(s"restore only, kstate heap copy, $n keys: write s ${runs.map(r => f"${r._1}%.2f").mkString("/")}; " +
         s"restore s ${runs.map(r => f"${r._2}%.3f").mkString("/")}; " +
         s"restore thread cpu s ${runs.map(r => f"${r._3}%.3f").mkString("/")}; " +
         s"from snapshot ${runs.map(_._4).mkString("/")}")

@@ -65,6 +65,27 @@ class AddressTableSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     }
   }
 
+  test("property: a table built in one pass finds every key, whatever the hashes, and then takes changes") {
+    // sizes on both sides of build's grouped path (1,024 entries and more)
+    forAll(hashGen, Gen.oneOf(0, 1, 7, 1023, 1024, 4000), Gen.choose(0, 60), minSuccessful(100)) { (hash, n, removed) =>
+      val arena = new EntryArena
+      def keyOf(k: Int): Array[Byte] = Array((k >> 16).toByte, (k >> 8).toByte, k.toByte)
+      val poor = (k: Int) => hash(k % 61) ^ (k / 61) // the generator's collisions, repeated per block of 61
+      val addrs = Array.tabulate(n)(k => arena.append(keyOf(k), Array[Byte](1)))
+      val t = AddressTable.build(Array.tabulate(n)(poor), addrs, n)
+      assert(t.size == n && t.slots == AddressTable.capacityFor(n))
+      (0 until n).foreach(k => assert(t.get(arena.pages, keyOf(k), poor(k)) == addrs(k), s"key $k of $n"))
+      assert(t.get(arena.pages, keyOf(n), poor(n)) == AddressTable.Empty)
+      // removals' backward shift works on a built table as on one filled key by key
+      val gone = (0 until math.min(n, removed)).map(_ * 7 % math.max(n, 1)).distinct
+      gone.foreach(k => assert(t.remove(arena.pages, keyOf(k), poor(k)) == addrs(k)))
+      assert(t.size == n - gone.size)
+      (0 until n).foreach { k =>
+        assert(t.get(arena.pages, keyOf(k), poor(k)) == (if (gone.contains(k)) AddressTable.Empty else addrs(k)))
+      }
+    }
+  }
+
   test("grows past its load factor, presizes on request, and rebuilds from known-absent keys") {
     val arena = new EntryArena
     val t = new AddressTable

@@ -73,10 +73,27 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
 
   test("property: gets, scans, counts and heap estimate agree with a sorted model") {
     // a tiny compaction threshold in most cases, so that compactions run often, mid-sequence
-    forAll(Gen.listOf(opGen), keyGen, Gen.option(keyGen), Gen.oneOf(0L, 16L, 200L, HeapState.MinGarbageBytes)) {
-      (ops, from, until, threshold) =>
+    // first, in half the cases, a restore's load: distinct keys in key order, in runs, into the
+    // empty state (the hash index is then built when first needed, whatever the next op is)
+    val loadGen = Gen.oneOf(Gen.const(Nil), Gen.listOf(keyGen).map(_.distinct.sortWith(less)))
+    forAll(
+      Gen.listOf(opGen),
+      keyGen,
+      Gen.option(keyGen),
+      Gen.oneOf(0L, 16L, 200L, HeapState.MinGarbageBytes),
+      loadGen
+    ) {
+      (ops, from, until, threshold, load) =>
         val h = new HeapState(threshold)
         val m = mutable.Map.empty[List[Int], Array[Byte]]
+        load.grouped(3).foreach { run =>
+          val changes = run.map(k => new WriteSet.Entry(hk(k), Array.fill(k.length)(5.toByte), WriteSet.Unknown))
+          assert(h.applySorted(changes.toArray) == run.size)
+          run.foreach(k => m(k) = Array.fill(k.length)(5.toByte))
+        }
+        assert(h.hashIndexDeferred == load.nonEmpty)
+        assert(h.size == m.size)
+        checkHeap(h, m)
         var frozen: Option[(StateScan, List[(List[Int], List[Byte])])] = None
         val unordered = mutable.ListBuffer.empty[(Iterator[(Array[Byte], Array[Byte])], List[(List[Int], List[Byte])])]
         ops.zipWithIndex.foreach { case (op, i) =>
@@ -187,6 +204,27 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     assert(h.deleteRange(bytes(List(2)), Some(bytes(List(5)))) == 3)
     assert(scanAll(h, Nil, None).map(_._1) == List(1, 5, 6, 9, 10, 11).map(List(_)))
     checkHeap(h, mutable.Map(List(1, 5, 6, 9, 10, 11).map(k => List(k) -> Array(k.toByte)): _*))
+  }
+
+  test("keys appended in order to an empty state get their hash index at first use, sized as counted") {
+    val h = new HeapState
+    def run(ks: Range): Array[WriteSet.Entry] =
+      ks.map(k => new WriteSet.Entry(new HashedKey(bytes(List(k >> 8, k & 0xff))), Array(k.toByte), WriteSet.Unknown))
+        .toArray
+    assert(h.applySorted(run(0 until 1500)) == 1500)
+    assert(h.applySorted(run(1500 until 3000)) == 1500)
+    assert(h.hashIndexDeferred && h.size == 3000)
+    val counted = h.heapBytes
+    // a scan needs only the sorted index
+    assert(scanAll(h, Nil, None).size == 3000 && h.hashIndexDeferred)
+    assert(h.get(new HashedKey(bytes(List(2999 >> 8, 2999 & 0xff)))).toList == List(2999.toByte))
+    assert(!h.hashIndexDeferred)
+    // counted before: the table now built, plus the hashes that waited for it
+    assert(counted == h.heapBytes + 16L + 4L * 3000)
+    (0 until 3000).foreach(k => assert(h.contains(new HashedKey(bytes(List(k >> 8, k & 0xff))))))
+    // an append into a state that is not empty goes to the hash index at once
+    assert(h.applySorted(run(3000 until 3010)) == 10)
+    assert(!h.hashIndexDeferred && h.size == 3010)
   }
 
   test("compaction copies only live records; scans opened before it still read their version") {

@@ -683,6 +683,37 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     p.close()
   }
 
+  test("a snapshot restored into RocksDB (no heap room, or not enough) is exact and takes later changes") {
+    val root = tmp()
+    val model = mutable.TreeMap.empty[String, Long]
+    val p = newProvider(root)
+    var v = 0L
+    while (v < 6) {
+      val s = p.getStore(v)
+      (0 until 500).foreach { i => val k = f"v${v}i$i%04d"; s.put(key(k), value(i)); model(k) = i }
+      v = s.commit()
+    }
+    p.doMaintenance() // a snapshot of version 6
+    p.close()
+    // budget 0: the snapshot goes straight into RocksDB (as a table file: its keys are in order);
+    // a budget of a few KB: it starts on the heap, which moves to RocksDB part way through
+    Seq(0, 20000).foreach { budget =>
+      val q = newProvider(root, heapBudget(budget))
+      val s = q.getStore(v)
+      assert(q.lastRestore.flatMap(_.snapshotVersion).contains(v) && !q.onHeap, s"budget $budget")
+      assert(contents(s) == model.toMap && s.metrics.numKeys == model.size, s"budget $budget")
+      // the restored keys take updates and deletes like any others, and restore again
+      s.put(key("v0i0001"), value(-1)); s.remove(key("v5i0499")); s.put(key("new"), value(7))
+      val next = s.commit()
+      val expected = model.toMap + ("v0i0001" -> -1L) - "v5i0499" + ("new" -> 7L)
+      assert(contents(q.getStore(next)) == expected, s"budget $budget")
+      q.close()
+      val again = newProvider(root)
+      assert(contents(again.getStore(next)) == expected, s"budget $budget, restored again")
+      again.close()
+    }
+  }
+
   test("with a heap state budget of 0 the working copy is always RocksDB") {
     val p = newProvider(tmp(), heapBudget(0))
     hundredKeys(p)
