@@ -129,6 +129,9 @@ private[kstate] final class FamilyHeaps(minGarbageBytes: Long = HeapState.MinGar
     new ChainedScan(scans.result())
   }
 
+  /** Builds every family's hash index that waits to be built ([[HeapState.buildHashIndex]]). */
+  def buildHashIndexes(): Unit = heapsInOrder.foreach(_.buildHashIndex())
+
   /** Whether [[foreach]] walks the entries in key order (every family's sorted index is valid). */
   def iteratesInKeyOrder: Boolean = heapsInOrder.forall(_.iteratesInKeyOrder)
 

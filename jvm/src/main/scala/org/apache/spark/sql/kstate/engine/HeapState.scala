@@ -14,9 +14,10 @@ import java.util.Arrays
  *  - a hash index ([[AddressTable]]) from key to record address. Keys appended in order to an
  *    empty state (a restore reading a snapshot, which lists its keys in key order) do not go
  *    into it one by one: their hashes wait beside the sorted index, and the hash index is built
- *    from both in one pass when it is first needed ([[AddressTable.build]]). Inserting millions
- *    of keys one at a time touches a random slot of a table larger than the CPU caches for each;
- *    the build places them region by region;
+ *    from both in one pass ([[AddressTable.build]]) when first needed or [[buildHashIndex]] is
+ *    called (at the end of each restored file). Inserting millions of keys one at a time
+ *    touches a random slot of a table larger than the CPU caches for each; the build places them
+ *    region by region;
  *  - a sorted index for ordered reads (scans, counts, range deletes): record addresses in
  *    unsigned key order. It is kept only while ordered reads use it:
  *    - while they do (an ordered read since the last commit, [[keepsIndex]]), a version's
@@ -77,6 +78,9 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
   }
 
   def size: Int = if (deferred) indexSize else table.size
+
+  /** Builds the hash index if it waits to be built (a restore's end: see [[StateLoader.finish]]). */
+  def buildHashIndex(): Unit = hashIndex
 
   /** Whether the hash index waits to be built (for tests). */
   private[kstate] def hashIndexDeferred: Boolean = deferred

@@ -97,10 +97,15 @@ private[kstate] final class StateLoader(
     } else writer.flush()
   }
 
-  /** Applies everything read: call once the file is read and verified, before [[close]]. */
+  /**
+   * Applies everything read: call once the file is read and verified, before [[close]]. A heap
+   * copy's hash indexes are built here, so that the restore's time (and a standby's catch-up,
+   * not its first micro-batch as active) pays for them.
+   */
   def finish(): Unit = {
     flush()
     if (writer != null) writer.finish()
+    if (onHeap != null) onHeap.buildHashIndexes()
   }
 
   /** Releases native resources; what was not finished is not written. Call once done. */
