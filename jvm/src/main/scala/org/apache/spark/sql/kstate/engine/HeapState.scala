@@ -291,6 +291,8 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
     val (addrs, hashes) = hashIndex.copyOfSlots
     new Iterator[(Array[Byte], Array[Byte])] {
       private var s = -1
+      // the key of slot s, copied once for the skip test and handed out by next()
+      private var key: Array[Byte] = _
       advance()
       private def advance(): Unit = {
         s += 1
@@ -298,15 +300,20 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
       }
       private def wanted(slot: Int): Boolean = {
         val a = addrs(slot)
-        a != AddressTable.Empty && EntryArena.startsWith(pages, a, prefix) &&
-        !skip(HashedKey.withHash(EntryArena.key(pages, a), hashes(slot)))
+        a != AddressTable.Empty && EntryArena.startsWith(pages, a, prefix) && {
+          val k = EntryArena.key(pages, a)
+          val keep = !skip(HashedKey.withHash(k, hashes(slot)))
+          if (keep) key = k
+          keep
+        }
       }
       override def hasNext: Boolean = s < addrs.length
       override def next(): (Array[Byte], Array[Byte]) = {
         if (!hasNext) throw new NoSuchElementException("end of the heap state's entries")
         val a = addrs(s)
+        val k = key
         advance()
-        (EntryArena.key(pages, a), EntryArena.value(pages, a))
+        (k, EntryArena.value(pages, a))
       }
     }
   }

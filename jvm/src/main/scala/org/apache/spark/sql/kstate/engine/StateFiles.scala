@@ -25,7 +25,8 @@ import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileMana
  * system, written with java.nio. Decision: Hadoop's local file system, without its native
  * library (pyspark ships none), starts a `chmod` process for every file it creates and a
  * `readlink` process for every rename, which cost kstate's commits tens of milliseconds each;
- * the local implementation does the same temp-file-and-rename with no process. Neither forces
+ * the local implementation does the same temp-file-and-rename with no process. On HDFS the
+ * client retries completing a closed file sooner than by default ([[HdfsCloseRetry]]). Neither forces
  * data to the device (Hadoop's local file system does not either): a killed process loses
  * nothing, a machine crash may lose the newest files, as with Spark's own providers.
  */
@@ -64,6 +65,7 @@ private[kstate] object StateFiles {
     val fs = dir.getFileSystem(hadoopConf)
     fs match {
       case _: LocalFileSystem | _: RawLocalFileSystem if fs.getUri.getScheme == "file" => new Local(dir)
+      case _ if fs.getUri.getScheme == "hdfs" => new Hadoop(dir, HdfsCloseRetry(hadoopConf))
       case _ => new Hadoop(dir, hadoopConf)
     }
   }

@@ -690,7 +690,9 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     var v = 0L
     while (v < 6) {
       val s = p.getStore(v)
-      (0 until 500).foreach { i => val k = f"v${v}i$i%04d"; s.put(key(k), value(i)); model(k) = i }
+      (0 until 500).foreach { i =>
+        val k = f"v${v}i$i%04d"; s.put(key(k), value(i)); model(k) = i
+      }
       v = s.commit()
     }
     p.doMaintenance() // a snapshot of version 6
