@@ -575,6 +575,7 @@ def r_recovery(d: Dict[str, Any], path: str) -> List[str]:
         f"{ratio(standby)}. Goal (the recovery micro-batch {goal:g}x faster with a standby than a cold "
         f"restore): {verdict(None if standby is None else standby >= goal)}.",
         *goal_lines,
+        *(["", *d["notes"]] if d.get("notes") else []),
     ]
 
 
