@@ -38,6 +38,7 @@ private[kstate] final class DbWriter(
   private var inFile = 0L
   private var batch: WriteBatch = if (inOrder) null else new WriteBatch()
   private var pending = 0
+  private val writeBatch: WriteBatch => Unit = if (write == null) db.writeBatch else write
 
   /** Records written as a table file so far (for tests and logs). */
   private var ingested = 0L
@@ -73,7 +74,7 @@ private[kstate] final class DbWriter(
     val b = batch
     batch = new WriteBatch()
     pending = 0
-    try { if (write == null) db.writeBatch(b) else write(b) }
+    try writeBatch(b)
     finally b.close()
   }
 

@@ -17,7 +17,7 @@ package org.apache.spark.sql.kstate.engine
  * @param inOrder whether the file lists its keys in key order (a snapshot): records bound for
  *                the database are then written as a table file while they stay in order
  * @param fits    whether the heap state still fits its budget (checked every [[CheckEvery]]
- *                records and at `flush`)
+ *                records and at `finish`)
  * @param moveToDb moves the heap state into a new local database and returns that database
  */
 private[kstate] final class StateLoader(
@@ -79,22 +79,21 @@ private[kstate] final class StateLoader(
     bump()
   }
 
-  private def bump(): Unit = {
+  /** Counts records bound for the heap; the database writer bounds its own batches. */
+  private def bump(): Unit = if (onHeap != null) {
     pending += 1
-    if (pending >= CheckEvery) flush()
+    if (pending >= CheckEvery) checkHeap()
   }
 
-  /** Writes what is batched (database), or checks the heap state's budget (heap). */
-  def flush(): Unit = {
+  /** Applies the heap's pending run and checks the heap state's budget (no-op in the database). */
+  private def checkHeap(): Unit = if (onHeap != null) {
     pending = 0
-    if (onHeap != null) {
-      applyRun()
-      if (!fits()) {
-        // the heap copy moves in key order: the rest of an ordered file continues after it
-        writer = new DbWriter(moveToDb(), inOrder)
-        onHeap = null
-      }
-    } else writer.flush()
+    applyRun()
+    if (!fits()) {
+      // the heap copy moves in key order: the rest of an ordered file continues after it
+      writer = new DbWriter(moveToDb(), inOrder)
+      onHeap = null
+    }
   }
 
   /**
@@ -103,7 +102,7 @@ private[kstate] final class StateLoader(
    * not its first micro-batch as active) pays for them.
    */
   def finish(): Unit = {
-    flush()
+    checkHeap()
     if (writer != null) writer.finish()
     if (onHeap != null) onHeap.buildHashIndexes()
   }
