@@ -157,9 +157,9 @@ def _restart_fails_and_leaves_the_checkpoint(spark, name: str, root: str):
 
 
 def test_state_files_of_a_newer_format_fail_with_a_named_error_and_stay(spark, session_tmp) -> None:
-    """Every state file of the fixture claims format 4 (its header's format version: offset 4,
-    after the magic number), as a newer kstate's would (format 3 is this kstate's, for checkpoint
-    format v2)."""
+    """Every state file of the fixture claims format 6 (its header's format version: offset 4,
+    after the magic number), as a newer kstate's would (formats 3 to 5 are this kstate's: checkpoint
+    format v2, and snapshots holding a RocksDB table file)."""
     name = "stream_table_join"
     root = str(session_tmp.mktemp("newer_state_files")) + "/run"
     fx.install(_fixture(name), root)
@@ -172,12 +172,12 @@ def test_state_files_of_a_newer_format_fail_with_a_named_error_and_stay(spark, s
                     fh.seek(4)
                     assert struct.unpack(">i", fh.read(4))[0] == 2
                     fh.seek(4)
-                    fh.write(struct.pack(">i", 4))
+                    fh.write(struct.pack(">i", 6))
                 patched.append(p)
     assert patched
     err = _restart_fails_and_leaves_the_checkpoint(spark, name, root)
     assert err.error_class == "KSTATE_CHECKPOINT_FROM_NEWER_KSTATE", err
-    assert "format version 4" in err.message and "reads format versions 1, 2 and 3" in err.message, err.message
+    assert "format version 6" in err.message and "reads format versions 1, 2, 3, 4 and 5" in err.message, err.message
     assert any(os.path.basename(p) in err.message for p in patched), err.message
     # read_state reads the files in its tasks: the error reaches here in the job's failure
     with pytest.raises(Exception, match="KSTATE_CHECKPOINT_FROM_NEWER_KSTATE"):

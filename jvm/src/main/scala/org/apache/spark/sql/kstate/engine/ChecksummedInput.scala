@@ -70,6 +70,21 @@ private[kstate] final class ChecksummedInput(in: InputStream, bufferSize: Int = 
     }
   }
 
+  /**
+   * Passes the next `n` bytes to `out` (null: drops them), checksummed as they go; the
+   * `EOFException` of a stream that ends first.
+   */
+  def copyTo(out: java.io.OutputStream, n: Long): Unit = {
+    var left = n
+    while (left > 0) {
+      if (pos == limit) require(1)
+      val k = math.min(left, (limit - pos).toLong).toInt
+      if (out != null) out.write(buf, pos, k)
+      pos += k
+      left -= k
+    }
+  }
+
   /** A string in `DataOutput.writeUTF`'s encoding. */
   def readUTF(): String = {
     val len = readShort() & 0xffff

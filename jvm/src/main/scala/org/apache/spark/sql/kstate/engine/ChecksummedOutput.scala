@@ -46,6 +46,18 @@ private[kstate] final class ChecksummedOutput(out: OutputStream, bufferSize: Int
       written += bytes.length
     }
 
+  /** Writes the next `n` bytes of `in`; the `EOFException` of a stream that ends first. */
+  def writeFrom(in: java.io.InputStream, n: Long): Unit = {
+    var left = n
+    while (left > 0) {
+      if (pos == buf.length) flush()
+      val r = in.read(buf, pos, math.min(left, (buf.length - pos).toLong).toInt)
+      if (r < 0) throw new java.io.EOFException
+      pos += r
+      left -= r
+    }
+  }
+
   /** A string in `DataOutput.writeUTF`'s encoding. */
   def writeUTF(s: String): Unit = {
     val encoded = new ByteArrayOutputStream()

@@ -69,6 +69,20 @@ private[kstate] final class DbWriter(
     bump()
   }
 
+  /**
+   * Adds `file`, a finished table file in the database's directory, whole: its entries are newer
+   * than every record written before (those are made visible first). The file is moved into
+   * the database; on failure the caller deletes it.
+   */
+  def ingestTable(file: File, entries: Long): Unit = {
+    ingestFile()
+    flush()
+    val o = new IngestExternalFileOptions().setMoveFiles(true)
+    try db.ingest(file, o)
+    finally o.close()
+    ingested += entries
+  }
+
   /** Writes the batched records; a table file in progress stays open. */
   def flush(): Unit = if (batch != null && pending > 0) {
     val b = batch

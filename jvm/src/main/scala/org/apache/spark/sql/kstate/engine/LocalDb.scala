@@ -27,7 +27,7 @@ private[kstate] final class LocalDb(root: File) extends AutoCloseable {
   def directory: File = dir
   private val options = new Options()
     .setCreateIfMissing(true)
-    .setTableFormatConfig(tableConfig)
+    .setTableFormatConfig(newTableConfig())
     .setWriteBufferSize(32L << 20)
     .setMaxWriteBufferNumber(3)
     .setCompressionType(CompressionType.NO_COMPRESSION)
@@ -120,7 +120,12 @@ private[kstate] object LocalDb {
 
   /** One block cache for all of an executor's kstate stores, so memory does not grow per store. */
   private lazy val sharedCache = new LRUCache(256L << 20)
-  private def tableConfig = new BlockBasedTableConfig()
+
+  /** Loads RocksDB's native library (once per JVM). */
+  private[engine] def ensureLoaded(): Unit = ()
+
+  /** The table format of kstate's databases and of the table files it writes for them. */
+  private[engine] def newTableConfig(): BlockBasedTableConfig = new BlockBasedTableConfig()
     .setBlockCache(sharedCache)
     .setFilterPolicy(new BloomFilter(10, false))
     .setBlockSize(16 << 10)

@@ -10,11 +10,13 @@ import org.apache.spark.sql.kstate.errors.KStateErrors
  * {{{
  *   header  := magic:int  formatVersion:int  kind:byte  storeVersion:long  identity  [checkpoint]
  *   identity := operatorId:long  storeName:utf  partitionId:int      (format 2 on)
- *   checkpoint := id:utf  entries:int  (version:long id:utf)*        (format 3: checkpoint format v2)
+ *   checkpoint := id:utf  entries:int  (version:long id:utf)*        (formats 3 and 5: checkpoint format v2)
  *   record  := PUT klen:int key vlen:int value     (keys carry their column family prefix)
  *            | DELETE klen:int key
  *            | FAMILY cf:short name:utf           (a column family exists from here on)
  *            | DROP_FAMILY cf:short               (all its keys are gone from here on)
+ *            | TABLE entries:long length:long bytes  (formats 4 and 5, snapshots only: every
+ *                                                 entry, as one RocksDB table file, [[TableFile]])
  *   trailer := END records:long numKeys:long crc:int   (CRC32C of every byte before crc)
  * }}}
  *
@@ -25,9 +27,15 @@ import org.apache.spark.sql.kstate.errors.KStateErrors
  * Format 2 adds the writer's [[StateFileIdentity]] to the header: a valid file of another
  * store (another partition, operator id or store name) is refused on restore. Files of format 1
  * (the previous release) carry no identity: they are still read, for any store (unverifiable).
- * A format above 2 is a newer kstate's: refused with `KSTATE_CHECKPOINT_FROM_NEWER_KSTATE`
+ * A format above 5 is a newer kstate's: refused with `KSTATE_CHECKPOINT_FROM_NEWER_KSTATE`
  * before anything after the version is read (docs/upgrades.md). A next format must keep the
- * magic number and the version where they are, and its kstate must read format 2.
+ * magic number and the version where they are, and its kstate must read formats 2 to 5.
+ *
+ * Formats 4 and 5 are formats 2 and 3 with a TABLE record: the snapshot of a working copy in
+ * RocksDB holds its entries as one table file, which a restore into RocksDB ingests whole. A
+ * table's snapshot has its FAMILY records, then one TABLE, and no other record: a TABLE
+ * anywhere else is corrupt. Files without a table keep formats 2 and 3 (the previous release
+ * reads them).
  */
 private[kstate] object StateFile {
   val Magic: Int = 0x4b53544c // "KSTL"
@@ -40,11 +48,21 @@ private[kstate] object StateFile {
   /** The previous release's format, without identity: still read, its owner unverifiable. */
   val FormatWithoutIdentity: Int = 1
 
+  /** Format 2 with a TABLE record: a snapshot of a working copy in RocksDB, checkpoint format v1. */
+  val FormatWithTable: Int = 4
+
+  /** Format 3 with a TABLE record: a snapshot of a working copy in RocksDB, checkpoint format v2. */
+  val FormatWithTableAndCheckpointId: Int = 5
+
   /** The formats read, oldest first. */
-  val FormatsRead: Seq[Int] = Seq(FormatWithoutIdentity, FormatVersion, FormatWithCheckpointId)
+  val FormatsRead: Seq[Int] =
+    Seq(FormatWithoutIdentity, FormatVersion, FormatWithCheckpointId, FormatWithTable, FormatWithTableAndCheckpointId)
 
   /** The newest format read. */
-  val NewestFormat: Int = FormatWithCheckpointId
+  val NewestFormat: Int = FormatWithTableAndCheckpointId
+
+  private def hasCheckpoint(format: Int) = format == FormatWithCheckpointId || format == FormatWithTableAndCheckpointId
+  private def hasTable(format: Int) = format >= FormatWithTable
 
   /** One version of a checkpoint-format-v2 store: its version and the id of the commit that made it. */
   final case class LineageEntry(version: Long, id: String) {
@@ -71,6 +89,7 @@ private[kstate] object StateFile {
   final val Delete: Byte = 2
   final val Family: Byte = 3
   final val DropFamily: Byte = 4
+  final val Table: Byte = 5
   final val End: Byte = 0
 
   /** Receives the records of a file in order. */
@@ -79,25 +98,51 @@ private[kstate] object StateFile {
     def delete(key: Array[Byte]): Unit
     def family(cf: Short, name: String): Unit
     def dropFamily(cf: Short): Unit
+
+    /**
+     * Every entry of the version, as one table file of `entries` entries: `bytes` reads it
+     * (consume it before returning; what is left is skipped). It is not yet verified: the file's
+     * checksum is checked after its trailer, as for every record.
+     */
+    def table(entries: Long, bytes: TableBytes): Unit
+  }
+
+  /** The bytes of a TABLE record, read once, in order. */
+  trait TableBytes {
+    def length: Long
+
+    /** Copies the (rest of the) table file's bytes to `out`. */
+    def copyTo(out: OutputStream): Unit
   }
 
   /**
    * Writes one file of store `identity`; `close()` writes the trailer. Not thread-safe. With a
-   * `checkpoint` (a store of checkpoint format v2) the file is format 3, else format 2.
+   * `checkpoint` (a store of checkpoint format v2) the file is format 3, else format 2; with
+   * `withTable` (a snapshot whose entries are one [[table]]) 5 or 4.
    */
   final class Writer(
       raw: OutputStream,
       kind: Kind,
       storeVersion: Long,
       identity: StateFileIdentity,
-      checkpoint: Option[Checkpoint] = None
+      checkpoint: Option[Checkpoint] = None,
+      withTable: Boolean = false
   ) {
+    require(!withTable || kind == Snapshot, "only a snapshot holds a table file")
     private val out = new ChecksummedOutput(raw)
     private var records = 0L
     private var written: Option[Int] = None
+    private var tableWritten = false
 
     out.writeInt(Magic)
-    out.writeInt(if (checkpoint.isDefined) FormatWithCheckpointId else FormatVersion)
+    out.writeInt(
+      (checkpoint.isDefined, withTable) match {
+        case (false, false) => FormatVersion
+        case (true, false) => FormatWithCheckpointId
+        case (false, true) => FormatWithTable
+        case (true, true) => FormatWithTableAndCheckpointId
+      }
+    )
     out.writeByte(kind.tag)
     out.writeLong(storeVersion)
     identity.writeTo(out)
@@ -108,6 +153,7 @@ private[kstate] object StateFile {
     }
 
     def put(key: Array[Byte], value: Array[Byte]): Unit = {
+      require(!withTable, "a table's snapshot holds its entries in the table only")
       out.writeByte(Put)
       out.writeInt(key.length); out.write(key)
       out.writeInt(value.length); out.write(value)
@@ -127,6 +173,18 @@ private[kstate] object StateFile {
 
     def dropFamily(cf: Short): Unit = {
       out.writeByte(DropFamily); out.writeShort(cf)
+      records += 1
+    }
+
+    /** Writes every entry as `file`, a finished table file of `entries` entries (once, after the families). */
+    def table(file: java.io.File, entries: Long): Unit = {
+      require(withTable && !tableWritten, "one table per snapshot written with withTable")
+      val length = file.length()
+      out.writeByte(Table); out.writeLong(entries); out.writeLong(length)
+      val in = new java.io.FileInputStream(file)
+      try out.writeFrom(in, length)
+      finally in.close()
+      tableWritten = true
       records += 1
     }
 
@@ -166,6 +224,7 @@ private[kstate] object StateFile {
     override def delete(key: Array[Byte]): Unit = ()
     override def family(cf: Short, name: String): Unit = ()
     override def dropFamily(cf: Short): Unit = ()
+    override def table(entries: Long, bytes: TableBytes): Unit = ()
   }
 
   /**
@@ -200,20 +259,45 @@ private[kstate] object StateFile {
       val sink = if (foreign.isEmpty && !otherAttempt) visitor else Discard
       var n = 0L
       var done = false
+      // a table's snapshot: its families, then the table, nothing else
+      val tableExpected = hasTable(fv)
+      var tables = 0
+      def noTable(what: String): Unit =
+        if (tableExpected) throw corrupt(s"a $what record in a snapshot holding a table file")
       while (!done) {
         data.readByte() match {
           case Put =>
+            noTable("put")
             val key = readBytes(data, corrupt)
             val value = readBytes(data, corrupt)
             sink.put(key, value); n += 1
           case Delete =>
+            noTable("delete")
             sink.delete(readBytes(data, corrupt)); n += 1
           case Family =>
             val cf = data.readShort()
             sink.family(cf, data.readUTF()); n += 1
           case DropFamily =>
+            noTable("drop-family")
             sink.dropFamily(data.readShort()); n += 1
-          case End => done = true
+          case Table if tableExpected && tables == 0 =>
+            val entries = data.readLong()
+            val length = data.readLong()
+            if (entries <= 0 || length <= 0) throw corrupt(s"invalid table of $entries entries, $length bytes")
+            var left = length
+            sink.table(
+              entries,
+              new TableBytes {
+                override def length: Long = left
+                override def copyTo(out: OutputStream): Unit = { data.copyTo(out, left); left = 0 }
+              }
+            )
+            data.copyTo(null, left)
+            left = 0
+            tables += 1; n += 1
+          case End =>
+            if (tableExpected && tables == 0) throw corrupt("a snapshot of format 4 or 5 without its table file")
+            done = true
           case other => throw corrupt(s"unknown record tag $other after $n records")
         }
       }
@@ -269,10 +353,12 @@ private[kstate] object StateFile {
     if (!FormatsRead.contains(fv)) throw corrupt(s"unknown format version $fv")
     val k = data.readByte()
     if (k != kind.tag) throw corrupt(s"file kind $k, expected ${kind.tag}")
+    if (hasTable(fv) && kind != Snapshot)
+      throw corrupt(s"a ${kind.suffix} of format $fv (formats 4 and 5 are snapshots)")
     val v = data.readLong()
     if (v != storeVersion) throw corrupt(s"file says version $v")
     val found = if (fv == FormatWithoutIdentity) None else Some(StateFileIdentity.readFrom(data))
-    val checkpoint = if (fv < FormatWithCheckpointId) None
+    val checkpoint = if (!hasCheckpoint(fv)) None
     else {
       val id = data.readUTF()
       val n = data.readInt()

@@ -12,6 +12,13 @@ package org.apache.spark.sql.kstate.engine
  * with [[FamilyHeaps.applySorted]], which keeps the families' sorted indexes without a sort; a file
  * out of order (a spilled version's changelog) is applied record by record from there on.
  *
+ * A snapshot holding a table file ([[TableFile]]: the snapshot of a copy that was in RocksDB) is
+ * copied to a local file in `scratch`, then ingested into the database whole; it goes to the
+ * heap instead, entry by entry, when the restore started on the heap and the table's entries
+ * (their raw bytes plus [[HeapBytesPerEntry]] each) could be held within `room`, so that a
+ * store which left the heap under another executor's budget returns to it. If the heap stops
+ * fitting part way, the rest goes to the database as usual.
+ *
  * @param heap    the heap working copy to fill, or null to fill `db`
  * @param db      the database working copy to fill when `heap` is null
  * @param inOrder whether the file lists its keys in key order (a snapshot): records bound for
@@ -19,13 +26,17 @@ package org.apache.spark.sql.kstate.engine
  * @param fits    whether the heap state still fits its budget (checked every [[CheckEvery]]
  *                records and at `finish`)
  * @param moveToDb moves the heap state into a new local database and returns that database
+ * @param scratch  a local directory for a table file being read (on the database's file system)
+ * @param room     whether the heap copy could grow to the given bytes within its budget now
  */
 private[kstate] final class StateLoader(
     heap: FamilyHeaps,
     db: LocalDb,
     fits: () => Boolean,
     moveToDb: () => LocalDb,
-    inOrder: Boolean = false
+    inOrder: Boolean = false,
+    scratch: () => java.io.File = () => new java.io.File(System.getProperty("java.io.tmpdir")),
+    room: Long => Boolean = _ => false
 ) extends StateFile.Visitor with AutoCloseable {
   import StateLoader._
 
@@ -35,7 +46,8 @@ private[kstate] final class StateLoader(
   // The current run of increasing keys for the heap (entries 0 until runSize).
   private val run = if (heap == null) null else new Array[WriteSet.Entry](CheckEvery)
   private var runSize = 0
-  private var inOrder = true
+  // whether the heap records of this file came in key order so far
+  private var sorted = true
   private var families = Vector.empty[Either[Short, (String, Short)]]
 
   override def put(key: Array[Byte], value: Array[Byte]): Unit = {
@@ -53,12 +65,12 @@ private[kstate] final class StateLoader(
    * alone (value [[WriteSet.Deleted]]: a delete).
    */
   private def toHeap(key: Array[Byte], value: Array[Byte]): Unit = {
-    if (inOrder && (runSize == 0 || Bytes.Order.compare(run(runSize - 1).key, key) < 0)) {
+    if (sorted && (runSize == 0 || Bytes.Order.compare(run(runSize - 1).key, key) < 0)) {
       run(runSize) = new WriteSet.Entry(new HashedKey(key), value, WriteSet.Unknown)
       runSize += 1
     } else {
       applyRun()
-      inOrder = false
+      sorted = false
       if (value eq WriteSet.Deleted) onHeap.delete(key) else onHeap.put(key, value)
     }
   }
@@ -79,6 +91,25 @@ private[kstate] final class StateLoader(
     bump()
   }
 
+  override def table(entries: Long, bytes: StateFile.TableBytes): Unit = {
+    if (onHeap != null) applyRun()
+    val file = TableFile.newFile(scratch(), "restore")
+    try {
+      val out = new java.io.BufferedOutputStream(new java.io.FileOutputStream(file), 1 << 16)
+      try bytes.copyTo(out)
+      finally out.close()
+      val toHeap = onHeap != null && {
+        val c = TableFile.contents(file)
+        room(c.rawBytes + HeapBytesPerEntry * c.entries)
+      }
+      if (toHeap) TableFile.foreach(file)((k, v) => put(k, v))
+      else {
+        if (onHeap != null) toDb()
+        writer.ingestTable(file, entries)
+      }
+    } finally file.delete()
+  }
+
   /** Counts records bound for the heap; the database writer bounds its own batches. */
   private def bump(): Unit = if (onHeap != null) {
     pending += 1
@@ -89,11 +120,13 @@ private[kstate] final class StateLoader(
   private def checkHeap(): Unit = if (onHeap != null) {
     pending = 0
     applyRun()
-    if (!fits()) {
-      // the heap copy moves in key order: the rest of an ordered file continues after it
-      writer = new DbWriter(moveToDb(), inOrder)
-      onHeap = null
-    }
+    if (!fits()) toDb()
+  }
+
+  /** Moves the heap copy to the database; the rest of an ordered file continues after it (key order). */
+  private def toDb(): Unit = {
+    writer = new DbWriter(moveToDb(), inOrder && sorted)
+    onHeap = null
   }
 
   /**
@@ -120,4 +153,11 @@ private[kstate] object StateLoader {
 
   /** Records per database write batch, and between heap budget checks. */
   val CheckEvery = 8192
+
+  /**
+   * The heap a heap copy holds per entry beyond its key and value bytes, at least (the entry's
+   * header in the arena, its sorted index and hash index slots): the estimate that decides
+   * whether a table file's entries go to the heap.
+   */
+  val HeapBytesPerEntry = 32L
 }

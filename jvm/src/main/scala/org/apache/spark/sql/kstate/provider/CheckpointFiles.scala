@@ -115,30 +115,39 @@ private[kstate] final class CheckpointFiles(
   }
 
   /**
-   * Writes version `version`'s snapshot (its families, `entries` and key count) to a temporary
-   * file and returns it unpublished: `commit()` makes it appear whole, `cancel()` drops it. With
-   * an `id` (format v2) the file is `<v>_<id>.kstate.snapshot`.
+   * Writes version `version`'s snapshot (its families, `entries` and key count, by name: read
+   * once the entries are written) to a temporary file and returns it unpublished: `commit()`
+   * makes it appear whole, `cancel()` drops it. With an `id` (format v2) the file is
+   * `<v>_<id>.kstate.snapshot`. Entries with a [[FrozenEntries.tableDir]] (a working copy in
+   * RocksDB) are written as one table file there first, then copied in ([[TableFile]]).
    */
   def prepareSnapshot(
       version: Long,
       families: Map[String, Short],
-      numKeys: Long,
+      numKeys: => Long,
       entries: FrozenEntries,
       id: Option[String] = None
   ): StateFiles.AtomicOutput = {
-    val out = files.create(path(StateFile.Snapshot, version, id))
+    val table = entries.tableDir.flatMap(dir => TableFile.write(dir, entries.foreach))
     try {
-      val w = new StateFile.Writer(out.stream, StateFile.Snapshot, version, identity, id.map(StateFile.Checkpoint(_)))
-      families.foreach { case (name, id) => w.family(id, name) }
-      entries.foreach((k, v) => w.put(k, v))
-      w.finish(numKeys)
-      out
-    } catch {
-      case NonFatal(e) =>
-        try out.cancel()
-        catch { case NonFatal(c) => e.addSuppressed(c) }
-        throw e
-    }
+      val out = files.create(path(StateFile.Snapshot, version, id))
+      try {
+        val checkpoint = id.map(StateFile.Checkpoint(_))
+        val w = new StateFile.Writer(out.stream, StateFile.Snapshot, version, identity, checkpoint, table.isDefined)
+        families.foreach { case (name, id) => w.family(id, name) }
+        table match {
+          case Some(t) => w.table(t.file, t.entries)
+          case None => if (entries.tableDir.isEmpty) entries.foreach((k, v) => w.put(k, v))
+        }
+        w.finish(numKeys)
+        out
+      } catch {
+        case NonFatal(e) =>
+          try out.cancel()
+          catch { case NonFatal(c) => e.addSuppressed(c) }
+          throw e
+      }
+    } finally table.foreach(_.file.delete())
   }
 
   def delete(kind: StateFile.Kind, version: Long, id: Option[String] = None): Unit =
@@ -186,5 +195,6 @@ private[kstate] object CheckpointFiles {
     override def delete(key: Array[Byte]): Unit = ()
     override def family(cf: Short, name: String): Unit = ()
     override def dropFamily(cf: Short): Unit = ()
+    override def table(entries: Long, bytes: StateFile.TableBytes): Unit = ()
   }
 }

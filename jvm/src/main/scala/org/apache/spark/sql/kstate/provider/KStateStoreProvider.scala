@@ -605,6 +605,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
         override def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit =
           entries.foreach { (k, v) => keys += 1; f(k, v) }
         override def close(): Unit = entries.close()
+        override def tableDir: Option[java.io.File] = entries.tableDir
       }
       val out =
         try files.prepareSnapshot(newVersion, store.registry.ids, keys, counted, newId)

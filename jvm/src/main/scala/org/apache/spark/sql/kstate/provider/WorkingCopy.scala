@@ -208,7 +208,11 @@ private[kstate] final class WorkingCopy(
    * as it goes), else into the database (the heap part moved there first).
    */
   def loader(fits: () => Boolean, inOrder: Boolean = false): StateLoader =
-    new StateLoader(heap, db, fits, () => { moveToDb(); db }, inOrder)
+    new StateLoader(heap, db, fits, () => { moveToDb(); db }, inOrder, localRoot, room)
+
+  /** Whether the heap copy could grow to `bytes` within the executor's budget now. */
+  private def room(bytes: Long): Boolean =
+    heap != null && HeapStateBudget.reserved - reserved + bytes <= limit
 
   /**
    * Every committed entry as it is now, for another thread to read (a snapshot): a heap copy's
@@ -223,10 +227,12 @@ private[kstate] final class WorkingCopy(
         override def close(): Unit = ()
       })
     } else db.leasedScan().map { scan =>
+      val dir = db.directory
       new FrozenEntries {
         override def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit =
           while (scan.valid) { f(scan.key, scan.value); scan.next() }
         override def close(): Unit = scan.close()
+        override def tableDir: Option[File] = Some(dir)
       }
     }
 
@@ -258,4 +264,10 @@ private[kstate] object WorkingCopy {
 /** A committed version's entries, frozen, for another thread to read once; close it after. */
 private[kstate] trait FrozenEntries extends AutoCloseable {
   def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit
+
+  /**
+   * Where to write the entries as a RocksDB table file for a snapshot (a copy in RocksDB: the
+   * snapshot is then one table file, which a restore ingests whole), or None (records).
+   */
+  def tableDir: Option[File] = None
 }

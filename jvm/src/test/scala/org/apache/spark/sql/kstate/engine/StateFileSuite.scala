@@ -29,9 +29,21 @@ class StateFileSuite extends AnyFunSuite {
     bytes.toByteArray
   }
 
-  /** Notes every record it is fed. */
-  private class Recorder extends StateFile.Visitor {
+  /** Notes every record it is fed; a table's entries as puts (read from a copy of its bytes). */
+  private class Recorder(readTables: Boolean = true) extends StateFile.Visitor {
     val seen = ArrayBuffer.empty[String]
+    override def table(entries: Long, bytes: StateFile.TableBytes): Unit = {
+      seen += s"table $entries"
+      if (readTables) {
+        val f = File.createTempFile("statefile-suite", ".sst")
+        try {
+          val out = new java.io.FileOutputStream(f)
+          try bytes.copyTo(out)
+          finally out.close()
+          TableFile.foreach(f)((k, v) => put(k, v))
+        } finally f.delete()
+      }
+    }
     override def put(key: Array[Byte], value: Array[Byte]): Unit =
       seen += s"put ${key.mkString(",")}=${value.mkString(",")}"
     override def delete(key: Array[Byte]): Unit = seen += s"delete ${key.mkString(",")}"
@@ -113,7 +125,7 @@ class StateFileSuite extends AnyFunSuite {
   test(
     "a format above 3 (a newer kstate's file) is KSTATE_CHECKPOINT_FROM_NEWER_KSTATE naming the file and both versions; nothing is read"
   ) {
-    for (kind <- Seq(Changelog, Snapshot); newer <- Seq(4, 7)) {
+    for (kind <- Seq(Changelog, Snapshot); newer <- Seq(6, 9)) {
       val bytes = write(mine, kind)
       ByteBuffer.wrap(bytes).putInt(4, newer)
       val r = new Recorder
@@ -121,7 +133,7 @@ class StateFileSuite extends AnyFunSuite {
       assert(e.errorClass == "KSTATE_CHECKPOINT_FROM_NEWER_KSTATE", e.getMessage)
       assert(
         e.getMessage.contains("State file the-file") && e.getMessage.contains(s"format version $newer") &&
-          e.getMessage.contains("reads format versions 1, 2 and 3") && e.getMessage.contains(
+          e.getMessage.contains("reads format versions 1, 2, 3, 4 and 5") && e.getMessage.contains(
             "new checkpoint location"
           ) &&
           e.getMessage.contains("neither used nor changed this file"),
@@ -130,7 +142,7 @@ class StateFileSuite extends AnyFunSuite {
       assert(r.seen.isEmpty)
     }
     // a newer file's layout after its version is unknown: even one that is all garbage after it
-    val garbage = ByteBuffer.allocate(12).putInt(StateFile.Magic).putInt(4).putInt(-1).array()
+    val garbage = ByteBuffer.allocate(12).putInt(StateFile.Magic).putInt(6).putInt(-1).array()
     assert(intercept[KStateException](read(garbage, mine)).errorClass == "KSTATE_CHECKPOINT_FROM_NEWER_KSTATE")
   }
 
@@ -201,6 +213,93 @@ class StateFileSuite extends AnyFunSuite {
       )
       assert(r.seen.isEmpty)
     }
+  }
+
+  // ---- formats 4 and 5: a snapshot holding a table file ---------------------------------------
+
+  private val entries = (0 until 1000).map(i => (Array[Byte](0, 0, (i >> 8).toByte, i.toByte), Array[Byte](i.toByte)))
+
+  private def writeTable(checkpoint: Option[StateFile.Checkpoint] = None): Array[Byte] = {
+    val dir = Files.createTempDirectory("statefile-suite").toFile
+    try {
+      val t = TableFile.write(dir, f => entries.foreach { case (k, v) => f(k, v) }).get
+      assert(t.entries == entries.size)
+      val bytes = new ByteArrayOutputStream()
+      val w = new StateFile.Writer(bytes, Snapshot, 5, mine, checkpoint, withTable = true)
+      w.family(0, "default")
+      w.table(t.file, t.entries)
+      w.finish(numKeys = entries.size)
+      bytes.toByteArray
+    } finally org.apache.spark.network.util.JavaUtils.deleteRecursively(dir)
+  }
+
+  private def expectedRecords = "family 0 default" +: s"table ${entries.size}" +:
+    entries.map { case (k, v) => s"put ${k.mkString(",")}=${v.mkString(",")}" }
+
+  test("a snapshot of format 4 holds its entries as one table file: read, its table yields every entry in key order") {
+    val bytes = writeTable()
+    assert(ByteBuffer.wrap(bytes).getInt(4) == StateFile.FormatWithTable)
+    val r = new Recorder
+    val summary = read(bytes, mine, Snapshot, visitor = r)
+    assert(summary.records == 2 && summary.numKeys == entries.size)
+    assert(r.seen == expectedRecords)
+    // a visitor that leaves the table's bytes unread: they are skipped, and still verified
+    val skipping = new Recorder(readTables = false)
+    assert(read(bytes, mine, Snapshot, visitor = skipping).checksum == summary.checksum)
+    assert(skipping.seen == Seq("family 0 default", s"table ${entries.size}"))
+  }
+
+  test("format 5: a table's snapshot of checkpoint format v2 records its id") {
+    val bytes = writeTable(Some(StateFile.Checkpoint("id-5")))
+    assert(ByteBuffer.wrap(bytes).getInt(4) == StateFile.FormatWithTableAndCheckpointId)
+    val r = new Recorder
+    val summary = StateFile.read(new ByteArrayInputStream(bytes), Snapshot, 5, mine, "the-file", r, Some("id-5"))
+    assert(summary.checkpoint.contains(StateFile.Checkpoint("id-5")) && r.seen == expectedRecords)
+    assert(intercept[KStateException](read(bytes, mine, Snapshot)).getMessage.contains("another attempt"))
+  }
+
+  test("a flipped bit in a table file is KSTATE_STATE_FILE_CORRUPT (checksum), found before the table is used") {
+    val bytes = writeTable()
+    for (at <- Seq(bytes.length / 3, bytes.length / 2, bytes.length - 40)) {
+      val bad = bytes.clone()
+      bad(at) = (bad(at) ^ 0x10).toByte
+      val e = intercept[KStateException](read(bad, mine, Snapshot, visitor = new Recorder(readTables = false)))
+      assert(e.errorClass == "KSTATE_STATE_FILE_CORRUPT", e.getMessage)
+    }
+    val truncated = bytes.dropRight(bytes.length / 2)
+    assert(intercept[KStateException](read(truncated, mine, Snapshot)).getMessage.contains("truncated"))
+  }
+
+  test("a table where none may be, records beside a table, or a format 4 snapshot without one are corrupt") {
+    def corrupt(bytes: Array[Byte], kind: Kind, why: String): Unit = {
+      val e = intercept[KStateException](read(bytes, mine, kind, visitor = new Recorder(readTables = false)))
+      assert(e.errorClass == "KSTATE_STATE_FILE_CORRUPT" && e.getMessage.contains(why), e.getMessage)
+    }
+    def withFormat(bytes: Array[Byte], f: Int) = { val b = bytes.clone(); ByteBuffer.wrap(b).putInt(4, f); b }
+    // a table in a format 2 snapshot: an unknown record to that format
+    corrupt(withFormat(writeTable(), StateFile.FormatVersion), Snapshot, "unknown record tag 5")
+    // a changelog of format 4
+    corrupt(withFormat(write(mine, Changelog), StateFile.FormatWithTable), Changelog, "formats 4 and 5 are snapshots")
+    // puts and deletes in a snapshot of format 4
+    corrupt(
+      withFormat(write(mine, Snapshot), StateFile.FormatWithTable),
+      Snapshot,
+      "a put record in a snapshot holding a table"
+    )
+    // a snapshot of format 4 with families only
+    val familiesOnly = new ByteArrayOutputStream()
+    val w = new StateFile.Writer(familiesOnly, Snapshot, 5, mine, None, withTable = true)
+    w.family(0, "default")
+    w.finish(0)
+    corrupt(familiesOnly.toByteArray, Snapshot, "without its table file")
+  }
+
+  test("no entries: no table file (RocksDB writes none), and nothing is left behind") {
+    val dir = Files.createTempDirectory("statefile-suite").toFile
+    try {
+      assert(TableFile.write(dir, _ => ()).isEmpty)
+      assert(dir.list().isEmpty)
+    } finally dir.delete()
   }
 
   test("a format 3 changelog whose lineage does not lead to the version below it is corrupt") {

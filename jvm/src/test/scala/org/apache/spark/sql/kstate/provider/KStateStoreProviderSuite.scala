@@ -683,6 +683,29 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     p.close()
   }
 
+  /**
+   * Checks that `s`, just restored by `q`, holds `model`; then that the restored keys take updates
+   * and deletes like any others, and that the next version restores again in a new provider.
+   */
+  private def restoredExactly(
+      root: String,
+      q: KStateStoreProvider,
+      s: StateStore,
+      model: Map[String, Long],
+      what: String
+  )
+      : Unit = {
+    assert(contents(s) == model && s.metrics.numKeys == model.size, what)
+    s.put(key("v0i0001"), value(-1)); s.remove(key("v5i0499")); s.put(key("new"), value(7))
+    val next = s.commit()
+    val expected = model + ("v0i0001" -> -1L) - "v5i0499" + ("new" -> 7L)
+    assert(contents(q.getStore(next)) == expected, what)
+    q.close()
+    val again = newProvider(root)
+    assert(contents(again.getStore(next)) == expected, s"$what, restored again")
+    again.close()
+  }
+
   test("a snapshot restored into RocksDB (no heap room, or not enough) is exact and takes later changes") {
     val root = tmp()
     val model = mutable.TreeMap.empty[String, Long]
@@ -703,17 +726,47 @@ class KStateStoreProviderSuite extends AnyFunSuite {
       val q = newProvider(root, heapBudget(budget))
       val s = q.getStore(v)
       assert(q.lastRestore.flatMap(_.snapshotVersion).contains(v) && !q.onHeap, s"budget $budget")
-      assert(contents(s) == model.toMap && s.metrics.numKeys == model.size, s"budget $budget")
-      // the restored keys take updates and deletes like any others, and restore again
-      s.put(key("v0i0001"), value(-1)); s.remove(key("v5i0499")); s.put(key("new"), value(7))
-      val next = s.commit()
-      val expected = model.toMap + ("v0i0001" -> -1L) - "v5i0499" + ("new" -> 7L)
-      assert(contents(q.getStore(next)) == expected, s"budget $budget")
-      q.close()
-      val again = newProvider(root)
-      assert(contents(again.getStore(next)) == expected, s"budget $budget, restored again")
-      again.close()
+      restoredExactly(root, q, s, model.toMap, s"budget $budget")
     }
+  }
+
+  test(
+    "a copy in RocksDB snapshots one table file (format 4): restored into RocksDB whole, into the heap when the budget holds it, exactly either way"
+  ) {
+    val root = tmp()
+    val model = mutable.TreeMap.empty[String, Long]
+    val p = newProvider(root, heapBudget(0))
+    var v = 0L
+    while (v < 6) {
+      val s = p.getStore(v)
+      (0 until 500).foreach { i =>
+        val k = f"v${v}i$i%04d"; s.put(key(k), value(i)); model(k) = i
+      }
+      if (v > 0) (0 until 500 by 7).foreach { i =>
+        val k = f"v${v - 1}i$i%04d"; s.remove(key(k)); model -= k
+      }
+      v = s.commit()
+    }
+    p.doMaintenance() // a snapshot of version 6, from RocksDB
+    assert(!p.onHeap)
+    p.close()
+    val snapshot = java.nio.file.Paths.get(s"$root/0/0/$v.kstate.snapshot")
+    assert(java.nio.ByteBuffer.wrap(java.nio.file.Files.readAllBytes(snapshot)).getInt(4) == 4)
+    // room for all of it: the heap; none (0), or less than its keys and values (20000): RocksDB
+    var heapSize = 0L
+    Seq(50000000L -> true, 0L -> false, 20000L -> false).foreach { case (budget, onHeap) =>
+      val q = newProvider(root, heapBudget(budget))
+      val s = q.getStore(v)
+      assert(q.lastRestore.flatMap(_.snapshotVersion).contains(v) && q.onHeap == onHeap, s"budget $budget")
+      if (onHeap) heapSize = q.heapReservedBytes
+      restoredExactly(root, q, s, model.toMap, s"budget $budget")
+    }
+    // room for the estimate but not for the heap copy itself: the heap fills, then the rest
+    // goes to RocksDB part way through the table
+    val q = newProvider(root, heapBudget(heapSize - 1))
+    val s = q.getStore(v)
+    assert(!q.onHeap && contents(s) == model.toMap && s.metrics.numKeys == model.size)
+    q.close()
   }
 
   test("with a heap state budget of 0 the working copy is always RocksDB") {
