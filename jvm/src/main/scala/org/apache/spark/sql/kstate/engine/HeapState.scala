@@ -470,6 +470,16 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
 
 private[kstate] object HeapState {
 
+  /**
+   * The heap a heap state of `entries` entries of `rawBytes` key and value bytes takes at least:
+   * its records in the arena (8 bytes of lengths each), its sorted index (8 bytes each) and its
+   * hash index at its load factor ([[heapBytes]] counts the same, plus the arena's free room).
+   */
+  def bytesFor(entries: Long, rawBytes: Long): Long = {
+    val n = math.min(entries, AddressTable.MaxCapacity.toLong).toInt
+    rawBytes + 16L * entries + AddressTable.tableBytesOf(AddressTable.capacityFor(n))
+  }
+
   /** Garbage below this many bytes never triggers a compaction (small states; tests lower it). */
   final val MinGarbageBytes: Long = 256L * 1024
 

@@ -14,10 +14,10 @@ package org.apache.spark.sql.kstate.engine
  *
  * A snapshot holding a table file ([[TableFile]]: the snapshot of a copy that was in RocksDB) is
  * copied to a local file in `scratch`, then ingested into the database whole; it goes to the
- * heap instead, entry by entry, when the restore started on the heap and the table's entries
- * (their raw bytes plus [[HeapBytesPerEntry]] each) could be held within `room`, so that a
- * store which left the heap under another executor's budget returns to it. If the heap stops
- * fitting part way, the rest goes to the database as usual.
+ * heap instead, entry by entry, when the restore started on the heap and `room` holds the
+ * table's entries with [[Headroom]] ([[HeapState.bytesFor]], from the table's properties), so that
+ * a store which left the heap under another executor's budget returns to it. If the heap stops
+ * fitting part way all the same, the rest goes to the database as usual.
  *
  * @param heap    the heap working copy to fill, or null to fill `db`
  * @param db      the database working copy to fill when `heap` is null
@@ -100,7 +100,7 @@ private[kstate] final class StateLoader(
       finally out.close()
       val toHeap = onHeap != null && {
         val c = TableFile.contents(file)
-        room(c.rawBytes + HeapBytesPerEntry * c.entries)
+        room((HeapState.bytesFor(c.entries, c.rawBytes) * Headroom).toLong)
       }
       if (toHeap) TableFile.foreach(file)((k, v) => put(k, v))
       else {
@@ -155,9 +155,9 @@ private[kstate] object StateLoader {
   val CheckEvery = 8192
 
   /**
-   * The heap a heap copy holds per entry beyond its key and value bytes, at least (the entry's
-   * header in the arena, its sorted index and hash index slots): the estimate that decides
-   * whether a table file's entries go to the heap.
+   * A table file's entries go to the heap only if the heap would still hold them grown by this
+   * factor: a state that fills its budget leaves the heap again at its next commits (or part way
+   * through the restore, reading most of the table for nothing), where RocksDB ingests it whole.
    */
-  val HeapBytesPerEntry = 32L
+  val Headroom = 1.25
 }

@@ -227,6 +227,23 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     assert(!h.hashIndexDeferred && h.size == 3010)
   }
 
+  test("bytesFor, the estimate from a table's entry count and raw bytes, is at most what the heap state holds") {
+    for (n <- Seq(1, 100, 1000, 9830, 9831, 50000); width <- Seq(1, 24)) {
+      val h = new HeapState
+      val entries = (0 until n).map { i =>
+        val key = java.nio.ByteBuffer.allocate(4 + width).putInt(i).array()
+        new WriteSet.Entry(new HashedKey(key), new Array[Byte](width), WriteSet.Unknown)
+      }.toArray
+      h.applySorted(entries)
+      h.buildHashIndex()
+      val raw = entries.map(e => e.key.length + e.value.length).sum.toLong
+      val estimate = HeapState.bytesFor(n, raw)
+      assert(estimate <= h.heapBytes, s"$n entries of width $width: $estimate > ${h.heapBytes}")
+      // and not far below: the arena's free room and the index's slack only
+      assert(h.heapBytes <= 2 * estimate + (1L << 16), s"$n entries of width $width: ${h.heapBytes} against $estimate")
+    }
+  }
+
   test("compaction copies only live records; scans opened before it still read their version") {
     val h = new HeapState(minGarbageBytes = 0)
     def version(ks: Seq[Int], v: Int): Array[WriteSet.Entry] =

@@ -761,8 +761,7 @@ class KStateStoreProviderSuite extends AnyFunSuite {
       if (onHeap) heapSize = q.heapReservedBytes
       restoredExactly(root, q, s, model.toMap, s"budget $budget")
     }
-    // room for the estimate but not for the heap copy itself: the heap fills, then the rest
-    // goes to RocksDB part way through the table
+    // room for just less than the heap copy needs: RocksDB (the estimate and its headroom)
     val q = newProvider(root, heapBudget(heapSize - 1))
     val s = q.getStore(v)
     assert(!q.onHeap && contents(s) == model.toMap && s.metrics.numKeys == model.size)
