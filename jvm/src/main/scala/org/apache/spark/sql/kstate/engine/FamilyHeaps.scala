@@ -132,6 +132,9 @@ private[kstate] final class FamilyHeaps(minGarbageBytes: Long = HeapState.MinGar
   /** Builds every family's hash index that waits to be built ([[HeapState.buildHashIndex]]). */
   def buildHashIndexes(): Unit = heapsInOrder.foreach(_.buildHashIndex())
 
+  /** Bytes of the live entries' keys and values (without the arena's record headers). */
+  def rawBytes: Long = fold(0L)((n, h) => n + h.liveBytes - EntryArena.HeaderBytes * h.size)
+
   /** Whether [[foreach]] walks the entries in key order (every family's sorted index is valid). */
   def iteratesInKeyOrder: Boolean = heapsInOrder.forall(_.iteratesInKeyOrder)
 

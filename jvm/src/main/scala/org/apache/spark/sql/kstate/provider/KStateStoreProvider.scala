@@ -448,6 +448,10 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
   private[kstate] def heapReservedBytes: Long =
     synchronized(lifecycle.current.workingCopy.map(_.reservedBytes).getOrElse(0L))
 
+  /** The heap a restore estimates for this provider's heap copy (0 in RocksDB; for tests). */
+  private[kstate] def heapRestoreEstimate: Long =
+    synchronized(lifecycle.current.workingCopy.map(_.restoreEstimate).getOrElse(0L))
+
   // ---- a store's reads ---------------------------------------------------------------------
 
   /**

@@ -210,6 +210,18 @@ private[kstate] final class WorkingCopy(
   def loader(fits: () => Boolean, inOrder: Boolean = false): StateLoader =
     new StateLoader(heap, db, fits, () => { moveToDb(); db }, inOrder, localRoot, room)
 
+  /**
+   * Whether a heap copy this size would not be restored to the heap on this executor as it
+   * stands (by the restore's own rule, [[StateLoader]]: its estimate does not fit with
+   * [[StateLoader.Headroom]] beside the other stores' heap): its
+   * snapshot is then a table file too, which a restore ingests into RocksDB whole rather than
+   * decoding every key to move them there.
+   */
+  private def tooLargeToRestoreOnHeap: Boolean = !room((restoreEstimate * StateLoader.Headroom).toLong)
+
+  /** The heap a restore estimates for the heap copy from its table file ([[StateLoader]]); 0 in RocksDB. */
+  def restoreEstimate: Long = if (heap == null) 0L else HeapState.bytesFor(heap.size, heap.rawBytes)
+
   /** Whether the heap copy could grow to `bytes` within the executor's budget now. */
   private def room(bytes: Long): Boolean =
     heap != null && HeapStateBudget.reserved - reserved + bytes <= limit
@@ -218,13 +230,17 @@ private[kstate] final class WorkingCopy(
    * Every committed entry as it is now, for another thread to read (a snapshot): a heap copy's
    * frozen iteration, or a scan on a RocksDB snapshot that defers the database's close until it
    * is closed. None if the database is already closing. Take it under the provider's lock.
+   * Entries to snapshot as a table file ([[FrozenEntries.tableDir]]): a copy in RocksDB, and a
+   * heap copy in key order too large to be restored on the heap.
    */
   def frozen(): Option[FrozenEntries] =
     if (heap != null) {
       val it = heap.frozenEntries()
+      val table = if (heap.iteratesInKeyOrder && tooLargeToRestoreOnHeap) Some(localRoot()) else None
       Some(new FrozenEntries {
         override def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit = it.foreach { case (k, v) => f(k, v) }
         override def close(): Unit = ()
+        override def tableDir: Option[File] = table
       })
     } else db.leasedScan().map { scan =>
       val dir = db.directory

@@ -1,5 +1,7 @@
 package org.apache.spark.sql.kstate.provider
 
+import org.apache.spark.sql.kstate.engine.StateLoader
+
 import java.io.{File, RandomAccessFile}
 import java.nio.file.{Files, StandardCopyOption}
 import java.util.UUID
@@ -766,6 +768,66 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     val s = q.getStore(v)
     assert(!q.onHeap && contents(s) == model.toMap && s.metrics.numKeys == model.size)
     q.close()
+  }
+
+  test(
+    "a heap copy in key order too large to be restored on the heap with headroom snapshots a table file too; a restore ingests it unless its budget holds it"
+  ) {
+    // long keys: the arena's free room is then small beside the entries, as in a large state
+    val perVersion = 30000
+    def name(v: Long, i: Int) = f"v${v}i$i%06d" + "x" * 90
+    def build(root: String, budget: Long): KStateStoreProvider = {
+      val p = newProvider(root, heapBudget(budget))
+      var v = 0L
+      while (v < 3) {
+        val s = p.getStore(v)
+        (0 until perVersion).foreach(i => s.put(key(name(v, i)), value(i)))
+        v = s.commit()
+      }
+      p
+    }
+    def format(root: String) = java.nio.ByteBuffer.wrap(
+      java.nio.file.Files.readAllBytes(java.nio.file.Paths.get(s"$root/0/0/3.kstate.snapshot"))
+    ).getInt(4)
+    val roomy = tmp()
+    val big = build(roomy, 50000000L)
+    val heapSize = big.heapReservedBytes
+    // the restore's estimate with its headroom, which the test's budget stays just below
+    val threshold = (big.heapRestoreEstimate * StateLoader.Headroom).toLong
+    assert(heapSize < threshold, s"no budget between the heap copy's $heapSize bytes and $threshold")
+    big.doMaintenance()
+    big.close()
+    assert(format(roomy) == 2, "room to spare: records")
+    // within its budget, but not with a quarter to spare beside the restore's estimate; in key order (restored from its
+    // changelogs, each of keys above the last: the heap copy's sorted index is valid)
+    val root = tmp()
+    build(root, 50000000L).close()
+    val p = newProvider(root, heapBudget(threshold - 1))
+    p.getStore(3)
+    assert(p.onHeap)
+    p.doMaintenance()
+    p.close()
+    assert(format(root) == 4)
+    // a heap copy out of key order (no ordered read keeps its sorted index) stays records: a
+    // table file takes its keys in order only
+    val unordered = tmp()
+    val u = newProvider(unordered, heapBudget(threshold - 1))
+    (0 until 3).foreach { v =>
+      val s = u.getStore(v)
+      (0 until perVersion).foreach(i => s.put(key(name(v, i)), value(i)))
+      s.commit()
+    }
+    u.doMaintenance()
+    u.close()
+    assert(format(unordered) == 2)
+    val model = (0 until 3).flatMap(v => (0 until perVersion).map(i => name(v, i) -> i.toLong)).toMap
+    Seq(threshold - 1 -> false, 50000000L -> true).foreach { case (budget, onHeap) =>
+      val q = newProvider(root, heapBudget(budget))
+      val s = q.getStore(3)
+      assert(q.lastRestore.flatMap(_.snapshotVersion).contains(3) && q.onHeap == onHeap, s"budget $budget")
+      assert(contents(s) == model && s.metrics.numKeys == model.size, s"budget $budget")
+      q.close()
+    }
   }
 
   test("with a heap state budget of 0 the working copy is always RocksDB") {
