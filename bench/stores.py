@@ -3,7 +3,9 @@
 and S3 (``make bench``; bench/README.md, "Checkpoint stores").
 
 Same queries, same run, same Spark session (``local[2]``): kstate's operators with their state in
-kstate's provider (``io.kstate.KStateStoreProvider``) or in Spark's RocksDB provider with
+kstate's provider (``io.kstate.KStateStoreProvider``; ``kstate``: its default, the working copy on
+the heap within the heap state budget; ``kstate_db``: ``heapStateBytes=0``, the working copy in
+its local RocksDB, whose snapshots are table files) or in Spark's RocksDB provider with
 changelog checkpointing (``spark.kstate.stateStore.providerClass``), the checkpoint on
 
 * ``local``: the local disk;
@@ -68,7 +70,28 @@ from common import (  # noqa: E402
 )
 
 KSTATE = "io.kstate.KStateStoreProvider"
-PROVIDERS = {"kstate": KSTATE, "rocksdb": ROCKSDB}
+PROVIDERS = {"kstate": KSTATE, "kstate_db": KSTATE, "rocksdb": ROCKSDB}
+# kstate_db: kstate's provider with its working copy in its local RocksDB (no heap state budget),
+# where a snapshot is one table file that a restore ingests whole
+PROVIDER_CONF = {"kstate_db": {"spark.sql.streaming.stateStore.kstate.heapStateBytes": "0"}}
+HEAP_STATE_KEY = "spark.sql.streaming.stateStore.kstate.heapStateBytes"
+
+
+def family(provider: str) -> str:
+    """Which provider's metrics and files a variant has: kstate's or RocksDB's."""
+    return "rocksdb" if provider == "rocksdb" else "kstate"
+
+
+def use_provider(spark, provider: str) -> None:
+    """Sets the session's state store provider and the variant's settings (unsets the others')."""
+    spark.conf.set(KSTATE_PROVIDER_KEY, PROVIDERS[provider])
+    conf = PROVIDER_CONF.get(provider, {})
+    if HEAP_STATE_KEY in conf:
+        spark.conf.set(HEAP_STATE_KEY, conf[HEAP_STATE_KEY])
+    else:
+        spark.conf.unset(HEAP_STATE_KEY)
+
+
 WORKLOADS = {"dedup": "deduplicate_by_key", "window": "windowed count + suppress(until_window_closes)"}
 STORES = ("local", "hdfs", "s3")
 # kstate's figure / RocksDB's that the goal asks for, and which way is better
@@ -190,12 +213,21 @@ def list_files(spark, url: str) -> List[Dict[str, Any]]:
     fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     if not fs.exists(path):
         return []
-    it = fs.listFiles(path, True)
-    out = []
-    while it.hasNext():
-        st = it.next()
-        out.append({"path": st.getPath().toString(), "bytes": st.getLen()})
-    return out
+    # a file written meanwhile (a snapshot's temporary file, renamed when done) can vanish
+    # between the listing and its status on the local file system: list again
+    for attempt in range(5):
+        try:
+            it = fs.listFiles(path, True)
+            out = []
+            while it.hasNext():
+                st = it.next()
+                out.append({"path": st.getPath().toString(), "bytes": st.getLen()})
+            return out
+        except Exception as e:  # py4j's error carries Hadoop's
+            if "No such file or directory" not in str(e) or attempt == 4:
+                raise
+            time.sleep(0.5)
+    return []
 
 
 def delete(spark, url: str) -> None:
@@ -240,7 +272,7 @@ def stream_run(
 ) -> Dict[str, Any]:
     ckpt = f"{root}/{workload}-{provider}-{rep}"
     delete(spark, ckpt)
-    spark.conf.set(KSTATE_PROVIDER_KEY, PROVIDERS[provider])
+    use_provider(spark, provider)
     q = (
         build(spark, workload, src, a)
         .writeStream.format("noop")
@@ -328,7 +360,7 @@ def restore_run(
     os.makedirs(src)
     ckpt = f"{root}/restore-{provider}-{keys}"
     delete(spark, ckpt)
-    spark.conf.set(KSTATE_PROVIDER_KEY, PROVIDERS[provider])
+    use_provider(spark, provider)
     spark.conf.set("spark.sql.shuffle.partitions", "1")
     spark.conf.set("spark.sql.streaming.stateStore.minDeltasForSnapshot", "1")
     per_file = 2_000_000
@@ -361,7 +393,7 @@ def restore_run(
         newest = len(load)
         deadline = time.monotonic() + 300
         while True:
-            snaps = [f for f in list_files(spark, f"{ckpt}/state") if SNAPSHOT[provider](f["path"], newest)]
+            snaps = [f for f in list_files(spark, f"{ckpt}/state") if SNAPSHOT[family(provider)](f["path"], newest)]
             if snaps or time.monotonic() > deadline:
                 break
             time.sleep(2)
@@ -384,7 +416,7 @@ def restore_run(
                     "restore_s": (first["durationMs"]["triggerExecution"] - steady["durationMs"]["triggerExecution"])
                     / 1000,
                     "rows_total": state_op(first).get("numRowsTotal"),
-                    "metrics": {m: custom.get(m) for m in RESTORE_METRICS[provider]},
+                    "metrics": {m: custom.get(m) for m in RESTORE_METRICS[family(provider)]},
                 }
             )
             unload_state_stores(spark)
@@ -411,7 +443,7 @@ def restore_run(
             "provider_restore_ms": statistics.median(
                 (
                     x["metrics"].get("kstateStoreRestoreMs")
-                    if provider == "kstate"
+                    if family(provider) == "kstate"
                     else x["metrics"].get("rocksdbLoadLatencyMs")
                 )
                 or 0
@@ -466,13 +498,15 @@ def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
             s[f"restore_{keys}"] = per
         goals = {}
         for name, per in s.items():
-            if "kstate" in per and "rocksdb" in per:
+            for variant in [p for p in per if family(p) == "kstate"] if "rocksdb" in per else []:
                 for m, better in GOALS.items():
-                    k, r = per["kstate"].get(m), per["rocksdb"].get(m)
+                    k, r = per[variant].get(m), per["rocksdb"].get(m)
                     if k is None or r is None:
                         continue
                     met = k < r if better == "lower" else k > r
-                    goals[f"{name}.{m}"] = {
+                    # the default configuration's goals keep their names; a variant's are suffixed
+                    goals[f"{name}.{m}" + ("" if variant == "kstate" else f".{variant}")] = {
+                        "variant": variant,
                         "kstate": k,
                         "rocksdb": r,
                         "rocksdb_over_kstate" if better == "lower" else "kstate_over_rocksdb": (
@@ -510,7 +544,7 @@ def report(res: Dict[str, Any]) -> str:
         for g, v in s["goals"].items():
             r = v.get("rocksdb_over_kstate", v.get("kstate_over_rocksdb"))
             lines.append(
-                f"  goal {g}: kstate {v['kstate']:.3g}, RocksDB {v['rocksdb']:.3g}, "
+                f"  goal {g}: {v.get('variant', 'kstate')} {v['kstate']:.3g}, RocksDB {v['rocksdb']:.3g}, "
                 f"ratio {r:.2f}x -> {'met' if v['met'] else 'NOT met'}"
             )
     return "\n".join(lines)
@@ -532,11 +566,11 @@ def write_chart(path: str, res: Dict[str, Any]) -> None:
     axes = axes if len(panels) > 1 else [axes]
     for ax, (key, title) in zip(axes, panels):
         group, metric = key.split(".")
-        w = 0.38
+        w = 0.8 / max(1, len(res["providers"]))
         for j, prov in enumerate(res["providers"]):
             vals = [res["summary"][s].get(group, {}).get(prov, {}).get(metric) or 0 for s in stores]
             ax.bar([i + j * w for i in range(len(stores))], vals, w, label=prov)
-        ax.set_xticks([i + w / 2 for i in range(len(stores))], stores)
+        ax.set_xticks([i + w * (len(res["providers"]) - 1) / 2 for i in range(len(stores))], stores)
         ax.set_title(f"{group}: {title}" if not group.startswith("restore") else title, fontsize=8)
         ax.tick_params(labelsize=7)
     axes[0].legend(fontsize=7)
