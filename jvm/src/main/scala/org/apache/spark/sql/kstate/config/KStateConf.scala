@@ -95,6 +95,16 @@ object KStateConf {
       "Default (-1): an eighth of the executor's maximum heap."
   )(s => if (s.trim == "-1") -1L else parseBytes(s))
 
+  /** Read by kstate's state store provider, like [[MaxWriteSetBytes]]. */
+  val TableSnapshots: Entry[Boolean] = Entry(
+    "spark.sql.streaming.stateStore.kstate.tableSnapshots",
+    true,
+    "When true, the snapshot of a state in RocksDB (or of a heap state too large to be restored " +
+      "on the heap) is one RocksDB table file, which a restore adds to RocksDB whole (state file " +
+      "formats 4 and 5). false writes every snapshot as records (formats 2 and 3), which the " +
+      "previous kstate release reads: set it before going back to that release. Default true."
+  )(_.trim.toBoolean)
+
   val StandbyReplicas: Entry[Int] = Entry(
     "spark.kstate.standbyReplicas",
     0,

@@ -88,6 +88,9 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
    */
   private[kstate] var checkpointIds: Boolean = false
   private[kstate] var maxWriteSetBytes: Long = KStateConf.MaxWriteSetBytes.default
+
+  /** Whether snapshots may be table files ([[KStateConf.TableSnapshots]]). */
+  private var tableSnapshots: Boolean = KStateConf.TableSnapshots.default
   private var tiering = new TieringPolicy(HeapStateBudget.defaultLimit)
   private val codecs = new ConcurrentHashMap[String, FamilyCodec]()
 
@@ -174,6 +177,8 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
       .map(KStateConf.MaxWriteSetBytes.parse).getOrElse(KStateConf.MaxWriteSetBytes.default)
     this.tiering = new TieringPolicy(setting(KStateConf.HeapStateBytes.key)
       .map(KStateConf.HeapStateBytes.parse).filter(_ >= 0).getOrElse(HeapStateBudget.defaultLimit))
+    this.tableSnapshots = setting(KStateConf.TableSnapshots.key)
+      .map(KStateConf.TableSnapshots.parse).getOrElse(KStateConf.TableSnapshots.default)
     this.files = new CheckpointFiles(
       stateStoreId.storeCheckpointLocation(),
       hadoopConf,
@@ -603,7 +608,8 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
     val newId = if (checkpointIds) Some(UUID.randomUUID().toString) else None
     try {
       copy.apply(ChangelogAppend.dropped(unflushedFamilies(store)), store.changes.sortedChanges, sorted = true)
-      val entries = copy.frozen().getOrElse(throw new IllegalStateException(s"$this: no view of the new state"))
+      val entries =
+        copy.frozen(tableSnapshots).getOrElse(throw new IllegalStateException(s"$this: no view of the new state"))
       var keys = 0L
       val counted = new FrozenEntries {
         override def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit =
@@ -829,7 +835,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
       // a loadEmpty store's writes in the working copy are no committed version
       if (snapshotting || emptyVersionStore != null) None
       else due.lift(lifecycle.current).flatMap { case (v, copy) =>
-        copy.frozen().map { entries =>
+        copy.frozen(tableSnapshots).map { entries =>
           snapshotting = true
           SnapshotJob(v, registry.ids, numKeys, entries, restores, loadedId)
         }

@@ -230,25 +230,25 @@ private[kstate] final class WorkingCopy(
    * Every committed entry as it is now, for another thread to read (a snapshot): a heap copy's
    * frozen iteration, or a scan on a RocksDB snapshot that defers the database's close until it
    * is closed. None if the database is already closing. Take it under the provider's lock.
-   * Entries to snapshot as a table file ([[FrozenEntries.tableDir]]): a copy in RocksDB, and a
-   * heap copy in key order too large to be restored on the heap.
+   * Entries to snapshot as a table file ([[FrozenEntries.tableDir]]), with `tables`: a copy in
+   * RocksDB, and a heap copy in key order too large to be restored on the heap.
    */
-  def frozen(): Option[FrozenEntries] =
+  def frozen(tables: Boolean = true): Option[FrozenEntries] =
     if (heap != null) {
       val it = heap.frozenEntries()
-      val table = if (heap.iteratesInKeyOrder && tooLargeToRestoreOnHeap) Some(localRoot()) else None
+      val table = if (tables && heap.iteratesInKeyOrder && tooLargeToRestoreOnHeap) Some(localRoot()) else None
       Some(new FrozenEntries {
         override def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit = it.foreach { case (k, v) => f(k, v) }
         override def close(): Unit = ()
         override def tableDir: Option[File] = table
       })
     } else db.leasedScan().map { scan =>
-      val dir = db.directory
+      val dir = if (tables) Some(db.directory) else None
       new FrozenEntries {
         override def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit =
           while (scan.valid) { f(scan.key, scan.value); scan.next() }
         override def close(): Unit = scan.close()
-        override def tableDir: Option[File] = Some(dir)
+        override def tableDir: Option[File] = dir
       }
     }
 

@@ -502,7 +502,10 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     t.commit()
     p.close()
     val q = newProvider(root)
-    assert(contents(q.getStore(3)) == Map("c" -> 3L) && q.lastRestore.get.snapshotVersion.contains(3L))
+    val restored = q.getStore(3)
+    assert(contents(restored) == Map("c" -> 3L) && q.lastRestore.get.snapshotVersion.contains(3L))
+    // the snapshot's trailer counts its keys (it once recorded 0: the count taken before writing)
+    assert(restored.metrics.numKeys == 1)
     assert(contents(q.getStore(4)) == Map("c" -> 3L, "d" -> 4L))
     assert(contents(q.getStore(2)) == model(2), "the earlier versions changed")
     q.close()
@@ -754,6 +757,28 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     p.close()
     val snapshot = java.nio.file.Paths.get(s"$root/0/0/$v.kstate.snapshot")
     assert(java.nio.ByteBuffer.wrap(java.nio.file.Files.readAllBytes(snapshot)).getInt(4) == 4)
+    // tableSnapshots=false (to go back to the previous release): records, format 2
+    val off = newProvider(
+      root,
+      conf(
+        snapshotEvery = 1,
+        extra =
+          Map(
+            org.apache.spark.sql.kstate.config.KStateConf.HeapStateBytes.key -> "0",
+            org.apache.spark.sql.kstate.config.KStateConf.TableSnapshots.key -> "false"
+          )
+      )
+    )
+    val o = off.getStore(v)
+    o.put(key("off"), value(1))
+    val offVersion = o.commit()
+    off.doMaintenance()
+    off.close()
+    val offSnapshot = java.nio.file.Paths.get(s"$root/0/0/$offVersion.kstate.snapshot")
+    assert(java.nio.ByteBuffer.wrap(java.nio.file.Files.readAllBytes(offSnapshot)).getInt(4) == 2)
+    val back = newProvider(root)
+    assert(contents(back.getStore(offVersion)) == model.toMap + ("off" -> 1L))
+    back.close()
     // room for all of it: the heap; none (0), or less than its keys and values (20000): RocksDB
     var heapSize = 0L
     Seq(50000000L -> true, 0L -> false, 20000L -> false).foreach { case (budget, onHeap) =>
