@@ -901,6 +901,12 @@ SECTIONS: List[tuple] = [
     ("recovery", "Executor loss with and without a standby (`bench/recovery.py`)", r_recovery, "recovery"),
     ("stores", "kstate vs RocksDB by checkpoint store (`bench/stores.py`)", r_stores, "stores"),
     (
+        "stores-s3-restore",
+        "Restore on S3, more restarts (`bench/stores.py --stores s3 --workloads '' --restore-reps 7`)",
+        r_stores,
+        "stores-s3-restore",
+    ),
+    (
         "stores-hdfs-restore",
         "Restore on HDFS, more restarts (`bench/stores.py --stores hdfs --workloads '' --restore-reps 7`)",
         r_stores,
