@@ -32,7 +32,8 @@ Measured, variants alternating, medians over ``--reps``:
    micro-batch. Restore time = that micro-batch's duration (the restore plus 1,000 rows; the
    next, steady micro-batch's beside it), with the providers' own restore figures
    (``kstateStoreRestoreMs``; RocksDB's ``rocksdbLoadLatencyMs``: download, open, replay);
-   ``--restore-reps`` restarts.
+   ``--restore-reps`` restarts per provider, the providers in turns (each provider's state is
+   built first; the order reverses every round).
 
     PYTHONPATH=python:python/tests .venv/bin/python bench/stores.py --quick
 """
@@ -351,90 +352,104 @@ SNAPSHOT = {
 }
 
 
-def restore_run(
-    spark, store: str, root: str, provider: str, keys: int, a: argparse.Namespace, tmp: str
-) -> Dict[str, Any]:
-    """Builds one partition of `keys` keys, then restarts `--restore-reps` times (see the module doc)."""
-    src = os.path.join(tmp, f"restore-src-{store}-{provider}-{keys}")
-    shutil.rmtree(src, ignore_errors=True)
-    os.makedirs(src)
-    ckpt = f"{root}/restore-{provider}-{keys}"
-    delete(spark, ckpt)
-    use_provider(spark, provider)
-    spark.conf.set("spark.sql.shuffle.partitions", "1")
-    spark.conf.set("spark.sql.streaming.stateStore.minDeltasForSnapshot", "1")
-    per_file = 2_000_000
-    index, start = 0, 0
+class RestoreCase:
+    """One provider's restore measurement at one state size: `build` makes one partition of `keys`
+    keys and waits for a snapshot of it, each `restart` restarts the query cold (providers
+    unloaded) with a 1,000-row micro-batch and a steady one, `result` sums them up, `close` drops
+    the checkpoint. The cases of one size restart in turns (see `restore_all`)."""
 
-    def run_once() -> List[Dict[str, Any]]:
+    def __init__(self, spark, store: str, root: str, provider: str, keys: int, a: argparse.Namespace, tmp: str):
+        self.spark, self.store, self.provider, self.keys, self.a = spark, store, provider, keys, a
+        self.src = os.path.join(tmp, f"restore-src-{store}-{provider}-{keys}")
+        self.ckpt = f"{root}/restore-{provider}-{keys}"
+        self.index, self.start = 0, 0
+        self.restores: List[Dict[str, Any]] = []
+
+    def run_once(self) -> List[Dict[str, Any]]:
         import kstate  # noqa: F401
 
-        df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
+        use_provider(self.spark, self.provider)
+        df = self.spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(self.src)
         q = (
             df.kstate.deduplicate_by_key("36500 days", key="key", timestamp="ts")
             .writeStream.format("noop")
-            .option("checkpointLocation", ckpt)
+            .option("checkpointLocation", self.ckpt)
             .trigger(availableNow=True)
             .start()
         )
         q.awaitTermination()
         return [json.loads(p.json) for p in q.recentProgress if json.loads(p.json)["numInputRows"] > 0]
 
-    try:
-        t0 = time.perf_counter()
-        while start < keys:
-            n = min(per_file, keys - start)
-            write_keys(src, index, start, n, ts_ms=1_700_000_000_000 + index)
-            index, start = index + 1, start + n
-        load = run_once()
-        load_s = time.perf_counter() - t0
-        # a snapshot of the newest version, by maintenance (every 10 s here, due after every
-        # version while the state is built): a production restore starts from one
-        newest = len(load)
-        deadline = time.monotonic() + 300
-        while True:
-            snaps = [f for f in list_files(spark, f"{ckpt}/state") if SNAPSHOT[family(provider)](f["path"], newest)]
-            if snaps or time.monotonic() > deadline:
-                break
-            time.sleep(2)
-        state = list_files(spark, f"{ckpt}/state")
-        unload_state_stores(spark)
-        # the restarts write no snapshot meanwhile (Spark's default: one every 10 versions)
-        spark.conf.unset("spark.sql.streaming.stateStore.minDeltasForSnapshot")
-        restores = []
-        for r in range(a.restore_reps):
-            for _ in range(2):  # the restore's micro-batch, then a steady one
-                write_keys(src, index, start, 1000, ts_ms=1_700_000_000_000 + index)
-                index, start = index + 1, start + 1000
-            ps = run_once()
-            first, steady = ps[0], ps[-1]
-            custom = state_op(first).get("customMetrics", {})
-            restores.append(
-                {
-                    "batch_s": first["durationMs"]["triggerExecution"] / 1000,
-                    "steady_s": steady["durationMs"]["triggerExecution"] / 1000,
-                    "restore_s": (first["durationMs"]["triggerExecution"] - steady["durationMs"]["triggerExecution"])
-                    / 1000,
-                    "rows_total": state_op(first).get("numRowsTotal"),
-                    "metrics": {m: custom.get(m) for m in RESTORE_METRICS[family(provider)]},
-                }
-            )
+    def build(self) -> None:
+        spark = self.spark
+        shutil.rmtree(self.src, ignore_errors=True)
+        os.makedirs(self.src)
+        delete(spark, self.ckpt)
+        spark.conf.set("spark.sql.shuffle.partitions", "1")
+        spark.conf.set("spark.sql.streaming.stateStore.minDeltasForSnapshot", "1")
+        try:
+            t0 = time.perf_counter()
+            while self.start < self.keys:
+                n = min(2_000_000, self.keys - self.start)
+                write_keys(self.src, self.index, self.start, n, ts_ms=1_700_000_000_000 + self.index)
+                self.index, self.start = self.index + 1, self.start + n
+            load = self.run_once()
+            self.load_s = time.perf_counter() - t0
+            # a snapshot of the newest version, by maintenance (every 10 s here, due after every
+            # version while the state is built): a production restore starts from one
+            self.newest = len(load)
+            deadline = time.monotonic() + 300
+            while True:
+                found = list_files(spark, f"{self.ckpt}/state")
+                self.snaps = [f for f in found if SNAPSHOT[family(self.provider)](f["path"], self.newest)]
+                if self.snaps or time.monotonic() > deadline:
+                    break
+                time.sleep(2)
+            self.state = list_files(spark, f"{self.ckpt}/state")
+        finally:
             unload_state_stores(spark)
-            print(
-                f"  [{store} {provider} {keys:,}] restore {r + 1}: {restores[-1]['restore_s']:.2f} s "
-                f"(batch {restores[-1]['batch_s']:.2f} s, steady {restores[-1]['steady_s']:.2f} s) "
-                f"{restores[-1]['metrics']}",
-                flush=True,
-            )
+            # the restarts write no snapshot meanwhile (Spark's default: one every 10 versions)
+            spark.conf.unset("spark.sql.streaming.stateStore.minDeltasForSnapshot")
+
+    def restart(self) -> None:
+        for _ in range(2):  # the restore's micro-batch, then a steady one
+            write_keys(self.src, self.index, self.start, 1000, ts_ms=1_700_000_000_000 + self.index)
+            self.index, self.start = self.index + 1, self.start + 1000
+        self.spark.conf.set("spark.sql.shuffle.partitions", "1")
+        try:
+            ps = self.run_once()
+        finally:
+            unload_state_stores(self.spark)
+        first, steady = ps[0], ps[-1]
+        custom = state_op(first).get("customMetrics", {})
+        self.restores.append(
+            {
+                "batch_s": first["durationMs"]["triggerExecution"] / 1000,
+                "steady_s": steady["durationMs"]["triggerExecution"] / 1000,
+                "restore_s": (first["durationMs"]["triggerExecution"] - steady["durationMs"]["triggerExecution"])
+                / 1000,
+                "rows_total": state_op(first).get("numRowsTotal"),
+                "metrics": {m: custom.get(m) for m in RESTORE_METRICS[family(self.provider)]},
+            }
+        )
+        last = self.restores[-1]
+        print(
+            f"  [{self.store} {self.provider} {self.keys:,}] restore {len(self.restores)}: {last['restore_s']:.2f} s "
+            f"(batch {last['batch_s']:.2f} s, steady {last['steady_s']:.2f} s) {last['metrics']}",
+            flush=True,
+        )
+
+    def result(self) -> Dict[str, Any]:
+        restores = self.restores
         return {
-            "store": store,
-            "provider": provider,
-            "keys": keys,
-            "load_s": round(load_s, 1),
-            "load_batches": newest,
-            "snapshot_of_newest": bool(snaps),
-            "state_files": len(state),
-            "state_bytes": sum(f["bytes"] for f in state),
+            "store": self.store,
+            "provider": self.provider,
+            "keys": self.keys,
+            "load_s": round(self.load_s, 1),
+            "load_batches": self.newest,
+            "snapshot_of_newest": bool(self.snaps),
+            "state_files": len(self.state),
+            "state_bytes": sum(f["bytes"] for f in self.state),
             "restores": restores,
             "restore_s": statistics.median(x["batch_s"] for x in restores),
             "restore_minus_steady_s": statistics.median(x["restore_s"] for x in restores),
@@ -443,19 +458,54 @@ def restore_run(
             "provider_restore_ms": statistics.median(
                 (
                     x["metrics"].get("kstateStoreRestoreMs")
-                    if family(provider) == "kstate"
+                    if family(self.provider) == "kstate"
                     else x["metrics"].get("rocksdbLoadLatencyMs")
                 )
                 or 0
                 for x in restores
             ),
         }
+
+    def close(self) -> None:
+        self.spark.conf.set("spark.sql.shuffle.partitions", str(self.a.shuffle_partitions))
+        unload_state_stores(self.spark)
+        delete(self.spark, self.ckpt)
+        shutil.rmtree(self.src, ignore_errors=True)
+
+
+def restore_all(spark, store: str, root: str, keys: int, a: argparse.Namespace, tmp: str, res: Dict[str, Any]) -> None:
+    """Builds every provider's state of `keys` keys, then restarts them in turns, the order
+    reversed every other round (so that no provider always goes first), `--restore-reps` rounds."""
+    built: List[RestoreCase] = []
+    try:
+        for prov in a.provider_list:
+            case = RestoreCase(spark, store, root, prov, keys, a, tmp)
+            built.append(case)
+            try:
+                case.build()
+            except Exception as e:  # report what failed, keep the rest of the run
+                failed(res, store, prov, keys, e)
+                case.restores = None
+        for r in range(a.restore_reps):
+            for case in built if r % 2 == 0 else list(reversed(built)):
+                if case.restores is None:
+                    continue
+                try:
+                    case.restart()
+                except Exception as e:
+                    failed(res, store, case.provider, keys, e)
+                    case.restores = None
+        res["restore"].extend(c.result() for c in built if c.restores)
     finally:
-        spark.conf.set("spark.sql.shuffle.partitions", str(a.shuffle_partitions))
-        spark.conf.unset("spark.sql.streaming.stateStore.minDeltasForSnapshot")
-        unload_state_stores(spark)
-        delete(spark, ckpt)
-        shutil.rmtree(src, ignore_errors=True)
+        for c in built:
+            c.close()
+
+
+def failed(res: Dict[str, Any], store: str, prov: str, keys: int, e: Exception) -> None:
+    print(f"[{store}] restore {prov} {keys:,}: FAILED {type(e).__name__}: {str(e)[:400]}", flush=True)
+    res.setdefault("failures", []).append(
+        {"store": store, "provider": prov, "keys": keys, "error": f"{type(e).__name__}: {str(e)[:400]}"}
+    )
 
 
 # --- summary -------------------------------------------------------------------------------
@@ -647,22 +697,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                                 flush=True,
                             )
                 for keys in a.restore_key_list:
-                    for prov in a.provider_list:
-                        try:
-                            res["restore"].append(restore_run(spark, store, root, prov, keys, a, tmp))
-                        except Exception as e:  # report what failed, keep the rest of the run
-                            print(
-                                f"[{store}] restore {prov} {keys:,}: FAILED {type(e).__name__}: {str(e)[:400]}",
-                                flush=True,
-                            )
-                            res.setdefault("failures", []).append(
-                                {
-                                    "store": store,
-                                    "provider": prov,
-                                    "keys": keys,
-                                    "error": f"{type(e).__name__}: {str(e)[:400]}",
-                                }
-                            )
+                    restore_all(spark, store, root, keys, a, tmp, res)
             spark.stop()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
