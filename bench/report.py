@@ -907,6 +907,12 @@ SECTIONS: List[tuple] = [
         "stores-s3-restore",
     ),
     (
+        "stores-s3-restore-phases",
+        "Restore on S3 at 1M keys, by phase (`bench/stores.py --stores s3 --workloads '' --restore-keys 1000000 --restore-reps 4`)",
+        r_stores,
+        "stores-s3-restore-phases",
+    ),
+    (
         "stores-hdfs-restore",
         "Restore on HDFS, more restarts (`bench/stores.py --stores hdfs --workloads '' --restore-reps 7`)",
         r_stores,

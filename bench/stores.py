@@ -430,6 +430,11 @@ class RestoreCase:
                 / 1000,
                 "rows_total": state_op(first).get("numRowsTotal"),
                 "metrics": {m: custom.get(m) for m in RESTORE_METRICS[family(self.provider)]},
+                # where the restore's micro-batch spent its time (Spark's phases), and the operator's
+                "durations_ms": first["durationMs"],
+                "operator_ms": {
+                    k: state_op(first).get(k) for k in ("allUpdatesTimeMs", "allRemovalsTimeMs", "commitTimeMs")
+                },
             }
         )
         last = self.restores[-1]
