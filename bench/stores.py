@@ -364,6 +364,7 @@ class RestoreCase:
         self.ckpt = f"{root}/restore-{provider}-{keys}"
         self.index, self.start = 0, 0
         self.restores: List[Dict[str, Any]] = []
+        self.ok = True  # False once its build or a restart failed (reported, then left out)
 
     def run_once(self) -> List[Dict[str, Any]]:
         import kstate  # noqa: F401
@@ -490,17 +491,17 @@ def restore_all(spark, store: str, root: str, keys: int, a: argparse.Namespace, 
                 case.build()
             except Exception as e:  # report what failed, keep the rest of the run
                 failed(res, store, prov, keys, e)
-                case.restores = None
+                case.ok = False
         for r in range(a.restore_reps):
             for case in built if r % 2 == 0 else list(reversed(built)):
-                if case.restores is None:
+                if not case.ok:
                     continue
                 try:
                     case.restart()
                 except Exception as e:
                     failed(res, store, case.provider, keys, e)
-                    case.restores = None
-        res["restore"].extend(c.result() for c in built if c.restores)
+                    case.ok = False
+        res["restore"].extend(c.result() for c in built if c.ok)
     finally:
         for c in built:
             c.close()

@@ -77,10 +77,15 @@ private[kstate] final class DbWriter(
   def ingestTable(file: File, entries: Long): Unit = {
     ingestFile()
     flush()
+    moveIn(file)
+    ingested += entries
+  }
+
+  /** Ingests `file`, a finished table file in the database's directory, moving it in. */
+  private def moveIn(file: File): Unit = {
     val o = new IngestExternalFileOptions().setMoveFiles(true)
     try db.ingest(file, o)
     finally o.close()
-    ingested += entries
   }
 
   /** Writes the batched records; a table file in progress stays open. */
@@ -124,9 +129,7 @@ private[kstate] final class DbWriter(
     try {
       if (inFile > 0) {
         sst.finish()
-        val o = new IngestExternalFileOptions().setMoveFiles(true)
-        try db.ingest(file, o)
-        finally o.close()
+        moveIn(file)
         ingested += inFile
       }
     } finally closeFile()

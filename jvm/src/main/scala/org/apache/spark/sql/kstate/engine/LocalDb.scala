@@ -121,9 +121,6 @@ private[kstate] object LocalDb {
   /** One block cache for all of an executor's kstate stores, so memory does not grow per store. */
   private lazy val sharedCache = new LRUCache(256L << 20)
 
-  /** Loads RocksDB's native library (once per JVM). */
-  private[engine] def ensureLoaded(): Unit = ()
-
   /** The table format of kstate's databases and of the table files it writes for them. */
   private[engine] def newTableConfig(): BlockBasedTableConfig = new BlockBasedTableConfig()
     .setBlockCache(sharedCache)

@@ -109,7 +109,6 @@ private[kstate] object StateFile {
 
   /** The bytes of a TABLE record, read once, in order. */
   trait TableBytes {
-    def length: Long
 
     /** Copies the (rest of the) table file's bytes to `out`. */
     def copyTo(out: OutputStream): Unit
@@ -288,7 +287,6 @@ private[kstate] object StateFile {
             sink.table(
               entries,
               new TableBytes {
-                override def length: Long = left
                 override def copyTo(out: OutputStream): Unit = { data.copyTo(out, left); left = 0 }
               }
             )

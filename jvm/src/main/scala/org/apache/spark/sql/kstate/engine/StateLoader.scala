@@ -100,7 +100,7 @@ private[kstate] final class StateLoader(
       finally out.close()
       val toHeap = onHeap != null && {
         val c = TableFile.contents(file)
-        room((HeapState.bytesFor(c.entries, c.rawBytes) * Headroom).toLong)
+        holdsWithHeadroom(room, c.entries, c.rawBytes)
       }
       if (toHeap) TableFile.foreach(file)((k, v) => put(k, v))
       else {
@@ -160,4 +160,11 @@ private[kstate] object StateLoader {
    * through the restore, reading most of the table for nothing), where RocksDB ingests it whole.
    */
   val Headroom = 1.25
+
+  /**
+   * The rule deciding where a table file's entries go (and, for a heap copy's snapshot, whether
+   * it is a table): whether `room` holds `entries` of `rawBytes` ([[HeapState.bytesFor]]) with [[Headroom]].
+   */
+  def holdsWithHeadroom(room: Long => Boolean, entries: Long, rawBytes: Long): Boolean =
+    room((HeapState.bytesFor(entries, rawBytes) * Headroom).toLong)
 }

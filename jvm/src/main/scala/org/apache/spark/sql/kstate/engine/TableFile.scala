@@ -23,10 +23,9 @@ private[kstate] object TableFile {
   /** What a table file holds, from its properties: entries and their keys' and values' bytes. */
   final case class Contents(entries: Long, rawBytes: Long)
 
-  private lazy val options: Options = {
-    LocalDb.ensureLoaded()
+  // LocalDb's table format (its initialisation loads RocksDB's native library), LZ4-compressed
+  private lazy val options: Options =
     new Options().setTableFormatConfig(LocalDb.newTableConfig()).setCompressionType(CompressionType.LZ4_COMPRESSION)
-  }
 
   /** A fresh name for a table file in `dir`. */
   def newFile(dir: File, prefix: String): File = new File(dir, s"$prefix-${UUID.randomUUID()}.sst")

@@ -217,7 +217,7 @@ private[kstate] final class WorkingCopy(
    * snapshot is then a table file too, which a restore ingests into RocksDB whole rather than
    * decoding every key to move them there.
    */
-  private def tooLargeToRestoreOnHeap: Boolean = !room((restoreEstimate * StateLoader.Headroom).toLong)
+  private def tooLargeToRestoreOnHeap: Boolean = !StateLoader.holdsWithHeadroom(room, heap.size, heap.rawBytes)
 
   /** The heap a restore estimates for the heap copy from its table file ([[StateLoader]]); 0 in RocksDB. */
   def restoreEstimate: Long = if (heap == null) 0L else HeapState.bytesFor(heap.size, heap.rawBytes)
