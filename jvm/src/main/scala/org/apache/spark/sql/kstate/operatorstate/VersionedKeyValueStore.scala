@@ -38,48 +38,50 @@ import org.apache.spark.sql.kstate.engine.{Bytes, KeyGroups}
  *
  * Layout (in four column families of the owning store; `flip` maps signed to unsigned order):
  * {{{
- *   latest   key                                   -> validFrom:8 indexed:8 tomb:1 dir:1 from:8 * n  value
+ *   latest   key                                   -> validFrom:8 indexed:8 tomb:1 recent history  value
  *   history  klen:4 key ~flip(validFrom):8          -> validTo:8 tomb:1 value   (newest first)
  *   expiry   flip(segment):8 kind:1 key             -> ()
  *   meta     "t"                                    -> stream time:8 lowest segment:8 cleaned through:8 versions:8 layout:1
  * }}}
+ *
+ * A key's newest history versions live in its latest entry, with their values ([[RecentHistory]]:
+ * at most 16, newest first, each a varint time delta, a varint length and the value); only older
+ * ones have entries of their own in the history family, and the latest entry's `truncated` bit
+ * says there may be some. So a key with at most 16 history versions is one entry, and a version
+ * costs its value and a few bytes, with no hash entry or key of its own. Example: puts at 10, 20,
+ * 30 and 40: the latest entry holds the value at 40 and [30, 20, 10] with their values, not
+ * truncated; `get(k, 25)` finds 20 there (valid to 30, its newer neighbour's validFrom).
+ *  - A put of a new latest version moves the old latest to the front of the list: the other
+ *    versions' bytes are copied unchanged. The 17th moves the oldest into the history family.
+ *  - `get(key, asOf)` older than the latest, and an out-of-order put, answer from the latest
+ *    entry when its list covers the time (the time is at or after the oldest held, or the list is
+ *    not truncated). Only an older time of a truncated list scans the key's history family.
+ *    An out-of-order put within the list inserts there (the oldest moving out past 16).
+ *  - Cleanup of a key deletes its expired versions from the history family (a scan, only when
+ *    truncated), then from the list's old end: every version in the list is newer than every one
+ *    in the family.
+ *
  * Time is cut into segments of `segmentIntervalMs` (Kafka's default for the retention, unless
- * given). The expiry index holds one entry per key and segment in which the key has history
- * versions ending (kind 0), or a latest tombstone (kind 1), not one per version: `indexed` in the
- * latest entry is the segment the key's last entry was written for, so the common put (a new
- * latest version moving the previous one into history) writes two entries, and an index entry
- * only when the history reaches a new segment. Cleanup drains the index up to the last segment
- * wholly at or before the cutoff and deletes each of those keys' expired versions, then the
- * expired latest tombstones: a key's history is found through its latest entry (below), so the
- * latest entry goes last. Example: tombstones at 57 and 77 (the one at 57 now history, valid to
- * 77) index a tombstone in segment 57 and history in segment 77; a cleanup past 77 deletes the
- * history version at 57, then the latest tombstone at 77.
+ * given). The expiry index holds one history entry per key (kind 0), in a segment at or before
+ * the one in which the key's oldest history version ends, and one entry per latest tombstone
+ * (kind 1): `indexed` in the latest entry is the segment of the key's history entry. The common
+ * put (a new latest version) writes only the latest entry, and an index entry only when the key
+ * had no history. Cleanup drains the index up to the last segment wholly at or before the
+ * cutoff, deletes each of those keys' expired versions and indexes the key again where its oldest
+ * remaining version ends; then it deletes the expired latest tombstones: a key's history is found
+ * through its latest entry, so the latest entry goes last. Example: tombstones at 57 and 77 (the
+ * one at 57 now history, valid to 77) index a tombstone in segment 57 and history in segment 77;
+ * a cleanup past 77 deletes the history version at 57, then the latest tombstone at 77.
  * The segment interval only sets the index's granularity: reopening with another is safe.
  *
- * The history directory (`dir from:8 * n`, a [[HistoryDirectory]]): the validFrom of the key's
- * newest history versions, newest first, at most 16 (`HistoryDirectory.Max`), and a `truncated`
- * bit (bit 7 of `dir`; bits 0-6 are n): the key may have older history versions, not listed.
- * Versions are contiguous, so a listed version's validTo is its newer neighbour's validFrom (the
- * latest's for the newest). Example: versions at 10, 20, 30 and the latest at 40: the latest entry
- * lists [30, 20, 10], not truncated; `get(k, 25)` finds 20 there (valid to 30) and reads the one
- * history entry `k ~flip(20)`. So the history family is read by point gets:
- *  - a put of a new latest version lists the old latest's validFrom first, dropping the oldest
- *    listed past 16 (and setting `truncated`); a put replacing the latest keeps the directory;
- *  - `get(key, asOf)` older than the latest, and an out-of-order put (its floor version and the
- *    next version's validFrom), answer from the directory when it covers the time (the time is at
- *    or after the oldest listed, or the directory is not truncated); only an older time of a
- *    truncated directory scans the key's history. An out-of-order put lists its timestamp when it
- *    is among the newest 16 (the latest entry is rewritten, its value unchanged);
- *  - cleanup of a key whose directory is not truncated deletes the expired listed versions by key
- *    and rewrites the latest entry without them; of a truncated one it scans the key's history,
- *    deletes the expired versions and lists the newest 16 remaining (truncated iff more remain).
- *
- * The layout is version 2 (the meta's `layout` byte; version 1, before the directory, had no such
- * byte). A store whose meta has an older layout fails to open with
- * `KSTATE_VERSIONED_STORE_LAYOUT_OUTDATED`: its latest entries would be misread; a newer one (a
- * later kstate's: the meta's last byte, the meta at least 33 bytes) with
- * `KSTATE_CHECKPOINT_FROM_NEWER_KSTATE`. A store without
- * meta is empty (every put moves stream time, which the meta records at commit).
+ * The layout is version 3 (the meta's `layout` byte). Layout 2 listed only the validFrom of the
+ * newest 16 history versions in the latest entry, every version in the history family, and an
+ * index entry per key and segment: such a store is read as it is, entry by entry (bit 6 of an
+ * entry's count byte tells them apart), its entries written in layout 3 as they change. A store
+ * of layout 1 (before the list, no layout byte) fails to open with
+ * `KSTATE_VERSIONED_STORE_LAYOUT_OUTDATED`; a newer one (a later kstate's: the meta's last byte,
+ * the meta at least 33 bytes) with `KSTATE_CHECKPOINT_FROM_NEWER_KSTATE`. A store without meta is
+ * empty (every put moves stream time, which the meta records at commit).
  *
  * Every history scan reads one key's versions (`klen key`, [[KeyGroups.LengthPrefixed]]): the
  * store answers it from its uncommitted changes by key group, without keeping a sorted view of
@@ -126,6 +128,7 @@ final class VersionedKeyValueStore(
 
   /** Versions held (see the contract). */
   private var versions: Long = 0L
+  private var upgrading = false
   Option(meta.get(StreamTimeKey)).foreach { raw =>
     // layout 1 had no layout byte (24 or 32 bytes); from 2 on it is the last byte, and a later
     // layout keeps it last and the meta at least MetaBytes long (docs/upgrades.md)
@@ -138,11 +141,14 @@ final class VersionedKeyValueStore(
         Seq(Layout.toInt)
       )
     }
-    if (layout != Layout) throw KStateErrors.versionedStoreLayoutOutdated(name, layout, Layout)
+    if (layout < OldestReadable) throw KStateErrors.versionedStoreLayoutOutdated(name, layout, Layout)
     val b = ByteBuffer.wrap(raw)
     streamTime = b.getLong; lowestSegment = b.getLong; cleanedThrough = b.getLong; versions = b.getLong
+    // an older layout's entries are rewritten in this one as they change: the meta says so from
+    // the next commit on, so that an older kstate refuses the store rather than misread it
+    upgrading = layout < Layout
   }
-  private var metaMoved = false
+  private var metaMoved = upgrading
   // Written once, when the store commits, not at every put that moves it.
   store.beforeCommit(() =>
     if (metaMoved) {
@@ -158,8 +164,8 @@ final class VersionedKeyValueStore(
   /** Scans of the history family so far (a test seam: the directory's point reads do none). */
   private[kstate] var historyScans: Int = 0
 
-  /** `key`'s history directory, null without a latest entry (a test seam). */
-  private[kstate] def directoryOf(key: Array[Byte]): HistoryDirectory = Option(latestOf(key)).map(_.dir).orNull
+  /** The history `key`'s latest entry holds, null without a latest entry (a test seam). */
+  private[kstate] def recentOf(key: Array[Byte]): RecentHistory = Option(latestOf(key)).map(_.recent).orNull
 
   /** The number of versions held, tombstones included (see the contract). */
   def numVersions: Long = versions
@@ -193,34 +199,19 @@ final class VersionedKeyValueStore(
     val raw = latest.get(latestKey)
     val rawFrom = if (raw == null) NoTime else ByteBuffer.wrap(raw).getLong(0)
     if (raw == null || timestamp > rawFrom) {
-      // The common case, on the latest entry's bytes: it moves into history unchanged but for
-      // its header and directory (validFrom:8 indexed:8 tomb:1 dir value -> validTo:8 tomb:1
-      // value), and its validFrom goes first in the new latest entry's directory. A latest
-      // tombstone moving into history leaves a stale tombstone index entry: cleanup checks the
-      // latest entry before it deletes anything.
-      val entry = if (raw == null) latestEntry(timestamp, NoSegment, value, HistoryDirectory.Empty)
-      else {
-        val valueAt = 18 + 8 * HistoryDirectory.sizeOf(raw(17))
-        val h = new Array[Byte](9 + raw.length - valueAt)
-        ByteBuffer.wrap(h).putLong(timestamp).put(raw(16))
-        System.arraycopy(raw, valueAt, h, 9, raw.length - valueAt)
-        history.putPrefixed(
-          history.keyBuffer(12 + key.length).putInt(key.length).put(key)
-            .putLong(~(rawFrom ^ Long.MinValue)).array(),
-          h
-        )
-        movedIntoHistory(raw, timestamp, indexHistory(key, timestamp, ByteBuffer.wrap(raw).getLong(8)), value)
-      }
-      latest.put(latestKey, entry)
+      latest.put(latestKey, if (raw == null) latestEntry(timestamp, NoSegment, value, RecentHistory.Empty)
+      else newLatest(key, raw, rawFrom, timestamp, value))
       if (value == null) addIndex(segmentOf(timestamp), KindTombstone, key)
       counted(1)
       return Latest
     }
     val cur = decodeLatest(raw)
     if (timestamp == cur.from) {
-      latest.put(latestKey, latestEntry(timestamp, cur.indexed, value, cur.dir))
+      latest.put(latestKey, latestEntry(timestamp, cur.indexed, value, cur.recent))
       if (value == null && !cur.tomb) addIndex(segmentOf(timestamp), KindTombstone, key)
       Latest
+    } else if (cur.recent.covers(timestamp)) {
+      insertIntoRecent(key, value, timestamp, cur)
     } else {
       insertIntoHistory(key, value, timestamp, cur)
     }
@@ -247,8 +238,12 @@ final class VersionedKeyValueStore(
     if (cur == null) null // a key's history never outlives its latest entry
     else if (cur.from <= asOf) {
       if (cur.tomb) null else VersionedRecord(cur.value, cur.from, None)
+    } else if (cur.recent.covers(asOf)) {
+      val r = cur.recent
+      val i = r.floorIndex(asOf)
+      if (i < 0 || r.value(i) == null) null else VersionedRecord(r.value(i), r.from(i), Some(r.validTo(i, cur.from)))
     } else {
-      val h = floorVersion(key, asOf, cur)
+      val h = historyFloor(key, asOf)
       if (h == null || h.validTo <= asOf || h.tomb) null
       else VersionedRecord(h.value, h.from, Some(h.validTo))
     }
@@ -270,21 +265,24 @@ final class VersionedKeyValueStore(
     val tombstones = new java.util.ArrayList[Array[Byte]]()
     var removed = 0
     // history first, latest tombstones after all of it: a key's history is found through its
-    // latest entry's directory, and a tombstone's index entry may be in an older segment than its
-    // key's history (one left when an older tombstone moved into history)
+    // latest entry, and a tombstone's index entry may be in an older segment than its key's
+    // history (one left when an older tombstone moved into history)
     entries.forEach { k =>
       val userKey = java.util.Arrays.copyOfRange(k, 9, k.length)
       if (seen.add(ByteBuffer.wrap(java.util.Arrays.copyOfRange(k, 8, k.length)))) k(8) match {
-        case KindHistory => removed += deleteHistoryBefore(userKey, bound)
+        case KindHistory => removed += deleteHistoryBefore(userKey, bound, lastExpired)
         case KindTombstone => tombstones.add(userKey)
       }
       expiry.delete(k)
     }
     tombstones.forEach { key =>
       val cur = latestOf(key)
-      if (cur != null && cur.tomb && cur.from < bound) { latest.delete(key); removed += 1 }
+      if (cur != null && cur.tomb && cur.from < bound) {
+        // its history ended before the tombstone, so before `bound`: deleted above
+        latest.delete(key); removed += 1 + cur.recent.size
+      }
     }
-    lowestSegment = lastExpired + 1
+    lowestSegment = math.max(lowestSegment, lastExpired + 1)
     cleanedThrough = lastExpired
     versions -= removed
     metaMoved = true
@@ -292,75 +290,78 @@ final class VersionedKeyValueStore(
   }
 
   /**
-   * Deletes `key`'s history versions with validTo < `bound` and rewrites its latest entry's
-   * directory without them; returns how many.
+   * Deletes `key`'s history versions with validTo < `bound` (the oldest ones: those in the
+   * history family first, then the oldest held in its latest entry), rewrites its latest entry
+   * without them, and indexes the key again at its oldest remaining history version's end;
+   * returns how many it deleted.
    */
-  private def deleteHistoryBefore(key: Array[Byte], bound: Long): Int = {
+  private def deleteHistoryBefore(key: Array[Byte], bound: Long, lastExpired: Long): Int = {
     val cur = latestOf(key)
     if (cur == null) return 0 // a key's history never outlives its latest entry
-    val (expired, dir) =
-      if (!cur.dir.truncated) cur.dir.expiredBefore(bound, cur.from)
+    val recent = cur.recent
+    var removed = 0
+    var familyLeft = false
+    var oldestValidTo = NoTime // the oldest remaining history version's validTo, if any
+    if (recent.truncated) {
+      val all = historyVersions(key) // newest first
+      var keep = all.length
+      while (keep > 0 && all(keep - 1)._2 < bound) keep -= 1
+      var i = keep
+      while (i < all.length) { history.delete(historyKey(key, all(i)._1)); i += 1 }
+      removed += all.length - keep
+      familyLeft = keep > 0
+      if (familyLeft) oldestValidTo = all(keep - 1)._2
+    }
+    // a version held in the latest entry is newer than every one in the history family: none
+    // of them ends before `bound` while one in the family does not
+    val expired = if (familyLeft) 0 else recent.expiredBefore(bound, cur.from)
+    val left = recent.withoutOldest(expired, familyLeft)
+    removed += expired
+    if (!familyLeft && left.size > 0) oldestValidTo = left.validTo(left.size - 1, cur.from)
+    val indexed =
+      if (oldestValidTo == NoTime) NoSegment
       else {
-        // the directory does not list the oldest versions: read them all, list the newest remaining
-        val all = historyFroms(key)
-        var keep = all.length
-        def validTo(i: Int) = if (i == 0) cur.from else all(i - 1)
-        while (keep > 0 && validTo(keep - 1) < bound) keep -= 1
-        (
-          java.util.Arrays.copyOfRange(all, keep, all.length),
-          HistoryDirectory.newestOf(java.util.Arrays.copyOf(all, keep), more = false)
-        )
+        val s = segmentOf(oldestValidTo)
+        if (cur.indexed != NoSegment && cur.indexed > lastExpired && cur.indexed <= s) cur.indexed
+        else { addIndex(s, KindHistory, key); s }
       }
-    expired.foreach(from => history.delete(historyKey(key, from)))
-    if (expired.nonEmpty) latest.put(key, latestEntry(cur.from, cur.indexed, cur.value, dir))
-    expired.length
+    if ((left ne recent) || indexed != cur.indexed) latest.put(key, latestEntry(cur.from, indexed, cur.value, left))
+    removed
   }
 
-  /** The validFrom of every history version of `key`, newest first (a scan). */
-  private def historyFroms(key: Array[Byte]): Array[Long] = {
+  /** The validFrom and validTo of every version of `key` in the history family, newest first (a scan). */
+  private def historyVersions(key: Array[Byte]): Array[(Long, Long)] = {
     historyScans += 1
     val prefix = keyPrefix(key)
     val it = history.scanGroup(KeyGroups.LengthPrefixed, prefix, prefix, Bytes.prefixEnd(prefix))
-    val froms = Array.newBuilder[Long]
-    try it.foreach { case (k, _) => froms += fromOf(k) }
+    val out = Array.newBuilder[(Long, Long)]
+    try it.foreach { case (k, v) => out += ((fromOf(k), ByteBuffer.wrap(v).getLong)) }
     finally it.close()
-    froms.result()
+    out.result()
   }
 
   // ---- internals ---------------------------------------------------------------------------
 
-  /** A history version. */
+  /** A version in the history family. */
   private final class Version(val from: Long, val validTo: Long, val tomb: Boolean, val value: Array[Byte])
 
   /**
-   * A latest entry: `indexed` is the segment its key's last history index entry is for, `dir` its
-   * directory of the key's history.
+   * A latest entry: `indexed` is the segment of its key's history index entry (see the class
+   * doc), `recent` its newest history versions, decoded when first asked for.
    */
-  private final class LatestVersion(
-      val from: Long,
-      val indexed: Long,
-      val tomb: Boolean,
-      val value: Array[Byte],
-      val dir: HistoryDirectory
-  )
+  private final class LatestVersion(raw: Array[Byte]) {
+    val from: Long = ByteBuffer.wrap(raw).getLong(0)
+    val indexed: Long = ByteBuffer.wrap(raw).getLong(8)
+    val tomb: Boolean = raw(16) == 1
+    private val valueAt = RecentHistory.endOf(raw, 17)
+    def value: Array[Byte] = if (tomb) null else java.util.Arrays.copyOfRange(raw, valueAt, raw.length)
+    lazy val recent: RecentHistory = RecentHistory.readFrom(raw, 17, from)
+  }
 
   private def latestOf(key: Array[Byte]): LatestVersion = decodeLatest(latest.get(key))
 
   /** The latest version in latest-entry bytes `b` (null for null). */
-  private def decodeLatest(b: Array[Byte]): LatestVersion =
-    if (b == null) null
-    else {
-      val bb = ByteBuffer.wrap(b)
-      val tomb = b(16) == 1
-      val dir = HistoryDirectory.readFrom(b, 17)
-      new LatestVersion(
-        bb.getLong(0),
-        bb.getLong(8),
-        tomb,
-        if (tomb) null else java.util.Arrays.copyOfRange(b, 17 + dir.encodedSize, b.length),
-        dir
-      )
-    }
+  private def decodeLatest(b: Array[Byte]): LatestVersion = if (b == null) null else new LatestVersion(b)
 
   private def decode(b: Array[Byte], from: Long, validTo: Long): Version = {
     val tomb = b(8) == 1
@@ -377,99 +378,130 @@ final class VersionedKeyValueStore(
   }
 
   /**
-   * Indexes a history version of `key` ending at `validTo`, unless the key's entry for that
-   * segment is known to exist (`indexed`, and no cleanup has drained that segment); returns the
-   * segment indexed.
+   * Keeps the key indexed at or before the segment in which a history version now ending at
+   * `validTo` ends: returns the segment of the key's index entry, `indexed` when that entry is
+   * known to exist there or earlier (and no cleanup has drained it), else a new entry's.
    */
   private def indexHistory(key: Array[Byte], validTo: Long, indexed: Long): Long = {
     val s = segmentOf(validTo)
-    if (s != indexed || s <= cleanedThrough) addIndex(s, KindHistory, key)
-    s
+    if (indexed != NoSegment && indexed <= s && indexed > cleanedThrough) indexed
+    else { addIndex(s, KindHistory, key); s }
   }
 
-  private def latestEntry(from: Long, indexed: Long, value: Array[Byte], dir: HistoryDirectory): Array[Byte] = {
-    val b = ByteBuffer.allocate(17 + dir.encodedSize + (if (value == null) 0 else value.length))
+  private def latestEntry(from: Long, indexed: Long, value: Array[Byte], recent: RecentHistory): Array[Byte] = {
+    val b = ByteBuffer.allocate(17 + recent.encodedSize(from) + (if (value == null) 0 else value.length))
       .putLong(from).putLong(indexed).put((if (value == null) 1 else 0).toByte)
-    dir.writeTo(b)
+    recent.writeTo(b, from)
     if (value != null) b.put(value)
     b.array()
   }
 
   /**
-   * The latest entry of a put at `from` whose previous latest entry `raw` moved into history: its
-   * validFrom listed first in `raw`'s directory, the oldest listed dropped past the maximum.
+   * The common put, on the latest entry's bytes `raw` (its validFrom `rawFrom` < `from`): the
+   * latest version moves to the front of the recent history, whose other versions' bytes are
+   * copied unchanged; past [[RecentHistory.Max]] the oldest moves into the history family. A key
+   * with no history before is indexed at the moved version's end.
    */
-  private def movedIntoHistory(raw: Array[Byte], from: Long, indexed: Long, value: Array[Byte]): Array[Byte] = {
-    val n = HistoryDirectory.sizeOf(raw(17))
-    val listed = math.min(n + 1, HistoryDirectory.Max)
-    val truncated = HistoryDirectory.truncatedIn(raw(17)) || n + 1 > HistoryDirectory.Max
-    val b = ByteBuffer.allocate(18 + 8 * listed + (if (value == null) 0 else value.length))
-      .putLong(from).putLong(indexed).put((if (value == null) 1 else 0).toByte)
-      .put(((if (truncated) 0x80 else 0) | listed).toByte).putLong(ByteBuffer.wrap(raw).getLong(0))
-      .put(raw, 18, 8 * (listed - 1))
+  private def newLatest(key: Array[Byte], raw: Array[Byte], rawFrom: Long, from: Long, value: Array[Byte]): Array[Byte] = {
+    val dir = raw(17)
+    val layout2 = RecentHistory.isLayout2(dir)
+    val n = if (layout2) 0 else RecentHistory.sizeOf(dir)
+    val hadHistory = RecentHistory.sizeOf(dir) > 0 || RecentHistory.truncatedIn(dir)
+    val valueAt = RecentHistory.endOf(raw, 17)
+    var heldEnd = valueAt // the end of the held versions' bytes that stay
+    var truncated = hadHistory && (layout2 || RecentHistory.truncatedIn(dir))
+    if (n == RecentHistory.Max) {
+      val oldest = RecentHistory.oldestIn(raw, 17, rawFrom)
+      history.put(historyKey(key, oldest.from), entry(oldest.validTo, oldest.value))
+      heldEnd = oldest.offset
+      truncated = true
+    }
+    val rawIndexed = ByteBuffer.wrap(raw).getLong(8)
+    val indexed = if (hadHistory) rawIndexed else indexHistory(key, from, NoSegment)
+    val oldTomb = raw(16) == 1
+    val oldValueLength = raw.length - valueAt
+    val delta = from - rawFrom
+    val vlen = if (oldTomb) 0L else oldValueLength + 1L
+    val held = if (layout2) 0 else heldEnd - 18
+    val b = ByteBuffer.allocate(
+      18 + RecentHistory.varLongSize(delta) + RecentHistory.varLongSize(vlen) + (if (oldTomb) 0 else oldValueLength) +
+        held + (if (value == null) 0 else value.length)
+    )
+    b.putLong(from).putLong(indexed).put((if (value == null) 1 else 0).toByte)
+    b.put(((if (truncated) 0x80 else 0) | 0x40 | math.min(n + 1, RecentHistory.Max)).toByte)
+    RecentHistory.putVarLong(b, delta)
+    RecentHistory.putVarLong(b, vlen)
+    if (!oldTomb) b.put(raw, valueAt, oldValueLength)
+    if (held > 0) b.put(raw, 18, held)
     if (value != null) b.put(value)
     b.array()
   }
 
-  private def writeHistory(key: Array[Byte], from: Long, validTo: Long, value: Array[Byte]): Unit = {
-    history.put(historyKey(key, from), entry(validTo, value))
-    indexHistory(key, validTo, NoSegment)
+  /** The version of `key` in the history family with the largest validFrom <= ts (a scan). */
+  private def historyFloor(key: Array[Byte], ts: Long): Version = {
+    historyScans += 1
+    val prefix = keyPrefix(key)
+    val it = history.scanGroup(KeyGroups.LengthPrefixed, prefix, historyKey(key, ts), Bytes.prefixEnd(prefix))
+    try {
+      if (!it.hasNext) null
+      else {
+        val (k, v) = it.next()
+        decode(v, fromOf(k), ByteBuffer.wrap(v).getLong)
+      }
+    } finally it.close()
   }
 
-  /** The history version of `key` with the largest validFrom <= ts (`cur`: its latest entry). */
-  private def floorVersion(key: Array[Byte], ts: Long, cur: LatestVersion): Version =
-    if (cur.dir.covers(ts)) {
-      val i = cur.dir.floorIndex(ts)
-      if (i < 0) null
-      else {
-        val from = cur.dir.from(i)
-        val v = history.get(historyKey(key, from))
-        if (v == null) throw new IllegalStateException(
-          s"versioned store '$name': the latest entry lists a history version at $from that is missing"
-        )
-        decode(v, from, cur.dir.validTo(i, cur.from))
-      }
-    } else {
-      historyScans += 1
-      val prefix = keyPrefix(key)
-      val it = history.scanGroup(KeyGroups.LengthPrefixed, prefix, historyKey(key, ts), Bytes.prefixEnd(prefix))
-      try {
-        if (!it.hasNext) null
-        else {
-          val (k, v) = it.next()
-          decode(v, fromOf(k), ByteBuffer.wrap(v).getLong)
-        }
-      } finally it.close()
-    }
+  /** The smallest validFrom > ts among `key`'s versions in the history family, else `otherwise` (a scan). */
+  private def historyNext(key: Array[Byte], ts: Long, otherwise: Long): Long = {
+    historyScans += 1
+    val prefix = keyPrefix(key)
+    val it = history.scanGroup(KeyGroups.LengthPrefixed, prefix, prefix, Some(historyKey(key, ts)))
+    var next = otherwise
+    try it.foreach { case (k, _) => next = fromOf(k) }
+    finally it.close()
+    next
+  }
 
-  /** The smallest validFrom > ts among `key`'s history versions, else the latest's. */
-  private def nextFrom(key: Array[Byte], ts: Long, cur: LatestVersion): Long =
-    if (cur.dir.covers(ts)) cur.dir.nextFrom(ts, cur.from)
-    else {
-      historyScans += 1
-      val prefix = keyPrefix(key)
-      val it = history.scanGroup(KeyGroups.LengthPrefixed, prefix, prefix, Some(historyKey(key, ts)))
-      var next = cur.from
-      try it.foreach { case (k, _) => next = fromOf(k) }
-      finally it.close()
+  /** An out-of-order put at a time the latest entry's recent history covers. */
+  private def insertIntoRecent(key: Array[Byte], value: Array[Byte], ts: Long, cur: LatestVersion): Long = {
+    val recent = cur.recent
+    val i = recent.floorIndex(ts)
+    if (i >= 0 && recent.from(i) == ts) {
+      latest.put(key, latestEntry(cur.from, cur.indexed, cur.value, recent.replaced(i, value)))
+      recent.validTo(i, cur.from)
+    } else {
+      counted(1)
+      val next = recent.nextFrom(ts, cur.from)
+      var held = recent.inserted(ts, value)
+      // the oldest version's end may move earlier (a split, or a new oldest version) only
+      // while no version is in the history family
+      val indexed =
+        if (recent.truncated) cur.indexed else indexHistory(key, held.validTo(held.size - 1, cur.from), cur.indexed)
+      if (held.size > RecentHistory.Max) {
+        val o = held.size - 1
+        history.put(historyKey(key, held.from(o)), entry(held.validTo(o, cur.from), held.value(o)))
+        held = held.withoutOldest
+      }
+      latest.put(key, latestEntry(cur.from, indexed, cur.value, held))
       next
     }
+  }
 
+  /** An out-of-order put older than every version the latest entry holds, whose key has versions in the history family. */
   private def insertIntoHistory(key: Array[Byte], value: Array[Byte], ts: Long, cur: LatestVersion): Long = {
-    val h = floorVersion(key, ts, cur)
+    val h = historyFloor(key, ts)
     if (h != null && h.from == ts) {
       history.put(historyKey(key, ts), entry(h.validTo, value))
       h.validTo
     } else {
       counted(1)
-      val next = nextFrom(key, ts, cur)
-      if (h != null && h.validTo > ts) {
-        // ts splits h's validity: h now ends where the new version begins
-        writeHistory(key, h.from, ts, h.value)
-      }
-      writeHistory(key, ts, next, value)
-      val dir = cur.dir.inserted(ts)
-      if (dir ne cur.dir) latest.put(key, latestEntry(cur.from, cur.indexed, cur.value, dir))
+      val next = historyNext(key, ts, cur.recent.oldestFrom(cur.from))
+      // ts splits h's validity: h now ends where the new version begins
+      val split = h != null && h.validTo > ts
+      if (split) history.put(historyKey(key, h.from), entry(ts, h.value))
+      history.put(historyKey(key, ts), entry(next, value))
+      val indexed = indexHistory(key, if (split) ts else next, cur.indexed)
+      if (indexed != cur.indexed) latest.put(key, latestEntry(cur.from, indexed, cur.value, cur.recent))
       next
     }
   }
@@ -486,12 +518,23 @@ object VersionedKeyValueStore {
     for (latest <- store.existingFamily(s"kstate_vs_${name}_latest")) {
       val it = latest.scan(Array.emptyByteArray, None)
       try it.foreach { case (k, v) =>
-          if (v(16) != 1) {
-            val at = 17 + HistoryDirectory.readFrom(v, 17).encodedSize
-            latest.put(k, java.util.Arrays.copyOfRange(v, 0, at) ++ f(java.util.Arrays.copyOfRange(v, at, v.length)))
-          }
+          val b = ByteBuffer.wrap(v)
+          val from = b.getLong(0)
+          val at = RecentHistory.endOf(v, 17)
+          val recent = RecentHistory.readFrom(v, 17, from)
+          val mapped = if (RecentHistory.isLayout2(v(17))) recent else recent.mapValues(f)
+          val value = if (v(16) == 1) null else f(java.util.Arrays.copyOfRange(v, at, v.length))
+          val out = ByteBuffer.allocate(17 + mapped.encodedSize(from) + (if (value == null) 0 else value.length))
+            .put(v, 0, 17)
+          mapped.writeTo(out, from)
+          if (value != null) out.put(value)
+          latest.put(k, out.array())
         }
       finally it.close()
+    }
+    // the rewritten latest entries are layout 3 (see the class doc)
+    for (meta <- store.existingFamily(s"kstate_vs_${name}_meta"); raw <- Option(meta.get(Array[Byte]('t')))) {
+      if (raw.length >= MetaBytes && raw(raw.length - 1) < Layout) meta.put(Array[Byte]('t'), raw.updated(raw.length - 1, Layout))
     }
     for (history <- store.existingFamily(s"kstate_vs_${name}_history")) {
       val it = history.scan(Array.emptyByteArray, None)
@@ -516,8 +559,12 @@ object VersionedKeyValueStore {
 
   private val NoTime = Long.MinValue
 
-  /** The store's layout (the meta's last byte): 2 since latest entries hold a [[HistoryDirectory]]. */
-  private val Layout: Byte = 2
+  /**
+   * The store's layout (the meta's last byte): 3 since latest entries hold their newest history
+   * versions ([[RecentHistory]]); layout 2 (a directory of validFroms) is read too, entry by entry.
+   */
+  private val Layout: Byte = 3
+  private val OldestReadable: Byte = 2
   private val MetaBytes = 33
   private val KindHistory: Byte = 0
   private val KindTombstone: Byte = 1
