@@ -60,7 +60,8 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   private def checkHeap(h: HeapState, m: mutable.Map[List[Int], Array[Byte]]): Unit = {
     assert(h.liveBytes == liveBytes(m))
     assert(h.heapBytes >= h.arenaUsedBytes)
-    assert(h.arenaUsedBytes - h.liveBytes <= math.max(h.liveBytes, h.minGarbageBytes))
+    assert(h.arenaUsedBytes - h.liveBytes <= h.garbageAllowed)
+    assert(h.garbageAllowed == Seq(h.liveBytes / 4, HeapState.GarbagePerEntry * h.size, h.minGarbageBytes).max)
   }
 
   private def scanAll(h: HeapState, from: List[Int], until: Option[List[Int]]): List[(List[Int], List[Byte])] = {
@@ -244,6 +245,19 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     }
   }
 
+  test("large records rewritten often compact at a quarter of the live bytes in garbage") {
+    val h = new HeapState(minGarbageBytes = 0)
+    def version(ks: Seq[Int], v: Int): Array[WriteSet.Entry] =
+      ks.map(k => new WriteSet.Entry(new HashedKey(bytes(List(k))), Array.fill(391)(v.toByte), WriteSet.Unknown)).toArray
+    h.applyUnsorted(version(1 to 100, 1)) // 100 records of 400 bytes: 40,000 live, 10,000 allowed
+    assert(h.liveBytes == 40000 && h.garbageAllowed == 10000)
+    h.applyUnsorted(version(1 to 25, 2)) // 10,000 of garbage: not yet
+    assert(h.arenaUsedBytes == 50000)
+    h.applyUnsorted(version(26 to 26, 2)) // 10,400: compacted
+    assert(h.arenaUsedBytes == h.liveBytes && h.heapBytes <= 1.25 * h.liveBytes + (1L << 16))
+    (1 to 100).foreach(k => assert(h.get(hk(List(k)))(0) == (if (k <= 26) 2 else 1)))
+  }
+
   test("compaction copies only live records; scans opened before it still read their version") {
     val h = new HeapState(minGarbageBytes = 0)
     def version(ks: Seq[Int], v: Int): Array[WriteSet.Entry] =
@@ -252,20 +266,25 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     assert(scanAll(h, Nil, None).size == 20) // keeps the sorted index from now on
     val before = h.scan(Array.emptyByteArray, None)
     val usedBefore = h.arenaUsedBytes
-    h.applySorted(version(1 to 20, 2)) // every record replaced: garbage == live, no compaction yet
-    assert(h.arenaUsedBytes == 2 * usedBefore)
-    h.applySorted(version(1 to 10, 3)) // garbage > live: compacted, in key order
+    // small records (19 bytes): a compaction waits for 48 bytes of garbage per live entry, 960
+    h.applySorted(version(1 to 20, 2)) // every record replaced: garbage 380, no compaction yet
+    assert(h.arenaUsedBytes == 2 * usedBefore && usedBefore == 380)
+    h.applySorted(version(1 to 20, 2)) // 760
+    assert(h.arenaUsedBytes == 3 * usedBefore)
+    h.applySorted(version(1 to 11, 3)) // 969 > 960: compacted, in key order
     assert(h.arenaUsedBytes == h.liveBytes && h.liveBytes == usedBefore)
-    assert(scanAll(h, Nil, None) == (1 to 20).toList.map(k => List(k) -> List.fill(10)((if (k <= 10) 3 else 2).toByte)))
-    (1 to 20).foreach(k => assert(h.get(hk(List(k)))(0) == (if (k <= 10) 3 else 2)))
+    assert(scanAll(h, Nil, None) == (1 to 20).toList.map(k => List(k) -> List.fill(10)((if (k <= 11) 3 else 2).toByte)))
+    (1 to 20).foreach(k => assert(h.get(hk(List(k)))(0) == (if (k <= 11) 3 else 2)))
     val seen = mutable.ListBuffer.empty[(Int, Byte)]
     while (before.valid) { seen += before.key(0).toInt -> before.value(0); before.next() }
     assert(seen.toList == (1 to 20).toList.map(_ -> 1.toByte))
     // without the sorted index, the hash index's addresses are moved in place
     h.applyUnsorted(version(20 to 1 by -1, 4))
     h.applyUnsorted(version(1 to 20, 5))
-    assert(h.arenaUsedBytes <= 2 * h.liveBytes)
-    (1 to 20).foreach(k => assert(h.get(hk(List(k)))(0) == 5))
+    assert(h.arenaUsedBytes == 3 * h.liveBytes)
+    h.applyUnsorted(version(1 to 20, 6)) // 1140 > 960: compacted
+    assert(h.arenaUsedBytes == h.liveBytes)
+    (1 to 20).foreach(k => assert(h.get(hk(List(k)))(0) == 6))
     h.delete(bytes(List(7)))
     assert(h.size == 19 && h.get(hk(List(7))) == null)
   }
