@@ -340,18 +340,47 @@ def operators(checkpoint: str) -> List[str]:
     return sorted(names)
 
 
+def _table_entries(table: bytes) -> List[Any]:
+    """The (key, value) pairs of a RocksDB table file's bytes, in key order, read by RocksDB's
+    ``SstFileReader`` in the active Spark session's JVM (Spark ships RocksDB's Java library)."""
+    from pyspark import SparkContext
+
+    jvm = SparkContext._active_spark_context._jvm
+    with tempfile.NamedTemporaryFile(suffix=".sst") as f:
+        f.write(table)
+        f.flush()
+        jvm.org.rocksdb.RocksDB.loadLibrary()
+        options = jvm.org.rocksdb.Options()
+        reader = jvm.org.rocksdb.SstFileReader(options)
+        out = []
+        try:
+            reader.open(f.name)
+            it = reader.newIterator(jvm.org.rocksdb.ReadOptions())
+            it.seekToFirst()
+            while it.isValid():
+                out.append((bytes(it.key()), bytes(it.value())))
+                it.next()
+            it.close()
+        finally:
+            reader.close()
+            options.close()
+        return out
+
+
 def _read_state_file(path: str, visit: Callable[[str, Any], None]) -> None:
     """Feeds the records of a kstate state file (docs/state-store.md, "State file format") to
     ``visit(kind, args)`` in order: ``put (key, value)``, ``delete key``, ``family (cf, name)``,
-    ``drop cf``. Reads formats 1 and 2 (no checksum check: kstate verifies its files itself)."""
+    ``drop cf``. Reads formats 1 and 2, and 4, a snapshot whose entries are one RocksDB table file,
+    read with RocksDB's own table reader in the running Spark's JVM (no checksum check: kstate
+    verifies its files itself)."""
     import struct
 
     with open(path, "rb") as f:
         data = f.read()
     magic, fv = struct.unpack_from(">ii", data, 0)
-    assert magic == 0x4B53544C and fv in (1, 2), (path, magic, fv)
+    assert magic == 0x4B53544C and fv in (1, 2, 4), (path, magic, fv)
     pos = 4 + 4 + 1 + 8
-    if fv == 2:  # identity: operator id, store name (modified UTF-8), partition
+    if fv in (2, 4):  # identity: operator id, store name (modified UTF-8), partition
         pos += 8
         (n,) = struct.unpack_from(">H", data, pos)
         pos += 2 + n + 4
@@ -380,6 +409,14 @@ def _read_state_file(path: str, visit: Callable[[str, Any], None]) -> None:
             (cf,) = struct.unpack_from(">h", data, pos)
             pos += 2
             visit("drop", cf)
+        elif tag == 5:
+            (entries, n) = struct.unpack_from(">qq", data, pos)
+            pos += 16
+            table = _table_entries(data[pos : pos + n])
+            assert len(table) == entries, (path, len(table), entries)
+            for kv in table:
+                visit("put", kv)
+            pos += n
         else:
             raise AssertionError(f"{path}: unknown record tag {tag}")
 

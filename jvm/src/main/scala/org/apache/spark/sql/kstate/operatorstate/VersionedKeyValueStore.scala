@@ -199,8 +199,11 @@ final class VersionedKeyValueStore(
     val raw = latest.get(latestKey)
     val rawFrom = if (raw == null) NoTime else ByteBuffer.wrap(raw).getLong(0)
     if (raw == null || timestamp > rawFrom) {
-      latest.put(latestKey, if (raw == null) latestEntry(timestamp, NoSegment, value, RecentHistory.Empty)
-      else newLatest(key, raw, rawFrom, timestamp, value))
+      latest.put(
+        latestKey,
+        if (raw == null) latestEntry(timestamp, NoSegment, value, RecentHistory.Empty)
+        else newLatest(key, raw, rawFrom, timestamp, value)
+      )
       if (value == null) addIndex(segmentOf(timestamp), KindTombstone, key)
       counted(1)
       return Latest
@@ -402,7 +405,13 @@ final class VersionedKeyValueStore(
    * copied unchanged; past [[RecentHistory.Max]] the oldest moves into the history family. A key
    * with no history before is indexed at the moved version's end.
    */
-  private def newLatest(key: Array[Byte], raw: Array[Byte], rawFrom: Long, from: Long, value: Array[Byte]): Array[Byte] = {
+  private def newLatest(
+      key: Array[Byte],
+      raw: Array[Byte],
+      rawFrom: Long,
+      from: Long,
+      value: Array[Byte]
+  ): Array[Byte] = {
     val dir = raw(17)
     val layout2 = RecentHistory.isLayout2(dir)
     val n = if (layout2) 0 else RecentHistory.sizeOf(dir)
@@ -534,7 +543,8 @@ object VersionedKeyValueStore {
     }
     // the rewritten latest entries are layout 3 (see the class doc)
     for (meta <- store.existingFamily(s"kstate_vs_${name}_meta"); raw <- Option(meta.get(Array[Byte]('t')))) {
-      if (raw.length >= MetaBytes && raw(raw.length - 1) < Layout) meta.put(Array[Byte]('t'), raw.updated(raw.length - 1, Layout))
+      if (raw.length >= MetaBytes && raw(raw.length - 1) < Layout)
+        meta.put(Array[Byte]('t'), raw.updated(raw.length - 1, Layout))
     }
     for (history <- store.existingFamily(s"kstate_vs_${name}_history")) {
       val it = history.scan(Array.emptyByteArray, None)

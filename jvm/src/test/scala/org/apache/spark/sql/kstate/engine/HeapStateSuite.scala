@@ -248,7 +248,9 @@ class HeapStateSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   test("large records rewritten often compact at a quarter of the live bytes in garbage") {
     val h = new HeapState(minGarbageBytes = 0)
     def version(ks: Seq[Int], v: Int): Array[WriteSet.Entry] =
-      ks.map(k => new WriteSet.Entry(new HashedKey(bytes(List(k))), Array.fill(391)(v.toByte), WriteSet.Unknown)).toArray
+      ks.map(k =>
+        new WriteSet.Entry(new HashedKey(bytes(List(k))), Array.fill(391)(v.toByte), WriteSet.Unknown)
+      ).toArray
     h.applyUnsorted(version(1 to 100, 1)) // 100 records of 400 bytes: 40,000 live, 10,000 allowed
     assert(h.liveBytes == 40000 && h.garbageAllowed == 10000)
     h.applyUnsorted(version(1 to 25, 2)) // 10,000 of garbage: not yet

@@ -238,18 +238,25 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
     val p = provider(root)
     val s = p.getStore(0)
     def bb(n: Int) = java.nio.ByteBuffer.allocate(n)
-    def hkey(k: String, from: Long) = bb(12 + k.length).putInt(k.length).put(b(k)).putLong(~(from ^ Long.MinValue)).array()
+    def hkey(k: String, from: Long) =
+      bb(12 + k.length).putInt(k.length).put(b(k)).putLong(~(from ^ Long.MinValue)).array()
     // what the previous release wrote for k: versions at 10, 20, 30 in history, the latest at 40,
     // one index entry per segment (of 10) in which a version ends; j: one version, no history
     val latest = s.bytes("kstate_vs_t_latest")
-    latest.put(b("k"), bb(18 + 24 + 1).putLong(40).putLong(4).put(0.toByte).put(3.toByte)
-      .putLong(30).putLong(20).putLong(10).put(b("d")).array())
+    latest.put(
+      b("k"),
+      bb(18 + 24 + 1).putLong(40).putLong(4).put(0.toByte).put(3.toByte)
+        .putLong(30).putLong(20).putLong(10).put(b("d")).array()
+    )
     latest.put(b("j"), bb(18 + 1).putLong(35).putLong(Long.MinValue).put(0.toByte).put(0.toByte).put(b("J")).array())
     Seq((10L, 20L, "a"), (20L, 30L, "b"), (30L, 40L, "c")).foreach { case (from, to, v) =>
       s.bytes("kstate_vs_t_history").put(hkey("k", from), bb(9 + 1).putLong(to).put(0.toByte).put(b(v)).array())
     }
     Seq(2L, 3L, 4L).foreach(seg =>
-      s.bytes("kstate_vs_t_expiry").put(bb(10).putLong(seg ^ Long.MinValue).put(0.toByte).put(b("k")).array(), Array.emptyByteArray)
+      s.bytes("kstate_vs_t_expiry").put(
+        bb(10).putLong(seg ^ Long.MinValue).put(0.toByte).put(b("k")).array(),
+        Array.emptyByteArray
+      )
     )
     s.bytes("kstate_vs_t_meta").put(
       Array[Byte]('t'),
@@ -311,7 +318,8 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
       assert(str(vs.get(b("k"))) == Some(("v-2", -2L, None)))
     }
     // the encoding alone: deltas past Long.MaxValue (the two's complement difference, unsigned)
-    val held = RecentHistory.of(Array(Long.MaxValue - 1, 0L, Long.MinValue + 1), Array(b("a"), null, Array.emptyByteArray), true)
+    val held =
+      RecentHistory.of(Array(Long.MaxValue - 1, 0L, Long.MinValue + 1), Array(b("a"), null, Array.emptyByteArray), true)
     val buf = java.nio.ByteBuffer.allocate(held.encodedSize(Long.MaxValue) + 2).put(7.toByte)
     held.writeTo(buf, Long.MaxValue).put(9.toByte)
     val bytes = buf.array()
@@ -385,7 +393,8 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
         val it = store.bytes("kstate_vs_t_expiry").scan(Array.emptyByteArray, None)
         val segments =
           try it.collect {
-              case (k, _) if k(8) == 0 && java.util.Arrays.equals(java.util.Arrays.copyOfRange(k, 9, k.length), b(key)) =>
+              case (k, _)
+                  if k(8) == 0 && java.util.Arrays.equals(java.util.Arrays.copyOfRange(k, 9, k.length), b(key)) =>
                 java.nio.ByteBuffer.wrap(k).getLong ^ Long.MinValue
             }.toList
           finally it.close()
