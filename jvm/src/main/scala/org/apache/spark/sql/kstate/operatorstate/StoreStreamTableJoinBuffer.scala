@@ -32,11 +32,20 @@ import org.apache.spark.sql.kstate.engine.Bytes
  * The meta entry is written when the store commits, if anything changed.
  *
  * Reads: a buffer of at most `heapMirrorMax` records is also kept in a sorted map on the heap for
- * the task (loaded by one scan when first used, then written through), and evictions read it
- * instead of scanning the store: a join evicts after every buffered stream record, and a scan of
- * the store merges its uncommitted writes with its committed entries each time. A buffer that
- * grows past the limit drops the map and is scanned in the store, in chunks, as before, so its
- * memory stays the store's to bound (spill). Same records, same order either way.
+ * the task (loaded by one scan when first used), and evictions read it instead of scanning the
+ * store: a join evicts after every buffered stream record, and a scan of the store merges its
+ * uncommitted writes with its committed entries each time. A buffer that grows past the limit
+ * drops the map and is scanned in the store, in chunks, so its memory stays the store's to bound
+ * (spill). Same records, same order either way.
+ *
+ * Writes, while the map is used: a record put in this store version goes into the map only
+ * (`unwritten`), and into the store when the version commits if it is still buffered then. Most
+ * records wait only the grace, seconds of event time, and leave in the micro-batch that brought
+ * them: they never reach the store, its changelog or its working copy (Example: 1,000 events and
+ * a grace of 10 s in a micro-batch spanning 200 s of event time: about 50 are written at the
+ * commit, not 1,000 puts and 950 deletes). A record of an earlier version is deleted from the
+ * store when it leaves. When the map is dropped (the limit passed), the unwritten records are
+ * written to the store first. A failed task's version is never committed, so nothing is lost.
  *
  * One instance per store version (task); not thread-safe.
  */
@@ -66,18 +75,28 @@ final class StoreStreamTableJoinBuffer(
   /** False once the buffer outgrew the mirror in this store version: it is not loaded again. */
   private var mirrorAllowed = true
 
+  /** Records put in this store version and held only in the mirror (see the class doc). */
+  private val unwritten = new java.util.TreeMap[Array[Byte], Array[Byte]](Bytes.Order)
+
+  /** Writes the records held only in the mirror into the store. */
+  private def writeUnwritten(): Unit = {
+    unwritten.forEach((k, v) => records.put(k, v))
+    unwritten.clear()
+  }
+
   Option(meta.get(MetaKey)).foreach { b =>
     val bb = ByteBuffer.wrap(b)
     time = bb.getLong
     arrivals = bb.getLong
     count = bb.getLong
   }
-  store.beforeCommit(() =>
+  store.beforeCommit { () =>
+    writeUnwritten()
     if (dirty) {
       meta.put(MetaKey, ByteBuffer.allocate(24).putLong(time).putLong(arrivals).putLong(count).array())
       dirty = false
     }
-  )
+  }
 
   override def streamTime: Long = time
   override def streamTime_=(t: Long): Unit = if (t != time) { time = t; dirty = true }
@@ -104,11 +123,14 @@ final class StoreStreamTableJoinBuffer(
     val m = heapMirror()
     val rk = recordKey(ts, k, arrivals)
     val rv = ByteBuffer.allocate(4 + k.length + v.length).putInt(k.length).put(k).put(v).array()
-    records.put(rk, rv)
-    if (m != null) {
-      if (m.size >= heapMirrorMax) { mirror = null; mirrorAllowed = false }
-      else m.put(rk, rv)
+    if (m != null && m.size >= heapMirrorMax) {
+      // outgrown: from now on the store holds every record
+      mirror = null
+      mirrorAllowed = false
+      writeUnwritten()
     }
+    if (mirror != null) { mirror.put(rk, rv); unwritten.put(rk, rv) }
+    else records.put(rk, rv)
     arrivals += 1
     count += 1
     if (ts < lowest) lowest = ts
@@ -136,7 +158,7 @@ final class StoreStreamTableJoinBuffer(
         finally it.close()
       }
       done = chunk.length < EvictionChunk
-      chunk.foreach { case (k, _) => records.delete(k) }
+      chunk.foreach { case (k, _) => if (unwritten.remove(k) == null) records.delete(k) }
       count -= chunk.length
       dirty = dirty || chunk.nonEmpty
       chunk.foreach { case (k, v) =>

@@ -82,6 +82,39 @@ class StoreStreamTableJoinBufferSuite extends AnyFunSuite with ScalaCheckPropert
     }
   }
 
+  test("records that arrive and leave in one store version never reach the store; the rest are written at its commit") {
+    val provider = ProviderFixture.open(ProviderFixture.tmp(), keySchema, valueSchema)
+    def inStore(store: org.apache.spark.sql.kstate.provider.KStateStore): Int = {
+      val it = store.bytes("kstate_stj_b_buffer").scan(Array.emptyByteArray, None)
+      try it.size
+      finally it.close()
+    }
+    try {
+      val s0 = provider.getStore(0)
+      val b0 = new StoreStreamTableJoinBuffer(s0, "b", 1, 2)
+      (1 to 5).foreach(i => b0.put(key(Array(i.toByte)), value(s"v$i", i), i))
+      assert(drain(b0, 3).map(_._4) == Seq(1L, 2L, 3L))
+      assert(inStore(s0) == 0) // held on the heap only
+      val v1 = s0.commit()
+      val s1 = provider.getStore(v1)
+      assert(inStore(s1) == 2) // 4 and 5, written at the commit
+      val b1 = new StoreStreamTableJoinBuffer(s1, "b", 1, 2)
+      b1.put(key(Array(6.toByte)), value("v6", 6), 6)
+      assert(drain(b1, 4).map(_._4) == Seq(4L) && inStore(s1) == 1) // a committed record: deleted
+      val v2 = s1.commit()
+      val b2 = new StoreStreamTableJoinBuffer(provider.getStore(v2), "b", 1, 2)
+      assert(b2.numRecords == 2 && drain(b2, Long.MaxValue).map(r => (r._2, r._4)) == Seq(("v5", 5L), ("v6", 6L)))
+      // past the heap limit the store holds every record, those of this version included
+      val s3 = provider.getStore(v2)
+      val b3 = new StoreStreamTableJoinBuffer(s3, "b", 1, 2, heapMirrorMax = 4)
+      (7 to 8).foreach(i => b3.put(key(Array(i.toByte)), value(s"v$i", i), i))
+      assert(inStore(s3) == 2) // 5 and 6 (committed); 7 and 8 held on the heap
+      b3.put(key(Array(9.toByte)), value("v9", 9), 9) // a fifth record: the heap mirror is dropped
+      assert(inStore(s3) == 5)
+      assert(drain(b3, 7).map(_._4) == Seq(5L, 6L, 7L) && inStore(s3) == 2)
+    } finally provider.close()
+  }
+
   test("a fresh buffer: unknown stream time, empty") {
     val provider = ProviderFixture.open(ProviderFixture.tmp(), keySchema, valueSchema)
     try {
