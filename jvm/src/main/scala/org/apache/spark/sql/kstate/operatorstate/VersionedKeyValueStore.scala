@@ -556,6 +556,10 @@ object VersionedKeyValueStore {
     }
   }
 
+  /** The history versions a latest entry's bytes hold besides its own (0 in a layout 2 entry). */
+  private[kstate] def versionsHeldIn(latestEntry: Array[Byte]): Int =
+    if (RecentHistory.isLayout2(latestEntry(17))) 0 else RecentHistory.sizeOf(latestEntry(17))
+
   /**
    * put's result when the record is the latest version of its key. KIP-914 uses -1, a valid
    * validTo once event times may be negative (a version ending at -1); kstate uses

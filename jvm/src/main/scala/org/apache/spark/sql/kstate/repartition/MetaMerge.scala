@@ -10,6 +10,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
 import org.apache.spark.sql.kstate.operatorstate.StateMeta
 import org.apache.spark.sql.kstate.operatorstate.TimeOrderedBuffer
+import org.apache.spark.sql.kstate.operatorstate.VersionedKeyValueStore
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -54,7 +55,9 @@ final class EntryTally(layout: OperatorLayout) {
     case OperatorLayout.Structure("buf", name, "time") =>
       val (r, b) = buffers(name)
       buffers(name) = (r + 1, b + TimeOrderedBuffer.recordBytes(key.length - 8, value.length - 8))
-    case OperatorLayout.Structure("vs", name, "latest" | "history") => versions(name) += 1
+    case OperatorLayout.Structure("vs", name, "latest") =>
+      versions(name) += 1 + VersionedKeyValueStore.versionsHeldIn(value) // its recent history's too
+    case OperatorLayout.Structure("vs", name, "history") => versions(name) += 1
     case OperatorLayout.Structure("stj", name, "buffer") => joinRecords(name) += 1
     case _ =>
   }
@@ -126,9 +129,13 @@ object MetaMerge {
       case MetaKind.VersionedMeta =>
         requireKeys(entries, "t", bad)
         val metas = entries.map { case (_, _, v) =>
-          if (v.length != VersionedMetaBytes || v(VersionedMetaBytes - 1) != VersionedLayout) {
+          if (v.length < VersionedMetaBytes || v(v.length - 1) < OldestVersionedLayout) {
             throw bad("was written by an older kstate (versioned store layout 1); run one micro-batch " +
               "with this kstate first (KSTATE_VERSIONED_STORE_LAYOUT_OUTDATED explains the layout)")
+          }
+          if (v.length != VersionedMetaBytes || v(v.length - 1) > VersionedLayout) {
+            throw bad(s"was written by a newer kstate (versioned store layout ${v(v.length - 1)}); " +
+              s"this kstate writes layout $VersionedLayout")
           }
           ByteBuffer.wrap(v)
         }
@@ -148,9 +155,13 @@ object MetaMerge {
     }
   }
 
-  /** The versioned store's meta entry: 33 bytes, its last the layout (2). */
+  /**
+   * The versioned store's meta entry: 33 bytes, its last the layout: 3, or 2, whose entries the
+   * store reads entry by entry (a merged meta says 3: its partitions may hold entries of both).
+   */
   private val VersionedMetaBytes = 33
-  private val VersionedLayout: Byte = 2
+  private val VersionedLayout: Byte = 3
+  private val OldestVersionedLayout: Byte = 2
 
   private def nameOf(family: String): String = family match {
     case OperatorLayout.Structure(_, name, _) => name

@@ -227,17 +227,26 @@ class OperatorLayoutSuite extends AnyFunSuite {
   }
 
   test(
-    "the versioned store's meta: stream time and cleaned-through the largest, lowest segment the smallest, versions recounted; layout 1 is refused"
+    "the versioned store's meta: stream time and cleaned-through the largest, lowest segment the smallest, versions recounted (with those latest entries hold), layout 3; layout 1 is refused"
   ) {
     val l = layout("versioned_table")
     val tally = new EntryTally(l)
-    Seq("latest", "latest", "history").foreach(p => tally.observe(s"kstate_vs_table_$p", Array(1), Array(2)))
-    def meta(st: Long, low: Long, cleaned: Long, versions: Long) =
-      ByteBuffer.allocate(33).putLong(st).putLong(low).putLong(cleaned).putLong(versions).put(2: Byte).array()
-    val olds = Seq((0, "t".getBytes, meta(100, 7, 5, 40)), (1, "t".getBytes, meta(60, 3, 8, 20)))
+    // latest entries: validFrom:8 indexed:8 tomb:1 count byte; layout 3 (bit 6) holding 2 versions, layout 2 listing 1
+    def latest(dir: Int, rest: Int) =
+      ByteBuffer.allocate(18 + rest).putLong(30).putLong(0).put(0: Byte).put(dir.toByte).array()
+    tally.observe("kstate_vs_table_latest", Array(1), latest(0x40 | 2, 6))
+    tally.observe("kstate_vs_table_latest", Array(2), latest(1, 8))
+    tally.observe("kstate_vs_table_history", Array(3), Array(2))
+    def meta(st: Long, low: Long, cleaned: Long, versions: Long, layout: Byte) =
+      ByteBuffer.allocate(33).putLong(st).putLong(low).putLong(cleaned).putLong(versions).put(layout).array()
+    val olds = Seq((0, "t".getBytes, meta(100, 7, 5, 40, 3)), (1, "t".getBytes, meta(60, 3, 8, 20, 2)))
     val Seq((k, v)) = MetaMerge(MetaKind.VersionedMeta, "kstate_vs_table_meta", "op", olds, tally, l.counting, 0, 3)
     val b = ByteBuffer.wrap(v)
-    assert(new String(k) == "t" && b.getLong == 100 && b.getLong == 3 && b.getLong == 8 && b.getLong == 3 && b.get == 2)
+    assert(new String(k) == "t" && b.getLong == 100 && b.getLong == 3 && b.getLong == 8 && b.getLong == 5 && b.get == 3)
+    val newer = Seq((0, "t".getBytes, meta(100, 7, 5, 40, 4)))
+    assert(intercept[KStateException](
+      MetaMerge(MetaKind.VersionedMeta, "kstate_vs_table_meta", "op", newer, tally, l.counting, 0, 3)
+    ).getMessage.contains("newer kstate (versioned store layout 4)"))
     val layout1 = Seq((0, "t".getBytes, ByteBuffer.allocate(32).array()))
     assert(intercept[KStateException](MetaMerge(
       MetaKind.VersionedMeta,
