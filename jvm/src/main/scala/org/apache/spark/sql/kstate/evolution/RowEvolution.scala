@@ -93,10 +93,14 @@ object RowEvolution {
 
     def apply(row: InternalRow): UnsafeRow = projection(row)
 
-    /** The bytes of a row of `old` converted to bytes of a row of `now`. */
+    /**
+     * The bytes of a row of `old` converted to bytes of a row of `now`: a fresh array (the
+     * projection reuses its row, whose `getBytes` may hand out that row's own buffer), so that a
+     * caller may keep several results.
+     */
     def bytes(oldBytes: Array[Byte]): Array[Byte] = {
       in.pointTo(oldBytes, oldBytes.length)
-      projection(in).getBytes
+      projection(in).copy().getBytes
     }
   }
 

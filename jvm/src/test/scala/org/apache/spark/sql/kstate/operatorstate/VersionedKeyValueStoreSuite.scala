@@ -301,6 +301,34 @@ class VersionedKeyValueStoreSuite extends AnyFunSuite with ScalaCheckPropertyChe
     p2.close()
   }
 
+  test("mapValues converts every version, those a latest entry holds too, each to its own value") {
+    import org.apache.spark.sql.catalyst.InternalRow
+    import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
+    import org.apache.spark.sql.types.{IntegerType, LongType}
+    val before = StructType(Seq(StructField("n", IntegerType)))
+    val now = StructType(Seq(StructField("n", LongType)))
+    val toRow = UnsafeProjection.create(before)
+    def intRow(n: Int) = toRow(InternalRow(n)).copy().getBytes
+    val p = provider()
+    val s = p.getStore(0)
+    val vs = new VersionedKeyValueStore(s, "t", 1000, 1000, 100)
+    (1 to 20).foreach(i => vs.put(b("k"), intRow(i), i * 10L)) // 16 held, 3 in the history family
+    // the widening converter reuses its projection's row from call to call
+    VersionedKeyValueStore.mapValues(
+      s,
+      "t",
+      new org.apache.spark.sql.kstate.evolution.RowEvolution.Converter(before, now).bytes
+    )
+    val after = new VersionedKeyValueStore(s, "t", 1000, 1000, 100)
+    (1 to 20).foreach { i =>
+      val r = after.get(b("k"), i * 10L)
+      val row = new UnsafeRow(1)
+      row.pointTo(r.value, r.value.length)
+      assert(r.timestamp == i * 10L && row.getLong(0) == i, i)
+    }
+    p.close()
+  }
+
   test("held versions at the ends of time: deltas of any size") {
     // all before -1, so that no time is past the retention (stream time minus Long.MaxValue)
     withStore(retention = Long.MaxValue, grace = Long.MaxValue, segment = 1L << 40) { vs =>
