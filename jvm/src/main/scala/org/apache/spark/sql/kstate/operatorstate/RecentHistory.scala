@@ -72,7 +72,7 @@ private[kstate] final class RecentHistory private (
 
   /**
    * With a version at `ts` (none held at `ts`, and [[covers]] `ts`) inserted in order; it may hold
-   * one more than [[RecentHistory.Max]] until [[withoutOldest]].
+   * one more than [[RecentHistory.Max]] until the caller moves the oldest out ([[withoutOldest]]).
    */
   def inserted(ts: Long, value: Array[Byte]): RecentHistory = {
     val i = floorIndex(ts)
@@ -85,14 +85,6 @@ private[kstate] final class RecentHistory private (
     System.arraycopy(values, at, v, at + 1, froms.length - at)
     new RecentHistory(f, v, truncated)
   }
-
-  /** Without the oldest version (moved into the history family by the caller): truncated. */
-  def withoutOldest: RecentHistory =
-    new RecentHistory(
-      java.util.Arrays.copyOf(froms, froms.length - 1),
-      java.util.Arrays.copyOf(values, froms.length - 1),
-      truncated = true
-    )
 
   /** Whether the key has no history version at all. */
   def isEmpty: Boolean = froms.isEmpty && !truncated
@@ -165,6 +157,9 @@ private[kstate] object RecentHistory {
 
   val Empty = new RecentHistory(Array.emptyLongArray, new Array[Array[Byte]](0), false)
 
+  /** No version held, older ones in the history family. */
+  private val TruncatedEmpty = new RecentHistory(Array.emptyLongArray, new Array[Array[Byte]](0), true)
+
   /** Held versions from validFroms (newest first) and values (null: tombstone). */
   def of(newestFirst: Array[Long], values: Array[Array[Byte]], truncated: Boolean): RecentHistory = {
     require(newestFirst.length == values.length && newestFirst.length <= Max)
@@ -174,7 +169,8 @@ private[kstate] object RecentHistory {
   private val Layout3Bit = 0x40
   private val TruncatedBit = 0x80
 
-  private def dirByte(n: Int, truncated: Boolean): Byte =
+  /** The count byte of `n` versions held (layout 3). */
+  def dirByte(n: Int, truncated: Boolean): Byte =
     ((if (truncated) TruncatedBit else 0) | Layout3Bit | n).toByte
 
   /** Whether the latest entry's directory byte `dir` is layout 2's (validFroms only). */
@@ -238,12 +234,9 @@ private[kstate] object RecentHistory {
   def readFrom(b: Array[Byte], offset: Int, latestFrom: Long): RecentHistory = {
     val dir = b(offset)
     val n = sizeOf(dir)
-    if (isLayout2(dir)) {
-      if (n == 0 && !truncatedIn(dir)) Empty
-      else new RecentHistory(Array.emptyLongArray, new Array[Array[Byte]](0), true)
-    } else if (n == 0) {
-      if (truncatedIn(dir)) new RecentHistory(Array.emptyLongArray, new Array[Array[Byte]](0), true) else Empty
-    } else {
+    if (isLayout2(dir)) { if (n == 0 && !truncatedIn(dir)) Empty else TruncatedEmpty }
+    else if (n == 0) { if (truncatedIn(dir)) TruncatedEmpty else Empty }
+    else {
       val froms = new Array[Long](n)
       val values = new Array[Array[Byte]](n)
       var p = offset + 1

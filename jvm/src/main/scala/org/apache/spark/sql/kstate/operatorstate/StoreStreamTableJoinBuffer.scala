@@ -38,8 +38,9 @@ import org.apache.spark.sql.kstate.engine.Bytes
  * drops the map and is scanned in the store, in chunks, so its memory stays the store's to bound
  * (spill). Same records, same order either way.
  *
- * Writes, while the map is used: a record put in this store version goes into the map only
- * (`unwritten`), and into the store when the version commits if it is still buffered then. Most
+ * Writes, while the map is used: a record put in this store version (its arrival at or after
+ * the version's first) goes into the map only, and into the store when the version commits if it
+ * is still buffered then. Most
  * records wait only the grace, seconds of event time, and leave in the micro-batch that brought
  * them: they never reach the store, its changelog or its working copy (Example: 1,000 events and
  * a grace of 10 s in a micro-batch spanning 200 s of event time: about 50 are written at the
@@ -75,21 +76,23 @@ final class StoreStreamTableJoinBuffer(
   /** False once the buffer outgrew the mirror in this store version: it is not loaded again. */
   private var mirrorAllowed = true
 
-  /** Records put in this store version and held only in the mirror (see the class doc). */
-  private val unwritten = new java.util.TreeMap[Array[Byte], Array[Byte]](Bytes.Order)
-
-  /** Writes the records held only in the mirror into the store. */
-  private def writeUnwritten(): Unit = {
-    unwritten.forEach((k, v) => records.put(k, v))
-    unwritten.clear()
-  }
-
   Option(meta.get(MetaKey)).foreach { b =>
     val bb = ByteBuffer.wrap(b)
     time = bb.getLong
     arrivals = bb.getLong
     count = bb.getLong
   }
+
+  /** The first arrival of this store version: a record from it on is held only in the mirror while there is one. */
+  private val firstArrival = arrivals
+
+  /** Whether the record `rk` is held only in the mirror (see the class doc). */
+  private def unwritten(rk: Array[Byte]): Boolean = mirror != null && arrivalOf(rk) >= firstArrival
+
+  /** Writes the records held only in the mirror into the store. */
+  private def writeUnwritten(): Unit =
+    if (mirror != null) mirror.forEach((k, v) => if (arrivalOf(k) >= firstArrival) records.put(k, v))
+
   store.beforeCommit { () =>
     writeUnwritten()
     if (dirty) {
@@ -125,12 +128,11 @@ final class StoreStreamTableJoinBuffer(
     val rv = ByteBuffer.allocate(4 + k.length + v.length).putInt(k.length).put(k).put(v).array()
     if (m != null && m.size >= heapMirrorMax) {
       // outgrown: from now on the store holds every record
+      writeUnwritten()
       mirror = null
       mirrorAllowed = false
-      writeUnwritten()
     }
-    if (mirror != null) { mirror.put(rk, rv); unwritten.put(rk, rv) }
-    else records.put(rk, rv)
+    if (mirror != null) mirror.put(rk, rv) else records.put(rk, rv)
     arrivals += 1
     count += 1
     if (ts < lowest) lowest = ts
@@ -158,7 +160,7 @@ final class StoreStreamTableJoinBuffer(
         finally it.close()
       }
       done = chunk.length < EvictionChunk
-      chunk.foreach { case (k, _) => if (unwritten.remove(k) == null) records.delete(k) }
+      chunk.foreach { case (k, _) => if (!unwritten(k)) records.delete(k) }
       count -= chunk.length
       dirty = dirty || chunk.nonEmpty
       chunk.foreach { case (k, v) =>
@@ -197,6 +199,9 @@ object StoreStreamTableJoinBuffer {
 
   /** Most records kept in the heap mirror (about 100 bytes each for a join of small rows). */
   val HeapMirrorMax = 65536
+
+  /** The arrival counter at the end of record key `rk` ([[recordKey]]). */
+  private def arrivalOf(rk: Array[Byte]): Long = ByteBuffer.wrap(rk, rk.length - 8, 8).getLong
 
   private def timePrefix(ts: Long): Array[Byte] = ByteBuffer.allocate(8).putLong(ts ^ Long.MinValue).array()
 

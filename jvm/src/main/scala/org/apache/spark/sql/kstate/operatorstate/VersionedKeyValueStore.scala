@@ -391,14 +391,6 @@ final class VersionedKeyValueStore(
     else { addIndex(s, KindHistory, key); s }
   }
 
-  private def latestEntry(from: Long, indexed: Long, value: Array[Byte], recent: RecentHistory): Array[Byte] = {
-    val b = ByteBuffer.allocate(17 + recent.encodedSize(from) + (if (value == null) 0 else value.length))
-      .putLong(from).putLong(indexed).put((if (value == null) 1 else 0).toByte)
-    recent.writeTo(b, from)
-    if (value != null) b.put(value)
-    b.array()
-  }
-
   /**
    * The common put, on the latest entry's bytes `raw` (its validFrom `rawFrom` < `from`): the
    * latest version moves to the front of the recent history, whose other versions' bytes are
@@ -437,7 +429,7 @@ final class VersionedKeyValueStore(
         held + (if (value == null) 0 else value.length)
     )
     b.putLong(from).putLong(indexed).put((if (value == null) 1 else 0).toByte)
-    b.put(((if (truncated) 0x80 else 0) | 0x40 | math.min(n + 1, RecentHistory.Max)).toByte)
+    b.put(RecentHistory.dirByte(math.min(n + 1, RecentHistory.Max), truncated))
     RecentHistory.putVarLong(b, delta)
     RecentHistory.putVarLong(b, vlen)
     if (!oldTomb) b.put(raw, valueAt, oldValueLength)
@@ -489,7 +481,7 @@ final class VersionedKeyValueStore(
       if (held.size > RecentHistory.Max) {
         val o = held.size - 1
         history.put(historyKey(key, held.from(o)), entry(held.validTo(o, cur.from), held.value(o)))
-        held = held.withoutOldest
+        held = held.withoutOldest(1, stillTruncated = true)
       }
       latest.put(key, latestEntry(cur.from, indexed, cur.value, held))
       next
@@ -530,14 +522,8 @@ object VersionedKeyValueStore {
           val b = ByteBuffer.wrap(v)
           val from = b.getLong(0)
           val at = RecentHistory.endOf(v, 17)
-          val recent = RecentHistory.readFrom(v, 17, from)
-          val mapped = if (RecentHistory.isLayout2(v(17))) recent else recent.mapValues(f)
           val value = if (v(16) == 1) null else f(java.util.Arrays.copyOfRange(v, at, v.length))
-          val out = ByteBuffer.allocate(17 + mapped.encodedSize(from) + (if (value == null) 0 else value.length))
-            .put(v, 0, 17)
-          mapped.writeTo(out, from)
-          if (value != null) out.put(value)
-          latest.put(k, out.array())
+          latest.put(k, latestEntry(from, b.getLong(8), value, RecentHistory.readFrom(v, 17, from).mapValues(f)))
         }
       finally it.close()
     }
@@ -577,9 +563,9 @@ object VersionedKeyValueStore {
    * The store's layout (the meta's last byte): 3 since latest entries hold their newest history
    * versions ([[RecentHistory]]); layout 2 (a directory of validFroms) is read too, entry by entry.
    */
-  private val Layout: Byte = 3
-  private val OldestReadable: Byte = 2
-  private val MetaBytes = 33
+  private[kstate] val Layout: Byte = 3
+  private[kstate] val OldestReadable: Byte = 2
+  private[kstate] val MetaBytes = 33
   private val KindHistory: Byte = 0
   private val KindTombstone: Byte = 1
 
@@ -614,6 +600,15 @@ object VersionedKeyValueStore {
     else if (historyRetentionMs <= 300000L) math.max(historyRetentionMs / 5, 20000L)
     else if (historyRetentionMs <= 3600000L) math.max(historyRetentionMs / 12, 60000L)
     else math.max(historyRetentionMs / 24, 300000L)
+
+  /** A latest entry's bytes: its version at `from` (`value`, null: a tombstone), index segment and recent history. */
+  private def latestEntry(from: Long, indexed: Long, value: Array[Byte], recent: RecentHistory): Array[Byte] = {
+    val b = ByteBuffer.allocate(17 + recent.encodedSize(from) + (if (value == null) 0 else value.length))
+      .putLong(from).putLong(indexed).put((if (value == null) 1 else 0).toByte)
+    recent.writeTo(b, from)
+    if (value != null) b.put(value)
+    b.array()
+  }
 
   private def entry(ts: Long, value: Array[Byte]): Array[Byte] = {
     val b = ByteBuffer.allocate(9 + (if (value == null) 0 else value.length)).putLong(ts)

@@ -156,12 +156,12 @@ object MetaMerge {
   }
 
   /**
-   * The versioned store's meta entry: 33 bytes, its last the layout: 3, or 2, whose entries the
-   * store reads entry by entry (a merged meta says 3: its partitions may hold entries of both).
+   * The versioned store's meta entry and layouts, the store's own: a merged meta says the current
+   * layout, since its partitions may hold entries of every layout the store reads.
    */
-  private val VersionedMetaBytes = 33
-  private val VersionedLayout: Byte = 3
-  private val OldestVersionedLayout: Byte = 2
+  private val VersionedMetaBytes = VersionedKeyValueStore.MetaBytes
+  private val VersionedLayout: Byte = VersionedKeyValueStore.Layout
+  private val OldestVersionedLayout: Byte = VersionedKeyValueStore.OldestReadable
 
   private def nameOf(family: String): String = family match {
     case OperatorLayout.Structure(_, name, _) => name
