@@ -238,6 +238,8 @@ def write_chart(path: str, result: Dict[str, Any]) -> None:
     import matplotlib.pyplot as plt
 
     dists = list(result["distributions"])
+    if not all("floor" in m for d in dists for m in result["distributions"][d].values()):
+        return  # a run without the floor variant (profiling, an A/B of kstate alone): no ratios to draw
     fig, axes = plt.subplots(1, len(dists), figsize=(6 * len(dists), 4.5), squeeze=False)
     for ax, d in zip(axes[0], dists):
         ws = list(result["distributions"][d])

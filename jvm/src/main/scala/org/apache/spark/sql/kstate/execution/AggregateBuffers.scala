@@ -8,7 +8,8 @@ import org.apache.spark.sql.kstate.processor.window.MergingAggregator
  * The aggregate buffers of a windowed aggregation as the processors' [[MergingAggregator]]: a new
  * buffer, one more input row, and two buffers merged (sessions merge, sliding windows are built
  * from their records' buffers; time windows never merge, so the merge projection is built only
- * when first used), each a fresh copy. `orderInsensitive`: the functions' ([[AggregateSpec]]).
+ * when first used), each a fresh copy; `mergeAll` copies only its result. `orderInsensitive`: the
+ * functions' ([[AggregateSpec]]).
  * Per task; not thread-safe.
  */
 private[execution] final class AggregateBuffers(
@@ -22,10 +23,25 @@ private[execution] final class AggregateBuffers(
 ) extends MergingAggregator[InternalRow, UnsafeRow] {
   private val initialProj = UnsafeProjection.create(initialValues)
   private val updateProj = UnsafeProjection.create(updateExpressions, bufferAttributes ++ input)
-  private lazy val mergeProj = UnsafeProjection.create(mergeExpressions, bufferAttributes ++ inputBufferAttributes)
+  private lazy val mergeProj = newMergeProjection()
+  // mergeAll's two projections, used in turn: each reads the other's output row, never its own
+  private lazy val mergeTurns = Array(newMergeProjection(), newMergeProjection())
   private val joined = new JoinedRow()
+
+  private def newMergeProjection(): UnsafeProjection =
+    UnsafeProjection.create(mergeExpressions, bufferAttributes ++ inputBufferAttributes)
 
   override def initial(): UnsafeRow = initialProj(InternalRow.empty).copy()
   override def add(buffer: UnsafeRow, row: InternalRow): UnsafeRow = updateProj(joined(buffer, row)).copy()
   override def merge(buffer: UnsafeRow, other: UnsafeRow): UnsafeRow = mergeProj(joined(buffer, other)).copy()
+
+  /** One copy for the result instead of one per merge (sliding windows fold many buffers). */
+  override def mergeAll(parts: Array[Any], n: Int): UnsafeRow = {
+    require(n >= 1 && n <= parts.length, s"mergeAll of $n of ${parts.length} aggregates")
+    var acc = parts(0).asInstanceOf[UnsafeRow]
+    if (n == 1) return acc
+    var i = 1
+    while (i < n) { acc = mergeTurns(i & 1)(joined(acc, parts(i).asInstanceOf[UnsafeRow])); i += 1 }
+    acc.copy()
+  }
 }

@@ -24,6 +24,21 @@ trait MergingAggregator[R, A] extends Aggregator[R, A] {
   def merge(a: A, b: A): A
 
   /**
+   * The aggregate of the first `n` (at least 1) of `parts`, merged left to right: what `merge`
+   * gives folded over them, without the intermediate results' own copies an implementation may
+   * avoid. With `n` = 1 it is `parts(0)` itself (aggregates are never modified, so sharing one is
+   * safe). `parts` holds aggregates (an `Array[Any]`, so that a caller with no class tag of `A`
+   * can fill it) and is only read.
+   */
+  def mergeAll(parts: Array[Any], n: Int): A = {
+    require(n >= 1 && n <= parts.length, s"mergeAll of $n of ${parts.length} aggregates")
+    var acc = parts(0).asInstanceOf[A]
+    var i = 1
+    while (i < n) { acc = merge(acc, parts(i).asInstanceOf[A]); i += 1 }
+    acc
+  }
+
+  /**
    * True when an aggregate of a set of records is the same whatever the order and grouping in
    * which they were added and merged (a count; a sum of integers; a minimum or maximum of
    * values other than floating point): a processor may then fold records in whatever grouping is

@@ -56,19 +56,28 @@ final class FoldTree[A](
    * there is none), largest timestamp (`Long.MinValue` when none) and count.
    */
   def fold(from: Int, until: Int): FoldTree.Folded[A] = {
-    var a: Any = null
+    var parts = 0
     var ts = Long.MinValue
     var c = 0
     var l = from + n
     var r = until + n
     while (l < r) {
-      if ((l & 1) == 1) { a = combine(a, agg(l)); ts = math.max(ts, maxTs(l)); c += count(l); l += 1 }
-      if ((r & 1) == 1) { r -= 1; a = combine(a, agg(r)); ts = math.max(ts, maxTs(r)); c += count(r) }
+      if ((l & 1) == 1) { parts = take(l, parts); ts = math.max(ts, maxTs(l)); c += count(l); l += 1 }
+      if ((r & 1) == 1) { r -= 1; parts = take(r, parts); ts = math.max(ts, maxTs(r)); c += count(r) }
       l /= 2
       r /= 2
     }
-    FoldTree.Folded(a.asInstanceOf[A], ts, c)
+    val a = if (parts == 0) null.asInstanceOf[A] else aggregator.mergeAll(folded, parts)
+    java.util.Arrays.fill(folded.asInstanceOf[Array[AnyRef]], 0, parts, null) // keeps no aggregate alive
+    FoldTree.Folded(a, ts, c)
   }
+
+  // A fold's nodes with an active record, merged at its end in one mergeAll (which need not copy
+  // each intermediate result): at most two nodes per level of the tree.
+  private val folded = new Array[Any](2 * (32 - Integer.numberOfLeadingZeros(2 * n)) + 2)
+
+  private def take(node: Int, parts: Int): Int =
+    if (agg(node) == null) parts else { folded(parts) = agg(node); parts + 1 }
 }
 
 object FoldTree {
