@@ -23,25 +23,24 @@ private[execution] final class AggregateBuffers(
 ) extends MergingAggregator[InternalRow, UnsafeRow] {
   private val initialProj = UnsafeProjection.create(initialValues)
   private val updateProj = UnsafeProjection.create(updateExpressions, bufferAttributes ++ input)
-  private lazy val mergeProj = newMergeProjection()
-  // mergeAll's two projections, used in turn: each reads the other's output row, never its own
-  private lazy val mergeTurns = Array(newMergeProjection(), newMergeProjection())
-  private val joined = new JoinedRow()
-
-  private def newMergeProjection(): UnsafeProjection =
+  // two merge projections: `merge` uses the first (and copies); `mergeAll` uses both in turn, so
+  // each reads the other's output row, never its own
+  private lazy val mergeProjs = Array.fill(2)(
     UnsafeProjection.create(mergeExpressions, bufferAttributes ++ inputBufferAttributes)
+  )
+  private val joined = new JoinedRow()
 
   override def initial(): UnsafeRow = initialProj(InternalRow.empty).copy()
   override def add(buffer: UnsafeRow, row: InternalRow): UnsafeRow = updateProj(joined(buffer, row)).copy()
-  override def merge(buffer: UnsafeRow, other: UnsafeRow): UnsafeRow = mergeProj(joined(buffer, other)).copy()
+  override def merge(buffer: UnsafeRow, other: UnsafeRow): UnsafeRow = mergeProjs(0)(joined(buffer, other)).copy()
 
   /** One copy for the result instead of one per merge (sliding windows fold many buffers). */
   override def mergeAll(parts: Array[Any], n: Int): UnsafeRow = {
-    require(n >= 1 && n <= parts.length, s"mergeAll of $n of ${parts.length} aggregates")
+    checkMergeAll(parts, n)
     var acc = parts(0).asInstanceOf[UnsafeRow]
     if (n == 1) return acc
     var i = 1
-    while (i < n) { acc = mergeTurns(i & 1)(joined(acc, parts(i).asInstanceOf[UnsafeRow])); i += 1 }
+    while (i < n) { acc = mergeProjs(i & 1)(joined(acc, parts(i).asInstanceOf[UnsafeRow])); i += 1 }
     acc.copy()
   }
 }

@@ -31,12 +31,16 @@ trait MergingAggregator[R, A] extends Aggregator[R, A] {
    * can fill it) and is only read.
    */
   def mergeAll(parts: Array[Any], n: Int): A = {
-    require(n >= 1 && n <= parts.length, s"mergeAll of $n of ${parts.length} aggregates")
+    checkMergeAll(parts, n)
     var acc = parts(0).asInstanceOf[A]
     var i = 1
     while (i < n) { acc = merge(acc, parts(i).asInstanceOf[A]); i += 1 }
     acc
   }
+
+  /** `mergeAll`'s argument rule, for its implementations. */
+  protected final def checkMergeAll(parts: Array[Any], n: Int): Unit =
+    require(n >= 1 && n <= parts.length, s"mergeAll of $n of ${parts.length} aggregates")
 
   /**
    * True when an aggregate of a set of records is the same whatever the order and grouping in
