@@ -11,7 +11,8 @@ file per micro-batch, each variant from a fresh checkpoint; one untimed run of e
 then ``--reps`` rounds run every variant once, in an order rotated each round; medians.
 
 Workloads (interval = grace = ``--interval`` s; Spark's built-ins on its RocksDB provider with
-changelog checkpointing, kstate on its own provider):
+changelog checkpointing (``builtin``) and on its default HDFS provider (``builtin_hdfs``), kstate on
+its own provider):
 
 * ``dedup_key``, ``dedup_key_value``, ``dedup_id``: kstate's three deduplication modes vs
   ``withWatermark(ts, interval).dropDuplicatesWithinWatermark`` on the same columns;
@@ -53,6 +54,8 @@ import time
 from typing import Any, Dict, List, Optional
 
 from common import (
+    HDFS,
+    PROVIDER_KEY,
     RESULTS,
     ROCKSDB,
     SCHEMA,
@@ -96,8 +99,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--distributions", default=",".join(DISTRIBUTIONS))
     p.add_argument(
         "--variants",
-        default="floor,kstate,builtin",
-        help="which of floor, kstate, builtin to run (profiling: one of them with --jfr)",
+        default="floor,kstate,builtin,builtin_hdfs",
+        help="which of floor, kstate, builtin (RocksDB provider), builtin_hdfs (HDFS provider) to run "
+        "(profiling: one of them with --jfr)",
     )
     p.add_argument(
         "--order-cost",
@@ -130,8 +134,8 @@ def sources(spark, data_dir: str, n: int = 1) -> List[Any]:
 
 
 def build(spark, workload: str, variant: str, data_dir: str, a: argparse.Namespace):
-    """The query of one variant (floor, kstate, kstate_task: kstate in task order, or builtin) of a
-    workload, before its sink."""
+    """The query of one variant (floor, kstate, kstate_task: kstate in task order, builtin or
+    builtin_hdfs: the built-in, whose provider `run` sets) of a workload, before its sink."""
     import kstate  # noqa: F401 - the DataFrame methods
     from kstate import BufferConfig, SessionWindows, SlidingWindows, Suppressed, TimeWindows
     from pyspark.sql import functions as F
@@ -145,7 +149,7 @@ def build(spark, workload: str, variant: str, data_dir: str, a: argparse.Namespa
         cols = {"dedup_key": ["key"], "dedup_key_value": ["key", "event_id"], "dedup_id": ["event_id"]}[workload]
         if variant == "floor":
             return src.repartition(cols[0])
-        if variant == "builtin":
+        if variant.startswith("builtin"):
             return src.withWatermark("ts", interval).dropDuplicatesWithinWatermark(cols)
         if workload == "dedup_key":
             return src.kstate.deduplicate_by_key(interval, key="key", timestamp="ts", order=order)
@@ -155,7 +159,7 @@ def build(spark, workload: str, variant: str, data_dir: str, a: argparse.Namespa
     if workload in ("time_windows", "session_windows", "sliding_windows"):
         if variant == "floor":
             return src.repartition("key")
-        if variant == "builtin":
+        if variant.startswith("builtin"):
             w = F.window("ts", "10 seconds") if workload == "time_windows" else F.session_window("ts", "10 seconds")
             return src.withWatermark("ts", interval).groupBy(w.alias("w"), "key").count()
         windows = {
@@ -187,14 +191,21 @@ def build(spark, workload: str, variant: str, data_dir: str, a: argparse.Namespa
 
 
 def run(spark, workload: str, variant: str, data_dir: str, ckpt: str, a, meter: CpuMeter) -> Dict[str, Any]:
-    """One AvailableNow query to the no-op sink: wall time, CPU, micro-batches."""
-    q, wall, cpu = timed_noop_query(spark, lambda: build(spark, workload, variant, data_dir, a), ckpt, meter)
+    """One AvailableNow query to the no-op sink: wall time, CPU, micro-batches. The built-in's
+    provider is the session's (RocksDB), or HDFS for builtin_hdfs; a new checkpoint takes it from
+    the session's conf when the query starts."""
+    if variant == "builtin_hdfs":
+        spark.conf.set(PROVIDER_KEY, HDFS)
+    try:
+        q, wall, cpu = timed_noop_query(spark, lambda: build(spark, workload, variant, data_dir, a), ckpt, meter)
+    finally:
+        spark.conf.set(PROVIDER_KEY, ROCKSDB)
     batches = sum(1 for p in q.recentProgress if p.numInputRows > 0)
     return {"wall_s": round(wall, 3), "cpu": cpu, "batches": batches}
 
 
 def variants_of(workload: str, a: argparse.Namespace) -> List[str]:
-    names = ["floor", "kstate", "kstate_task"] + ([] if workload in NO_BUILTIN else ["builtin"])
+    names = ["floor", "kstate", "kstate_task"] + ([] if workload in NO_BUILTIN else ["builtin", "builtin_hdfs"])
     return [v for v in names if v in a.variants.split(",")]
 
 
@@ -228,6 +239,8 @@ def measure(spark, workload: str, data_dir: str, rows: int, a, meter: CpuMeter) 
         out["kstate_over_task_order"] = round(out["kstate"]["rows_per_s"] / out["kstate_task"]["rows_per_s"], 3)
     if "builtin" in out and "kstate" in out:
         out["kstate_over_builtin"] = round(out["kstate"]["rows_per_s"] / out["builtin"]["rows_per_s"], 3)
+    if "builtin_hdfs" in out and "kstate" in out:
+        out["kstate_over_builtin_hdfs"] = round(out["kstate"]["rows_per_s"] / out["builtin_hdfs"]["rows_per_s"], 3)
     return out
 
 
@@ -312,12 +325,16 @@ def main(argv: Optional[List[str]] = None) -> int:
             m = measure(spark, w, data_dir, inp["rows"], a, meter)
             result["distributions"][dist][w] = m
             line = f"{w:18s}" + "".join(
-                f"  {v} {m[v]['rows_per_s']:>10,} rows/s" for v in ("floor", "kstate", "builtin") if v in m
+                f"  {v} {m[v]['rows_per_s']:>10,} rows/s"
+                for v in ("floor", "kstate", "builtin", "builtin_hdfs")
+                if v in m
             )
             if "kstate_over_floor" in m:
                 line += f"  kstate {m['kstate_over_floor']:.2f}x floor (goal {GOAL_FLOOR})"
             if "kstate_over_builtin" in m:
                 line += f", {m['kstate_over_builtin']:.2f}x built-in (goal {GOAL_BUILTIN})"
+            if "kstate_over_builtin_hdfs" in m:
+                line += f", {m['kstate_over_builtin_hdfs']:.2f}x built-in on HDFS"
             if "kstate_over_task_order" in m:
                 line += f"  kstate_task {m['kstate_task']['rows_per_s']:>10,} rows/s"
                 line += f"  default order / task order {m['kstate_over_task_order']:.3f}"

@@ -761,11 +761,14 @@ def r_order_cost(d: Dict[str, Any], path: str) -> List[str]:
 def r_floor(d: Dict[str, Any], path: str) -> List[str]:
     gf, gb = d["goal_kstate_over_floor"], d["goal_kstate_over_builtin"]
     env = d.get("environment", {})
+    hdfs = any("builtin_hdfs" in m for per in d["distributions"].values() for m in per.values())
     out = [
         "What it measures: each kstate operator against its floor, the same streaming query with the "
         "operator replaced by a shuffle on its key and the same no-op sink (what reading, shuffling and "
         "sinking the input costs), and against Spark's nearest built-in (on its RocksDB provider with "
-        "changelog checkpointing), on the same parquet files, one file per micro-batch, with uniform and "
+        "changelog checkpointing"
+        + (", and on its default HDFS provider" if hdfs else "")
+        + "), on the same parquet files, one file per micro-batch, with uniform and "
         "with skewed (zipf 1.3) keys. The stream-table join's floor is `bench/enrichment.py`'s.",
         "",
         f"When and how: {when(d, path, env.get('date_utc'))}; {env_line(env) + '. ' if env else ''}Medians of "
@@ -778,42 +781,38 @@ def r_floor(d: Dict[str, Any], path: str) -> List[str]:
     for dist, per in d["distributions"].items():
         inp = d["inputs"].get(dist, {})
         for w, m in per.items():
-            kf, kb = m.get("kstate_over_floor"), m.get("kstate_over_builtin")
+            kf = m.get("kstate_over_floor")
             if kf is not None and kf < gf:
                 below_floor.append(f"{w} ({dist})")
-            if kb is not None and kb < gb:
-                below_builtin.append(f"{w} ({dist})")
-            rows.append(
-                [
-                    dist,
-                    w,
-                    rate(m.get("floor", {}).get("rows_per_s"), ""),
-                    rate(m.get("kstate", {}).get("rows_per_s"), ""),
-                    rate(m.get("builtin", {}).get("rows_per_s"), "") if "builtin" in m else "none",
-                    ratio(kf),
-                    ratio(kb) if kb is not None else "n/a",
-                    f"{m['kstate_extra_cpu_us_per_row']:.2f}"
-                    if m.get("kstate_extra_cpu_us_per_row") is not None
-                    else "n/a",
-                ]
+            for key, provider in (("kstate_over_builtin", "RocksDB"), ("kstate_over_builtin_hdfs", "HDFS")):
+                if m.get(key) is not None and m[key] < gb:
+                    below_builtin.append(f"{w} ({dist}, {provider})")
+            row = [
+                dist,
+                w,
+                rate(m.get("floor", {}).get("rows_per_s"), ""),
+                rate(m.get("kstate", {}).get("rows_per_s"), ""),
+                rate(m.get("builtin", {}).get("rows_per_s"), "") if "builtin" in m else "none",
+            ]
+            if hdfs:
+                row.append(rate(m.get("builtin_hdfs", {}).get("rows_per_s"), "") if "builtin_hdfs" in m else "none")
+            row += [ratio(kf), ratio(m["kstate_over_builtin"]) if "kstate_over_builtin" in m else "n/a"]
+            if hdfs:
+                row.append(ratio(m["kstate_over_builtin_hdfs"]) if "kstate_over_builtin_hdfs" in m else "n/a")
+            row.append(
+                f"{m['kstate_extra_cpu_us_per_row']:.2f}" if m.get("kstate_extra_cpu_us_per_row") is not None else "n/a"
             )
+            rows.append(row)
         if inp:
             out.append(
                 f"Input ({dist} keys): {inp.get('rows', 0):,} rows, {inp.get('distinct_keys', 0):,} distinct keys."
             )
-    out += [""] + table(
-        [
-            "keys",
-            "workload",
-            "floor, rows/s",
-            "kstate, rows/s",
-            "built-in, rows/s",
-            "kstate / floor",
-            "kstate / built-in",
-            "kstate's CPU beyond the floor, µs/row",
-        ],
-        rows,
-    )
+    header = ["keys", "workload", "floor, rows/s", "kstate, rows/s", "built-in (RocksDB), rows/s"]
+    header += ["built-in (HDFS), rows/s"] if hdfs else []
+    header += ["kstate / floor", "kstate / built-in (RocksDB)"]
+    header += ["kstate / built-in (HDFS)"] if hdfs else []
+    header += ["kstate's CPU beyond the floor, µs/row"]
+    out += [""] + table(header, rows)
     out += [
         "",
         f"Goals: kstate >= {gf}x its floor: "
@@ -1102,10 +1101,11 @@ def goal_of(stem: str, d: Dict[str, Any]) -> str:
                 if "kstate_over_floor" in m
             ]
             bi = [
-                m["kstate_over_builtin"]
+                m[key]
                 for per in d["distributions"].values()
                 for m in per.values()
-                if "kstate_over_builtin" in m
+                for key in ("kstate_over_builtin", "kstate_over_builtin_hdfs")
+                if key in m
             ]
             return (
                 f"kstate >= {d['goal_kstate_over_floor']}x its floor: {verdict(bool(fl) and min(fl) >= d['goal_kstate_over_floor'])} "
