@@ -3,6 +3,7 @@ package org.apache.spark.sql.kstate.operatorstate
 import scala.collection.mutable
 
 import org.apache.spark.sql.kstate.processor.StreamTime
+import org.apache.spark.sql.kstate.provider.KStateStore
 import org.apache.spark.sql.kstate.processor.dedup.DedupState
 
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
@@ -20,6 +21,9 @@ import org.apache.spark.sql.types.{LongType, StructField, StructType}
  * expired entry lingers at most one step. This costs one sequential read per entry and interval,
  * where a time index costs an index write, an index delete and a lookup per entry: cheaper for
  * deduplication's one-entry-per-identity state. Expired entries behave as absent meanwhile.
+ * On kstate's own store the sweep is `KStateStore.removeWhere`, which reads the stored bytes
+ * and removes by them, without decoding, copying and encoding every key again; on another
+ * provider it iterates and removes through Spark's API.
  */
 final class StoreDedupState(store: StateStore, identitySchema: StructType, sweepStepMs: Long)
     extends DedupState[UnsafeRow] {
@@ -59,6 +63,16 @@ final class StoreDedupState(store: StateStore, identitySchema: StructType, sweep
   override def purgeOlderThan(bound: Long): Long = {
     if (bound == Long.MinValue || !sweepDue(bound)) return 0L
     lastSweep = bound
+    val purged = store match {
+      case own: KStateStore => own.removeWhere(StateStore.DEFAULT_COL_FAMILY_NAME)(_.getLong(0) < bound)
+      case other => sweep(other, bound)
+    }
+    entries -= purged
+    purged
+  }
+
+  /** The sweep on any provider: collect the expired keys, then remove them. */
+  private def sweep(store: StateStore, bound: Long): Long = {
     val expired = mutable.ArrayBuffer.empty[UnsafeRow]
     val it = store.iterator()
     try {
@@ -68,7 +82,6 @@ final class StoreDedupState(store: StateStore, identitySchema: StructType, sweep
       }
     } finally it.close()
     expired.foreach(k => store.remove(k))
-    entries -= expired.length
     expired.length.toLong
   }
 

@@ -319,6 +319,35 @@ final class KStateStore private[kstate] (
     write(family(colFamilyName).encodeKey(key), WriteSet.Deleted)
   }
 
+  /**
+   * Removes the entries of plain-key, single-value column family `colFamilyName` whose value
+   * `expired` accepts, and returns how many: the same as removing the key of each pair of
+   * `iterator(colFamilyName)` whose value it accepts, without decoding, copying and encoding
+   * every key again (deduplication's purge). `expired` is called once per entry, on a value row
+   * whose bytes are reused for the next entry, so it must not keep it.
+   */
+  private[kstate] def removeWhere(colFamilyName: String)(expired: UnsafeRow => Boolean): Long = {
+    checkWritable("remove")
+    val fam = family(colFamilyName)
+    require(fam.plainKeys && !fam.multipleValues, s"removeWhere needs a plain-key, single-value family: ${fam.name}")
+    checkReadable()
+    val heapScan = provider.unorderedScan(this, fam.prefix)
+    val entries = heapScan.getOrElse(scan(fam.prefix, Bytes.prefixEnd(fam.prefix)))
+    val keys = scala.collection.mutable.ArrayBuffer.empty[Array[Byte]]
+    val value = new UnsafeRow(fam.valueSchema.length)
+    try {
+      while (entries.hasNext) {
+        val (k, v) = entries.next()
+        value.pointTo(v, v.length)
+        // a heap scan's keys are copies made for it or the write set's own (never modified); a
+        // database scan's are copied, to be safe to keep
+        if (expired(value)) keys += (if (heapScan.isDefined) k else k.clone())
+      }
+    } finally entries.close()
+    keys.foreach(k => write(k, WriteSet.Deleted))
+    keys.length.toLong
+  }
+
   override def deleteRange(beginKey: UnsafeRow, endKey: UnsafeRow, colFamilyName: String): Unit = {
     checkWritable("deleteRange")
     val fam = family(colFamilyName)
