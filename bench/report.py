@@ -963,6 +963,13 @@ SECTIONS: List[tuple] = [
         "recovery-hdfs",
     ),
     (
+        "recovery-hdfs-control",
+        "Executor loss, checkpoint on HDFS, with the stateless control (`bench/recovery.py --store hdfs`, "
+        "a second run)",
+        r_recovery,
+        "recovery-hdfs-control",
+    ),
+    (
         "recovery-hdfs-20m",
         "Executor loss, checkpoint on HDFS, 20M keys (`bench/recovery.py --store hdfs --keys 20000000`)",
         r_recovery,
