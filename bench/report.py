@@ -982,6 +982,12 @@ SECTIONS: List[tuple] = [
         "recovery-hdfs-10m",
     ),
     ("recovery-s3", "Executor loss, checkpoint on S3 (`bench/recovery.py --store s3`)", r_recovery, "recovery-s3"),
+    (
+        "recovery-s3-control",
+        "Executor loss, checkpoint on S3, with the stateless control (`bench/recovery.py --store s3`, a second run)",
+        r_recovery,
+        "recovery-s3-control",
+    ),
 ]
 SKIPPED = {"commit-latency-before": "embedded in `commit-latency.json` as `before`"}
 
