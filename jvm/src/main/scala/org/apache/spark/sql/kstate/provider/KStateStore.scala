@@ -204,9 +204,18 @@ final class KStateStore private[kstate] (
    */
   private def familyPairs(cf: String, multi: Boolean): StateStoreIterator[UnsafeRowPair] = {
     val fam = family(cf)
+    pairs(fam, familyScan(fam), multi)
+  }
+
+  /**
+   * Every current entry of `fam`, as `iterator()` reads them: unordered from a heap working copy
+   * for plain keys, else in key order. Keys are the write set's own arrays or fresh copies
+   * ([[StateScan]]), never modified, so a caller may keep them.
+   */
+  private def familyScan(fam: FamilyCodec): Iterator[(Array[Byte], Array[Byte])] with AutoCloseable = {
     val unordered = if (fam.plainKeys) { checkReadable(); provider.unorderedScan(this, fam.prefix) }
     else None
-    pairs(fam, unordered.getOrElse(scan(fam.prefix, Bytes.prefixEnd(fam.prefix))), multi)
+    unordered.getOrElse(scan(fam.prefix, Bytes.prefixEnd(fam.prefix)))
   }
 
   private def prefixPairs(prefixKey: UnsafeRow, cf: String, multi: Boolean)
@@ -330,18 +339,14 @@ final class KStateStore private[kstate] (
     checkWritable("remove")
     val fam = family(colFamilyName)
     require(fam.plainKeys && !fam.multipleValues, s"removeWhere needs a plain-key, single-value family: ${fam.name}")
-    checkReadable()
-    val heapScan = provider.unorderedScan(this, fam.prefix)
-    val entries = heapScan.getOrElse(scan(fam.prefix, Bytes.prefixEnd(fam.prefix)))
+    val entries = familyScan(fam)
     val keys = scala.collection.mutable.ArrayBuffer.empty[Array[Byte]]
     val value = new UnsafeRow(fam.valueSchema.length)
     try {
       while (entries.hasNext) {
         val (k, v) = entries.next()
         value.pointTo(v, v.length)
-        // a heap scan's keys are copies made for it or the write set's own (never modified); a
-        // database scan's are copied, to be safe to keep
-        if (expired(value)) keys += (if (heapScan.isDefined) k else k.clone())
+        if (expired(value)) keys += k
       }
     } finally entries.close()
     keys.foreach(k => write(k, WriteSet.Deleted))
