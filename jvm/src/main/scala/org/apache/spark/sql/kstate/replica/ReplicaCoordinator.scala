@@ -57,6 +57,12 @@ final class ReplicaCoordinator(
   /** The warm-up copies those moves need: store -> the executor that keeps it. */
   private var warmups = Map.empty[ReplicaStore, String]
 
+  /**
+   * Per operator, the executors Spark recorded as the active of one of its stores at a planning:
+   * they have run the operator's tasks. The others are young to it ([[StandbyPlacement]], rule 4).
+   */
+  private var ranOperator = Map.empty[(String, String, Long), Set[String]]
+
   /** Stores whose active executor changed between an operator's last two plannings. */
   private var lastMoves = Map.empty[(String, String, Long), Int]
   private var followers = Map.empty[String, Follower]
@@ -91,12 +97,14 @@ final class ReplicaCoordinator(
         val moved = located.count { case (s, e) => e.isDefined && actives.get(s).exists(a => !e.contains(a)) }
         lastMoves += key -> moved
         located.foreach { case (s, e) => e.fold(actives -= s)(a => actives += s -> a) }
+        ranOperator += key -> (ranOperator.getOrElse(key, Set.empty) ++ located.flatMap(_._2))
         val isAlive = aliveNow
         val live = liveFollowers(isAlive)
         val hosts = live.map { case (e, f) => e -> f.host }
-        placeStandbys(stores, s => actives.get(s).filter(isAlive), hosts, wanted.standbys)
+        val young = hosts.keySet -- ranOperator(key)
+        placeStandbys(stores, s => actives.get(s).filter(isAlive), hosts, wanted.standbys, young)
         planMoves(key, stores, wanted, live, isAlive)
-        replaceStandbysOfMoves(stores, hosts, wanted, isAlive)
+        replaceStandbysOfMoves(stores, hosts, wanted, isAlive, young)
       }
     }
   }
@@ -145,11 +153,18 @@ final class ReplicaCoordinator(
       stores: Seq[ReplicaStore],
       hosts: Map[String, String],
       wanted: Wanted,
-      isAlive: String => Boolean
+      isAlive: String => Boolean,
+      young: Set[String]
   ): Unit = {
     val moving = stores.flatMap(s => movingNow.get(s).map(s -> _)).toMap
     if (moving.nonEmpty && wanted.standbys > 0) {
-      placeStandbys(stores, s => moving.get(s).orElse(actives.get(s).filter(isAlive)), hosts, wanted.standbys)
+      placeStandbys(
+        stores,
+        s => moving.get(s).orElse(actives.get(s).filter(isAlive)),
+        hosts,
+        wanted.standbys,
+        young -- moving.values
+      )
       warmups ++= moving
     }
   }
@@ -159,12 +174,14 @@ final class ReplicaCoordinator(
       stores: Seq[ReplicaStore],
       activeOf: ReplicaStore => Option[String],
       hosts: Map[String, String],
-      n: Int
+      n: Int,
+      young: Set[String]
   ): Unit =
     standbys ++= StandbyPlacement.assign(
       stores.map(s => StandbyPlacement.Slot(s, activeOf(s), standbys.getOrElse(s, Nil))),
       hosts,
-      n
+      n,
+      young
     )
 
   /**
@@ -233,6 +250,7 @@ final class ReplicaCoordinator(
   def executorRemoved(executorId: String): Unit = synchronized {
     removed += executorId
     followers -= executorId
+    ranOperator = ranOperator.map { case (k, ran) => k -> (ran - executorId) }
   }
 
   /** `queryId` stopped: its stores get no standbys until it runs again. */
@@ -317,6 +335,7 @@ final class ReplicaCoordinator(
     movingNow = movingNow.filterNot { case (s, _) => ofGone(s) }
     warmups = warmups.filterNot { case (s, _) => ofGone(s) }
     lastMoves --= gone
+    ranOperator --= gone
   }
 
   /** Whether an executor is alive, as far as Spark knows now. */
