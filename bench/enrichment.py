@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Enrichment: a stream of events joined with a versioned table of profiles (issue 15 §4).
+"""Enrichment: a stream of events joined with a versioned table of profiles.
 
 The workload: ``--events`` stream events (default 4M) over ``--keys`` keys (1M), joined with a
 table of those keys' profiles, ``--versions`` versions per key (10) whose updates arrive

@@ -1,4 +1,4 @@
-"""Processing order on catch-up micro-batches (issue 13): the issue's reproducer as a benchmark.
+"""Processing order on catch-up micro-batches, as a benchmark.
 
 Input: FILES parquet files of different sizes (Spark packs the largest first), file i holding
 event times in its own span [i*span, (i+1)*span) in random order (disorder below the grace), keys

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Executor loss with and without a standby replica (issue 16 §4).
+"""Executor loss with and without a standby replica.
 
 On ``local-cluster[3,1,M]`` (three executor JVMs, ``python/tests/cluster.py``), a kstate
 ``deduplicate_by_key`` whose interval outlives the run builds a state of ``--keys`` keys

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""``suppress(until_time_limit)`` throughput by key space, on the heap and spilling (issue 4).
+"""``suppress(until_time_limit)`` throughput by key space, on the heap and spilling.
 
 For each key space (default 1k, 100k and 10M keys; ``--key-spaces`` for others) one generated
 input (the generator of ``run.py``: 4M events, bounded disorder) runs through

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Windowed count with final results: kstate vs Spark, same input, same run (issue 4).
+"""Windowed count with final results: kstate vs Spark, same input, same run.
 
 * ``spark``: Spark's windowed count in append mode, ``withWatermark(ts, grace)`` +
   ``groupBy(window(ts, size), key).count()``: one row per window once the watermark passes its

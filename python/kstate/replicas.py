@@ -32,8 +32,11 @@ def replica_status(query: StreamingQuery) -> List[Dict[str, Any]]:
         None when unknown), ``committed_version`` (the version the query's last planned
         micro-batch started from), ``standbys``: a list of ``{"executor": id, "version": v}``,
         ``v`` the committed version the standby holds (None while it holds none yet),
-        ``warmup``: the store's warm-up copy as ``{"executor": id, "version": v}`` or None, and
-        ``moving_to``: the executor its planned move goes to, or None. Empty when neither
+        ``warmup``: the store's warm-up copy as ``{"executor": id, "version": v}`` or None,
+        ``moving_to``: the executor its planned move goes to, or None, and
+        ``replaced_standbys``: copies of standbys that a balance move replaced, each as
+        ``{"executor": id, "version": v}``, kept (and preferred after a loss) until a current
+        standby holds a version as new. Empty when neither
         standbys nor warm-ups are wanted (``spark.kstate.standbyReplicas=0`` and
         ``spark.kstate.maxWarmupReplicas=0``) or after the query stopped.
 
@@ -49,7 +52,8 @@ def replica_status(query: StreamingQuery) -> List[Dict[str, Any]]:
     >>> q = events.kstate.deduplicate_by_key("1 hour", key="k", timestamp="ts").writeStream...start()
     >>> kstate.replica_status(q)[0]
     {'operator': 1, 'partition': 0, 'store': 'default', 'active': '2', 'committed_version': 7,
-     'standbys': [{'executor': '0', 'version': 7}], 'warmup': None, 'moving_to': None}
+     'standbys': [{'executor': '0', 'version': 7}], 'warmup': None, 'moving_to': None,
+     'replaced_standbys': []}
     """
     # a classic query handle carries no session: the query runs in this process's SparkContext;
     # a Connect one names its session

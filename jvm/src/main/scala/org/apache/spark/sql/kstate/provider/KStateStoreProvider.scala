@@ -48,7 +48,7 @@ import org.apache.spark.util.Utils
  *    `doCleanupMaintenance` (Spark 4.3's periodic maintenance, possibly on two threads at once:
  *    [[SplitMaintenance]]; kstate runs one maintenance step of a provider at a time), and
  *    `close` of a provider Spark unloads;
- *  - later, a '''replica follower thread''' (issue 16) that reads new changelogs and applies them
+ *  - later, a '''replica follower thread''' that reads new changelogs and applies them
  *    to a standby's working copy: it will change the working copy only through the same lock and
  *    life cycle as a commit (a transition LOADED(v) -> LOADED(v + 1)), and read files only
  *    through [[CheckpointFiles]].

@@ -48,6 +48,17 @@ final class ReplicaCoordinator(
   private var actives = Map.empty[ReplicaStore, String]
   private var standbys = Map.empty[ReplicaStore, Seq[String]]
 
+  /**
+   * Copies of replaced standbys, kept where they are until a current standby of the store holds
+   * a version at least as new (make before break): store -> executors. A standby that placement
+   * moves (balance, StandbyPlacement rule 2) starts empty on its new executor; dropping the old
+   * copy at once left the store with no warm copy until the new one caught up, and losing its
+   * active in that window restored it cold (found by bench/recovery.py on S3: a standby moved
+   * at the planning of the micro-batch during which its active executor was lost; 880,000
+   * records replayed). Such a copy is followed, reported and preferred like a standby.
+   */
+  private var replaced = Map.empty[ReplicaStore, Set[String]]
+
   /** Stores whose active should move, to which executor (balance, docs/replicas.md "Warm-up"). */
   private var moves = Map.empty[ReplicaStore, String]
 
@@ -100,11 +111,10 @@ final class ReplicaCoordinator(
         ranOperator += key -> (ranOperator.getOrElse(key, Set.empty) ++ located.flatMap(_._2))
         val isAlive = aliveNow
         val live = liveFollowers(isAlive)
-        val hosts = live.map { case (e, f) => e -> f.host }
-        val young = hosts.keySet -- ranOperator(key)
-        placeStandbys(stores, s => actives.get(s).filter(isAlive), hosts, wanted.standbys, young)
+        val young = live.keySet -- ranOperator(key)
+        placeStandbys(stores, s => actives.get(s).filter(isAlive), live, wanted.standbys, young)
         planMoves(key, stores, wanted, live, isAlive)
-        replaceStandbysOfMoves(stores, hosts, wanted, isAlive, young)
+        replaceStandbysOfMoves(stores, live, wanted, isAlive, young)
       }
     }
   }
@@ -151,7 +161,7 @@ final class ReplicaCoordinator(
    */
   private def replaceStandbysOfMoves(
       stores: Seq[ReplicaStore],
-      hosts: Map[String, String],
+      live: Map[String, Follower],
       wanted: Wanted,
       isAlive: String => Boolean,
       young: Set[String]
@@ -161,7 +171,7 @@ final class ReplicaCoordinator(
       placeStandbys(
         stores,
         s => moving.get(s).orElse(actives.get(s).filter(isAlive)),
-        hosts,
+        live,
         wanted.standbys,
         young -- moving.values
       )
@@ -169,20 +179,41 @@ final class ReplicaCoordinator(
     }
   }
 
-  /** Re-places `stores`' standbys ([[StandbyPlacement]]), each store's active as `activeOf` says (caller holds the lock). */
+  /**
+   * Re-places `stores`' standbys ([[StandbyPlacement]]), each store's active as `activeOf` says,
+   * keeping each replaced standby that holds a version as a [[replaced]] copy until a current
+   * standby is as new, and releasing those that are no longer needed (caller holds the lock).
+   */
   private def placeStandbys(
       stores: Seq[ReplicaStore],
       activeOf: ReplicaStore => Option[String],
-      hosts: Map[String, String],
+      live: Map[String, Follower],
       n: Int,
       young: Set[String]
-  ): Unit =
-    standbys ++= StandbyPlacement.assign(
+  ): Unit = {
+    val placed = StandbyPlacement.assign(
       stores.map(s => StandbyPlacement.Slot(s, activeOf(s), standbys.getOrElse(s, Nil))),
-      hosts,
+      live.map { case (e, f) => e -> f.host },
       n,
       young
     )
+    placed.foreach { case (s, now) =>
+      val gone = standbys.getOrElse(s, Nil).filterNot(now.contains)
+      if (gone.nonEmpty) replaced += s -> (replaced.getOrElse(s, Set.empty) ++ gone)
+    }
+    standbys ++= placed
+    stores.foreach { s =>
+      replaced.get(s).foreach { es =>
+        val current = standbys.getOrElse(s, Nil)
+        val newest = current.flatMap(e => live.get(e).flatMap(_.holdings.get(s))).maxOption
+        val keep = es.filter { e =>
+          !current.contains(e) && !activeOf(s).contains(e) &&
+          live.get(e).flatMap(_.holdings.get(s)).exists(v => newest.forall(_ < v))
+        }
+        if (keep.isEmpty) replaced -= s else replaced += s -> keep
+      }
+    }
+  }
 
   /**
    * Where the next task of `store` should run. While Spark's location (`spark`) is alive: the
@@ -202,7 +233,7 @@ final class ReplicaCoordinator(
         val live = liveFollowers(isAlive)
         val chosen: Option[(String, Follower)] =
           if (sparkAlive) movingNow.get(store).flatMap(e => live.get(e).map(e -> _))
-          else (standbys.getOrElse(store, Nil) ++ warmups.get(store)).distinct
+          else (standbys.getOrElse(store, Nil) ++ warmups.get(store) ++ replaced.getOrElse(store, Set.empty)).distinct
             .flatMap(e => live.get(e).flatMap(f => f.holdings.get(store).map(v => (e, f, v))))
             .maxByOption(_._3).map { case (e, f, _) => (e, f) }
         chosen.map { case (e, f) => ReplicaCoordinator.location(f.host, e) }.orElse(spark.filter(_ => sparkAlive))
@@ -226,7 +257,8 @@ final class ReplicaCoordinator(
     val hosts = synchronized {
       val live = liveFollowers()
       if (primary.isEmpty || primary != spark) Nil
-      else standbys.getOrElse(store, Nil).flatMap(e => live.get(e).filter(_.holdings.contains(store)).map(_.host))
+      else (standbys.getOrElse(store, Nil) ++ replaced.getOrElse(store, Set.empty))
+        .flatMap(e => live.get(e).filter(_.holdings.contains(store)).map(_.host))
     }
     val primaryHost =
       primary.map(l => l.stripPrefix("executor_").substring(0, l.stripPrefix("executor_").lastIndexOf('_')))
@@ -239,7 +271,8 @@ final class ReplicaCoordinator(
     else {
       followers += p.executorId -> Follower(p.host, clock(), p.holdings, p.loaded)
       val mine = standbys.collect { case (s, es) if es.contains(p.executorId) => s }.toSet ++
-        warmups.collect { case (s, e) if e == p.executorId => s }
+        warmups.collect { case (s, e) if e == p.executorId => s } ++
+        replaced.collect { case (s, es) if es.contains(p.executorId) => s }
       Assignments(mine.toSeq.flatMap { s =>
         operators.get((s.queryId, s.stateRoot, s.operatorId)).map(o => Standby(s, o.committed))
       })
@@ -275,7 +308,8 @@ final class ReplicaCoordinator(
             o.committed,
             standbys.getOrElse(s, Nil).map(held),
             warmups.get(s).map(held),
-            moves.get(s)
+            moves.get(s),
+            replaced.getOrElse(s, Set.empty).toSeq.sorted(StandbyPlacement.ExecutorOrder).map(held)
           )
         }
     }
@@ -296,7 +330,7 @@ final class ReplicaCoordinator(
       val alive = stores.values.map(_.count(live.contains)).sum
       val lags = stores.filter(_ => o.wanted.standbys > 0).map { case (s, es) =>
         // the same copies replica_status shows: a standby copy, else a provider left loaded there
-        val best = es.flatMap(e => live.get(e).flatMap(_.versionOf(s))).maxOption
+        val best = (es ++ replaced.getOrElse(s, Set.empty)).flatMap(e => live.get(e).flatMap(_.versionOf(s))).maxOption
         best.fold(o.committed)(v => math.max(0L, o.committed - v))
       }
       val warming = warmups.count { case (s, e) => ofOperator(s) && live.contains(e) }
@@ -307,7 +341,8 @@ final class ReplicaCoordinator(
   /**
    * [[status]] as JSON (for Python's `kstate.replica_status`): a list of
    * `{"operator", "partition", "store", "active", "committed_version", "standbys": [{"executor", "version"}],
-   * "warmup": {"executor", "version"}, "moving_to"}`, `active`, `version`, `warmup` and
+   * "warmup": {"executor", "version"}, "moving_to", "replaced_standbys": [{"executor", "version"}]}`,
+   * `active`, `version`, `warmup` and
    * `moving_to` null when unknown or none.
    */
   def statusJson(queryId: String): String = {
@@ -320,7 +355,7 @@ final class ReplicaCoordinator(
       ("operator" -> s.store.operatorId) ~ ("partition" -> s.store.partition) ~ ("store" -> s.store.storeName) ~
         ("active" -> orNull(s.active)(JString(_))) ~ ("committed_version" -> s.committed) ~
         ("standbys" -> s.standbys.map(copy)) ~ ("warmup" -> orNull(s.warmup)(copy)) ~
-        ("moving_to" -> orNull(s.movingTo)(JString(_)))
+        ("moving_to" -> orNull(s.movingTo)(JString(_))) ~ ("replaced_standbys" -> s.replaced.map(copy))
     }
     org.json4s.jackson.JsonMethods.compact(org.json4s.jackson.JsonMethods.render(rows))
   }
@@ -330,6 +365,7 @@ final class ReplicaCoordinator(
     operators --= gone
     def ofGone(s: ReplicaStore) = gone((s.queryId, s.stateRoot, s.operatorId))
     standbys = standbys.filterNot { case (s, _) => ofGone(s) }
+    replaced = replaced.filterNot { case (s, _) => ofGone(s) }
     actives = actives.filterNot { case (s, _) => ofGone(s) }
     moves = moves.filterNot { case (s, _) => ofGone(s) }
     movingNow = movingNow.filterNot { case (s, _) => ofGone(s) }
@@ -405,7 +441,9 @@ object ReplicaCoordinator {
 
   /**
    * One store: its active executor, committed version, each standby and its warm-up copy with
-   * the version it holds, and the executor its active should move to.
+   * the version it holds, the executor its active should move to, and the copies of standbys
+   * that placement replaced, kept until a current standby is as new ([[ReplicaCoordinator]]'s
+   * `replaced`).
    */
   final case class StoreStatus(
       store: ReplicaStore,
@@ -413,6 +451,7 @@ object ReplicaCoordinator {
       committed: Long,
       standbys: Seq[(String, Option[Long])],
       warmup: Option[(String, Option[Long])],
-      movingTo: Option[String]
+      movingTo: Option[String],
+      replaced: Seq[(String, Option[Long])] = Nil
   )
 }

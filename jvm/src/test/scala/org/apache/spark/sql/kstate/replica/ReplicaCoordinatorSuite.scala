@@ -438,4 +438,38 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     assert(end.count(_.active.contains("4")) == 2, end)
     assert(end.exists(_.standbys.exists(_._1 == "4")), s"once it ran partitions it holds standbys too: $end")
   }
+
+  test("a standby moved to balance keeps its old copy until the new one is as current (make before break)") {
+    var listed = Set("1", "2", "3")
+    val c = new ReplicaCoordinator(10000L, () => now, () => Some(listed))
+    val execs = Seq("1", "2", "3")
+    execs.foreach(poll(c, _))
+    def holdAssigned(v: Long): Unit = execs.foreach(e => poll(c, e, poll(c, e).map(_.store -> v).toMap))
+    // every executor runs the operator: standbys 0 -> 2, 1 -> 1, 2 -> 1, 3 -> 2, all warm at 5
+    plan(c, committed = 5, actives = Map(0 -> "1", 1 -> "2", 2 -> "3", 3 -> "3"))
+    holdAssigned(5)
+    // partitions 2 and 3 leave executor 3 (loads 1: 4, 2: 3, 3: 0): the standbys of 0 and 1 move
+    // to 3, which holds nothing of them yet
+    val after = Map(0 -> "1", 1 -> "2", 2 -> "1", 3 -> "1")
+    plan(c, committed = 5, actives = after)
+    def row(p: Int) = c.status("q").find(_.store == store(p)).get
+    assert(row(0).standbys == Seq("3" -> None) && row(0).replaced == Seq("2" -> Some(5L)))
+    assert(row(1).standbys == Seq("3" -> None) && row(1).replaced == Seq("1" -> Some(5L)))
+    assert(c.statusJson("q").contains(""""replaced_standbys":[{"executor":"2","version":5}]"""))
+    // (executor 2 reports what it holds: partitions 0 and 3 at 5)
+    assert(poll(c, "2", Map(store(0) -> 5L, store(3) -> 5L)).map(_.store).contains(store(0)), "still followed")
+    // the active of partition 0 lost now: its task goes to the old copy, not the empty new one
+    listed = Set("2", "3")
+    assert(c.preferredLocation(store(0), Some(loc("1"))) == Some(loc("2")))
+    listed = Set("1", "2", "3")
+    // a planning while the new copy is still behind keeps the old one
+    poll(c, "3", Map(store(0) -> 4L))
+    plan(c, committed = 5, actives = after)
+    assert(row(0).replaced == Seq("2" -> Some(5L)))
+    // caught up: the next planning releases it, and its executor is told to drop it
+    poll(c, "3", Map(store(0) -> 5L, store(1) -> 5L))
+    plan(c, committed = 5, actives = after)
+    assert(row(0).replaced.isEmpty && row(1).replaced.isEmpty)
+    assert(!poll(c, "2").map(_.store).contains(store(0)))
+  }
 }
