@@ -173,7 +173,7 @@ final class ReplicaCoordinator(
         s => moving.get(s).orElse(actives.get(s).filter(isAlive)),
         live,
         wanted.standbys,
-        young -- moving.values
+        young // a destination that has not run the operator yet stays young until Spark records a task there
       )
       warmups ++= moving
     }
