@@ -988,6 +988,53 @@ SECTIONS: List[tuple] = [
         r_recovery,
         "recovery-s3-control",
     ),
+    (
+        "recovery-young-first",
+        "Executor loss, standbys kept off young executors, first version of the rule (`bench/recovery.py`)",
+        r_recovery,
+        "recovery-young-first",
+    ),
+    (
+        "recovery-hdfs-young-first",
+        "Executor loss, checkpoint on HDFS, standbys kept off young executors, first version of the rule "
+        "(`bench/recovery.py --store hdfs`)",
+        r_recovery,
+        "recovery-hdfs-young-first",
+    ),
+    (
+        "recovery-s3-standby-moved",
+        "Executor loss, checkpoint on S3, standbys kept off young executors, first version of the rule "
+        "(`bench/recovery.py --store s3`)",
+        r_recovery,
+        "recovery-s3-standby-moved",
+    ),
+    (
+        "recovery-s3-move-planned",
+        "Executor loss, checkpoint on S3, make before break, a planned move counted as a task "
+        "(`bench/recovery.py --store s3`)",
+        r_recovery,
+        "recovery-s3-move-planned",
+    ),
+    (
+        "recovery-young",
+        "Executor loss, standbys kept off young executors, make before break (`bench/recovery.py`)",
+        r_recovery,
+        "recovery-young",
+    ),
+    (
+        "recovery-hdfs-young",
+        "Executor loss, checkpoint on HDFS, standbys kept off young executors, make before break "
+        "(`bench/recovery.py --store hdfs`)",
+        r_recovery,
+        "recovery-hdfs-young",
+    ),
+    (
+        "recovery-s3-young",
+        "Executor loss, checkpoint on S3, standbys kept off young executors, make before break "
+        "(`bench/recovery.py --store s3`)",
+        r_recovery,
+        "recovery-s3-young",
+    ),
 ]
 SKIPPED = {"commit-latency-before": "embedded in `commit-latency.json` as `before`"}
 
