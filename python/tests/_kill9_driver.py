@@ -76,9 +76,8 @@ def main(config_path: str) -> int:
     import kstate  # noqa: F401  (adds df.kstate)
     from _streaming import STREAM_ORDER, finish_driver, session_builder
 
-    # C1 only (-XX:TieredStopAtLevel=1): a driver process lives for seconds, too short for C2's
-    # compilations to pay back on 2 cores (docs/contributing.md, "Test time"). No result changes.
-    spark = session_builder().config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1").getOrCreate()
+    # C1 only, as every test driver (session_builder): no result changes.
+    spark = session_builder().getOrCreate()
     for k, v in list(STREAM_ORDER.items()) + list(cfg.get("conf", {}).items()):
         spark.conf.set(k, v)  # the processing order; a remote checkpoint store's settings
     spark.sparkContext.setLogLevel("WARN")
