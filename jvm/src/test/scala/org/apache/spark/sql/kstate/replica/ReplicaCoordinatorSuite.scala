@@ -390,7 +390,13 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     assert(steps.drop(2).forall(_._3 <= 1), s"lag: $steps")
   }
 
-  test("after an executor is lost and replaced, placement settles: no standby rebuilt batch after batch") {
+  /**
+   * 6 partitions on executors 1-3 for batches 1-5; executor 1 lost, batch 6 on 2 and 3; then
+   * executor 4 (its replacement) polls. Returns the coordinator, the executors now, and where
+   * each partition's task last ran, for batches from 7 on.
+   */
+  private def lostAndReplaced()
+      : (ReplicaCoordinator, () => Seq[String], scala.collection.mutable.Map[Int, String]) = {
     val c = coordinator()
     var execs = Seq("1", "2", "3")
     execs.foreach(poll(c, _))
@@ -399,9 +405,14 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     c.executorRemoved("1")
     execs = Seq("2", "3")
     simulate(c, () => execs, actives, 6, 6)
-    execs = Seq("2", "3", "4") // the replacement
+    execs = Seq("2", "3", "4")
     poll(c, "4")
-    val after = simulate(c, () => execs, actives, 7, 30)
+    (c, () => execs, actives)
+  }
+
+  test("after an executor is lost and replaced, placement settles: no standby rebuilt batch after batch") {
+    val (c, execs, actives) = lostAndReplaced()
+    val after = simulate(c, execs, actives, 7, 30)
     val late = after.drop(10)
     assert(late.forall(_._2 == 0), s"standbys still rebuilt 10 batches after the replacement joined: $after")
     assert(late.forall(_._3 <= 1), s"lag: $after")
@@ -411,20 +422,11 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     // Found by bench/recovery.py on HDFS: the slowest recoveries had most standbys on the
     // replacement of the previous loss, whose first task of the operator paid the JVM's warm-up
     // inside the recovery micro-batch.
-    val c = coordinator()
-    var execs = Seq("1", "2", "3")
-    execs.foreach(poll(c, _))
-    val actives = scala.collection.mutable.Map((0 until 6).map(p => p -> execs(p % 3)): _*)
-    simulate(c, () => execs, actives, 1, 5)
-    c.executorRemoved("1")
-    execs = Seq("2", "3")
-    simulate(c, () => execs, actives, 6, 6)
-    execs = Seq("2", "3", "4") // the replacement
-    poll(c, "4")
+    val (c, execs, actives) = lostAndReplaced()
     var ran = false
     var young = 0
     for (b <- 7 to 30) {
-      simulate(c, () => execs, actives, b, b) // plans batch b, then runs its tasks
+      simulate(c, execs, actives, b, b) // plans batch b, then runs its tasks
       val st = c.status("q")
       // placed at the planning of b: none on 4 unless a partition ran there in an earlier batch
       // (a move planned onto it is not enough: Spark's delay scheduling may run the task elsewhere)
