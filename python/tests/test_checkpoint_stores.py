@@ -8,8 +8,8 @@ its micro-batches with the checkpoint there: once straight through and once stop
 between every two micro-batches; both must give exactly what the same query gives with its
 checkpoint on the local disk. A kill -9 of the driver process after a micro-batch's state was
 committed and before the micro-batch was, then a restart, must too. The object-store faults
-(a task killed while writing, stale objects, a listing missing a file) are in
-``test_object_store_faults.py``.
+(a task killed while writing, stale objects, a listing missing a file) are in the Scala suite
+``ObjectStoreFaultsSuite``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import _kill9_driver
 import kstate
 import pytest
 from _kill9 import kill9_then_restart, query_on_files
-from _streaming import FileStream
+from _streaming import CHECKPOINT_FILE_MANAGER, SPARK_DEFAULT_FILE_MANAGER, FileStream
 from _tables_property import SCHEMA as TABLE_SCHEMA
 from _tables_property import random_records
 from checkpoint_stores import HdfsCluster, S3Server
@@ -41,13 +41,22 @@ def stores():
 
 @pytest.fixture(scope="module")
 def remote(spark, stores):
-    """store -> (checkpoint root URL, session settings); the settings are set on the tests' session."""
+    """store -> (checkpoint root URL, session settings); the settings are set on the tests' session.
+
+    On both stores the checkpoint files are written as a user's query writes them: through Spark's
+    default checkpoint file manager, not the one the other tests use on the local disk
+    (``_streaming.session_builder``)."""
     s3 = stores["s3"]
-    for k, v in s3.settings().items():
+    spark_default = {CHECKPOINT_FILE_MANAGER: SPARK_DEFAULT_FILE_MANAGER}
+    s3_settings = {**s3.settings(), **spark_default}
+    before = spark.conf.get(CHECKPOINT_FILE_MANAGER, None)
+    for k, v in s3_settings.items():
         spark.conf.set(k, v)
-    yield {"hdfs": (stores["hdfs"].url, {}), "s3": (f"s3a://{s3.bucket}", s3.settings())}
-    for k in s3.settings():
+    yield {"hdfs": (stores["hdfs"].url, spark_default), "s3": (f"s3a://{s3.bucket}", s3_settings)}
+    for k in s3_settings:
         spark.conf.unset(k)
+    if before is not None:
+        spark.conf.set(CHECKPOINT_FILE_MANAGER, before)
 
 
 def _dedup_windows_cfg() -> Dict[str, Any]:

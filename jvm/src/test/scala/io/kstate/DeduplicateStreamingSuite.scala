@@ -25,6 +25,10 @@ import org.apache.spark.sql.streaming.{
 class DeduplicateStreamingSuite extends KStateSparkSuite {
   type Rec = (String, Long, Int) // key, ts (ms), seq
 
+  // the one streaming suite on Spark's default checkpoint file manager for a local disk
+  // (FileContext); the others use the FileSystem one, which forks fewer processes
+  override protected def extraConf: Map[String, String] = KStateSparkSuite.SparkDefaultCheckpointFiles
+
   private def input(): MemoryStream[Rec] = {
     implicit val ctx: SQLContext = spark.sqlContext
     val session = spark; import session.implicits._
