@@ -17,7 +17,8 @@ import org.apache.spark.sql.kstate.replica.ReplicaProtocol._
  *  - from executors' followers ([[poll]], Spark's RPC threads): which executors can hold
  *    standbys, on which host, and the version each of their copies holds;
  *  - from Spark's listener bus: executors removed and queries terminated.
- * What it decides at each planning: the standbys ([[StandbyPlacement]]), and the moves that
+ * What it decides at each planning: the standbys ([[StandbyPlacement]]), where the stores of a
+ * lost executor run ([[FailoverPlacement]]), the moves that
  * balance each operator's actives with their warm-up copies ([[WarmupPlacement]]), and which of
  * those moves this micro-batch makes: those whose copy on the destination is within the
  * acceptable lag at planning ([[preferredLocation]]). Moves are decided at a batch boundary, as
@@ -69,6 +70,12 @@ final class ReplicaCoordinator(
   private var warmups = Map.empty[ReplicaStore, String]
 
   /**
+   * Stores whose active executor was lost when their operator's micro-batch was planned: the
+   * copy their next task runs on ([[FailoverPlacement]]).
+   */
+  private var failovers = Map.empty[ReplicaStore, String]
+
+  /**
    * Per operator, the executors Spark recorded as the active of one of its stores at a planning:
    * they have run the operator's tasks. The others are young to it ([[StandbyPlacement]], rule 4).
    */
@@ -113,10 +120,34 @@ final class ReplicaCoordinator(
         val live = liveFollowers(isAlive)
         val young = live.keySet -- ranOperator(key)
         placeStandbys(stores, s => actives.get(s).filter(isAlive), live, wanted.standbys, young)
+        placeFailovers(key, stores, wanted, live, isAlive)
         planMoves(key, stores, wanted, live, isAlive)
         replaceStandbysOfMoves(stores, live, wanted, isAlive, young)
       }
     }
+  }
+
+  /**
+   * Where the operator's stores whose active executor is lost run next: spread over their live
+   * copies ([[FailoverPlacement]]; caller holds the lock).
+   */
+  private def placeFailovers(
+      key: (String, String, Long),
+      stores: Seq[ReplicaStore],
+      wanted: Wanted,
+      live: Map[String, Follower],
+      isAlive: String => Boolean
+  ): Unit = {
+    val lost = stores.filter(s => actives.get(s).exists(a => !isAlive(a)))
+    val slots = lost.map { s =>
+      val holders = (standbys.getOrElse(s, Nil) ++ warmups.get(s) ++ replaced.getOrElse(s, Set.empty)).distinct
+      FailoverPlacement.Slot(s, holders.flatMap(e => live.get(e).flatMap(_.holdings.get(s)).map(e -> _)).toMap)
+    }
+    val running = stores.flatMap(s => actives.get(s).filter(isAlive)).groupBy(identity).map { case (e, l) =>
+      e -> l.size
+    }
+    failovers = failovers.filterNot { case (s, _) => stores.contains(s) } ++
+      FailoverPlacement.assign(slots, running, committedOf(key), wanted.acceptableLag)
   }
 
   /** The operator's moves and warm-ups, within the query's warm-up budget (caller holds the lock). */
@@ -131,7 +162,10 @@ final class ReplicaCoordinator(
     val othersWarming = warmups.count { case (s, e) => s.queryId == key._1 && !ofOperator(s) && live.contains(e) }
     val slots = stores.map { s =>
       val copies = live.flatMap { case (e, f) => f.versionOf(s).map(e -> _) }
-      WarmupPlacement.Slot(s, actives.get(s).filter(isAlive), standbys.getOrElse(s, Nil), copies)
+      failovers.get(s) match {
+        case Some(e) => WarmupPlacement.Slot(s, Some(e), standbys.getOrElse(s, Nil), copies, movable = false)
+        case None => WarmupPlacement.Slot(s, actives.get(s).filter(isAlive), standbys.getOrElse(s, Nil), copies)
+      }
     }
     val p = WarmupPlacement.plan(
       slots,
@@ -219,9 +253,11 @@ final class ReplicaCoordinator(
    * Where the next task of `store` should run. While Spark's location (`spark`) is alive: the
    * destination of the store's move when this micro-batch makes it (its copy there was within
    * the acceptable lag when the batch was planned, [[plan]]) and that executor lives, else
-   * Spark's location. Once Spark's location is lost: the alive copy (standby or warm-up) that
-   * holds the newest version; no preference when there is none (a dead location would hold the
-   * task back for `spark.locality.wait` before it restores anywhere). One location, never a list:
+   * Spark's location. Once Spark's location is lost: the copy chosen for it when the batch was
+   * planned ([[FailoverPlacement]]) while that executor lives and holds it, else the alive copy
+   * (standby, warm-up or replaced standby's) that holds the newest version (the loss was learned
+   * after the planning); no preference when there is none (a dead location would hold the task
+   * back for `spark.locality.wait` before it restores anywhere). One location, never a list:
    * Spark treats several as unordered.
    */
   def preferredLocation(store: ReplicaStore, spark: Option[String]): Option[String] = synchronized {
@@ -233,9 +269,12 @@ final class ReplicaCoordinator(
         val live = liveFollowers(isAlive)
         val chosen: Option[(String, Follower)] =
           if (sparkAlive) movingNow.get(store).flatMap(e => live.get(e).map(e -> _))
-          else (standbys.getOrElse(store, Nil) ++ warmups.get(store) ++ replaced.getOrElse(store, Set.empty)).distinct
-            .flatMap(e => live.get(e).flatMap(f => f.holdings.get(store).map(v => (e, f, v))))
-            .maxByOption(_._3).map { case (e, f, _) => (e, f) }
+          else failovers.get(store).flatMap(e => live.get(e).filter(_.holdings.contains(store)).map(e -> _))
+            .orElse(
+              (standbys.getOrElse(store, Nil) ++ warmups.get(store) ++ replaced.getOrElse(store, Set.empty)).distinct
+                .flatMap(e => live.get(e).flatMap(f => f.holdings.get(store).map(v => (e, f, v))))
+                .maxByOption(_._3).map { case (e, f, _) => (e, f) }
+            )
         chosen.map { case (e, f) => ReplicaCoordinator.location(f.host, e) }.orElse(spark.filter(_ => sparkAlive))
     }
   }
@@ -272,7 +311,8 @@ final class ReplicaCoordinator(
       followers += p.executorId -> Follower(p.host, clock(), p.holdings, p.loaded)
       val mine = standbys.collect { case (s, es) if es.contains(p.executorId) => s }.toSet ++
         warmups.collect { case (s, e) if e == p.executorId => s } ++
-        replaced.collect { case (s, es) if es.contains(p.executorId) => s }
+        replaced.collect { case (s, es) if es.contains(p.executorId) => s } ++
+        failovers.collect { case (s, e) if e == p.executorId => s } // kept until the task adopts it
       Assignments(mine.toSeq.flatMap { s =>
         operators.get((s.queryId, s.stateRoot, s.operatorId)).map(o => Standby(s, o.committed))
       })
@@ -370,6 +410,7 @@ final class ReplicaCoordinator(
     moves = moves.filterNot { case (s, _) => ofGone(s) }
     movingNow = movingNow.filterNot { case (s, _) => ofGone(s) }
     warmups = warmups.filterNot { case (s, _) => ofGone(s) }
+    failovers = failovers.filterNot { case (s, _) => ofGone(s) }
     lastMoves --= gone
     ranOperator --= gone
   }

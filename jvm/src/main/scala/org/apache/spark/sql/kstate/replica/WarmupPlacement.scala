@@ -11,7 +11,9 @@ package org.apache.spark.sql.kstate.replica
  *  1. Balance: an operator's actives on live executors differ by at most one between the
  *     executors that can hold copies (their followers poll). Executors are never filled past
  *     that; a store whose active executor is lost or unknown is not moved here (failover is the
- *     standbys' business).
+ *     standbys' business, [[FailoverPlacement]]). A store failing over to a copy counts on that
+ *     executor (it runs there in this micro-batch) but does not move: a move planned onto the
+ *     executor that also takes a lost executor's stores would pile them up.
  *  2. Sticky: only as many stores move as balance needs, from the fullest executor to the
  *     emptiest; a store keeps a move (and its warm-up) planned in an earlier micro-batch while
  *     balance still needs it, so a warm-up is not thrown away half done. Among the other stores
@@ -32,12 +34,15 @@ object WarmupPlacement {
    * @param active   its active executor, if known and alive
    * @param standbys the executors its standbys are placed on
    * @param copies   the committed version each live executor's copy of it holds
+   * @param movable  false for a store failing over to `active` in this micro-batch (counted
+   *                 there, never moved)
    */
   final case class Slot(
       store: ReplicaStore,
       active: Option[String],
       standbys: Seq[String],
-      copies: Map[String, Long]
+      copies: Map[String, Long],
+      movable: Boolean = true
   )
 
   /**
@@ -63,24 +68,26 @@ object WarmupPlacement {
     val load = scala.collection.mutable.LinkedHashMap.empty[String, Int]
     order.foreach(load(_) = 0)
     placed.foreach(s => load(s.active.get) = load.getOrElse(s.active.get, 0) + 1)
-    val onExecutor = placed.groupBy(_.active.get).map { case (e, ss) =>
+    val onExecutor = placed.filter(_.movable).groupBy(_.active.get).map { case (e, ss) =>
       e -> ss.to(scala.collection.mutable.ArrayBuffer)
     }
     var moves = Vector.empty[(Slot, String)]
     // From the fullest executor to the emptiest while they differ by 2 or more. A store that
     // moved in never moves on: a destination was the emptiest, so it stays within one of it.
     def step(): Boolean = {
-      val from = load.keys.toSeq.sorted(StandbyPlacement.ExecutorOrder).maxBy(e => load(e))
+      // the fullest executor with a store that may move (a failing-over store may not)
+      val from = load.keys.toSeq.sorted(StandbyPlacement.ExecutorOrder)
+        .filter(e => onExecutor.get(e).exists(_.nonEmpty)).maxByOption(e => load(e))
       val to = order.minBy(e => load(e))
-      val candidates = onExecutor.getOrElse(from, scala.collection.mutable.ArrayBuffer.empty[Slot])
-      if (load(from) - load(to) <= 1 || candidates.isEmpty) false
+      val candidates = from.flatMap(onExecutor.get).getOrElse(scala.collection.mutable.ArrayBuffer.empty[Slot])
+      if (from.forall(f => load(f) - load(to) <= 1) || candidates.isEmpty) false
       else {
         val pick = candidates.find(s => planned.get(s.store).contains(to))
           .orElse(candidates.filter(_.copies.contains(to)).maxByOption(_.copies(to)))
           .getOrElse(candidates.head)
         candidates -= pick
         moves :+= pick -> to
-        load(from) -= 1
+        load(from.get) -= 1
         load(to) += 1
         true
       }

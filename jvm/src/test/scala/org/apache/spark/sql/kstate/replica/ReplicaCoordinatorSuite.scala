@@ -475,4 +475,35 @@ class ReplicaCoordinatorSuite extends AnyFunSuite {
     assert(row(0).replaced.isEmpty && row(1).replaced.isEmpty)
     assert(!poll(c, "2").map(_.store).contains(store(0)))
   }
+
+  test("a lost executor's stores spread over their copies, and no move piles onto the executor taking them") {
+    // Found by bench/recovery.py on S3: all stores of the lost executor went to the executor of
+    // their standbys, which ran 5 of the operator's 6 stores, while the replacement of an earlier
+    // loss held a current warm-up copy of one of them and ran 1.
+    var listed = Set("1", "2", "3")
+    val c = new ReplicaCoordinator(10000L, () => now, () => Some(listed))
+    Seq("1", "2", "3").foreach(poll(c, _))
+    val actives = (0 until 6).map(p => p -> (if (p < 3) "1" else "2")).toMap
+    plan(c, committed = 5, actives = actives)
+    // 3 is young: the standbys of 1's stores are on 2 and of 2's on 1; balance plans one move
+    // from each onto 3, with warm-up copies there
+    assert(c.status("q").filter(_.store.partition < 3).forall(_.standbys.map(_._1) == Seq("2")))
+    assert(moving(c) == Map(0 -> "3", 3 -> "3") && warming(c) == moving(c))
+    def holdAssigned(e: String): Unit = poll(c, e, poll(c, e).map(_.store -> 5L).toMap)
+    Seq("1", "2", "3").foreach(holdAssigned)
+    // executor 1 is lost before the next micro-batch is planned
+    listed = Set("2", "3")
+    plan(c, committed = 5, actives = actives)
+    def at(p: Int) = c.preferredLocation(store(p), Some(loc(if (p < 3) "1" else "2")))
+    // store 0 goes to its warm-up copy on 3 (a current copy, on the emptier executor); 1 and 2
+    // have only their standbys on 2
+    assert((0 until 3).map(at) == Seq(Some(loc("3")), Some(loc("2")), Some(loc("2"))))
+    // 3 keeps the warm-up copy its failover adopts, though store 0 no longer moves
+    assert(poll(c, "3").map(_.store).contains(store(0)))
+    // 2 runs its own three and two failed over, 3 one: two of 2's own stores are to move to 3;
+    // store 3 moves now (its warm-up copy there is ready), store 4 once its warm-up is; none of
+    // the failing-over stores moves
+    assert(moving(c) == Map(3 -> "3", 4 -> "3"))
+    assert((3 until 6).map(at) == Seq(Some(loc("3")), Some(loc("2")), Some(loc("2"))))
+  }
 }

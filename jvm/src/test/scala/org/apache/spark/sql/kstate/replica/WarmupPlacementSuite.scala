@@ -73,6 +73,25 @@ class WarmupPlacementSuite extends AnyFunSuite {
     assert(plan.moves.values.toSeq.sorted == Seq("1", "2"))
   }
 
+  test("a store failing over counts on the executor that takes it, and never moves") {
+    // Found by bench/recovery.py on S3: executor 1 (stores 0, 1) was lost, both stores' standbys
+    // were on 3 (store 3), 0 ran stores 2, 4, 5. Counting only live actives (0: 3, 3: 1) planned
+    // a move of store 2 onto 3, made in the micro-batch in which 3 also took stores 0 and 1:
+    // 4 stores against 2. Counting the failovers (0: 3, 3: 3) nothing moves.
+    val failingOver = Seq(0, 1).map(p => Slot(store(p), Some("3"), Nil, Map("3" -> 10L), movable = false))
+    val slots = failingOver ++ Seq(slot(2, "0", copies = Map("3" -> 10L)), slot(3, "3"), slot(4, "0"), slot(5, "0"))
+    assert(WarmupPlacement.plan(slots, Set("0", "3"), Map(store(2) -> "3"), 2) == Plan.Empty)
+    // not counted (their active lost), as before: the planned move is kept
+    val uncounted = failingOver.map(_.copy(active = None)) ++ slots.drop(2)
+    assert(WarmupPlacement.plan(uncounted, Set("0", "3"), Map(store(2) -> "3"), 2).moves == Map(store(2) -> "3"))
+    // 0 takes all four of a lost executor's stores: two of its own stores move away, none of
+    // the failing-over ones
+    val piled = (0 until 4).map(p => Slot(store(p), Some("0"), Nil, Map("0" -> 10L), movable = false)) ++
+      Seq(slot(4, "0"), slot(5, "0"))
+    val plan = WarmupPlacement.plan(piled, Set("0", "3"), Map.empty, 2)
+    assert(plan.moves == Map(store(4) -> "3", store(5) -> "3"))
+  }
+
   test("invariants on random inputs: balance within one, budget, never to the active, settles") {
     val rnd = new Random(11)
     for (_ <- 0 until 500) {
