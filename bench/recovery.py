@@ -18,9 +18,12 @@ for state partition 0, the next file at once, and a wait for the replacement exe
 The same input runs, in the same cluster, on kstate's provider and on Spark's RocksDB provider
 (changelog checkpointing on, as kstate's provider always does), both restoring cold, and on
 kstate's provider with one standby per state partition (``spark.kstate.standbyReplicas=1``,
-run ``kstate-standby``): before each of its kills the benchmark waits until every partition's
-standby holds the newest committed version (``kstate.replica_status``), so the recovery batch
-adopts warm copies. Medians over the kills and the ratios (RocksDB / kstate, kstate cold /
+run ``kstate-standby``): before each of its kills the benchmark runs steady micro-batches until
+placement has settled (no move or warm-up pending, every executor running a partition: the
+steady state of a query whose last loss is long past; ``--kill-when warm`` skips this and kills
+while the previous loss's replacement may still hold no partition), then waits until every
+partition's standby holds the newest committed version (``kstate.replica_status``), so the
+recovery batch adopts warm copies. Medians over the kills and the ratios (RocksDB / kstate, kstate cold /
 kstate with a standby) are printed and saved with a chart, with the standby goal: the recovery
 micro-batch with a warm standby at most 1.3x the steady micro-batch before it, on every store.
 The steady-state cost of the standby: the load phase's time and its micro-batches with and
@@ -116,6 +119,16 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         default=3,
         help="steady micro-batches after a replacement executor registered, before the next kill",
     )
+    p.add_argument(
+        "--kill-when",
+        choices=("settled", "warm"),
+        default="settled",
+        help="kstate-standby: kill once placement settled (standbys warm, no move or warm-up "
+        "pending, every executor running a partition: a production steady state; at most "
+        "--season-batches steady micro-batches), or as soon as the standbys are warm (a loss "
+        "soon after the previous one, its replacement still young)",
+    )
+    p.add_argument("--season-batches", type=int, default=40)
     p.add_argument(
         "--store",
         choices=("local", "hdfs", "s3"),
@@ -243,7 +256,10 @@ def run_provider(cluster: Any, name: str, a: argparse.Namespace, tmp: str, ckpt_
         print(f"[{name}] state of {inp.next_key:,} keys built in {load_s:.1f} s", flush=True)
         kills = []
         for k in range(a.kills):
-            inp.steady(src)
+            seasoned = None
+            if STANDBYS.get(name) and a.kill_when == "settled":
+                seasoned = season(cluster, q, inp, src, a)
+            inp.steady(src)  # the steady micro-batch the recovery one is compared with
             q.processAllAvailable()
             steady = q.lastProgress
             warm_s = None
@@ -278,6 +294,7 @@ def run_provider(cluster: Any, name: str, a: argparse.Namespace, tmp: str, ckpt_
                 "batch_durationMs": rec["durationMs"],
                 "replacement_registered_s": replaced.after_s,
                 "standbys_warm_after_s": warm_s,
+                "settled_after_batches": seasoned,
                 "steady_batch_s": steady["durationMs"]["triggerExecution"] / 1000,
                 "state_rows": ops[0]["numRowsTotal"] if ops else 0,
                 "replica_status_before": status,
@@ -320,6 +337,28 @@ def run_provider(cluster: Any, name: str, a: argparse.Namespace, tmp: str, ckpt_
     finally:
         q.stop()
         spark.sparkContext._jvm.System.gc()
+
+
+def settled(status: List[Dict[str, Any]], executors: List[str]) -> bool:
+    """Placement at rest: no move or warm-up pending, and every executor runs a partition (none is
+    young, docs/replicas.md section 2, rule 4)."""
+    if any(r["moving_to"] is not None or r["warmup"] is not None for r in status):
+        return False
+    return set(executors) <= {r["active"] for r in status}
+
+
+def season(cluster: Any, q: Any, inp: "Input", src: str, a: argparse.Namespace) -> Optional[int]:
+    """Steady micro-batches until placement settled (:func:`settled`); how many it took, or None
+    when it did not within ``--season-batches``."""
+    import kstate
+
+    for n in range(a.season_batches + 1):
+        if settled(kstate.replica_status(q), list(cluster.executors())):
+            return n
+        if n < a.season_batches:
+            inp.steady(src)
+            q.processAllAvailable()
+    return None
 
 
 # --- output --------------------------------------------------------------------------------
@@ -503,6 +542,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         "batch_rows": a.batch_rows,
         "master": master,
         "settle_batches": a.settle_batches,
+        "kill_when": a.kill_when,
+        "season_batches": a.season_batches,
         "executor_mb": a.executor_mb,
         "shuffle_partitions": a.shuffle_partitions,
         "conf": {k: v for k, v in conf.items() if k != "spark.jars"},

@@ -590,7 +590,13 @@ def r_recovery(d: Dict[str, Any], path: str) -> List[str]:
         f"When and how: {when(d, path, d.get('date_utc'))}; Spark {d.get('spark_version')}. "
         f"{d['keys']:,} keys, `{d['master']}`, {d['shuffle_partitions']} state partitions, {d['kills']} "
         f"kills per run, {d.get('settle_batches', 'n/a')} micro-batches between kills, a fresh cluster "
-        f"per run.",
+        f"per run"
+        + (
+            f"; each standby kill once placement had settled (no move or warm-up pending, every executor "
+            f"running a partition; at most {d.get('season_batches')} more micro-batches)."
+            if d.get("kill_when") == "settled"
+            else "."
+        ),
         "",
         *table(
             [
@@ -1034,6 +1040,31 @@ SECTIONS: List[tuple] = [
         "(`bench/recovery.py --store s3`)",
         r_recovery,
         "recovery-s3-young",
+    ),
+    (
+        "recovery-s3-failover",
+        "Executor loss, checkpoint on S3, failover placement, kills as soon as the standbys are warm "
+        "(`bench/recovery.py --store s3 --kill-when warm`)",
+        r_recovery,
+        "recovery-s3-failover",
+    ),
+    (
+        "recovery-s3-settled",
+        "Executor loss, checkpoint on S3, kills once placement settled (`bench/recovery.py --store s3`)",
+        r_recovery,
+        "recovery-s3-settled",
+    ),
+    (
+        "recovery-hdfs-settled",
+        "Executor loss, checkpoint on HDFS, kills once placement settled (`bench/recovery.py --store hdfs`)",
+        r_recovery,
+        "recovery-hdfs-settled",
+    ),
+    (
+        "recovery-settled",
+        "Executor loss, local disk, kills once placement settled (`bench/recovery.py`)",
+        r_recovery,
+        "recovery-settled",
     ),
 ]
 SKIPPED = {"commit-latency-before": "embedded in `commit-latency.json` as `before`"}
