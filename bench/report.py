@@ -1061,6 +1061,13 @@ SECTIONS: List[tuple] = [
         "recovery-hdfs-settled",
     ),
     (
+        "recovery-hdfs-20m-settled",
+        "Executor loss, checkpoint on HDFS, 20M keys, kills once placement settled "
+        "(`bench/recovery.py --store hdfs --keys 20000000`)",
+        r_recovery,
+        "recovery-hdfs-20m-settled",
+    ),
+    (
         "recovery-settled",
         "Executor loss, local disk, kills once placement settled (`bench/recovery.py`)",
         r_recovery,
