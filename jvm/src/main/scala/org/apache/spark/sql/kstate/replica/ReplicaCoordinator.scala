@@ -139,16 +139,22 @@ final class ReplicaCoordinator(
       isAlive: String => Boolean
   ): Unit = {
     val lost = stores.filter(s => actives.get(s).exists(a => !isAlive(a)))
-    val slots = lost.map { s =>
-      val holders = (standbys.getOrElse(s, Nil) ++ warmups.get(s) ++ replaced.getOrElse(s, Set.empty)).distinct
-      FailoverPlacement.Slot(s, holders.flatMap(e => live.get(e).flatMap(_.holdings.get(s)).map(e -> _)).toMap)
-    }
+    val slots = lost.map(s => FailoverPlacement.Slot(s, heldCopies(s, live).toMap))
     val running = stores.flatMap(s => actives.get(s).filter(isAlive)).groupBy(identity).map { case (e, l) =>
       e -> l.size
     }
     failovers = failovers.filterNot { case (s, _) => stores.contains(s) } ++
       FailoverPlacement.assign(slots, running, committedOf(key), wanted.acceptableLag)
   }
+
+  /**
+   * The live copies a task of `store` can adopt after its active executor is lost, with the
+   * version each holds: its standbys, its warm-up copy and its replaced standbys' copies (caller
+   * holds the lock).
+   */
+  private def heldCopies(store: ReplicaStore, live: Map[String, Follower]): Seq[(String, Long)] =
+    (standbys.getOrElse(store, Nil) ++ warmups.get(store) ++ replaced.getOrElse(store, Set.empty)).distinct
+      .flatMap(e => live.get(e).flatMap(_.holdings.get(store)).map(e -> _))
 
   /** The operator's moves and warm-ups, within the query's warm-up budget (caller holds the lock). */
   private def planMoves(
@@ -270,11 +276,7 @@ final class ReplicaCoordinator(
         val chosen: Option[(String, Follower)] =
           if (sparkAlive) movingNow.get(store).flatMap(e => live.get(e).map(e -> _))
           else failovers.get(store).flatMap(e => live.get(e).filter(_.holdings.contains(store)).map(e -> _))
-            .orElse(
-              (standbys.getOrElse(store, Nil) ++ warmups.get(store) ++ replaced.getOrElse(store, Set.empty)).distinct
-                .flatMap(e => live.get(e).flatMap(f => f.holdings.get(store).map(v => (e, f, v))))
-                .maxByOption(_._3).map { case (e, f, _) => (e, f) }
-            )
+            .orElse(heldCopies(store, live).maxByOption(_._2).map { case (e, _) => (e, live(e)) })
         chosen.map { case (e, f) => ReplicaCoordinator.location(f.host, e) }.orElse(spark.filter(_ => sparkAlive))
     }
   }
