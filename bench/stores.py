@@ -117,6 +117,13 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         "--quick 100000); empty: none",
     )
     p.add_argument("--restore-reps", type=int, default=3)
+    p.add_argument(
+        "--restart-batches",
+        type=int,
+        default=10,
+        help="micro-batches after each restore's, at --restart-interval-ms (the steady figure: the last three)",
+    )
+    p.add_argument("--restart-interval-ms", type=int, default=500, help="trigger interval of the restarts")
     p.add_argument("--window", type=int, default=10, help="window size, seconds")
     p.add_argument("--shuffle-partitions", type=int, default=4)
     p.add_argument("--driver-memory", default="8g")
@@ -366,19 +373,29 @@ class RestoreCase:
         self.restores: List[Dict[str, Any]] = []
         self.ok = True  # False once its build or a restart failed (reported, then left out)
 
-    def run_once(self) -> List[Dict[str, Any]]:
+    def run_once(self, batches: int = 0) -> List[Dict[str, Any]]:
+        """Every input file, one per micro-batch: back to back (`batches` 0), or `batches` of them
+        at the restart's trigger interval (`--restart-interval-ms`), as a running query takes them."""
         import kstate  # noqa: F401
 
         use_provider(self.spark, self.provider)
         df = self.spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(self.src)
-        q = (
+        w = (
             df.kstate.deduplicate_by_key("36500 days", key="key", timestamp="ts")
             .writeStream.format("noop")
             .option("checkpointLocation", self.ckpt)
-            .trigger(availableNow=True)
-            .start()
         )
-        q.awaitTermination()
+        if not batches:
+            q = w.trigger(availableNow=True).start()
+            q.awaitTermination()
+        else:
+            q = w.trigger(processingTime=f"{self.a.restart_interval_ms} milliseconds").start()
+            deadline = time.monotonic() + 600
+            while q.isActive and time.monotonic() < deadline:
+                if sum(1 for p in q.recentProgress if json.loads(p.json)["numInputRows"] > 0) >= batches:
+                    break
+                time.sleep(0.05)
+            q.stop()
         return [json.loads(p.json) for p in q.recentProgress if json.loads(p.json)["numInputRows"] > 0]
 
     def build(self) -> None:
@@ -413,22 +430,32 @@ class RestoreCase:
             spark.conf.unset("spark.sql.streaming.stateStore.minDeltasForSnapshot")
 
     def restart(self) -> None:
-        for _ in range(2):  # the restore's micro-batch, then a steady one
+        # the restore's micro-batch, then the following ones at the trigger interval
+        batches = 1 + self.a.restart_batches
+        for _ in range(batches):
             write_keys(self.src, self.index, self.start, 1000, ts_ms=1_700_000_000_000 + self.index)
             self.index, self.start = self.index + 1, self.start + 1000
         self.spark.conf.set("spark.sql.shuffle.partitions", "1")
         try:
-            ps = self.run_once()
+            ps = self.run_once(batches)
         finally:
             unload_state_stores(self.spark)
-        first, steady = ps[0], ps[-1]
+        first = ps[0]
+        took = [p["durationMs"]["triggerExecution"] / 1000 for p in ps]
+        steady_s = statistics.median(took[-3:])  # the last three: after any catching up
         custom = state_op(first).get("customMetrics", {})
+        # kstate: the first micro-batch that ran on the heap copy (a large state's restore lands in
+        # RocksDB and moves to the heap once its heap copy is built in the background)
+        heap = [state_op(p).get("customMetrics", {}).get("kstateStoreHeapBytes", 0) or 0 for p in ps]
+        on_heap_at = next((i + 1 for i, b in enumerate(heap) if b > 0), None)
         self.restores.append(
             {
-                "batch_s": first["durationMs"]["triggerExecution"] / 1000,
-                "steady_s": steady["durationMs"]["triggerExecution"] / 1000,
-                "restore_s": (first["durationMs"]["triggerExecution"] - steady["durationMs"]["triggerExecution"])
-                / 1000,
+                "batch_s": took[0],
+                "steady_s": steady_s,
+                "restore_s": took[0] - steady_s,
+                "batches_s": took,
+                "on_heap_from_batch": on_heap_at if family(self.provider) == "kstate" else None,
+                "following_max_s": max(took[1:]) if len(took) > 1 else None,
                 "rows_total": state_op(first).get("numRowsTotal"),
                 "metrics": {m: custom.get(m) for m in RESTORE_METRICS[family(self.provider)]},
                 # where the restore's micro-batch spent its time (Spark's phases), and the operator's
@@ -441,7 +468,8 @@ class RestoreCase:
         last = self.restores[-1]
         print(
             f"  [{self.store} {self.provider} {self.keys:,}] restore {len(self.restores)}: {last['restore_s']:.2f} s "
-            f"(batch {last['batch_s']:.2f} s, steady {last['steady_s']:.2f} s) {last['metrics']}",
+            f"(batch {last['batch_s']:.2f} s, steady {last['steady_s']:.2f} s, next batches up to "
+            f"{last['following_max_s'] or 0:.2f} s, heap from batch {last['on_heap_from_batch']}) {last['metrics']}",
             flush=True,
         )
 
@@ -461,6 +489,8 @@ class RestoreCase:
             "restore_minus_steady_s": statistics.median(x["restore_s"] for x in restores),
             "batch_s": statistics.median(x["batch_s"] for x in restores),
             "steady_s": statistics.median(x["steady_s"] for x in restores),
+            "following_max_s": statistics.median(x.get("following_max_s") or 0 for x in restores),
+            "on_heap_from_batch": [x.get("on_heap_from_batch") for x in restores],
             "provider_restore_ms": statistics.median(
                 (
                     x["metrics"].get("kstateStoreRestoreMs")

@@ -96,6 +96,22 @@ object KStateConf {
   )(s => if (s.trim == "-1") -1L else parseBytes(s))
 
   /** Read by kstate's state store provider, like [[MaxWriteSetBytes]]. */
+  val BackgroundHeapRestoreAbove: Entry[Long] = Entry(
+    "spark.sql.streaming.stateStore.kstate.backgroundHeapRestoreAbove",
+    200000L,
+    "Entries above which a state store restored from the checkpoint onto the heap lands in its " +
+      "local RocksDB first (its snapshot, a RocksDB table file, added whole) and serves " +
+      "micro-batches from there while its heap copy is built on a background thread; it moves " +
+      "to the heap at the first micro-batch after that copy is ready. Snapshots of heap copies " +
+      "this large are written as table files for it. -1: restore onto the heap directly, " +
+      "whatever the size. Default 200000."
+  )(s =>
+    s.trim.toLongOption.filter(_ >= -1).getOrElse(throw new IllegalArgumentException(
+      s"spark.sql.streaming.stateStore.kstate.backgroundHeapRestoreAbove must be a number of entries, or -1; got '$s'"
+    ))
+  )
+
+  /** Read by kstate's state store provider, like [[MaxWriteSetBytes]]. */
   val TableSnapshots: Entry[Boolean] = Entry(
     "spark.sql.streaming.stateStore.kstate.tableSnapshots",
     true,

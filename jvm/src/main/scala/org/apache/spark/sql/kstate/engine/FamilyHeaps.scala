@@ -160,6 +160,12 @@ private[kstate] final class FamilyHeaps(minGarbageBytes: Long = HeapState.MinGar
     parts.iterator.flatMap(identity)
   }
 
+  /** [[frozenEntries]] in key order, family by family (see [[HeapState.frozenEntriesInKeyOrder]]). */
+  def frozenEntriesInKeyOrder(): Iterator[(Array[Byte], Array[Byte])] = {
+    val parts = heapsInOrder.map(_.frozenEntriesInKeyOrder())
+    parts.iterator.flatMap(identity)
+  }
+
   def clear(): Unit = heaps = new Array[HeapState](8)
 
   // ---- internals ---------------------------------------------------------------------------

@@ -338,6 +338,45 @@ private[kstate] final class HeapState(private[kstate] val minGarbageBytes: Long 
       Iterator.range(0, n).map(i => (EntryArena.key(pages, idx(i)), EntryArena.value(pages, idx(i))))
     } else entriesWithPrefix(Array.emptyByteArray, _ => false)
 
+  /**
+   * [[frozenEntries]] in key order whatever the state of the sorted index (a table snapshot needs
+   * key order): without a valid index, the keys of a copy of the hash index's slots, taken now,
+   * are sorted ([[KeySort]]) when the iteration starts, on the reading thread. That holds every
+   * key at once, as fresh arrays, until it is handed out. Take it under the owner's lock.
+   */
+  def frozenEntriesInKeyOrder(): Iterator[(Array[Byte], Array[Byte])] =
+    if (indexed) frozenEntries()
+    else {
+      val pages = arena.pages
+      val slots = hashIndex.copyOfSlots._1
+      new Iterator[(Array[Byte], Array[Byte])] {
+        private var addrs: Array[Long] = _
+        private var keys: Array[Array[Byte]] = _
+        private var order: Array[Int] = _
+        private var i = 0
+        private def sort(): Unit = if (order == null) {
+          var n = 0
+          slots.foreach(a => if (a != AddressTable.Empty) n += 1)
+          addrs = new Array[Long](n)
+          keys = new Array[Array[Byte]](n)
+          var j = 0
+          slots.foreach { a =>
+            if (a != AddressTable.Empty) { addrs(j) = a; keys(j) = EntryArena.key(pages, a); j += 1 }
+          }
+          order = KeySort.order(keys, n)
+        }
+        override def hasNext: Boolean = { sort(); i < order.length }
+        override def next(): (Array[Byte], Array[Byte]) = {
+          if (!hasNext) throw new NoSuchElementException("end of the heap state's entries")
+          val p = order(i)
+          i += 1
+          val k = keys(p)
+          keys(p) = null // handed out: not held any longer
+          (k, EntryArena.value(pages, addrs(p)))
+        }
+      }
+    }
+
   def clear(): Unit = {
     arena = new EntryArena
     table = new AddressTable

@@ -28,6 +28,10 @@ package org.apache.spark.sql.kstate.engine
  * @param moveToDb moves the heap state into a new local database and returns that database
  * @param scratch  a local directory for a table file being read (on the database's file system)
  * @param room     whether the heap copy could grow to the given bytes within its budget now
+ * @param heapTableMaxEntries a table file of more entries than this that would go to the heap
+ *                 is ingested into the database instead, and `deferHeap` is called: its heap
+ *                 copy is built in the background ([[org.apache.spark.sql.kstate.provider.HeapRebuild]])
+ * @param deferHeap called when a table went to the database for that reason
  */
 private[kstate] final class StateLoader(
     heap: FamilyHeaps,
@@ -36,7 +40,9 @@ private[kstate] final class StateLoader(
     moveToDb: () => LocalDb,
     inOrder: Boolean = false,
     scratch: () => java.io.File = () => new java.io.File(System.getProperty("java.io.tmpdir")),
-    room: Long => Boolean = _ => false
+    room: Long => Boolean = _ => false,
+    heapTableMaxEntries: Long = Long.MaxValue,
+    deferHeap: () => Unit = () => ()
 ) extends StateFile.Visitor with AutoCloseable {
   import StateLoader._
 
@@ -98,13 +104,12 @@ private[kstate] final class StateLoader(
       val out = new java.io.BufferedOutputStream(new java.io.FileOutputStream(file), 1 << 16)
       try bytes.copyTo(out)
       finally out.close()
-      val toHeap = onHeap != null && {
-        val c = TableFile.contents(file)
-        holdsWithHeadroom(room, c.entries, c.rawBytes)
-      }
-      if (toHeap) TableFile.foreach(file)((k, v) => put(k, v))
+      val c = if (onHeap != null) TableFile.contents(file) else null
+      val heapHolds = onHeap != null && holdsWithHeadroom(room, c.entries, c.rawBytes)
+      if (heapHolds && c.entries <= heapTableMaxEntries) TableFile.foreach(file)((k, v) => put(k, v))
       else {
         if (onHeap != null) toDb()
+        if (heapHolds) deferHeap()
         writer.ingestTable(file, entries)
       }
     } finally file.delete()

@@ -91,6 +91,9 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
 
   /** Whether snapshots may be table files ([[KStateConf.TableSnapshots]]). */
   private var tableSnapshots: Boolean = KStateConf.TableSnapshots.default
+
+  /** Entries above which a restore builds the heap copy in the background ([[KStateConf.BackgroundHeapRestoreAbove]]). */
+  private var backgroundHeapRestoreAbove: Long = KStateConf.BackgroundHeapRestoreAbove.default
   private var tiering = new TieringPolicy(HeapStateBudget.defaultLimit)
   private val codecs = new ConcurrentHashMap[String, FamilyCodec]()
 
@@ -179,6 +182,8 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
       .map(KStateConf.HeapStateBytes.parse).filter(_ >= 0).getOrElse(HeapStateBudget.defaultLimit))
     this.tableSnapshots = setting(KStateConf.TableSnapshots.key)
       .map(KStateConf.TableSnapshots.parse).getOrElse(KStateConf.TableSnapshots.default)
+    this.backgroundHeapRestoreAbove = setting(KStateConf.BackgroundHeapRestoreAbove.key)
+      .map(KStateConf.BackgroundHeapRestoreAbove.parse).getOrElse(KStateConf.BackgroundHeapRestoreAbove.default)
     this.files = new CheckpointFiles(
       stateStoreId.storeCheckpointLocation(),
       hadoopConf,
@@ -279,7 +284,14 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
 
   /** An empty working copy, on the heap when tiering starts there. */
   private def newWorkingCopy(): WorkingCopy =
-    new WorkingCopy(tiering.startsOnHeap, tiering.heapStateLimit, () => localRoot, writeLocally, toString)
+    new WorkingCopy(
+      tiering.startsOnHeap,
+      tiering.heapStateLimit,
+      () => localRoot,
+      writeLocally,
+      toString,
+      if (tableSnapshots) backgroundHeapRestoreAbove else -1L
+    )
 
   private def ensureLoaded(version: Long, id: Option[String]): Unit = lifecycle.current match {
     case Closed | Created => requireOpen()
@@ -299,7 +311,16 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
         restoreTo(version, id)
       }
     case Empty => restoreTo(version, id)
-    case _ => // LOADED(version), or SPILLED(version) by this task: reuse, no I/O
+    case Loaded(_, copy) =>
+      // LOADED(version): reuse, no I/O; on the heap now if its background build is ready
+      try copy.adoptRebuiltHeap(tiering.admits)
+      catch {
+        case NonFatal(e) =>
+          logWarning(s"$this could not move to its heap copy built in the background; restoring from the checkpoint", e)
+          discard()
+          restoreTo(version, id)
+      }
+    case _ => // SPILLED(version) by this task: reuse, no I/O
   }
 
   /**
@@ -326,6 +347,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
         } catch {
           case NonFatal(e) => copy.close(); throw e
         }
+      if (copy.restoredForBackgroundHeap) copy.rebuildHeapInBackground(tiering.admits)
       (copy, r)
     }
     registry = r.registry
@@ -391,6 +413,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
       if (checkpointIds) chain = (chain.filter(_.version <= v) ++ r.chain.filter(_.version > v)).takeRight(MaxChain)
       else staleSnapshots = r.staleAbove
       lifecycle.moveTo(Loaded(version, copy))
+      if (copy.restoredForBackgroundHeap) copy.rebuildHeapInBackground(tiering.admits)
       val info = r.info.copy(caughtUpFrom = Some(v), millis = (System.nanoTime() - started) / 1000000)
       lastRestoreInfo = Some(info)
       unreportedRestore = Some(info)
@@ -448,6 +471,10 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
    */
   private[kstate] def heapCopyBytesWithin: Long =
     if (!tiering.bounded) 0L else synchronized(lifecycle.current.workingCopy.map(_.heapBytes).getOrElse(0L))
+
+  /** The working copy's background heap build under way or ready, if any (for tests). */
+  private[kstate] def heapRebuild: Option[HeapRebuild] =
+    synchronized(lifecycle.current.workingCopy.flatMap(_.heapRebuild))
 
   /** Bytes this provider holds of the executor's heap state budget (for tests). */
   private[kstate] def heapReservedBytes: Long =
@@ -567,7 +594,10 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
         throw e
     }
     try {
-      if (!heapFirst) copy.apply(ChangelogAppend.dropped(families), changes, sorted = true)
+      if (!heapFirst) {
+        copy.apply(ChangelogAppend.dropped(families), changes, sorted = true)
+        copy.adoptRebuiltHeap(tiering.admits)
+      }
       if (copy.onHeap && !copy.fitsBudget()) copy.moveToDb()
       // a spill moved the copy to RocksDB for this version's changes only: back when it fits
       if (spilled.isDefined && tiering.startsOnHeap) {
@@ -676,7 +706,9 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
         case Spilled(_, c, spill) => (c, spill)
         case Loaded(v, c) =>
           // Spilled changes go into the working copy before they are committed: into RocksDB,
-          // where a frozen view of version v stays readable meanwhile.
+          // where a frozen view of version v stays readable meanwhile (not a heap copy being
+          // built from it: its commit moves the copy back to the heap if it fits).
+          c.cancelHeapRebuild()
           c.moveToDb()
           val view = c.view()
           val spill =

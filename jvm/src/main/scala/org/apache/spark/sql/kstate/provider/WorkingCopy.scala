@@ -2,6 +2,8 @@ package org.apache.spark.sql.kstate.provider
 
 import java.io.File
 
+import scala.util.control.NonFatal
+
 import org.rocksdb.WriteBatch
 
 import org.apache.spark.internal.Logging
@@ -16,25 +18,41 @@ import org.apache.spark.sql.kstate.engine._
  * ([[moveToDb]]) when it no longer fits, or before a store spills into it. It moves back
  * ([[moveToHeap]]) when the provider asks (after a spilled version's commit) and it fits again.
  *
+ * A cold restore of a state larger than `backgroundAbove` entries that would go to the heap goes
+ * to RocksDB instead (its table snapshot ingested whole) and the heap copy is built from it in the
+ * background ([[HeapRebuild]], started by [[rebuildHeapInBackground]]); the copy moves to it at
+ * the first commit or load after it is ready ([[adoptRebuiltHeap]]). Snapshots of a heap copy that
+ * large are table files, so that its restore can do that.
+ *
  * Threading: only the task thread changes it, under the provider's lock (restore, commit,
- * spill); the task thread reads it without the lock (a store's gets and scans). Any other thread
+ * spill, adopting a rebuilt heap); the task thread reads it without the lock (a store's gets and
+ * scans). A background rebuild reads only its own frozen scan of the database. Any other thread
  * (maintenance writing a snapshot) reads only [[frozen]], taken under the lock. [[close]] may
  * come from any thread holding the lock: a frozen RocksDB scan defers the database's close.
  *
  * @param writeLocally writes a batch into the database (the provider's seam for fault tests)
+ * @param backgroundAbove entries above which a restore bound for the heap lands in RocksDB and
+ *                        the heap copy is built in the background (-1: never)
  */
 private[kstate] final class WorkingCopy(
     onHeapAtStart: Boolean,
     limit: Long,
     localRoot: () => File,
     writeLocally: (LocalDb, WriteBatch) => Unit,
-    owner: String
+    owner: String,
+    backgroundAbove: Long = -1L
 ) extends Logging {
   private var heap: FamilyHeaps = if (onHeapAtStart) new FamilyHeaps else null
   private var db: LocalDb = if (onHeapAtStart) null else new LocalDb(localRoot())
 
   /** Bytes of [[HeapStateBudget]] reserved for `heap`. */
   private var reserved = 0L
+
+  /** Whether a restore left the heap copy to a background build ([[StateLoader]]). */
+  private var heapDeferred = false
+
+  /** The heap copy being built in the background, if any. */
+  private var rebuild: HeapRebuild = null
 
   def onHeap: Boolean = heap != null
 
@@ -122,6 +140,7 @@ private[kstate] final class WorkingCopy(
    */
   def moveToHeap(fits: () => Boolean): Boolean = if (heap != null) true
   else {
+    cancelHeapRebuild()
     val from = db
     heap = new FamilyHeaps
     val run = new Array[WriteSet.Entry](StateLoader.CheckEvery)
@@ -172,6 +191,10 @@ private[kstate] final class WorkingCopy(
         changes.foreach(e => if (e.isDelete) batch.delete(e.key) else batch.put(e.key, e.value))
         writeLocally(db, batch)
       } finally batch.close()
+      if (rebuild != null) {
+        if (sorted) rebuild.log(dropped, changes)
+        else cancelHeapRebuild()
+      }
       0L
     }
 
@@ -207,8 +230,85 @@ private[kstate] final class WorkingCopy(
    * A loader for restoring state files into this copy: into the heap while `fits` holds (checked
    * as it goes), else into the database (the heap part moved there first).
    */
-  def loader(fits: () => Boolean, inOrder: Boolean = false): StateLoader =
-    new StateLoader(heap, db, fits, () => { moveToDb(); db }, inOrder, localRoot, room)
+  def loader(fits: () => Boolean, inOrder: Boolean = false): StateLoader = {
+    // records written to the database from here are not the rebuild's to follow: it starts
+    // again after them (the caller asks, [[restoredForBackgroundHeap]])
+    if (rebuild != null) { cancelHeapRebuild(); heapDeferred = true }
+    val heapTableMax = if (backgroundAbove >= 0 && heap != null) backgroundAbove else Long.MaxValue
+    new StateLoader(
+      heap,
+      db,
+      fits,
+      () => { moveToDb(); db },
+      inOrder,
+      localRoot,
+      room,
+      heapTableMax,
+      () => heapDeferred = true
+    )
+  }
+
+  /** Whether a restore into this copy left its heap copy to a background build (it is in RocksDB). */
+  def restoredForBackgroundHeap: Boolean = heapDeferred && heap == null
+
+  /**
+   * Starts building the heap copy in the background from a frozen scan of the database as it is
+   * now ([[HeapRebuild]]): `admits` is the store's own bound. No-op on the heap or with a build
+   * under way. Call under the provider's lock.
+   */
+  def rebuildHeapInBackground(admits: Long => Boolean): Unit = if (heap == null && rebuild == null) {
+    heapDeferred = false
+    db.leasedScan().foreach(scan => rebuild = HeapRebuild.start(new HeapRebuild(scan, limit, admits, owner)))
+  }
+
+  /** The background build under way or ready, if any (for tests and metrics). */
+  private[kstate] def heapRebuild: Option[HeapRebuild] = Option(rebuild)
+
+  /**
+   * Moves to the heap copy built in the background once it is ready: applies the versions
+   * committed since its scan, then checks the budget and the store's bound (`admits`) again; if
+   * they hold, the database is dropped. A build that ended without a heap (no room, failed) is
+   * forgotten and the copy stays in RocksDB. Returns whether the copy moved. Call under the
+   * provider's lock, between micro-batches (at a load or a commit).
+   */
+  def adoptRebuiltHeap(admits: Long => Boolean): Boolean = rebuild != null && {
+    val r = rebuild
+    r.take() match {
+      case None =>
+        if (r.over) rebuild = null
+        false
+      case Some((built, bytes)) =>
+        rebuild = null
+        try r.replayLog(built)
+        catch {
+          case NonFatal(e) =>
+            built.clear()
+            HeapStateBudget.release(bytes)
+            throw e
+        }
+        heap = built
+        reserved = bytes
+        if (fitsBudget() && admits(heap.heapBytes)) {
+          val from = db
+          db = null
+          from.close()
+          logInfo(s"$owner: state moved from local RocksDB to the heap copy built in the background " +
+            s"(${r.entriesRead} entries read in ${r.buildMillis} ms)")
+          true
+        } else {
+          heap.clear()
+          heap = null
+          releaseReservation()
+          false
+        }
+    }
+  }
+
+  /** Stops a background heap build, if any: the copy stays where it is. */
+  def cancelHeapRebuild(): Unit = if (rebuild != null) {
+    rebuild.cancel()
+    rebuild = null
+  }
 
   /**
    * Whether a heap copy this size would not be restored to the heap on this executor as it
@@ -235,8 +335,12 @@ private[kstate] final class WorkingCopy(
    */
   def frozen(tables: Boolean = true): Option[FrozenEntries] =
     if (heap != null) {
-      val it = heap.frozenEntries()
-      val table = if (tables && heap.iteratesInKeyOrder && tooLargeToRestoreOnHeap) Some(localRoot()) else None
+      // a heap copy large enough that its restore is built in the background: a table, sorted
+      // for it if need be (its restore ingests it into RocksDB)
+      val background = tables && backgroundAbove >= 0 && heap.size > backgroundAbove
+      val it = if (background) heap.frozenEntriesInKeyOrder() else heap.frozenEntries()
+      val table =
+        if (background || (tables && heap.iteratesInKeyOrder && tooLargeToRestoreOnHeap)) Some(localRoot()) else None
       Some(new FrozenEntries {
         override def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit = it.foreach { case (k, v) => f(k, v) }
         override def close(): Unit = ()
@@ -259,6 +363,7 @@ private[kstate] final class WorkingCopy(
 
   /** Drops the copy, wherever it is, and releases its heap reservation. */
   def close(): Unit = {
+    cancelHeapRebuild()
     if (heap != null) {
       heap.clear()
       heap = null
