@@ -28,9 +28,11 @@ package org.apache.spark.sql.kstate.engine
  * @param moveToDb moves the heap state into a new local database and returns that database
  * @param scratch  a local directory for a table file being read (on the database's file system)
  * @param room     whether the heap copy could grow to the given bytes within its budget now
- * @param heapTableMaxEntries a table file of more entries than this that would go to the heap
- *                 is ingested into the database instead, and `deferHeap` is called: its heap
- *                 copy is built in the background ([[org.apache.spark.sql.kstate.provider.HeapRebuild]])
+ * @param heapTableMaxEntries a table file of more entries than this goes to the database even
+ *                 when the restore started on the heap; if `room` holds its heap estimate now
+ *                 (without [[Headroom]]: the background build checks the budget as it goes),
+ *                 `deferHeap` is called, and the heap copy is built in the background
+ *                 ([[org.apache.spark.sql.kstate.provider.HeapRebuild]])
  * @param deferHeap called when a table went to the database for that reason
  */
 private[kstate] final class StateLoader(
@@ -105,11 +107,13 @@ private[kstate] final class StateLoader(
       try bytes.copyTo(out)
       finally out.close()
       val c = if (onHeap != null) TableFile.contents(file) else null
-      val heapHolds = onHeap != null && holdsWithHeadroom(room, c.entries, c.rawBytes)
-      if (heapHolds && c.entries <= heapTableMaxEntries) TableFile.foreach(file)((k, v) => put(k, v))
-      else {
+      val large = c != null && c.entries > heapTableMaxEntries
+      if (c != null && !large && holdsWithHeadroom(room, c.entries, c.rawBytes)) {
+        TableFile.foreach(file)((k, v) => put(k, v))
+      } else {
+        // built in the background if the budget holds it now (the build checks as it goes)
+        if (large && room(HeapState.bytesFor(c.entries, c.rawBytes))) deferHeap()
         if (onHeap != null) toDb()
-        if (heapHolds) deferHeap()
         writer.ingestTable(file, entries)
       }
     } finally file.delete()
