@@ -643,7 +643,14 @@ def r_stores(d: Dict[str, Any], path: str) -> List[str]:
         "Throughput: input rows / the micro-batches' time. Files per commit: files under the checkpoint's "
         "`state/` directory after the run / micro-batches (changelogs, snapshots, RocksDB's SST files and "
         "metadata; on S3 one PUT each). Restore: a 1-partition dedup holding the keys restarts after its "
-        "providers were unloaded; its first micro-batch's time minus the next one's.",
+        + (
+            "providers were unloaded (and their heap released); the first micro-batch's time (1,000 rows), then "
+            "the most any of the next ones took (at a 500 ms trigger interval, while kstate builds the heap copy "
+            "of a large state in the background), and for kstate's heap copy the micro-batch from which the "
+            "store ran on the heap (per restart; `-`: not within the run)."
+            if any("batches_s" in x for x in d.get("restore", []))
+            else "providers were unloaded; its first micro-batch's time minus the next one's."
+        ),
         "",
         f"When and how: {when(d, path, d.get('date_utc'))}; Spark {d.get('spark_version')}. {d['files']} "
         f"micro-batches of {d['rows_per_file']:,} rows, medians of {d['reps']} runs per variant (alternating), "
@@ -689,6 +696,18 @@ def r_stores(d: Dict[str, Any], path: str) -> List[str]:
         rows,
     )
     rrows = []
+    runs = {(x["store"], x["provider"], x["keys"]): x for x in d.get("restore", [])}
+
+    def later(store: str, provider: str, keys: int) -> str:
+        x = runs.get((store, provider, keys), {})
+        return secs(x["following_max_s"]) if x.get("following_max_s") is not None else "n/a"
+
+    def heap_from(store: str, provider: str, keys: int) -> str:
+        x = runs.get((store, provider, keys), {})
+        if provider != "kstate" or "on_heap_from_batch" not in x:
+            return ""
+        return ", ".join("-" if b is None else str(b) for b in x["on_heap_from_batch"])
+
     for store, sm in d["summary"].items():
         for keys, variant in [(k, v) for k in d["restore_keys"] for v in variants]:
             per = sm.get(f"restore_{keys}", {})
@@ -702,6 +721,8 @@ def r_stores(d: Dict[str, Any], path: str) -> List[str]:
                     secs(r and r["restore_s"]),
                     ratio(r["restore_s"] / k["restore_s"] if k and r and k["restore_s"] > 0 else None),
                     f"{k['provider_restore_ms']:,.0f} / {r['provider_restore_ms']:,.0f} ms" if k and r else "n/a",
+                    f"{later(store, variant, keys)} / {later(store, 'rocksdb', keys)}",
+                    heap_from(store, variant, keys),
                 ]
             )
     out += [
@@ -715,6 +736,8 @@ def r_stores(d: Dict[str, Any], path: str) -> List[str]:
                 "RocksDB: first micro-batch",
                 "RocksDB / kstate",
                 "providers' own restore figure (kstate / RocksDB)",
+                "slowest of the next micro-batches (kstate / RocksDB)",
+                "kstate on the heap from micro-batch",
             ],
             rrows,
         ),

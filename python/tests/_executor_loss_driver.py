@@ -46,13 +46,25 @@ def main(config_path: str) -> int:
     with open(config_path) as f:
         cfg = json.load(f)
 
-    from _streaming import SCHEMA, STREAM_ORDER, file_name, write_json_lines
+    from _streaming import (
+        CHECKPOINT_FILE_MANAGER,
+        LOCAL_DISK_FILE_MANAGER,
+        SCHEMA,
+        STREAM_ORDER,
+        file_name,
+        write_json_lines,
+    )
     from cluster import LocalCluster
 
     conf: Dict[str, Any] = {
         "spark.sql.shuffle.partitions": cfg["partitions"],
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.streaming.stateStore.maintenanceInterval": "600s",
+        # as every test driver: checkpoints through Hadoop's FileSystem API (no `readlink` process
+        # per path on the local disk; docs/contributing.md, "Test time"), and the executors, which
+        # live for one test, on the C1 compiler only
+        CHECKPOINT_FILE_MANAGER: LOCAL_DISK_FILE_MANAGER,
+        "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1",
         **STREAM_ORDER,
         **cfg.get("conf", {}),
     }

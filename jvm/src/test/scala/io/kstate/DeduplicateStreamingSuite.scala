@@ -71,7 +71,9 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
     assert(op.operatorName === "kstate_deduplicate_by_key")
   }
 
-  test("standby replicas without kstate's plugin, or a bad replica setting: named errors at the first micro-batch") {
+  test(
+    "standby replicas without kstate's plugin, or a bad replica or state store setting: named errors at the first micro-batch"
+  ) {
     val standbys = "spark.kstate.standbyReplicas"
     for (
       (key, value, errorClass) <- Seq(
@@ -79,7 +81,16 @@ class DeduplicateStreamingSuite extends KStateSparkSuite {
         (standbys, "-1", "KSTATE_INVALID_STANDBY_REPLICAS"),
         (standbys, "one", "KSTATE_INVALID_STANDBY_REPLICAS"),
         ("spark.kstate.maxWarmupReplicas", "-1", "KSTATE_INVALID_REPLICA_SETTING"),
-        ("spark.kstate.acceptableRecoveryLag", "1 batch", "KSTATE_INVALID_REPLICA_SETTING")
+        ("spark.kstate.acceptableRecoveryLag", "1 batch", "KSTATE_INVALID_REPLICA_SETTING"),
+        // the state store provider's own settings, read where the store opens
+        (
+          "spark.sql.streaming.stateStore.kstate.backgroundHeapRestoreAbove",
+          "lots",
+          "KSTATE_INVALID_STATE_STORE_SETTING"
+        ),
+        ("spark.sql.streaming.stateStore.kstate.heapStateBytes", "half", "KSTATE_INVALID_STATE_STORE_SETTING"),
+        ("spark.sql.streaming.stateStore.kstate.maxWriteSetBytes", "-5", "KSTATE_INVALID_STATE_STORE_SETTING"),
+        ("spark.sql.streaming.stateStore.kstate.tableSnapshots", "yes", "KSTATE_INVALID_STATE_STORE_SETTING")
       )
     ) {
       spark.conf.set(key, value)

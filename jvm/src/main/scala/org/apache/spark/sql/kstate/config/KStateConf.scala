@@ -82,7 +82,7 @@ object KStateConf {
       "uncommitted changes; past it they are spilled to the store's local RocksDB and its " +
       "pending changelog, so a large micro-batch does not need a large heap. Accepts sizes such " +
       "as '64m'. Default 64m."
-  )(parseBytes)
+  )(storeBytes("spark.sql.streaming.stateStore.kstate.maxWriteSetBytes", "64m"))
 
   /** Read by kstate's state store provider, like [[MaxWriteSetBytes]]. */
   val HeapStateBytes: Entry[Long] = Entry(
@@ -93,7 +93,10 @@ object KStateConf {
       "state does not fit moves it to its local RocksDB (it returns to the heap when it is next " +
       "restored and fits). 0 keeps every store in RocksDB. Accepts sizes such as '512m'. " +
       "Default (-1): an eighth of the executor's maximum heap."
-  )(s => if (s.trim == "-1") -1L else parseBytes(s))
+  )(s =>
+    if (s.trim == "-1") -1L
+    else storeBytes("spark.sql.streaming.stateStore.kstate.heapStateBytes", "512m")(s)
+  )
 
   /** Read by kstate's state store provider, like [[MaxWriteSetBytes]]. */
   val BackgroundHeapRestoreAbove: Entry[Long] = Entry(
@@ -106,8 +109,11 @@ object KStateConf {
       "this large are written as table files for it. -1: restore onto the heap directly, " +
       "whatever the size. Default 200000."
   )(s =>
-    s.trim.toLongOption.filter(_ >= -1).getOrElse(throw new IllegalArgumentException(
-      s"spark.sql.streaming.stateStore.kstate.backgroundHeapRestoreAbove must be a number of entries, or -1; got '$s'"
+    s.trim.toLongOption.filter(_ >= -1).getOrElse(throw KStateErrors.invalidStateStoreSetting(
+      "spark.sql.streaming.stateStore.kstate.backgroundHeapRestoreAbove",
+      s,
+      "a whole number of entries, or -1 (restore onto the heap directly)",
+      "200000"
     ))
   )
 
@@ -119,7 +125,14 @@ object KStateConf {
       "on the heap) is one RocksDB table file, which a restore adds to RocksDB whole (state file " +
       "formats 4 and 5). false writes every snapshot as records (formats 2 and 3), which the " +
       "previous kstate release reads: set it before going back to that release. Default true."
-  )(_.trim.toBoolean)
+  )(s =>
+    s.trim.toBooleanOption.getOrElse(throw KStateErrors.invalidStateStoreSetting(
+      "spark.sql.streaming.stateStore.kstate.tableSnapshots",
+      s,
+      "true or false",
+      "true"
+    ))
+  )
 
   val StandbyReplicas: Entry[Int] = Entry(
     "spark.kstate.standbyReplicas",
@@ -196,4 +209,13 @@ object KStateConf {
   )
 
   private def parseBytes(s: String): Long = org.apache.spark.network.util.JavaUtils.byteStringAsBytes(s.trim)
+
+  /** A state store provider's size setting: `KSTATE_INVALID_STATE_STORE_SETTING` unless a size of 0 or more. */
+  private def storeBytes(key: String, example: String)(s: String): Long =
+    scala.util.Try(parseBytes(s)).toOption.filter(_ >= 0).getOrElse(throw KStateErrors.invalidStateStoreSetting(
+      key,
+      s,
+      "a size of 0 or more, such as '64m' or '512m'",
+      example
+    ))
 }

@@ -70,6 +70,15 @@ object KStateErrors {
   def invalidReplicaSetting(key: String, value: String): KStateException =
     err("KSTATE_INVALID_REPLICA_SETTING", "key" -> key, "value" -> value)
 
+  def invalidStateStoreSetting(key: String, value: String, expected: String, example: String): KStateException =
+    err(
+      "KSTATE_INVALID_STATE_STORE_SETTING",
+      "key" -> key,
+      "value" -> value,
+      "expected" -> expected,
+      "example" -> example
+    )
+
   // ---- columns and types ------------------------------------------------------------------------
 
   def missingColumn(role: String, detail: String): KStateException =

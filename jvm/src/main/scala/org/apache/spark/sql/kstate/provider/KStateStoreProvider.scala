@@ -313,13 +313,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
     case Empty => restoreTo(version, id)
     case Loaded(_, copy) =>
       // LOADED(version): reuse, no I/O; on the heap now if its background build is ready
-      try copy.adoptRebuiltHeap(tiering.admits)
-      catch {
-        case NonFatal(e) =>
-          logWarning(s"$this could not move to its heap copy built in the background; restoring from the checkpoint", e)
-          discard()
-          restoreTo(version, id)
-      }
+      copy.adoptRebuiltHeap(tiering.admits)
     case _ => // SPILLED(version) by this task: reuse, no I/O
   }
 

@@ -267,9 +267,10 @@ private[kstate] final class WorkingCopy(
   /**
    * Moves to the heap copy built in the background once it is ready: applies the versions
    * committed since its scan, then checks the budget and the store's bound (`admits`) again; if
-   * they hold, the database is dropped. A build that ended without a heap (no room, failed) is
-   * forgotten and the copy stays in RocksDB. Returns whether the copy moved. Call under the
-   * provider's lock, between micro-batches (at a load or a commit).
+   * they hold, the database is dropped. A build that ended without a heap (no room, failed), or
+   * whose log fails to apply, is forgotten and the copy stays in RocksDB, as it was: this never
+   * fails the caller. Returns whether the copy moved. Call under the provider's lock, between
+   * micro-batches (at a load or a commit).
    */
   def adoptRebuiltHeap(admits: Long => Boolean): Boolean = rebuild != null && {
     val r = rebuild
@@ -279,13 +280,20 @@ private[kstate] final class WorkingCopy(
         false
       case Some((built, bytes)) =>
         rebuild = null
-        try r.replayLog(built)
-        catch {
-          case NonFatal(e) =>
-            built.clear()
-            HeapStateBudget.release(bytes)
-            throw e
-        }
+        val replayed =
+          try { r.replayLog(built); true }
+          catch {
+            case NonFatal(e) =>
+              // the database copy is untouched: it goes on serving
+              logWarning(
+                s"$owner: applying the versions committed during its heap copy's build failed; it stays in RocksDB",
+                e
+              )
+              built.clear()
+              HeapStateBudget.release(bytes)
+              false
+          }
+        if (!replayed) return false
         heap = built
         reserved = bytes
         if (fitsBudget() && admits(heap.heapBytes)) {
