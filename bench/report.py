@@ -680,20 +680,24 @@ def r_stores(d: Dict[str, Any], path: str) -> List[str]:
                     f"{mib(k['bytes_per_commit'])} / {mib(r['bytes_per_commit'])}",
                 ]
             )
-    out += table(
-        [
-            "store",
-            "query",
-            "kstate's working copy",
-            "commit p50, ms (kstate / RocksDB)",
-            "commit p99, ms",
-            "RocksDB p99 / kstate p99",
-            "rows/s (kstate / RocksDB)",
-            "kstate / RocksDB",
-            "files per commit",
-            "bytes per commit",
-        ],
-        rows,
+    out += (
+        []
+        if not rows
+        else table(
+            [
+                "store",
+                "query",
+                "kstate's working copy",
+                "commit p50, ms (kstate / RocksDB)",
+                "commit p99, ms",
+                "RocksDB p99 / kstate p99",
+                "rows/s (kstate / RocksDB)",
+                "kstate / RocksDB",
+                "files per commit",
+                "bytes per commit",
+            ],
+            rows,
+        )
     )
     rrows = []
     runs = {(x["store"], x["provider"], x["keys"]): x for x in d.get("restore", [])}
@@ -984,6 +988,13 @@ SECTIONS: List[tuple] = [
         "Restore on HDFS, more restarts (`bench/stores.py --stores hdfs --workloads '' --restore-reps 7`)",
         r_stores,
         "stores-hdfs-restore",
+    ),
+    (
+        "stores-heap-rebuild",
+        "Restore of 10M keys, 30 micro-batches after each restart: the heap copy built in the background "
+        "(`bench/stores.py --stores local --workloads '' --restore-keys 10000000 --restore-reps 2 --restart-batches 30`)",
+        r_stores,
+        "stores-heap-rebuild",
     ),
     (
         "recovery-hdfs",
