@@ -138,6 +138,32 @@ private[kstate] final class FamilyHeaps(minGarbageBytes: Long = HeapState.MinGar
   /** Whether [[foreach]] walks the entries in key order (every family's sorted index is valid). */
   def iteratesInKeyOrder: Boolean = heapsInOrder.forall(_.iteratesInKeyOrder)
 
+  /**
+   * Applies the entries of `scan` (key order, no deletes) in sorted runs of
+   * [[StateLoader.CheckEvery]] ([[applySorted]]), asking `check` after each run and stopping
+   * once it says no. Returns the entries applied and whether every check held. The caller closes
+   * the scan.
+   */
+  def applyScan(scan: StateScan, check: () => Boolean): (Long, Boolean) = {
+    val run = new Array[WriteSet.Entry](StateLoader.CheckEvery)
+    var applied = 0L
+    var ok = true
+    var n = 0
+    while (ok && scan.valid) {
+      run(n) = new WriteSet.Entry(new HashedKey(scan.key), scan.value, WriteSet.Unknown)
+      n += 1
+      scan.next()
+      if (n == run.length || !scan.valid) {
+        applySorted(run, n)
+        java.util.Arrays.fill(run.asInstanceOf[Array[AnyRef]], 0, n, null)
+        applied += n
+        n = 0
+        ok = check()
+      }
+    }
+    (applied, ok)
+  }
+
   /** Every entry as fresh arrays, family by family (see [[HeapState.foreach]]). */
   def foreach(f: (Array[Byte], Array[Byte]) => Unit): Unit = heapsInOrder.foreach(_.foreach(f))
 

@@ -66,21 +66,10 @@ private[kstate] final class HeapRebuild(scan: StateScan, limit: Long, admits: Lo
     if (!go) { scan.close(); end(Cancelled); return }
     var outcome: State = Failed
     try {
-      val run = new Array[WriteSet.Entry](StateLoader.CheckEvery)
-      var n = 0
-      var ok = true
-      while (ok && !cancelled && scan.valid) {
-        run(n) = new WriteSet.Entry(new HashedKey(scan.key), scan.value, WriteSet.Unknown)
-        n += 1
-        entriesRead += 1
-        scan.next()
-        if (n == run.length || !scan.valid) {
-          heap.applySorted(run, n)
-          java.util.Arrays.fill(run.asInstanceOf[Array[AnyRef]], 0, n, null)
-          n = 0
-          ok = grow()
-        }
-      }
+      // cancellation and the budget are checked after every run of entries
+      val (read, held) = heap.applyScan(scan, () => !cancelled && grow())
+      entriesRead = read
+      var ok = held
       if (ok && !cancelled) {
         heap.buildHashIndexes()
         ok = grow()

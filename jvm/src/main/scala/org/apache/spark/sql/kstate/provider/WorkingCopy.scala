@@ -143,22 +143,10 @@ private[kstate] final class WorkingCopy(
     cancelHeapRebuild()
     val from = db
     heap = new FamilyHeaps
-    val run = new Array[WriteSet.Entry](StateLoader.CheckEvery)
     var ok = true
     val scan = from.scan(Array.emptyByteArray, None)
     try {
-      var n = 0
-      while (ok && scan.valid) {
-        run(n) = new WriteSet.Entry(new HashedKey(scan.key), scan.value, WriteSet.Unknown)
-        n += 1
-        scan.next()
-        if (n == run.length || !scan.valid) {
-          heap.applySorted(run, n)
-          java.util.Arrays.fill(run.asInstanceOf[Array[AnyRef]], 0, n, null)
-          n = 0
-          ok = fits()
-        }
-      }
+      ok = heap.applyScan(scan, fits)._2
       ok = ok && fits()
     } catch {
       case e: Throwable => heap.clear(); heap = null; releaseReservation(); throw e
@@ -339,13 +327,15 @@ private[kstate] final class WorkingCopy(
    * frozen iteration, or a scan on a RocksDB snapshot that defers the database's close until it
    * is closed. None if the database is already closing. Take it under the provider's lock.
    * Entries to snapshot as a table file ([[FrozenEntries.tableDir]]), with `tables`: a copy in
-   * RocksDB, and a heap copy in key order too large to be restored on the heap.
+   * RocksDB, a heap copy in key order too large to be restored on the heap, and, with
+   * `sortForTable` (maintenance's snapshots, written off the micro-batch's path), a heap copy of
+   * more than `backgroundAbove` entries, sorted for it if need be.
    */
-  def frozen(tables: Boolean = true): Option[FrozenEntries] =
+  def frozen(tables: Boolean = true, sortForTable: Boolean = true): Option[FrozenEntries] =
     if (heap != null) {
       // a heap copy large enough that its restore is built in the background: a table, sorted
       // for it if need be (its restore ingests it into RocksDB)
-      val background = tables && backgroundAbove >= 0 && heap.size > backgroundAbove
+      val background = tables && sortForTable && backgroundAbove >= 0 && heap.size > backgroundAbove
       val it = if (background) heap.frozenEntriesInKeyOrder() else heap.frozenEntries()
       val table =
         if (background || (tables && heap.iteratesInKeyOrder && tooLargeToRestoreOnHeap)) Some(localRoot()) else None

@@ -110,6 +110,26 @@ class HeapRebuildSuite extends AnyFunSuite {
     }
   }
 
+  test("a snapshot the committing task writes (forced) of a large heap copy is records; maintenance's is a table") {
+    val root = tmp()
+    val model = mutable.Map.empty[String, Long]
+    val p = open(root, conf())
+    var v = 0L
+    while (v < 3) v = writeVersion(p.getStore(v), v, 200, model)
+    val s = p.getStore(v, None, forceSnapshotOnCommit = true, loadEmpty = false)
+    v = writeVersion(s, v, 10, model)
+    assert(p.onHeap && Set(2, 3)(snapshotFormat(root, v)), "the forced snapshot: records, no sort in the micro-batch")
+    v = writeVersion(p.getStore(v), v, 10, model)
+    p.doMaintenance() // not due (every 100 versions): nothing
+    assert(!Files.exists(Paths.get(s"$root/0/0/$v.kstate.snapshot")))
+    p.close()
+    val q = open(root, conf(snapshotEvery = 1))
+    assert(contents(q.getStore(v)) == model.toMap)
+    q.doMaintenance()
+    assert(Set(4, 5)(snapshotFormat(root, v)), "maintenance's snapshot: a table")
+    q.close()
+  }
+
   test("below the threshold, or with -1, a heap copy snapshots records and restores onto the heap") {
     Seq(1000L, -1L).foreach { above =>
       val root = tmp()
