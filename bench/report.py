@@ -997,6 +997,13 @@ SECTIONS: List[tuple] = [
         "stores-heap-rebuild",
     ),
     (
+        "stores-heap-rebuild-after",
+        "The same, after the committing task's snapshot of a heap copy became records again "
+        "(`bench/stores.py --stores local --workloads '' --restore-keys 10000000 --restore-reps 2 --restart-batches 30`)",
+        r_stores,
+        "stores-heap-rebuild-after",
+    ),
+    (
         "recovery-hdfs",
         "Executor loss, checkpoint on HDFS (`bench/recovery.py --store hdfs`)",
         r_recovery,
