@@ -9,6 +9,7 @@ import org.apache.spark.sql.SQLContext
 import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.functions.col
+import org.apache.spark.sql.execution.streaming.state.KStateSnapshotReports
 import org.apache.spark.sql.kstate.planning.OperatorIdentity
 
 /**
@@ -61,6 +62,16 @@ class MaintenanceStreamingSuite extends KStateSparkSuite {
       def names(d: File): Set[String] = d.list().toSet
       eventually(s"a snapshot in every store and changelog 1 deleted: ${stores.map(names)}") {
         stores.forall(d => names(d).exists(_.endsWith(".kstate.snapshot")) && !names(d)("1.kstate.changelog"))
+      }
+      // each snapshot is reported to Spark's coordinator, as Spark's providers report theirs:
+      // without it the coordinator takes the stores' snapshots as lagging and asks for one at
+      // every commit (forceSnapshotOnCommit)
+      val opId = state.getName.toLong
+      val roots = Seq(state.getParent, new File(ckpt).toURI.toString.stripSuffix("/") + "/state", state.getPath)
+      def reported(partition: Int): Option[Long] =
+        roots.iterator.flatMap(r => KStateSnapshotReports.latest(r, opId, partition, q.runId)).nextOption()
+      eventually(s"every store's snapshot reported: ${(0 until 2).map(reported)}") {
+        (0 until 2).forall(p => reported(p).exists(_ >= 2))
       }
       // the deduplication goes on from what is left: the next batch repeats one key, within its interval
       in.addData(("k1", 50500L, 100), ("k9", 50500L, 101))

@@ -656,6 +656,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
     replicaVersion = newVersion
     registry = store.registry
     lastSnapshotVersion = newVersion
+    reportSnapshotToCoordinator(newVersion)
     newId match {
       case Some(id) =>
         loadedId = newId
@@ -878,7 +879,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
           finally j.entries.close()
         try snapshotPrepared(j.version)
         catch { case NonFatal(e) => out.cancel(); throw e }
-        synchronized {
+        val published = synchronized {
           // A restore since the view may be a re-run rewriting version j.version: do not publish.
           if (restores == j.restoresBefore) {
             out.commit()
@@ -888,14 +889,36 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
               case None => usableSnapshots += j.version
             }
             unreportedSnapshots += ProviderMetrics.SnapshotWork(1, System.nanoTime() - started, if (forced) 1 else 0)
-          } else out.cancel()
+            true
+          } else { out.cancel(); false }
         }
+        if (published) reportSnapshotToCoordinator(j.version)
       } catch {
         // A snapshot is an optimisation: the changelogs still restore this version.
         case NonFatal(e) => logWarning(s"$this could not write snapshot ${j.version}", e)
       } finally synchronized { snapshotting = false }
     }
   }
+
+  /**
+   * Tells Spark's state store coordinator that `version`'s snapshot is written, as Spark's own
+   * providers do (when `reportSnapshotUploadLag` is on): without it the coordinator finds the
+   * partition's snapshots lagging however many are written, and asks for one at every commit
+   * (`forceSnapshotOnCommit`). Outside a query (no run id, no coordinator) it does nothing; a
+   * failure is logged, never thrown.
+   */
+  private def reportSnapshotToCoordinator(version: Long): Unit =
+    if (storeConf.reportSnapshotUploadLag) {
+      try {
+        Option(hadoopConf.get(KStateStoreProvider.RunIdKey)).foreach { runId =>
+          val id = StateStoreProviderId(storeId, UUID.fromString(runId))
+          Option(SparkEnv.get).map(StateStoreCoordinatorRef.forExecutor)
+            .foreach(_.snapshotUploaded(id, version, System.currentTimeMillis()))
+        }
+      } catch {
+        case NonFatal(e) => logWarning(s"$this could not report snapshot $version to the state store coordinator", e)
+      }
+    }
 
   /**
    * Deletes what [[RetentionRule]] allows. Listing and verifying a snapshot not known to be
@@ -1014,6 +1037,12 @@ object KStateStoreProvider {
    * options), so that a provider knows its store across query restarts (standby replicas).
    */
   val QueryIdKey = "kstate.queryId"
+
+  /**
+   * Where Spark puts a query run's id in the Hadoop configuration a store gets (Spark's
+   * `StreamExecution.RUN_ID_KEY`, the same string in Spark 4.2 and 4.3, whose class moved).
+   */
+  val RunIdKey = "sql.streaming.runId"
 
   /** Where working copies in RocksDB and spilled changes live: the executor's local directory. */
   private[kstate] def localRoot: File = {
