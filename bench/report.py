@@ -1004,6 +1004,13 @@ SECTIONS: List[tuple] = [
         "stores-heap-rebuild-after",
     ),
     (
+        "stores-heap-rebuild-reported",
+        "The same, with kstate's snapshots reported to Spark's coordinator "
+        "(`bench/stores.py --stores local --workloads '' --restore-keys 10000000 --restore-reps 2 --restart-batches 30`)",
+        r_stores,
+        "stores-heap-rebuild-reported",
+    ),
+    (
         "recovery-hdfs",
         "Executor loss, checkpoint on HDFS (`bench/recovery.py --store hdfs`)",
         r_recovery,
