@@ -33,14 +33,40 @@ class HeapRebuildSuite extends AnyFunSuite {
   private def value(v: Long): UnsafeRow = valueProj(InternalRow(v)).copy()
 
   /** Background restore above 100 entries, a generous heap budget unless given. */
-  private def conf(above: Long = 100, budget: Long = 50000000L, snapshotEvery: Int = 100): StateStoreConf =
+  private def conf(
+      above: Long = 100,
+      budget: Long = 50000000L,
+      snapshotEvery: Int = 100,
+      extra: Map[String, String] = Map.empty
+  ): StateStoreConf =
     ProviderFixture.conf(
       snapshotEvery = snapshotEvery,
       extra = Map(
         KStateConf.BackgroundHeapRestoreAbove.key -> above.toString,
         KStateConf.HeapStateBytes.key -> (HeapStateBudget.reserved + budget).toString
-      )
+      ) ++ extra
     )
+
+  /** A checkpoint of [[checkpoint]], restored into a provider of `c` while the builder thread is held. */
+  private case class HeldRestore(
+      root: String,
+      model: mutable.Map[String, Long],
+      version: Long,
+      release: CountDownLatch,
+      provider: KStateStoreProvider,
+      store: StateStore,
+      build: HeapRebuild
+  )
+
+  private def restoreWithBuildHeld(c: => StateStoreConf = conf()): HeldRestore = {
+    val root = tmp()
+    val model = mutable.Map.empty[String, Long]
+    val v = checkpoint(root, model)
+    val release = holdBuilder()
+    val q = open(root, c)
+    val s = q.getStore(v)
+    HeldRestore(root, model, v, release, q, s, q.heapRebuild.getOrElse(fail("no heap copy being built")))
+  }
 
   private def open(root: String, c: StateStoreConf): KStateStoreProvider =
     ProviderFixture.open(root, keySchema, valueSchema, c, useColumnFamilies = false)
@@ -147,14 +173,9 @@ class HeapRebuildSuite extends AnyFunSuite {
   }
 
   test("versions committed while the heap copy is built are in it when the store moves to the heap") {
-    val root = tmp()
-    val model = mutable.Map.empty[String, Long]
-    var v = checkpoint(root, model)
-    val release = holdBuilder()
-    val q = open(root, conf())
-    val s = q.getStore(v)
+    val HeldRestore(root, model, v0, release, q, s, build) = restoreWithBuildHeld()
+    var v = v0
     assert(!q.onHeap && contents(s) == model.toMap)
-    val build = q.heapRebuild.getOrElse(fail("no heap copy being built"))
     // two versions while the build waits: puts, overwrites and deletes, all logged
     (0 until 2).foreach { _ =>
       val st = q.getStore(v)
@@ -179,13 +200,8 @@ class HeapRebuildSuite extends AnyFunSuite {
   }
 
   test("a commit moves the store to the heap copy once it is ready") {
-    val root = tmp()
-    val model = mutable.Map.empty[String, Long]
-    var v = checkpoint(root, model)
-    val release = holdBuilder()
-    val q = open(root, conf())
-    val s = q.getStore(v)
-    val build = q.heapRebuild.get
+    val HeldRestore(_, model, v0, release, q, s, build) = restoreWithBuildHeld()
+    var v = v0
     release.countDown()
     awaitOver(build)
     v = writeVersion(s, v, 100, model) // its changes applied to RocksDB, then to the ready copy
@@ -195,14 +211,8 @@ class HeapRebuildSuite extends AnyFunSuite {
   }
 
   test("a build that no longer fits the heap state budget leaves the store in RocksDB, budget released") {
-    val root = tmp()
-    val model = mutable.Map.empty[String, Long]
-    val v = checkpoint(root, model)
     val before = HeapStateBudget.reserved
-    val release = holdBuilder()
-    val q = open(root, conf(budget = 2000000L))
-    val s = q.getStore(v)
-    val build = q.heapRebuild.get
+    val HeldRestore(_, model, v, release, q, s, build) = restoreWithBuildHeld(conf(budget = 2000000L))
     // another store takes the budget meanwhile
     assert(HeapStateBudget.tryReserve(2000000L - 1000L, HeapStateBudget.reserved + 2000000L))
     try {
@@ -240,21 +250,9 @@ class HeapRebuildSuite extends AnyFunSuite {
   }
 
   test("a spill while the heap copy is built cancels the build; the spilled version commits exactly") {
-    val root = tmp()
-    val model = mutable.Map.empty[String, Long]
-    var v = checkpoint(root, model)
-    val release = holdBuilder()
-    val c = ProviderFixture.conf(
-      snapshotEvery = 100,
-      extra = Map(
-        KStateConf.BackgroundHeapRestoreAbove.key -> "100",
-        KStateConf.HeapStateBytes.key -> (HeapStateBudget.reserved + 50000000L).toString,
-        KStateConf.MaxWriteSetBytes.key -> "2000"
-      )
-    )
-    val q = open(root, c)
-    val s = q.getStore(v)
-    val build = q.heapRebuild.get
+    val HeldRestore(root, model, v0, release, q, s, build) =
+      restoreWithBuildHeld(conf(extra = Map(KStateConf.MaxWriteSetBytes.key -> "2000")))
+    var v = v0
     v = writeVersion(s, v, 300, model) // past 2000 bytes of changes: spills
     release.countDown()
     awaitOver(build)
