@@ -40,7 +40,7 @@ import org.apache.spark.util.Utils
  * (it then serves Spark's own operators too); kstate operators use it through
  * `spark.kstate.stateStore.providerClass`.
  *
- * Threading model (docs/state-store.md, "Threading"). Three kinds of thread touch a provider:
+ * Threading model (docs/state-store.md, "Threading"). These threads touch a provider:
  *  - the '''task thread''' of the micro-batch that owns the partition: `getStore`, a store's reads
  *    and writes, `commit`, `abort`, spills (and `close` for providers a reader opens itself);
  *  - Spark's '''maintenance thread''': `doMaintenance` (snapshot, then delete obsolete files; Spark
@@ -48,6 +48,9 @@ import org.apache.spark.util.Utils
  *    `doCleanupMaintenance` (Spark 4.3's periodic maintenance, possibly on two threads at once:
  *    [[SplitMaintenance]]; kstate runs one maintenance step of a provider at a time), and
  *    `close` of a provider Spark unloads;
+ *  - the '''forced snapshot writer''' ([[ForcedSnapshots]]): writes the snapshot Spark asked a
+ *    commit for (`forceSnapshotOnCommit`) from a view the committing task froze, like
+ *    maintenance's snapshot half;
  *  - later, a '''replica follower thread''' that reads new changelogs and applies them
  *    to a standby's working copy: it will change the working copy only through the same lock and
  *    life cycle as a commit (a transition LOADED(v) -> LOADED(v + 1)), and read files only
@@ -66,7 +69,8 @@ import org.apache.spark.util.Utils
  *    commit, spill); the task thread reads them without the lock (gets and scans of its store:
  *    `state` is volatile). Another thread reads a working copy only through a frozen view
  *    ([[WorkingCopy.frozen]]) taken under the lock.
- *  - Maintenance holds the lock only to take that view, to publish the snapshot (an atomic
+ *  - Maintenance (and the forced snapshot writer) holds the lock only to take that view (the
+ *    writer's is taken by the committing task), to publish the snapshot (an atomic
  *    rename) and to delete obsolete files; it writes the snapshot and verifies files without
  *    it. So a commit waits at most for a view (a copy of the heap copy's hash slots, or a
  *    RocksDB snapshot), a rename or a few deletes, never for a snapshot being written.
@@ -263,6 +267,9 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
   override def close(): Unit = synchronized {
     if (lifecycle.current != Closed) {
       discard()
+      // a snapshot still being written or queued (ForcedSnapshots) is not published once closed:
+      // a re-run of its version by the provider that opens the checkpoint next must not meet it
+      restores += 1
       lifecycle.moveTo(Closed)
       replicaStore.foreach(KStateReplicas.deactivate(_, this))
     }
@@ -841,63 +848,71 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
     if (lifecycle.current != Created) step
   }
 
-  /** A snapshot of the loaded version when `minDeltasForSnapshot` versions passed since the last. */
-  private def snapshotIfDue(): Unit = writeSnapshot(forced = false) {
-    case Loaded(v, copy) if v > 0 && v - lastSnapshotVersion >= math.max(1, storeConf.minDeltasForSnapshot) => (v, copy)
-  }
-
   /**
-   * A snapshot of `version`, just committed by a store Spark opened with `forceSnapshotOnCommit`
-   * (the committing task writes it, after the changelog is durable). Skipped when maintenance is
-   * writing one at that moment or another version is loaded by then; a failure is logged, never
-   * thrown: the commit stands, and the changelogs still restore the version.
+   * A snapshot of `version`, just committed by a store Spark opened with `forceSnapshotOnCommit`:
+   * the committing task freezes the version's view, and [[ForcedSnapshots]]' thread writes it,
+   * after the changelog is durable. Skipped when maintenance is writing one at that moment; a
+   * failure is logged, never thrown: the commit stands, and the changelogs still restore the
+   * version.
    */
-  private[kstate] def snapshotOnCommit(version: Long): Unit = writeSnapshot(forced = true) {
-    case Loaded(v, copy) if v == version => (v, copy)
-  }
+  private[kstate] def snapshotOnCommit(version: Long): Unit =
+    freezeSnapshot { case Loaded(v, copy) if v == version => (v, copy) }.foreach { job =>
+      try ForcedSnapshots.submit(() => writeSnapshot(job, forced = true))
+      catch {
+        case NonFatal(e) =>
+          try job.entries.close()
+          finally synchronized { snapshotting = false }
+          logWarning(s"$this could not queue snapshot $version", e)
+      }
+    }
 
-  /** Takes the snapshot's frozen view under the lock, writes it outside, publishes under it. */
-  private def writeSnapshot(forced: Boolean)(due: PartialFunction[ProviderState, (Long, WorkingCopy)]): Unit = {
-    val job = synchronized {
+  /** Maintenance: freezes the due version's view and writes it on this thread. */
+  private def snapshotIfDue(): Unit =
+    freezeSnapshot {
+      case Loaded(v, copy) if v > 0 && v - lastSnapshotVersion >= math.max(1, storeConf.minDeltasForSnapshot) =>
+        (v, copy)
+    }.foreach(writeSnapshot(_, forced = false))
+
+  /** Under the lock, the frozen view of the version `due` picks, unless a snapshot is being written. */
+  private def freezeSnapshot(due: PartialFunction[ProviderState, (Long, WorkingCopy)]): Option[SnapshotJob] =
+    synchronized {
       // a loadEmpty store's writes in the working copy are no committed version
       if (snapshotting || emptyVersionStore != null) None
       else due.lift(lifecycle.current).flatMap { case (v, copy) =>
-        // a snapshot the committing task writes (forced) is not sorted into a table for a large
-        // heap copy: on 10 million keys that took the micro-batch 16-38 s, where maintenance
-        // writes it off the micro-batch's path
-        copy.frozen(tableSnapshots, sortForTable = !forced).map { entries =>
+        copy.frozen(tableSnapshots).map { entries =>
           snapshotting = true
           SnapshotJob(v, registry.ids, numKeys, entries, restores, loadedId)
         }
       }
     }
-    job.foreach { j =>
-      val started = System.nanoTime()
-      try {
-        val out =
-          try files.prepareSnapshot(j.version, j.families, j.numKeys, j.entries, j.id)
-          finally j.entries.close()
-        try snapshotPrepared(j.version)
-        catch { case NonFatal(e) => out.cancel(); throw e }
-        val published = synchronized {
-          // A restore since the view may be a re-run rewriting version j.version: do not publish.
-          if (restores == j.restoresBefore) {
-            out.commit()
-            lastSnapshotVersion = math.max(lastSnapshotVersion, j.version)
-            j.id match {
-              case Some(i) => usableIdSnapshots += LineageEntry(j.version, i)
-              case None => usableSnapshots += j.version
-            }
-            unreportedSnapshots += ProviderMetrics.SnapshotWork(1, System.nanoTime() - started, if (forced) 1 else 0)
-            true
-          } else { out.cancel(); false }
-        }
-        if (published) reportSnapshotToCoordinator(j.version)
-      } catch {
-        // A snapshot is an optimisation: the changelogs still restore this version.
-        case NonFatal(e) => logWarning(s"$this could not write snapshot ${j.version}", e)
-      } finally synchronized { snapshotting = false }
-    }
+
+  /** Writes `j` outside the lock and publishes it under it (`snapshotting` is set until then). */
+  private def writeSnapshot(j: SnapshotJob, forced: Boolean): Unit = {
+    val started = System.nanoTime()
+    try {
+      val out =
+        try files.prepareSnapshot(j.version, j.families, j.numKeys, j.entries, j.id)
+        finally j.entries.close()
+      try snapshotPrepared(j.version)
+      catch { case NonFatal(e) => out.cancel(); throw e }
+      val published = synchronized {
+        // A restore since the view may be a re-run rewriting version j.version: do not publish.
+        if (restores == j.restoresBefore) {
+          out.commit()
+          lastSnapshotVersion = math.max(lastSnapshotVersion, j.version)
+          j.id match {
+            case Some(i) => usableIdSnapshots += LineageEntry(j.version, i)
+            case None => usableSnapshots += j.version
+          }
+          unreportedSnapshots += ProviderMetrics.SnapshotWork(1, System.nanoTime() - started, if (forced) 1 else 0)
+          true
+        } else { out.cancel(); false }
+      }
+      if (published) reportSnapshotToCoordinator(j.version)
+    } catch {
+      // A snapshot is an optimisation: the changelogs still restore this version.
+      case NonFatal(e) => logWarning(s"$this could not write snapshot ${j.version}", e)
+    } finally synchronized { snapshotting = false }
   }
 
   /**

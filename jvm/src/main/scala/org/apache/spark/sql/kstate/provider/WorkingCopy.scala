@@ -327,15 +327,15 @@ private[kstate] final class WorkingCopy(
    * frozen iteration, or a scan on a RocksDB snapshot that defers the database's close until it
    * is closed. None if the database is already closing. Take it under the provider's lock.
    * Entries to snapshot as a table file ([[FrozenEntries.tableDir]]), with `tables`: a copy in
-   * RocksDB, a heap copy in key order too large to be restored on the heap, and, with
-   * `sortForTable` (maintenance's snapshots, written off the micro-batch's path), a heap copy of
-   * more than `backgroundAbove` entries, sorted for it if need be.
+   * RocksDB, a heap copy in key order too large to be restored on the heap, and a heap copy of
+   * more than `backgroundAbove` entries, sorted for it if need be when the reader starts (every
+   * snapshot is written off the micro-batch's path: maintenance, [[ForcedSnapshots]]).
    */
-  def frozen(tables: Boolean = true, sortForTable: Boolean = true): Option[FrozenEntries] =
+  def frozen(tables: Boolean = true): Option[FrozenEntries] =
     if (heap != null) {
       // a heap copy large enough that its restore is built in the background: a table, sorted
       // for it if need be (its restore ingests it into RocksDB)
-      val background = tables && sortForTable && backgroundAbove >= 0 && heap.size > backgroundAbove
+      val background = tables && backgroundAbove >= 0 && heap.size > backgroundAbove
       val it = if (background) heap.frozenEntriesInKeyOrder() else heap.frozenEntries()
       val table =
         if (background || (tables && heap.iteratesInKeyOrder && tooLargeToRestoreOnHeap)) Some(localRoot()) else None

@@ -462,26 +462,60 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     p.close()
   }
 
-  test("forceSnapshotOnCommit: the commit writes that version's snapshot and counts it once") {
+  test(
+    "forceSnapshotOnCommit: the commit returns at once; the writer thread writes that version's snapshot, counted once"
+  ) {
     val root = tmp()
     val p = newProvider(root, conf(snapshotEvery = 100, retain = 100))
     val model = mutable.Map[Int, Map[String, Long]]()
     writeVersions(p, 1, 2, model, maintain = false)
-    def metric(st: StateStore, name: String) = st.metrics.customMetrics.map { case (k, v) => k.name -> v }(name)
+    def metrics(st: StateStore) = st.metrics.customMetrics.map { case (k, v) => k.name -> v } // read once: taken once
+    val hold = new java.util.concurrent.CountDownLatch(1)
+    ForcedSnapshots.submit(() => hold.await()) // the writer thread is busy
     val s = p.getStore(2, None, forceSnapshotOnCommit = true, loadEmpty = false)
     s.put(key("x"), value(7))
-    assert(s.commit() == 3)
+    try {
+      assert(s.commit() == 3, "the commit waits for no snapshot")
+      assert(snapshotFiles(root).isEmpty, "written on the task thread")
+      model(3) = contents(p.getStore(3))
+    } finally hold.countDown()
+    ForcedSnapshots.awaitQueued()
     assert(snapshotFiles(root) == Seq("3.kstate.snapshot"), "no snapshot of the forced version")
-    val reported = s.metrics.customMetrics.map { case (k, v) => k.name -> v } // reported once: read once
+    val reported = metrics(s)
     assert(reported("forceSnapshotCount") == 1 && reported("kstateStoreSnapshotsWritten") == 1, reported)
-    model(3) = contents(p.getStore(3))
     val t = p.getStore(3) // not forced: no snapshot, nothing counted again
     t.put(key("y"), value(8))
     t.commit()
-    assert(snapshotFiles(root) == Seq("3.kstate.snapshot") && metric(t, "forceSnapshotCount") == 0)
+    ForcedSnapshots.awaitQueued()
+    assert(snapshotFiles(root) == Seq("3.kstate.snapshot") && metrics(t)("forceSnapshotCount") == 0)
     p.close()
     val q = newProvider(root)
     assert(contents(q.getStore(3)) == model(3) && q.lastRestore.get.snapshotVersion.contains(3L))
+    q.close()
+  }
+
+  test("forceSnapshotOnCommit: a version committed while its snapshot is written is not in it") {
+    val root = tmp()
+    val p = newProvider(root, conf(snapshotEvery = 100, retain = 100))
+    val model = mutable.Map[Int, Map[String, Long]]()
+    writeVersions(p, 1, 2, model, maintain = false)
+    val hold = new java.util.concurrent.CountDownLatch(1)
+    ForcedSnapshots.submit(() => hold.await())
+    val s = p.getStore(2, None, forceSnapshotOnCommit = true, loadEmpty = false)
+    s.put(key("x"), value(7))
+    s.commit()
+    model(3) = contents(p.getStore(3))
+    try {
+      val t = p.getStore(3) // committed before the frozen view of 3 is written
+      t.put(key("x"), value(70))
+      t.remove(key("k3"))
+      t.commit()
+    } finally hold.countDown()
+    ForcedSnapshots.awaitQueued()
+    p.close()
+    val q = newProvider(root)
+    assert(contents(q.getStore(3)) == model(3) && q.lastRestore.get.snapshotVersion.contains(3L))
+    assert(contents(q.getStore(4)) == model(3) - "k3" + ("x" -> 70L))
     q.close()
   }
 
