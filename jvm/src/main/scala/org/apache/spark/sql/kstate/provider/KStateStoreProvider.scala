@@ -319,8 +319,10 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
       }
     case Empty => restoreTo(version, id)
     case Loaded(_, copy) =>
-      // LOADED(version): reuse, no I/O; on the heap now if its background build is ready
+      // LOADED(version): reuse, no I/O; on the heap now if its background build is ready (or
+      // the build starts, if the restoring store did not commit)
       copy.adoptRebuiltHeap(tiering.admits)
+      copy.startDeferredHeapRebuild(tiering.admits)
     case _ => // SPILLED(version) by this task: reuse, no I/O
   }
 
@@ -348,7 +350,6 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
         } catch {
           case NonFatal(e) => copy.close(); throw e
         }
-      if (copy.restoredForBackgroundHeap) copy.rebuildHeapInBackground(tiering.admits)
       (copy, r)
     }
     registry = r.registry
@@ -414,7 +415,6 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
       if (checkpointIds) chain = (chain.filter(_.version <= v) ++ r.chain.filter(_.version > v)).takeRight(MaxChain)
       else staleSnapshots = r.staleAbove
       lifecycle.moveTo(Loaded(version, copy))
-      if (copy.restoredForBackgroundHeap) copy.rebuildHeapInBackground(tiering.admits)
       val info = r.info.copy(caughtUpFrom = Some(v), millis = (System.nanoTime() - started) / 1000000)
       lastRestoreInfo = Some(info)
       unreportedRestore = Some(info)
@@ -605,6 +605,9 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
         copy.moveToHeap(heapFits(copy))
       }
       keepWithinBound(store, copy)
+      // a restore left the heap copy to a background build: it starts now that the restoring
+      // micro-batch's own work is done
+      copy.startDeferredHeapRebuild(tiering.admits)
     } catch {
       case NonFatal(e) =>
         // The changelog is durable; the local copy is not trustworthy: reload next time.

@@ -20,7 +20,8 @@ import org.apache.spark.sql.kstate.engine._
  *
  * A cold restore of a state larger than `backgroundAbove` entries that would go to the heap goes
  * to RocksDB instead (its table snapshot ingested whole) and the heap copy is built from it in the
- * background ([[HeapRebuild]], started by [[rebuildHeapInBackground]]); the copy moves to it at
+ * background ([[HeapRebuild]], started by [[startDeferredHeapRebuild]] at the restoring store's
+ * commit, so that the restoring micro-batch does not share its cores); the copy moves to it at
  * the first commit or load after it is ready ([[adoptRebuiltHeap]]). Snapshots of a heap copy that
  * large are table files, so that its restore can do that.
  *
@@ -220,8 +221,8 @@ private[kstate] final class WorkingCopy(
    */
   def loader(fits: () => Boolean, inOrder: Boolean = false): StateLoader = {
     // records written to the database from here are not the rebuild's to follow: it starts
-    // again after them (the caller asks, [[restoredForBackgroundHeap]])
-    if (rebuild != null) { cancelHeapRebuild(); heapDeferred = true }
+    // again after them ([[startDeferredHeapRebuild]])
+    if (rebuild != null || heapDeferred) { cancelHeapRebuild(); heapDeferred = true }
     val heapTableMax = if (backgroundAbove >= 0 && heap != null) backgroundAbove else Long.MaxValue
     new StateLoader(
       heap,
@@ -240,14 +241,17 @@ private[kstate] final class WorkingCopy(
   def restoredForBackgroundHeap: Boolean = heapDeferred && heap == null
 
   /**
-   * Starts building the heap copy in the background from a frozen scan of the database as it is
-   * now ([[HeapRebuild]]): `admits` is the store's own bound. No-op on the heap or with a build
-   * under way. Call under the provider's lock.
+   * Starts the heap copy's background build that a restore left to it ([[restoredForBackgroundHeap]]),
+   * from a frozen scan of the database as it is now ([[HeapRebuild]]): `admits` is the store's
+   * own bound. Called at the restoring store's commit (or the next load), not by the restore: the
+   * micro-batch that restored keeps its cores to itself. No-op otherwise. Call under the
+   * provider's lock.
    */
-  def rebuildHeapInBackground(admits: Long => Boolean): Unit = if (heap == null && rebuild == null) {
-    heapDeferred = false
-    db.leasedScan().foreach(scan => rebuild = HeapRebuild.start(new HeapRebuild(scan, limit, admits, owner)))
-  }
+  def startDeferredHeapRebuild(admits: Long => Boolean): Unit =
+    if (restoredForBackgroundHeap && rebuild == null) {
+      heapDeferred = false
+      db.leasedScan().foreach(scan => rebuild = HeapRebuild.start(new HeapRebuild(scan, limit, admits, owner)))
+    }
 
   /** The background build under way or ready, if any (for tests and metrics). */
   private[kstate] def heapRebuild: Option[HeapRebuild] = Option(rebuild)
@@ -300,10 +304,13 @@ private[kstate] final class WorkingCopy(
     }
   }
 
-  /** Stops a background heap build, if any: the copy stays where it is. */
-  def cancelHeapRebuild(): Unit = if (rebuild != null) {
-    rebuild.cancel()
-    rebuild = null
+  /** Stops a background heap build, started or not yet: the copy stays where it is. */
+  def cancelHeapRebuild(): Unit = {
+    heapDeferred = false
+    if (rebuild != null) {
+      rebuild.cancel()
+      rebuild = null
+    }
   }
 
   /**

@@ -64,8 +64,22 @@ class HeapRebuildSuite extends AnyFunSuite {
     val v = checkpoint(root, model)
     val release = holdBuilder()
     val q = open(root, c)
-    val s = q.getStore(v)
-    HeldRestore(root, model, v, release, q, s, q.heapRebuild.getOrElse(fail("no heap copy being built")))
+    val next = restoreThenCommit(q, v, model)
+    val s = q.getStore(next)
+    HeldRestore(root, model, next, release, q, s, q.heapRebuild.getOrElse(fail("no heap copy being built")))
+  }
+
+  /**
+   * The restore of `v` into `q` lands in RocksDB and starts no build; the restoring store's
+   * commit starts it. Returns the version committed.
+   */
+  private def restoreThenCommit(q: KStateStoreProvider, v: Long, model: mutable.Map[String, Long]): Long = {
+    val restoring = q.getStore(v)
+    assert(!q.onHeap && q.heapRebuild.isEmpty, "the build started before the restoring micro-batch's commit")
+    assert(contents(restoring) == model.toMap)
+    val next = writeVersion(restoring, v, 5, model)
+    assert(q.heapRebuild.isDefined, "no build started at the restoring store's commit")
+    next
   }
 
   private def open(root: String, c: StateStoreConf): KStateStoreProvider =
@@ -234,7 +248,7 @@ class HeapRebuildSuite extends AnyFunSuite {
     // cancelled while queued
     val release = holdBuilder()
     val q = open(root, conf())
-    q.getStore(v)
+    restoreThenCommit(q, v, model.clone())
     val queued = q.heapRebuild.get
     q.close()
     release.countDown()
@@ -242,11 +256,39 @@ class HeapRebuildSuite extends AnyFunSuite {
     assert(queued.current == HeapRebuild.Cancelled && HeapStateBudget.reserved == before)
     // cancelled once ready, before a load or commit took it
     val r = open(root, conf())
-    r.getStore(v)
+    restoreThenCommit(r, v, model.clone())
     val ready = r.heapRebuild.get
     awaitOver(ready)
     r.close()
     assert(ready.current == HeapRebuild.Cancelled && HeapStateBudget.reserved == before)
+  }
+
+  test("a restoring store that does not commit: the build starts at the next load") {
+    val root = tmp()
+    val model = mutable.Map.empty[String, Long]
+    val v = checkpoint(root, model)
+    val q = open(root, conf())
+    val restoring = q.getStore(v)
+    restoring.put(key("x"), value(1))
+    restoring.abort()
+    assert(q.heapRebuild.isEmpty)
+    val again = q.getStore(v)
+    val build = q.heapRebuild.getOrElse(fail("no build started at the next load"))
+    awaitOver(build)
+    val next = writeVersion(again, v, 10, model)
+    assert(q.onHeap && contents(q.getStore(next)) == model.toMap)
+    q.close()
+  }
+
+  test("a spill in the restoring micro-batch: no build starts; the store returns to the heap at that commit") {
+    val root = tmp()
+    val model = mutable.Map.empty[String, Long]
+    val v = checkpoint(root, model)
+    val q = open(root, conf(extra = Map(KStateConf.MaxWriteSetBytes.key -> "2000")))
+    val next = writeVersion(q.getStore(v), v, 300, model) // past 2000 bytes of changes: spills
+    assert(q.heapRebuild.isEmpty)
+    assert(contents(q.getStore(next)) == model.toMap)
+    q.close()
   }
 
   test("a spill while the heap copy is built cancels the build; the spilled version commits exactly") {
