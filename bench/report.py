@@ -878,6 +878,30 @@ def r_floor(d: Dict[str, Any], path: str) -> List[str]:
     return out
 
 
+def r_stages(d: Dict[str, Any], path: str) -> List[str]:
+    """An analysis of Spark's event log of a recovery run: what it found, and each stage's tasks."""
+    out = [f"What it is: {d['what']}.", "", f"When: {d['date_utc']} UTC.", "", "What it found:", ""]
+    out += [f"- {line}" for line in d["summary"]]
+    added = ", ".join(f"executor {k} at {v} s" for k, v in sorted(d["executors_added_s"].items(), key=lambda kv: kv[1]))
+    batches = ", ".join(f"{k}: micro-batch {v}" for k, v in d["recovery_batches"].items())
+    out += ["", f"Executors registered (from the application's start): {added}.", "", f"Recovery micro-batches: {batches}.", ""]
+    rows = []
+    for st in d["stages"]:
+        slowest = max(st["tasks"], key=lambda t: t["ms"])
+        rows.append(
+            [
+                str(st["batch"]),
+                str(st["stage"]),
+                f"{st['start_s']:.1f}",
+                f"{st['duration_ms']:,}",
+                str(len(st["tasks"])),
+                f"{slowest['ms']:,} (executor {slowest['executor']}, deserialization {slowest['deserialize_ms']:,})",
+            ]
+        )
+    out += table(["micro-batch", "stage", "start, s", "stage, ms", "tasks", "slowest task, ms"], rows)
+    return out
+
+
 def r_growth(d: Dict[str, Any], path: str) -> List[str]:
     goal = d["goal_loss_per_10x"]
     env = d.get("environment", {})
@@ -1103,6 +1127,12 @@ SECTIONS: List[tuple] = [
         "recovery-s3-settled",
     ),
     (
+        "recovery-s3-stages",
+        "Executor loss on S3: where a standby's recovery micro-batch spends its time (Spark's event log)",
+        r_stages,
+        None,
+    ),
+    (
         "recovery-hdfs-settled",
         "Executor loss, checkpoint on HDFS, kills once placement settled (`bench/recovery.py --store hdfs`)",
         r_recovery,
@@ -1234,6 +1264,8 @@ def goal_of(stem: str, d: Dict[str, Any]) -> str:
                 f"({ratio(ra.get('kstate_vs_static'))}); >= {d['goals']['kstate_vs_spark']}x "
                 f"stream–stream: {verdict(m.get('vs_spark'))} ({ratio(ra.get('kstate_vs_spark_stream_stream'))})"
             )
+        if stem == "recovery-s3-stages":
+            return "none (an analysis of one run's event log)"
         if stem.startswith("recovery") and d.get("standby_goal"):
             g = d["standby_goal"]
             return (
