@@ -313,8 +313,14 @@ def finish_chart(fig, path: str, title: str) -> None:
     plt.close(fig)
 
 
+def out_stem(out: str) -> str:
+    """`--out` names the result files' stem; a name given with `.json` means the same stem."""
+    return out[: -len(".json")] if out.endswith(".json") else out
+
+
 def write_json_and_chart(stem: str, res: Dict[str, Any], write_chart, key: str = "files") -> None:
     """Writes `stem`.json (with both paths under `key`) and the chart `stem`.png; prints them."""
+    stem = out_stem(stem)
     os.makedirs(os.path.dirname(os.path.abspath(stem)), exist_ok=True)
     res[key] = {"json": stem + ".json", "png": stem + ".png"}
     write_chart(res[key]["png"], res)
@@ -586,6 +592,7 @@ def save_results(a, result: Dict[str, Any], write_chart, default_name: str, all_
     from every result file (bench/report.py), the one page that shows the figures."""
     if a.no_save:
         return
+    a.out = out_stem(a.out)
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     result["files"] = {"json": a.out + ".json", "png": a.out + ".png"}
     write_chart(result["files"]["png"], result)

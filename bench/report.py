@@ -1035,6 +1035,14 @@ SECTIONS: List[tuple] = [
         "stores-heap-rebuild-reported",
     ),
     (
+        "stores-forced-async",
+        "The same, with forced snapshots written by kstate's own thread and the heap copy's build started "
+        "at the restoring commit "
+        "(`bench/stores.py --stores local --workloads '' --restore-keys 10000000 --restore-reps 2 --restart-batches 30`)",
+        r_stores,
+        "stores-forced-async",
+    ),
+    (
         "recovery-hdfs",
         "Executor loss, checkpoint on HDFS (`bench/recovery.py --store hdfs`)",
         r_recovery,

@@ -143,6 +143,28 @@ def test_no_work_item_numbers(path: Path) -> None:
     assert hits == []
 
 
+# a placeholder left in a page for a figure still to come (an all-capitals word ending in
+# _FIGURES, TODO, TBD, FIXME, XXX)
+PLACEHOLDER = re.compile(r"\b[A-Z][A-Z_]*_FIGURES\b|\bTODO\b|\bTBD\b|\bFIXME\b|\bXXX\b")
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_placeholders(path: Path) -> None:
+    hits = [
+        f"{n}: {m.group(0)}"
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        for m in PLACEHOLDER.finditer(line)
+    ]
+    assert hits == []
+
+
+def test_a_placeholder_is_found() -> None:
+    assert [m.group(0) for m in PLACEHOLDER.finditer("took 6 s (HEAP_REBUILD_FIGURES); TODO: measure")] == [
+        "HEAP_REBUILD_FIGURES",
+        "TODO",
+    ]
+
+
 def _report():
     spec = importlib.util.spec_from_file_location("bench_report", ROOT / "bench" / "report.py")
     mod = importlib.util.module_from_spec(spec)
