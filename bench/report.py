@@ -884,7 +884,13 @@ def r_stages(d: Dict[str, Any], path: str) -> List[str]:
     out += [f"- {line}" for line in d["summary"]]
     added = ", ".join(f"executor {k} at {v} s" for k, v in sorted(d["executors_added_s"].items(), key=lambda kv: kv[1]))
     batches = ", ".join(f"{k}: micro-batch {v}" for k, v in d["recovery_batches"].items())
-    out += ["", f"Executors registered (from the application's start): {added}.", "", f"Recovery micro-batches: {batches}.", ""]
+    out += [
+        "",
+        f"Executors registered (from the application's start): {added}.",
+        "",
+        f"Recovery micro-batches: {batches}.",
+        "",
+    ]
     rows = []
     for st in d["stages"]:
         slowest = max(st["tasks"], key=lambda t: t["ms"])
