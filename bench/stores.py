@@ -96,7 +96,11 @@ def use_provider(spark, provider: str) -> None:
 WORKLOADS = {"dedup": "deduplicate_by_key", "window": "windowed count + suppress(until_window_closes)"}
 STORES = ("local", "hdfs", "s3")
 # kstate's figure / RocksDB's that the goal asks for, and which way is better
-GOALS = {"commit_p99_ms": "lower", "restore_s": "lower", "rows_per_s": "higher"}
+# The restore goal is judged on the restoring micro-batch's execution (Spark's `addBatch`: its
+# tasks, among them the restore, the operator and the state commit), not on the whole micro-batch:
+# the rest is the driver's offset and commit log writes, the same for every provider, and on HDFS
+# each of them at times waits out the client's 400-ms retry of a file's close (docs/state-store.md).
+GOALS = {"commit_p99_ms": "lower", "restore_exec_s": "lower", "rows_per_s": "higher"}
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -506,6 +510,7 @@ class RestoreCase:
             "state_bytes": sum(f["bytes"] for f in self.state),
             "restores": restores,
             "restore_s": statistics.median(x["batch_s"] for x in restores),
+            "restore_exec_s": restore_exec_s(restores),
             "restore_minus_steady_s": statistics.median(x["restore_s"] for x in restores),
             "batch_s": statistics.median(x["batch_s"] for x in restores),
             "steady_s": statistics.median(x["steady_s"] for x in restores),
@@ -567,6 +572,14 @@ def failed(res: Dict[str, Any], store: str, prov: str, keys: int, e: Exception) 
 # --- summary -------------------------------------------------------------------------------
 
 
+def restore_exec_s(restores: List[Dict[str, Any]]) -> Optional[float]:
+    """The median execution (`addBatch`) of the restoring micro-batches, seconds (None for runs
+    that did not record Spark's phases)."""
+    if not restores or any("durations_ms" not in x for x in restores):
+        return None
+    return statistics.median(x["durations_ms"]["addBatch"] / 1000 for x in restores)
+
+
 def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
     """Per store and workload: medians per provider, kstate / RocksDB ratios, the goals."""
     out: Dict[str, Any] = {}
@@ -594,6 +607,7 @@ def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
             per = {
                 r["provider"]: {
                     "restore_s": r["restore_s"],
+                    "restore_exec_s": r.get("restore_exec_s", restore_exec_s(r["restores"])),
                     "batch_s": r["batch_s"],
                     "steady_s": r["steady_s"],
                     "provider_restore_ms": r["provider_restore_ms"],
@@ -644,8 +658,9 @@ def report(res: Dict[str, Any]) -> str:
         for keys in res["restore_keys"]:
             for prov, m in s[f"restore_{keys}"].items():
                 lines.append(
-                    f"  restore {keys:>10,} keys {prov:8} first micro-batch {m['restore_s']:7.2f} s (the next "
-                    f"{m['steady_s']:.2f} s; the provider's own restore figure {m['provider_restore_ms']:,.0f} ms)"
+                    f"  restore {keys:>10,} keys {prov:8} first micro-batch {m['restore_s']:7.2f} s, its execution "
+                    f"{m['restore_exec_s']:.2f} s (the next {m['steady_s']:.2f} s; the provider's own restore "
+                    f"figure {m['provider_restore_ms']:,.0f} ms)"
                 )
         for g, v in s["goals"].items():
             r = v.get("rocksdb_over_kstate", v.get("kstate_over_rocksdb"))
@@ -666,7 +681,10 @@ def write_chart(path: str, res: Dict[str, Any]) -> None:
     panels = (
         [(f"{w}.commit_p99_ms", "commit p99, ms (lower is better)") for w in res["workloads"]]
         + [(f"{w}.rows_per_s", "rows/s (higher is better)") for w in res["workloads"]]
-        + [(f"restore_{k}.restore_s", f"restore {k:,} keys, s (lower is better)") for k in res["restore_keys"]]
+        + [
+            (f"restore_{k}.restore_exec_s", f"restore {k:,} keys: the micro-batch's execution, s (lower is better)")
+            for k in res["restore_keys"]
+        ]
     )
     fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.6))
     axes = axes if len(panels) > 1 else [axes]
