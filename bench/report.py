@@ -1014,6 +1014,13 @@ SECTIONS: List[tuple] = [
         "stores-s3-restore",
     ),
     (
+        "stores-s3-restore-1m",
+        "Restore on S3 at 1M keys, 7 restarts, after the background build moved to the restoring commit "
+        "(`bench/stores.py --stores s3 --workloads '' --restore-keys 1000000 --restore-reps 7`)",
+        r_stores,
+        "stores-s3-restore-1m",
+    ),
+    (
         "stores-s3-restore-phases",
         "Restore on S3 at 1M keys, by phase (`bench/stores.py --stores s3 --workloads '' --restore-keys 1000000 --restore-reps 4`)",
         r_stores,

@@ -26,7 +26,7 @@ class KStateStoreConcurrencySuite extends AnyFunSuite {
   )
 
   for ((name, extra) <- variants) {
-    test(s"maintenance concurrent with commits ($name): every retained version restores as committed") {
+    test(s"maintenance and forced snapshots concurrent with commits ($name): every retained version restores as committed") {
       val root = tmp()
       val retain = 10
       val c = conf(snapshotEvery = 2, retain = retain, extra = extra)
@@ -59,7 +59,9 @@ class KStateStoreConcurrencySuite extends AnyFunSuite {
             assert(contents(r) == models(old), s"reading version $old")
             r.abort()
           }
-          val s = p.getStore(v)
+          // now and then Spark asks the commit for a snapshot: kstate's writer thread writes it
+          // (ForcedSnapshots) while maintenance and reloads go on
+          val s = p.getStore(v, None, forceSnapshotOnCommit = rnd.nextInt(6) == 0, loadEmpty = false)
           val next = randomChanges(s, models.last, rnd, 20 + rnd.nextInt(if (rnd.nextInt(5) == 0) 800 else 100), 2000)
           if (rnd.nextInt(8) == 0) s.abort() // the batch fails and is re-run
           else {
@@ -74,6 +76,7 @@ class KStateStoreConcurrencySuite extends AnyFunSuite {
       }
       assert(errors.isEmpty, errors.asScala.map(_.toString).mkString("\n"))
       assert(runs.get > 0 && snapshotsSeen.nonEmpty, s"maintenance ran ${runs.get} times, snapshots $snapshotsSeen")
+      ForcedSnapshots.awaitQueued()
       p.doMaintenance()
       p.close()
       val latest = models.size - 1
