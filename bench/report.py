@@ -1166,6 +1166,14 @@ SECTIONS: List[tuple] = [
         "recovery-hdfs-settled",
     ),
     (
+        "recovery-hdfs-cold",
+        "Executor loss, checkpoint on HDFS: cold restores (kstate, Spark's RocksDB) beside the standby, "
+        "kills once placement settled (`bench/recovery.py --store hdfs --providers kstate,rocksdb,kstate-standby "
+        "--kills 5`)",
+        r_recovery,
+        "recovery-hdfs-cold",
+    ),
+    (
         "recovery-hdfs-20m-settled",
         "Executor loss, checkpoint on HDFS, 20M keys, kills once placement settled "
         "(`bench/recovery.py --store hdfs --keys 20000000`)",
