@@ -1181,6 +1181,13 @@ SECTIONS: List[tuple] = [
         "recovery-hdfs-20m-settled",
     ),
     (
+        "recovery-s3-20m-settled",
+        "Executor loss, checkpoint on S3, 20M keys, kills once placement settled "
+        "(`bench/recovery.py --store s3 --keys 20000000 --providers kstate-standby,no-state --kills 5`)",
+        r_recovery,
+        "recovery-s3-20m-settled",
+    ),
+    (
         "recovery-settled",
         "Executor loss, local disk, kills once placement settled (`bench/recovery.py`)",
         r_recovery,
