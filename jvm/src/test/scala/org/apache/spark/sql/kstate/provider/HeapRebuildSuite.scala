@@ -156,13 +156,10 @@ class HeapRebuildSuite extends AnyFunSuite {
     val p = open(root, conf())
     var v = 0L
     while (v < 3) v = writeVersion(p.getStore(v), v, 200, model)
-    val hold = new CountDownLatch(1)
-    ForcedSnapshots.submit(() => hold.await())
-    try {
+    ProviderFixture.withForcedSnapshotWriterHeld {
       v = writeVersion(p.getStore(v, None, forceSnapshotOnCommit = true, loadEmpty = false), v, 10, model)
       assert(p.onHeap && !Files.exists(Paths.get(s"$root/0/0/$v.kstate.snapshot")), "written by the committing task")
-    } finally hold.countDown()
-    ForcedSnapshots.awaitQueued()
+    }
     assert(Set(4, 5)(snapshotFormat(root, v)), "the forced snapshot: a table")
     p.close()
     val q = open(root, conf())

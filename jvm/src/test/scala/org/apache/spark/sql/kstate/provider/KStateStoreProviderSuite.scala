@@ -470,16 +470,13 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     val model = mutable.Map[Int, Map[String, Long]]()
     writeVersions(p, 1, 2, model, maintain = false)
     def metrics(st: StateStore) = st.metrics.customMetrics.map { case (k, v) => k.name -> v } // read once: taken once
-    val hold = new java.util.concurrent.CountDownLatch(1)
-    ForcedSnapshots.submit(() => hold.await()) // the writer thread is busy
     val s = p.getStore(2, None, forceSnapshotOnCommit = true, loadEmpty = false)
     s.put(key("x"), value(7))
-    try {
+    ProviderFixture.withForcedSnapshotWriterHeld {
       assert(s.commit() == 3, "the commit waits for no snapshot")
       assert(snapshotFiles(root).isEmpty, "written on the task thread")
       model(3) = contents(p.getStore(3))
-    } finally hold.countDown()
-    ForcedSnapshots.awaitQueued()
+    }
     assert(snapshotFiles(root) == Seq("3.kstate.snapshot"), "no snapshot of the forced version")
     val reported = metrics(s)
     assert(reported("forceSnapshotCount") == 1 && reported("kstateStoreSnapshotsWritten") == 1, reported)
@@ -499,19 +496,16 @@ class KStateStoreProviderSuite extends AnyFunSuite {
     val p = newProvider(root, conf(snapshotEvery = 100, retain = 100))
     val model = mutable.Map[Int, Map[String, Long]]()
     writeVersions(p, 1, 2, model, maintain = false)
-    val hold = new java.util.concurrent.CountDownLatch(1)
-    ForcedSnapshots.submit(() => hold.await())
-    val s = p.getStore(2, None, forceSnapshotOnCommit = true, loadEmpty = false)
-    s.put(key("x"), value(7))
-    s.commit()
-    model(3) = contents(p.getStore(3))
-    try {
+    ProviderFixture.withForcedSnapshotWriterHeld {
+      val s = p.getStore(2, None, forceSnapshotOnCommit = true, loadEmpty = false)
+      s.put(key("x"), value(7))
+      s.commit()
+      model(3) = contents(p.getStore(3))
       val t = p.getStore(3) // committed before the frozen view of 3 is written
       t.put(key("x"), value(70))
       t.remove(key("k3"))
       t.commit()
-    } finally hold.countDown()
-    ForcedSnapshots.awaitQueued()
+    }
     p.close()
     val q = newProvider(root)
     assert(contents(q.getStore(3)) == model(3) && q.lastRestore.get.snapshotVersion.contains(3L))

@@ -25,6 +25,21 @@ object ProviderFixture {
 
   def tmp(): String = Files.createTempDirectory("kstate-provider").toFile.getAbsolutePath
 
+  /**
+   * Runs `body` while the JVM's forced snapshot writer ([[ForcedSnapshots]]) is busy, so that
+   * nothing it is asked for meanwhile is written yet; then lets it go and waits until it has
+   * written all of it.
+   */
+  def withForcedSnapshotWriterHeld[T](body: => T): T = {
+    val hold = new java.util.concurrent.CountDownLatch(1)
+    ForcedSnapshots.submit(() => hold.await())
+    try body
+    finally {
+      hold.countDown()
+      ForcedSnapshots.awaitQueued()
+    }
+  }
+
   /** A provider of store `id` (default: operator 0, partition 0, store "default") under `root`. */
   def open(
       root: String,
