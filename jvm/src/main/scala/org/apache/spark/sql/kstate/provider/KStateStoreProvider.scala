@@ -860,8 +860,12 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
    */
   private[kstate] def snapshotOnCommit(version: Long): Unit =
     freezeSnapshot { case Loaded(v, copy) if v == version => (v, copy) }.foreach { job =>
-      try ForcedSnapshots.submit(() => writeSnapshot(job, forced = true))
-      catch {
+      try {
+        ForcedSnapshots.submit(() => writeSnapshot(job, forced = true))
+        // counted when the commit freezes it, as Spark's RocksDB provider counts the checkpoint
+        // its commit makes (and uploads later); `kstateStoreSnapshotsWritten` once it is written
+        synchronized { unreportedSnapshots += ProviderMetrics.SnapshotWork(0, 0, forced = 1) }
+      } catch {
         case NonFatal(e) =>
           try job.entries.close()
           finally synchronized { snapshotting = false }
@@ -907,7 +911,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
             case Some(i) => usableIdSnapshots += LineageEntry(j.version, i)
             case None => usableSnapshots += j.version
           }
-          unreportedSnapshots += ProviderMetrics.SnapshotWork(1, System.nanoTime() - started, if (forced) 1 else 0)
+          unreportedSnapshots += ProviderMetrics.SnapshotWork(1, System.nanoTime() - started)
           true
         } else { out.cancel(); false }
       }

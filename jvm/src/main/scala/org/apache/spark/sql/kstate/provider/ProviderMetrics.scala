@@ -41,7 +41,7 @@ private[kstate] object ProviderMetrics {
   /** Spark's name for it (its HDFS provider's; RocksDB's is `rocksdbForceSnapshotCount`). */
   val ForcedSnapshots = declare(StateStoreCustomSumMetric(
     "forceSnapshotCount",
-    "kstate store: snapshots written at commit because Spark asked for one (getStore's forceSnapshotOnCommit)"
+    "kstate store: snapshots a commit froze because Spark asked for one (getStore's forceSnapshotOnCommit); written by kstate's snapshot thread"
   ))
   val RestoreMs = declare(StateStoreCustomTimingMetric(
     "kstateStoreRestoreMs",

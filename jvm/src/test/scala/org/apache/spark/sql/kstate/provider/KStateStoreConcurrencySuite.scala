@@ -26,7 +26,9 @@ class KStateStoreConcurrencySuite extends AnyFunSuite {
   )
 
   for ((name, extra) <- variants) {
-    test(s"maintenance and forced snapshots concurrent with commits ($name): every retained version restores as committed") {
+    test(
+      s"maintenance and forced snapshots concurrent with commits ($name): every retained version restores as committed"
+    ) {
       val root = tmp()
       val retain = 10
       val c = conf(snapshotEvery = 2, retain = retain, extra = extra)
