@@ -124,6 +124,7 @@ def r_dedup(d: Dict[str, Any], path: str) -> List[str]:
         *table(["variant", "rows/s", "output rows", "kstate / this", f"goal kstate >= {goal['ratio']}x"], rows),
         "",
         f"Goal (kstate >= {goal['ratio']}x the built-in with both providers): {verdict(goal['met'])}.",
+        *(["", *d["notes"]] if d.get("notes") else []),
     ]
 
 
