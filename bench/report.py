@@ -1189,6 +1189,13 @@ SECTIONS: List[tuple] = [
         "recovery-s3-20m-settled",
     ),
     (
+        "recovery-s3-20m-cold",
+        "Executor loss, checkpoint on S3, 20M keys, cold restores (`bench/recovery.py --store s3 --keys 20000000 "
+        "--providers kstate,rocksdb --kills 3`)",
+        r_recovery,
+        "recovery-s3-20m-cold",
+    ),
+    (
         "recovery-settled",
         "Executor loss, local disk, kills once placement settled (`bench/recovery.py`)",
         r_recovery,
