@@ -861,7 +861,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
   private[kstate] def snapshotOnCommit(version: Long): Unit =
     freezeSnapshot { case Loaded(v, copy) if v == version => (v, copy) }.foreach { job =>
       try {
-        ForcedSnapshots.submit(() => writeSnapshot(job, forced = true))
+        ForcedSnapshots.submit(() => writeSnapshot(job))
         // counted when the commit freezes it, as Spark's RocksDB provider counts the checkpoint
         // its commit makes (and uploads later); `kstateStoreSnapshotsWritten` once it is written
         synchronized { unreportedSnapshots += ProviderMetrics.SnapshotWork(0, 0, forced = 1) }
@@ -878,7 +878,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
     freezeSnapshot {
       case Loaded(v, copy) if v > 0 && v - lastSnapshotVersion >= math.max(1, storeConf.minDeltasForSnapshot) =>
         (v, copy)
-    }.foreach(writeSnapshot(_, forced = false))
+    }.foreach(writeSnapshot)
 
   /** Under the lock, the frozen view of the version `due` picks, unless a snapshot is being written. */
   private def freezeSnapshot(due: PartialFunction[ProviderState, (Long, WorkingCopy)]): Option[SnapshotJob] =
@@ -894,7 +894,7 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
     }
 
   /** Writes `j` outside the lock and publishes it under it (`snapshotting` is set until then). */
-  private def writeSnapshot(j: SnapshotJob, forced: Boolean): Unit = {
+  private def writeSnapshot(j: SnapshotJob): Unit = {
     val started = System.nanoTime()
     try {
       val out =
