@@ -510,7 +510,6 @@ class RestoreCase:
             "state_bytes": sum(f["bytes"] for f in self.state),
             "restores": restores,
             "restore_s": statistics.median(x["batch_s"] for x in restores),
-            "restore_exec_s": restore_exec_s(restores),
             "restore_minus_steady_s": statistics.median(x["restore_s"] for x in restores),
             "batch_s": statistics.median(x["batch_s"] for x in restores),
             "steady_s": statistics.median(x["steady_s"] for x in restores),
@@ -607,7 +606,7 @@ def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
             per = {
                 r["provider"]: {
                     "restore_s": r["restore_s"],
-                    "restore_exec_s": r.get("restore_exec_s", restore_exec_s(r["restores"])),
+                    "restore_exec_s": restore_exec_s(r["restores"]),
                     "batch_s": r["batch_s"],
                     "steady_s": r["steady_s"],
                     "provider_restore_ms": r["provider_restore_ms"],
