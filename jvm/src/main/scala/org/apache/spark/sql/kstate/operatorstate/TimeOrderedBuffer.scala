@@ -1,13 +1,13 @@
 package org.apache.spark.sql.kstate.operatorstate
 
 import java.nio.ByteBuffer
-import java.util.Arrays
+import java.util.{Arrays, HashMap, TreeMap}
 
 import scala.collection.mutable.ArrayBuffer
 
 import org.apache.spark.sql.kstate.processor.suppress.{BufferLimits, SuppressBuffer}
 import org.apache.spark.sql.kstate.provider.KStateStore
-import org.apache.spark.sql.kstate.engine.Bytes
+import org.apache.spark.sql.kstate.engine.{Bytes, HashedKey}
 
 /** A record leaving the buffer: its key and latest value, when its key was first buffered, and
  * the timestamp of that latest value. */
@@ -32,8 +32,10 @@ final case class BufferedRecord(key: Array[Byte], value: Array[Byte], bufferTime
  *    limits bound the heap instead: the store's uncommitted changes are spilled to its local disk
  *    when they pass the limits, so the buffer may grow past them while heap use stays within
  *    `maxBytes` plus a constant (docs/state-store.md).
- *  - Heap: between micro-batches nothing is held on the heap (the contents are in the store);
- *    within one, only the store's write set of changed entries, bounded as above.
+ *  - Heap: between micro-batches nothing is held on the heap (the contents are in the store).
+ *    Within one, a buffer of at most `heapMirrorMax` records and [[TimeOrderedBuffer.HeapMirrorBytes]]
+ *    bytes, with limits that do not spill, is held on the heap (below); otherwise only the
+ *    store's write set of changed entries, bounded as above.
  *  - Life cycle: one instance per store version (task); counters are written to the store when
  *    it commits. Keys and values passed in are kept, not copied; returned arrays are fresh.
  *
@@ -43,10 +45,29 @@ final case class BufferedRecord(key: Array[Byte], value: Array[Byte], bufferTime
  *   key   key                        -> bufferTime:8 valueLength:4
  *   meta  "c"                        -> numRecords:8 numBytes:8
  * }}}
+ *
+ * The heap mirror: while the buffer is small (as above) and its limits do not spill, its records
+ * are loaded onto the heap by one scan when the version first uses it, and every operation reads
+ * the heap, not the store (an eviction would otherwise scan the store, which merges its
+ * uncommitted writes with its committed entries each time). A record first buffered in this
+ * version is held only on the heap, and written to the store when the version commits if it is
+ * still buffered then; a record of an earlier version is updated and deleted in the store as it
+ * changes. Most records of `until_time_limit` wait a few seconds of event time and leave in the
+ * micro-batch that brought them, so they never reach the store, its changelog or its working
+ * copy. Example: a micro-batch spanning 80 s of event time with a 10-s limit writes about an
+ * eighth of its records at the commit, instead of putting and deleting all of them. A buffer
+ * that outgrows the mirror writes its unwritten records to the store and goes on in the store
+ * for the rest of the version. A failed task's version is never committed, so nothing is lost.
+ * Same records, same order, same counters either way.
+ *
  * Not thread-safe.
  */
-final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: BufferLimits)
-    extends SuppressBuffer[Array[Byte], Array[Byte], BufferedRecord] {
+final class TimeOrderedBuffer(
+    store: KStateStore,
+    val name: String,
+    val limits: BufferLimits,
+    heapMirrorMax: Int = TimeOrderedBuffer.HeapMirrorMax
+) extends SuppressBuffer[Array[Byte], Array[Byte], BufferedRecord] {
   import TimeOrderedBuffer._
 
   private val byTime = store.bytes(s"kstate_buf_${name}_time")
@@ -68,6 +89,13 @@ final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: 
    */
   private var scanFrom: Array[Byte] = Array.emptyByteArray
 
+  /** The records on the heap by time key (null: not loaded, or not allowed), and the same by key. */
+  private var mirror: TreeMap[Array[Byte], Held] = _
+  private var mirrorKeys: HashMap[HashedKey, Held] = _
+
+  /** False when the limits spill, or once the buffer outgrew the mirror in this version. */
+  private var mirrorAllowed = !limits.spills
+
   Option(meta.get(CountersKey)).foreach { b =>
     val bb = ByteBuffer.wrap(b)
     records = bb.getLong
@@ -81,19 +109,65 @@ final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: 
       if (limits.maxRecords == Long.MaxValue) Long.MaxValue else 2 * limits.maxRecords
     )
   }
-  store.beforeCommit(() =>
+  store.beforeCommit { () =>
+    writeUnwritten()
     if (dirty) {
       meta.put(CountersKey, ByteBuffer.allocate(16).putLong(records).putLong(bytes).array())
       dirty = false
     }
-  )
+  }
 
   def numRecords: Long = records
   def numBytes: Long = bytes
   def isEmpty: Boolean = records == 0
 
+  /**
+   * Whether the records are on the heap: loads them now if the mirror is allowed and the buffer
+   * is small enough.
+   */
+  private def onHeap: Boolean = {
+    if (mirror == null && mirrorAllowed) {
+      if (records > heapMirrorMax || bytes > HeapMirrorBytes) mirrorAllowed = false
+      else {
+        mirror = new TreeMap[Array[Byte], Held](Bytes.Order)
+        mirrorKeys = new HashMap[HashedKey, Held]()
+        val it = byTime.scan(Array.emptyByteArray, None, chunked = true)
+        try while (it.hasNext) {
+            val (tk, v) = it.next()
+            hold(new Held(tk, v, stored = true))
+          }
+        finally it.close()
+      }
+    }
+    mirror != null
+  }
+
+  private def hold(h: Held): Unit = { mirror.put(h.timeKey, h); mirrorKeys.put(h.key, h) }
+
+  /** Writes the records held only on the heap into the store (at the commit, or when the mirror is dropped). */
+  private def writeUnwritten(): Unit =
+    if (mirror != null) mirror.values().forEach { h =>
+      if (!h.stored) {
+        byTime.put(h.timeKey, h.value)
+        byKey.put(h.key.bytes, index(timeOf(h.timeKey), h.value.length - 8))
+        h.stored = true
+      }
+    }
+
+  /** Leaves the heap for the rest of this version: the store holds every record from now on. */
+  private def dropMirror(): Unit = {
+    writeUnwritten()
+    minTime = if (mirror.isEmpty) Long.MaxValue else timeOf(mirror.firstKey)
+    minExact = true
+    scanFrom = Array.emptyByteArray
+    mirror = null
+    mirrorKeys = null
+    mirrorAllowed = false
+  }
+
   /** Buffer time of the oldest record, `Long.MaxValue` when empty. */
   def minBufferTime: Long = {
+    if (onHeap) return if (mirror.isEmpty) Long.MaxValue else timeOf(mirror.firstKey)
     if (!minExact) {
       val it = byTime.scan(scanFrom, None, chunked = true)
       try {
@@ -108,14 +182,46 @@ final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: 
     minTime
   }
 
-  def get(key: Array[Byte]): Option[BufferedRecord] = Option(byKey.get(key)).map { idx =>
-    val bt = ByteBuffer.wrap(idx).getLong
-    val (rt, v) = splitValue(byTime.get(timeKey(bt, key)))
-    BufferedRecord(key, v, bt, rt)
-  }
+  def get(key: Array[Byte]): Option[BufferedRecord] =
+    if (onHeap) Option(mirrorKeys.get(new HashedKey(key))).map(h => recordOf(h).copy(key = key))
+    else Option(byKey.get(key)).map { idx =>
+      val bt = ByteBuffer.wrap(idx).getLong
+      val (rt, v) = splitValue(byTime.get(timeKey(bt, key)))
+      BufferedRecord(key, v, bt, rt)
+    }
 
   /** Buffers `value` under `key`; returns whether it replaced a buffered record of the key. */
-  def put(key: Array[Byte], value: Array[Byte], recordTime: Long, bufferTime: Long): Boolean = {
+  def put(key: Array[Byte], value: Array[Byte], recordTime: Long, bufferTime: Long): Boolean =
+    if (onHeap) putOnHeap(key, value, recordTime, bufferTime) else putInStore(key, value, recordTime, bufferTime)
+
+  private def putOnHeap(key: Array[Byte], value: Array[Byte], recordTime: Long, bufferTime: Long): Boolean = {
+    val hk = new HashedKey(key)
+    val h = mirrorKeys.get(hk)
+    if (h != null) {
+      val oldLength = h.value.length - 8
+      h.value = joinValue(recordTime, value)
+      if (h.stored) {
+        byTime.put(h.timeKey, h.value)
+        if (oldLength != value.length) byKey.put(key, index(timeOf(h.timeKey), value.length))
+      }
+      bytes += value.length - oldLength
+      dirty = true
+      true
+    } else if (mirror.size >= heapMirrorMax || bytes + recordBytes(key.length, value.length) > HeapMirrorBytes) {
+      dropMirror()
+      putInStore(key, value, recordTime, bufferTime)
+    } else {
+      // the caller's key array may be reused by it: the held key is a copy (the time key's tail)
+      val tk = timeKey(bufferTime, key)
+      hold(new Held(tk, joinValue(recordTime, value), stored = false))
+      records += 1
+      bytes += recordBytes(key.length, value.length)
+      dirty = true
+      false
+    }
+  }
+
+  private def putInStore(key: Array[Byte], value: Array[Byte], recordTime: Long, bufferTime: Long): Boolean = {
     val idx = byKey.get(key)
     if (idx != null) {
       val bb = ByteBuffer.wrap(idx)
@@ -140,7 +246,27 @@ final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: 
   }
 
   /** Removes `key` if buffered; returns the removed record. */
-  def remove(key: Array[Byte]): Option[BufferedRecord] = get(key).map { r =>
+  def remove(key: Array[Byte]): Option[BufferedRecord] =
+    if (onHeap) Option(mirrorKeys.get(new HashedKey(key))).map { h =>
+      unhold(h)
+      recordOf(h)
+    }
+    else removeInStore(key)
+
+  /** Drops a held record from the heap and, if it was written, from the store; counts it out. */
+  private def unhold(h: Held): Unit = {
+    mirror.remove(h.timeKey)
+    mirrorKeys.remove(h.key)
+    if (h.stored) {
+      byTime.delete(h.timeKey)
+      byKey.delete(h.key.bytes)
+    }
+    records -= 1
+    bytes -= recordBytes(h.key.bytes.length, h.value.length - 8)
+    dirty = true
+  }
+
+  private def removeInStore(key: Array[Byte]): Option[BufferedRecord] = get(key).map { r =>
     byTime.delete(timeKey(r.bufferTime, key))
     byKey.delete(key)
     records -= 1
@@ -152,6 +278,14 @@ final class TimeOrderedBuffer(store: KStateStore, val name: String, val limits: 
   }
 
   def evictWhile(cond: => Boolean)(f: BufferedRecord => Unit): Unit = {
+    if (onHeap) {
+      while (!mirror.isEmpty && cond) {
+        val h = mirror.firstEntry.getValue
+        unhold(h)
+        f(recordOf(h))
+      }
+      return
+    }
     if (records == 0 || !cond) return
     // Scan in chunks; each chunk's records are deleted after its scan is closed, then the next
     // scan starts after the last evicted entry.
@@ -225,6 +359,22 @@ object TimeOrderedBuffer {
 
   def recordBytes(keyLength: Int, valueLength: Int): Long =
     keyLength.toLong + valueLength.toLong + RecordOverheadBytes
+
+  /** Most records held on the heap (about 150 bytes each beyond their keys and values). */
+  val HeapMirrorMax = 65536
+
+  /** Most bytes ([[recordBytes]]) held on the heap. */
+  val HeapMirrorBytes: Long = 16L << 20
+
+  /** A record on the heap: its time key, `recordTime:8 value` (the time family's value), its key (the time key's tail). */
+  private final class Held(val timeKey: Array[Byte], var value: Array[Byte], var stored: Boolean) {
+    val key = new HashedKey(Arrays.copyOfRange(timeKey, 8, timeKey.length))
+  }
+
+  private def recordOf(h: Held): BufferedRecord = {
+    val (rt, v) = splitValue(h.value)
+    BufferedRecord(h.key.bytes, v, timeOf(h.timeKey), rt)
+  }
 
   private val CountersKey = Array[Byte]('c')
   private val EvictionChunk = 4096

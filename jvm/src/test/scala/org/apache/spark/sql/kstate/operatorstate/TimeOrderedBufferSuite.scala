@@ -162,6 +162,58 @@ class TimeOrderedBufferSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     assert(all.map(_._2) === (0 until n).map(i => s"value-$i"))
   }
 
+  test("on the heap: records that leave in the version that buffered them never reach the changelog") {
+    def run(mirrorMax: Int, from: Int = 0): (Long, Seq[(String, String, Long, Long)]) = {
+      val p = provider()
+      val store = p.getStore(0)
+      val buf = new TimeOrderedBuffer(store, "b", BufferLimits(), mirrorMax)
+      (from until 100).foreach(i => buf.put(b(f"k$i%03d"), b(s"v$i"), i.toLong, i.toLong))
+      buf.put(b("k095"), b("updated"), 200L, 200L) // keeps its buffer time 95
+      val evicted = drain(buf, 89L)
+      assert(evicted.map(_._1) === (from until 90).map(i => f"k$i%03d"))
+      val version = store.commit()
+      val changelogRecords = store.counters.changelogRecords
+      val rest = drain(new TimeOrderedBuffer(p.getStore(version), "b", BufferLimits(), mirrorMax), Long.MaxValue)
+      p.close()
+      (changelogRecords, rest)
+    }
+    val (onHeap, restOnHeap) = run(TimeOrderedBuffer.HeapMirrorMax)
+    val (inStore, restInStore) = run(0)
+    // the same 10 records put alone, in the store: what the version has to write for them
+    val (alone, _) = run(0, from = 90)
+    val expected =
+      (90 until 100).map(i => if (i == 95) ("k095", "updated", 95L, 200L) else (f"k$i%03d", s"v$i", i.toLong, i.toLong))
+    assert(restOnHeap === expected)
+    assert(restInStore === expected)
+    // the 10 records still buffered (time and key entries), the counters and the store's own
+    // entries; nothing of the 90 that left (the store path wrote each of them too)
+    assert(onHeap === alone)
+    assert(inStore > alone + 90)
+  }
+
+  test("on the heap: a record of an earlier version is updated and deleted in the store as it changes") {
+    val p = provider()
+    val s0 = p.getStore(0)
+    val b0 = new TimeOrderedBuffer(s0, "b", BufferLimits())
+    (0 until 5).foreach(i => b0.put(b(s"k$i"), b(s"v$i"), i.toLong, i.toLong))
+    val v1 = s0.commit()
+    val s1 = p.getStore(v1)
+    val b1 = new TimeOrderedBuffer(s1, "b", BufferLimits())
+    b1.put(b("k3"), b("longer-value"), 30L, 30L)
+    assert(drain(b1, 1L).map(_._1) === Seq("k0", "k1"))
+    assert(b1.remove(b("k4")).map(r => s(r.value)) === Some("v4"))
+    b1.put(b("k9"), b("v9"), 9L, 9L)
+    assert(b1.numBytes === Seq("k2v2", "k3longer-value", "k9v9").map(_.length + overhead).sum)
+    val v2 = s1.commit()
+    val b2 = new TimeOrderedBuffer(p.getStore(v2), "b", BufferLimits(), heapMirrorMax = 0)
+    assert(b2.numRecords === 3)
+    assert(drain(
+      b2,
+      Long.MaxValue
+    ) === Seq(("k2", "v2", 2L, 2L), ("k3", "longer-value", 3L, 30L), ("k9", "v9", 9L, 9L)))
+    p.close()
+  }
+
   test("property: matches a naive model across puts, removes, evictions, spills, commits, aborts and restarts") {
     val op: Gen[(String, Int, String, Long)] = Gen.frequency(
       6 -> (for (k <- Gen.choose(0, 30); v <- Gen.alphaStr.map(_.take(6)); t <- Gen.choose(-5L, 60L))
@@ -177,8 +229,10 @@ class TimeOrderedBufferSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       BufferLimits(maxBytes = 600, whenFull = WhenFull.SpillToDisk),
       BufferLimits(maxRecords = 2, whenFull = WhenFull.SpillToDisk)
     )
+    // the heap mirror: dropped at the first new record (0), outgrown on the way (3), or kept
+    val mirrorMax = Gen.oneOf(0, 3, TimeOrderedBuffer.HeapMirrorMax)
     var spills = 0L
-    forAll(Gen.listOf(op), heapLimits, minSuccessful(40)) { (ops, limits) =>
+    forAll(Gen.listOf(op), heapLimits, mirrorMax, minSuccessful(60)) { (ops, limits, mirrorMax) =>
       val root = ProviderFixture.tmp()
       var p = provider(root)
       var version = 0L
@@ -186,11 +240,11 @@ class TimeOrderedBufferSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       var committed: Model = Map.empty
       var model: Model = Map.empty
       var store = p.getStore(version)
-      var buf = new TimeOrderedBuffer(store, "b", limits)
+      var buf = new TimeOrderedBuffer(store, "b", limits, mirrorMax)
       def reopen(): Unit = {
         spills += store.counters.spills
         store = p.getStore(version)
-        buf = new TimeOrderedBuffer(store, "b", limits)
+        buf = new TimeOrderedBuffer(store, "b", limits, mirrorMax)
       }
       ops.foreach {
         case ("put", k, v, t) =>
