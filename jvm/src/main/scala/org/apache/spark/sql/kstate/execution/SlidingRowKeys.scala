@@ -1,6 +1,12 @@
 package org.apache.spark.sql.kstate.execution
 
-import org.apache.spark.sql.catalyst.expressions.{BoundReference, GenericInternalRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{
+  BoundReference,
+  JoinedRow,
+  SpecificInternalRow,
+  UnsafeProjection,
+  UnsafeRow
+}
 import org.apache.spark.sql.kstate.processor.window.SlidingStateKeys
 import org.apache.spark.sql.types.{DataType, IntegerType, StructField, StructType}
 
@@ -13,8 +19,15 @@ private[execution] final class SlidingRowKeys(keyType: DataType) extends Sliding
   private val toStateKey = UnsafeProjection.create(schema(keyType))
   private val toKey = UnsafeProjection.create(Seq(BoundReference(0, keyType, nullable = true)))
 
-  private def stateKey(k: UnsafeRow, kind: Int): UnsafeRow =
-    toStateKey(new GenericInternalRow(Array[Any](k.get(0, keyType), kind))).copy()
+  // the state key's input: the one-column key row, then the kind
+  private val kindRow = new SpecificInternalRow(Seq(IntegerType))
+  private val keyAndKind = new JoinedRow()
+
+  private def stateKey(k: UnsafeRow, kind: Int): UnsafeRow = {
+    if (k.numFields != 1) throw new IllegalStateException(s"a window's key row has ${k.numFields} fields, not 1")
+    kindRow.setInt(0, kind)
+    toStateKey(keyAndKind(k, kindRow)).copy()
+  }
 
   override def windows(key: UnsafeRow): UnsafeRow = stateKey(key, WindowsKind)
   override def records(key: UnsafeRow): UnsafeRow = stateKey(key, RecordsKind)

@@ -7,9 +7,9 @@ import org.apache.spark.sql.catalyst.expressions.{
   Attribute,
   AttributeReference,
   Expression,
-  GenericInternalRow,
   JoinedRow,
   Literal,
+  SpecificInternalRow,
   UnsafeProjection,
   UnsafeRow
 }
@@ -48,20 +48,25 @@ private[execution] final class SpanRows(
     helpers.take(3) ++ resultExpressions.map(e => Literal(null, e.dataType)) ++ (helpers(3) +: flag),
     helpers
   )
-  private val joined = new JoinedRow()
   private val toOutputTime: Long => Long = output(1).dataType match {
     case LongType => identity
     case _ => ms => Math.multiplyExact(ms, 1000L)
   }
+  // the helpers' input: the key row, then one reused row of (start, end, ts, tombstone), set
+  // without boxing; the projections read both through joined rows, and each result is a copy
+  private val times = new SpecificInternalRow(helpers.drop(1).map(_.dataType))
+  private val keyAndTimes = new JoinedRow()
+  private val joined = new JoinedRow()
 
-  private def helperRow(key: UnsafeRow, start: Long, end: Long, maxTs: Long, tombstone: Boolean): InternalRow =
-    new GenericInternalRow(Array[Any](
-      key.get(0, keyType),
-      toOutputTime(start),
-      toOutputTime(end),
-      toOutputTime(maxTs),
-      tombstone
-    ))
+  private def helperRow(key: UnsafeRow, start: Long, end: Long, maxTs: Long, tombstone: Boolean): InternalRow = {
+    // the projections read the key as the one field before the times
+    if (key.numFields != 1) throw new IllegalStateException(s"a window's key row has ${key.numFields} fields, not 1")
+    times.setLong(0, toOutputTime(start))
+    times.setLong(1, toOutputTime(end))
+    times.setLong(2, toOutputTime(maxTs))
+    times.setBoolean(3, tombstone)
+    keyAndTimes(key, times)
+  }
 
   override def result(key: UnsafeRow, start: Long, end: Long, agg: UnsafeRow, maxTs: Long): Unit =
     rows += toResult(joined(agg, helperRow(key, start, end, maxTs, tombstone = false))).copy()
