@@ -190,6 +190,9 @@ def build(spark, workload: str, variant: str, data_dir: str, a: argparse.Namespa
     raise ValueError(workload)
 
 
+STATE_TIMES = ("allUpdatesTimeMs", "allRemovalsTimeMs", "commitTimeMs")
+
+
 def run(spark, workload: str, variant: str, data_dir: str, ckpt: str, a, meter: CpuMeter) -> Dict[str, Any]:
     """One AvailableNow query to the no-op sink: wall time, CPU, micro-batches. The built-in's
     provider is the session's (RocksDB), or HDFS for builtin_hdfs; a new checkpoint takes it from
@@ -200,8 +203,14 @@ def run(spark, workload: str, variant: str, data_dir: str, ckpt: str, a, meter: 
         q, wall, cpu = timed_noop_query(spark, lambda: build(spark, workload, variant, data_dir, a), ckpt, meter)
     finally:
         spark.conf.set(PROVIDER_KEY, ROCKSDB)
-    batches = sum(1 for p in q.recentProgress if p.numInputRows > 0)
-    return {"wall_s": round(wall, 3), "cpu": cpu, "batches": batches}
+    progress = q.recentProgress
+    batches = sum(1 for p in progress if p.numInputRows > 0)
+    # the state operators' own times, summed over micro-batches and operators: steadier than the
+    # wall time for an A/B of one part of an operator (reading and processing rows; the
+    # end-of-batch removals, such as deduplication's purge; the commit)
+    ops = [o for p in progress for o in p.stateOperators]
+    state_ms = {k: sum(int(getattr(o, k) or 0) for o in ops) for k in STATE_TIMES}
+    return {"wall_s": round(wall, 3), "cpu": cpu, "batches": batches, "state_ms": state_ms}
 
 
 def variants_of(workload: str, a: argparse.Namespace) -> List[str]:

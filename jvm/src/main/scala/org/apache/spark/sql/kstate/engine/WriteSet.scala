@@ -303,23 +303,55 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
   /**
    * The changes under `prefix`, captured now (later writes do not show through), in one pass:
    * the written (not deleted) entries in no particular order as (key, value) arrays, and the set
-   * of every key written or deleted.
+   * of every key written or deleted (a [[KeySet]]: no allocation per key).
    */
-  def changesWithPrefix(prefix: Array[Byte])
-      : (Array[Array[Byte]], Array[Array[Byte]], java.util.HashSet[HashedKey]) = {
+  def changesWithPrefix(prefix: Array[Byte]): (Array[Array[Byte]], Array[Array[Byte]], KeySet) = {
     val ks = new ArrayList[Array[Byte]]()
     val vs = new ArrayList[Array[Byte]]()
-    val changed = new java.util.HashSet[HashedKey]()
+    val changed = new KeySet(count)
     var i = 0
     while (i < count) {
       val e = inserted(i)
       if (e.value != null && Bytes.startsWith(e.key, prefix)) {
-        changed.add(HashedKey.withHash(e.key, e.hash))
+        changed.add(e.key, e.hash)
         if (!e.isDelete) { ks.add(e.key); vs.add(e.value) }
       }
       i += 1
     }
     (ks.toArray(new Array[Array[Byte]](0)), vs.toArray(new Array[Array[Byte]](0)), changed)
+  }
+
+  /** The keys under `prefix` this version wrote or deleted so far (read notes are not changes). */
+  def keysWithPrefix(prefix: Array[Byte]): KeySet = {
+    val set = new KeySet(count)
+    var i = 0
+    while (i < count) {
+      val e = inserted(i)
+      if (e.value != null && Bytes.startsWith(e.key, prefix)) set.add(e.key, e.hash)
+      i += 1
+    }
+    set
+  }
+
+  /**
+   * Deletes in place every written (not deleted) entry under `prefix` whose value `expired`
+   * accepts, and returns how many: what writing [[Deleted]] to each of their keys would do,
+   * without hashing and finding the keys again. `expired` reads the entry's own value array and
+   * must not keep or change it.
+   */
+  def deleteWhere(prefix: Array[Byte])(expired: Array[Byte] => Boolean): Int = {
+    var n = 0
+    var i = 0
+    while (i < count) {
+      val e = inserted(i)
+      if (e.value != null && !e.isDelete && Bytes.startsWith(e.key, prefix) && expired(e.value)) {
+        entriesHeap -= arrayBytes(e.value)
+        e.value = Deleted
+        n += 1
+      }
+      i += 1
+    }
+    n
   }
 
   /**

@@ -531,6 +531,19 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
     }
 
   /**
+   * A heap working copy's committed entries under `prefix` in no particular order, without the
+   * keys `skip` accepts (`KStateStore.removeWhere`'s purge); None when the working copy is not
+   * on the heap.
+   */
+  private[kstate] def committedOnHeap(prefix: Array[Byte])
+      : Option[(HashedKey => Boolean) => Iterator[(Array[Byte], Array[Byte])]] =
+    lifecycle.current match {
+      case Loaded(_, copy) if copy.onHeap =>
+        Some(skip => copy.unordered(prefix, skip).getOrElse(Iterator.empty))
+      case _ => None
+    }
+
+  /**
    * Whether reads should note if a key existed (saving a lookup when counting rows at commit):
    * only for a database working copy, where that lookup is a native call.
    */

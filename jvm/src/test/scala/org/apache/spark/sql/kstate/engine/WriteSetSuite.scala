@@ -83,6 +83,29 @@ class WriteSetSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     checkViews(threeByteKeys)
   }
 
+  test("deleteWhere deletes in place the written entries of one prefix that match, and nothing else") {
+    val ws = new WriteSet()
+    // family 0: keys 0..9 written with length-k values; 10 deleted; 11 a read note. Family 1: 0..9 written
+    (0 until 10).foreach(k => ws.write(Array[Byte](0, 0, k.toByte), Array.fill(k + 1)(1.toByte)))
+    ws.write(Array[Byte](0, 0, 10), WriteSet.Deleted)
+    ws.noteRead(new HashedKey(Array[Byte](0, 0, 11)), existed = true)
+    (0 until 10).foreach(k => ws.write(Array[Byte](0, 1, k.toByte), Array.fill(k + 1)(1.toByte)))
+    val changedBefore = ws.keysWithPrefix(Array[Byte](0, 0))
+    assert(changedBefore.size === 11) // the note is not a change
+    val heapBefore = ws.heapBytes
+    assert(ws.deleteWhere(Array[Byte](0, 0))(v => v.length <= 5) === 5)
+    assert(ws.heapBytes === heapBefore - (1 to 5).map(n => WriteSet.arrayBytes(new Array[Byte](n))).sum)
+    val byKey = ws.sortedChanges.map(e => (e.key.toList, e.value)).toMap
+    (0 until 10).foreach { k =>
+      assert((byKey(List[Byte](0, 0, k.toByte)) eq WriteSet.Deleted) === (k < 5), s"family 0, key $k")
+      assert(byKey(List[Byte](0, 1, k.toByte)).length === k + 1, s"family 1, key $k")
+    }
+    assert(byKey(List[Byte](0, 0, 10)) eq WriteSet.Deleted)
+    assert(!byKey.contains(List[Byte](0, 0, 11)))
+    assert(ws.numEntries === 22)
+    assert(ws.deleteWhere(Array[Byte](0, 0))(_ => true) === 5) // deletes are not deleted twice
+  }
+
   test("family of a key range: one when both ends share the first two bytes or the end is the family's") {
     assert(WriteSet.singleFamily(Array[Byte](0, 1, 5), Some(Array[Byte](0, 1, 9))) == 1)
     assert(WriteSet.singleFamily(Array[Byte](0, 1), Some(Array[Byte](0, 2))) == 1)
