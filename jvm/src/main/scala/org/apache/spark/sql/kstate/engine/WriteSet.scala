@@ -300,6 +300,16 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
     if (n == out.length) out else Arrays.copyOf(out, n)
   }
 
+  /** Calls `f` on every written or deleted entry under `prefix` (read notes are not changes), in insertion order. */
+  private def foreachChange(prefix: Array[Byte])(f: Entry => Unit): Unit = {
+    var i = 0
+    while (i < count) {
+      val e = inserted(i)
+      if (e.value != null && Bytes.startsWith(e.key, prefix)) f(e)
+      i += 1
+    }
+  }
+
   /**
    * The changes under `prefix`, captured now (later writes do not show through), in one pass:
    * the written (not deleted) entries in no particular order as (key, value) arrays, and the set
@@ -309,27 +319,17 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
     val ks = new ArrayList[Array[Byte]]()
     val vs = new ArrayList[Array[Byte]]()
     val changed = new KeySet(count)
-    var i = 0
-    while (i < count) {
-      val e = inserted(i)
-      if (e.value != null && Bytes.startsWith(e.key, prefix)) {
-        changed.add(e.key, e.hash)
-        if (!e.isDelete) { ks.add(e.key); vs.add(e.value) }
-      }
-      i += 1
+    foreachChange(prefix) { e =>
+      changed.add(e.key, e.hash)
+      if (!e.isDelete) { ks.add(e.key); vs.add(e.value) }
     }
     (ks.toArray(new Array[Array[Byte]](0)), vs.toArray(new Array[Array[Byte]](0)), changed)
   }
 
-  /** The keys under `prefix` this version wrote or deleted so far (read notes are not changes). */
+  /** The keys under `prefix` this version wrote or deleted so far. */
   def keysWithPrefix(prefix: Array[Byte]): KeySet = {
     val set = new KeySet(count)
-    var i = 0
-    while (i < count) {
-      val e = inserted(i)
-      if (e.value != null && Bytes.startsWith(e.key, prefix)) set.add(e.key, e.hash)
-      i += 1
-    }
+    foreachChange(prefix)(e => set.add(e.key, e.hash))
     set
   }
 
@@ -341,15 +341,12 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
    */
   def deleteWhere(prefix: Array[Byte])(expired: Array[Byte] => Boolean): Int = {
     var n = 0
-    var i = 0
-    while (i < count) {
-      val e = inserted(i)
-      if (e.value != null && !e.isDelete && Bytes.startsWith(e.key, prefix) && expired(e.value)) {
+    foreachChange(prefix) { e =>
+      if (!e.isDelete && expired(e.value)) {
         entriesHeap -= arrayBytes(e.value)
         e.value = Deleted
         n += 1
       }
-      i += 1
     }
     n
   }

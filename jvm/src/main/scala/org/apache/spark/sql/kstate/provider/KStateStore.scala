@@ -341,31 +341,25 @@ final class KStateStore private[kstate] (
     require(fam.plainKeys && !fam.multipleValues, s"removeWhere needs a plain-key, single-value family: ${fam.name}")
     val value = new UnsafeRow(fam.valueSchema.length)
     val isExpired: Array[Byte] => Boolean = v => { value.pointTo(v, v.length); expired(value) }
-    val keys = scala.collection.mutable.ArrayBuffer.empty[Array[Byte]]
     checkReadable()
-    provider.committedOnHeap(fam.prefix) match {
-      case Some(committed) =>
-        // a heap working copy: its entries this version has not changed, then this version's
-        // own entries, deleted where they are (most of a purge's keys were written in it)
-        val entries = committed(changes.keysWithPrefix(fam.prefix).contains)
-        while (entries.hasNext) {
-          val (k, v) = entries.next()
-          if (isExpired(v)) keys += k
-        }
-        val own = changes.deleteWhere(fam.prefix)(isExpired)
-        keys.foreach(k => write(k, WriteSet.Deleted))
-        own + keys.length.toLong
-      case None =>
-        val entries = familyScan(fam)
-        try {
-          while (entries.hasNext) {
-            val (k, v) = entries.next()
-            if (isExpired(v)) keys += k
-          }
-        } finally entries.close()
-        keys.foreach(k => write(k, WriteSet.Deleted))
-        keys.length.toLong
+    // on a heap working copy: its entries this version has not changed, then this version's own
+    // entries, deleted where they are (most of a purge's keys were written in it); else a scan
+    // of the family, the version's changes included
+    val heap = provider.committedOnHeap(fam.prefix)
+    val entries: Iterator[(Array[Byte], Array[Byte])] = heap match {
+      case Some(committed) => committed(changes.keysWithPrefix(fam.prefix).contains)
+      case None => familyScan(fam)
     }
+    val keys = scala.collection.mutable.ArrayBuffer.empty[Array[Byte]]
+    try {
+      while (entries.hasNext) {
+        val (k, v) = entries.next()
+        if (isExpired(v)) keys += k
+      }
+    } finally entries match { case c: AutoCloseable => c.close(); case _ => () }
+    val own = if (heap.isDefined) changes.deleteWhere(fam.prefix)(isExpired) else 0
+    keys.foreach(k => write(k, WriteSet.Deleted))
+    own + keys.length.toLong
   }
 
   override def deleteRange(beginKey: UnsafeRow, endKey: UnsafeRow, colFamilyName: String): Unit = {

@@ -522,18 +522,16 @@ class KStateStoreProvider extends StateStoreProvider with SplitMaintenance with 
    * None. Captured when opened: later writes do not show through.
    */
   private[kstate] def unorderedScan(store: KStateStore, prefix: Array[Byte]): Option[UnorderedScan] =
-    lifecycle.current match {
-      case Loaded(_, copy) if copy.onHeap =>
-        // the committed side skips keys this version changed (wrote or deleted) when opened
-        val (changedKeys, changedValues, changed) = store.changes.changesWithPrefix(prefix)
-        copy.unordered(prefix, changed.contains).map(new UnorderedScan(changedKeys, changedValues, _))
-      case _ => None
+    committedOnHeap(prefix).map { committed =>
+      // the committed side skips keys this version changed (wrote or deleted) when opened
+      val (changedKeys, changedValues, changed) = store.changes.changesWithPrefix(prefix)
+      new UnorderedScan(changedKeys, changedValues, committed(changed.contains))
     }
 
   /**
    * A heap working copy's committed entries under `prefix` in no particular order, without the
-   * keys `skip` accepts (`KStateStore.removeWhere`'s purge); None when the working copy is not
-   * on the heap.
+   * keys `skip` accepts ([[unorderedScan]]'s committed side, `KStateStore.removeWhere`'s purge);
+   * None when the working copy is not on the heap.
    */
   private[kstate] def committedOnHeap(prefix: Array[Byte])
       : Option[(HashedKey => Boolean) => Iterator[(Array[Byte], Array[Byte])]] =
