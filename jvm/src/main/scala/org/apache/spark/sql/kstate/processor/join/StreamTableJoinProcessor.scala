@@ -1,7 +1,7 @@
 package org.apache.spark.sql.kstate.processor.join
 
 import org.apache.spark.sql.kstate.processor.{Counters, StreamTime}
-import org.apache.spark.sql.kstate.processor.table.{TableSource, TableState}
+import org.apache.spark.sql.kstate.processor.table.TableState
 
 /**
  * Kafka's stream–table join (`KStreamKTableJoinProcessor`, inner and left) for one state
@@ -64,10 +64,9 @@ import org.apache.spark.sql.kstate.processor.table.{TableSource, TableState}
  *  7. a null key or a null timestamp: dropped, counted (`tableNullKeysDropped`,
  *     `tableNullTimestampsDropped`; Kafka's `KTableSource` drops null keys; kstate drops null
  *     timestamps: a version needs a time);
- *  8. otherwise applied to the table state through [[TableSource]] (a null value is a
- *     tombstone): stored (`tableUpdates`, of which `tableUpdatesIntoHistory` were older than
- *     their key's latest version: the put's validTo was not `Latest`), or, on a versioned table,
- *     not stored when older than the
+ *  8. otherwise put into the table state (a null value is a tombstone): stored (`tableUpdates`,
+ *     of which `tableUpdatesIntoHistory` were older than their key's latest version: the put's
+ *     validTo was not `Latest`), or, on a versioned table, not stored when older than the
  *     table's stream time − its grace period (`tableUpdatesExpired`). Nothing is emitted.
  *
  * kstate's additions and deliberate differences:
@@ -103,7 +102,6 @@ final class StreamTableJoinProcessor[K, S, T](
   private val retentionMs = spec.historyRetentionMs.getOrElse(0L)
   private val graceMs = spec.graceMs.getOrElse(0L)
   private val grace: StreamTableJoinBuffer[K, S] = buffer.orNull
-  private val source = new TableSource(table)
   private val streamTime = new StreamTime(if (grace == null) StreamTime.Unknown else grace.streamTime)
 
   /** The grace buffer's stream time (unknown without a grace period). */
@@ -148,11 +146,11 @@ final class StreamTableJoinProcessor[K, S, T](
     if (keyIsNull) counters.add(TableNullKeysDropped)
     else if (tsIsNull) counters.add(TableNullTimestampsDropped)
     else {
-      val change = source.update(key, value, ts)
-      if (change == null) counters.add(TableUpdatesExpired)
+      val validTo = table.put(key, value, ts)
+      if (validTo == TableState.NotPut) counters.add(TableUpdatesExpired)
       else {
         counters.add(TableUpdates)
-        if (!change.isLatest) counters.add(TableUpdatesIntoHistory)
+        if (validTo != TableState.Latest) counters.add(TableUpdatesIntoHistory)
       }
     }
 
