@@ -37,6 +37,19 @@ state partition's rows by one 64-bit key. ``dedup_key`` and ``time_windows`` wit
 input already in order (no disorder, no late rows: both orders give the same result) and on input
 with 5 s of disorder. Writes ``results/order-cost.json``.
 
+The sorted floor (variant ``floor_sorted``): kstate puts every state partition's rows into its
+processing order before anything else (its results must not depend on the order in which Spark
+fetches shuffled rows), which the floor does not pay. The sorted floor is the floor with each
+shuffled partition sorted by event time by Spark's own sorter (``sortWithinPartitions("ts")``,
+on the one long key), at every place kstate sorts (once per operator; twice for the table
+aggregation; once per side for the table-table join, whose merge of the two sorted sides is not
+counted): a lower bound of what any operator with kstate's processing order can cost. A streaming
+query cannot sort, so it runs as a batch job per micro-batch (``foreachBatch``).
+
+``--sort-cost`` checks that shape: the floor run through ``foreachBatch`` (``floor_batch``) against
+the sorted floor and the streaming floor, next to kstate, with ``dedup_key`` and ``time_windows``
+and both key distributions. Writes ``results/sort-cost.json``.
+
 Prints rows/s per variant, kstate / floor and kstate / built-in; writes ``results/floor.json``
 and ``results/floor.png`` (``--quick``: ``floor-quick.*``).
 
@@ -71,6 +84,7 @@ from common import (
     save_results,
     start_spark,
     timed_noop_query,
+    timed_query,
     wait_for_jar,
 )
 
@@ -99,14 +113,19 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--distributions", default=",".join(DISTRIBUTIONS))
     p.add_argument(
         "--variants",
-        default="floor,kstate,builtin,builtin_hdfs",
-        help="which of floor, kstate, builtin (RocksDB provider), builtin_hdfs (HDFS provider) to run "
+        default="floor,floor_sorted,kstate,builtin,builtin_hdfs",
+        help="which of floor, floor_sorted, kstate, builtin (RocksDB provider), builtin_hdfs (HDFS provider) to run "
         "(profiling: one of them with --jfr)",
     )
     p.add_argument(
         "--order-cost",
         action="store_true",
         help="kstate in event-time order against task order, on ordered and on disordered input",
+    )
+    p.add_argument(
+        "--sort-cost",
+        action="store_true",
+        help="the floor with and without Spark's own sort by event time, next to the floor and kstate",
     )
     p.add_argument("--jfr", default=None, help="record the driver JVM with Java Flight Recorder into this file")
     p.add_argument("--out", default=None)
@@ -119,12 +138,14 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         a.rows_per_file = a.rows_per_file or 100_000
     if a.order_cost:
         a.workloads, a.variants, a.distributions = "dedup_key,time_windows", "kstate,kstate_task", "uniform"
+    if a.sort_cost:
+        a.workloads, a.variants = "dedup_key,time_windows", "floor,floor_batch,floor_sorted,kstate"
     finish_args(p, a)
     a.reps = a.reps or (1 if a.quick else 3)
     a.workload_list = [w for w in a.workloads.split(",") if w]
     a.variant_list = a.workload_list
     a.distribution_list = [d for d in a.distributions.split(",") if d]
-    stem = "order-cost" if a.order_cost else "floor"
+    stem = "order-cost" if a.order_cost else "sort-cost" if a.sort_cost else "floor"
     a.out = a.out or os.path.join(RESULTS, f"{stem}-quick" if a.quick else stem)
     return a
 
@@ -200,7 +221,10 @@ def run(spark, workload: str, variant: str, data_dir: str, ckpt: str, a, meter: 
     if variant == "builtin_hdfs":
         spark.conf.set(PROVIDER_KEY, HDFS)
     try:
-        q, wall, cpu = timed_noop_query(spark, lambda: build(spark, workload, variant, data_dir, a), ckpt, meter)
+        if variant in ("floor_batch", "floor_sorted"):
+            q, wall, cpu = timed_batch_floor(spark, workload, data_dir, ckpt, variant == "floor_sorted", meter)
+        else:
+            q, wall, cpu = timed_noop_query(spark, lambda: build(spark, workload, variant, data_dir, a), ckpt, meter)
     finally:
         spark.conf.set(PROVIDER_KEY, ROCKSDB)
     progress = q.recentProgress
@@ -213,8 +237,55 @@ def run(spark, workload: str, variant: str, data_dir: str, ckpt: str, a, meter: 
     return {"wall_s": round(wall, 3), "cpu": cpu, "batches": batches, "state_ms": state_ms}
 
 
+def batch_floor(workload: str, df, sort: bool):
+    """The workload's floor on one micro-batch ``df`` (a batch DataFrame): the streaming floor's
+    shuffles, each shuffled partition sorted by event time after it when ``sort`` (the sorted
+    floor). For the table-table join ``df`` holds both inputs, told apart by ``_side``."""
+    from pyspark.sql import functions as F
+
+    def shuffled(d, col: str):
+        d = d.repartition(col)
+        return d.sortWithinPartitions("ts") if sort else d
+
+    if workload == "dedup_id":
+        return shuffled(df, "event_id")
+    if workload == "table_aggregation":
+        return shuffled(shuffled(df, "key").withColumn("g", F.substring("key", 1, 8)), "g")
+    if workload == "table_join":
+        left = shuffled(df.filter(F.col("_side") == 0), "key")
+        return left.unionByName(shuffled(df.filter(F.col("_side") == 1), "key"))
+    return shuffled(df, "key")
+
+
+def timed_batch_floor(spark, workload: str, data_dir: str, ckpt: str, sort: bool, meter: CpuMeter):
+    """The floor (with ``sort``: the sorted floor) as a batch job per micro-batch (``foreachBatch``)
+    to the no-op sink."""
+    from pyspark.sql import functions as F
+
+    def each(df, _batch_id):
+        batch_floor(workload, df, sort).write.format("noop").mode("overwrite").save()
+
+    if workload == "table_join":
+        left, right = sources(spark, data_dir, 2)
+        src = left.withColumn("_side", F.lit(0)).unionByName(right.withColumn("_side", F.lit(1)))
+    else:
+        src = sources(spark, data_dir)[0]
+    shutil.rmtree(ckpt, ignore_errors=True)
+    return timed_query(
+        spark,
+        lambda: (
+            src.writeStream.foreachBatch(each).option("checkpointLocation", ckpt).trigger(availableNow=True).start()
+        ),
+        meter,
+    )
+
+
 def variants_of(workload: str, a: argparse.Namespace) -> List[str]:
-    names = ["floor", "kstate", "kstate_task"] + ([] if workload in NO_BUILTIN else ["builtin", "builtin_hdfs"])
+    if a.sort_cost:
+        return [v for v in a.variants.split(",") if v]
+    names = ["floor", "floor_sorted", "kstate", "kstate_task"] + (
+        [] if workload in NO_BUILTIN else ["builtin", "builtin_hdfs"]
+    )
     return [v for v in names if v in a.variants.split(",")]
 
 
@@ -244,6 +315,12 @@ def measure(spark, workload: str, data_dir: str, rows: int, a, meter: CpuMeter) 
             out["kstate_extra_cpu_us_per_row"] = round(
                 out["kstate"]["cpu_us_per_row"] - out["floor"]["cpu_us_per_row"], 2
             )
+    if "floor_sorted" in out and "floor" in out:  # what Spark's own sort by event time costs
+        out["floor_sorted_over_floor"] = round(out["floor_sorted"]["rows_per_s"] / out["floor"]["rows_per_s"], 3)
+        if "kstate" in out:
+            out["kstate_over_floor_sorted"] = round(out["kstate"]["rows_per_s"] / out["floor_sorted"]["rows_per_s"], 3)
+    if "floor_batch" in out and "floor_sorted" in out:
+        out["sorted_over_unsorted"] = round(out["floor_sorted"]["rows_per_s"] / out["floor_batch"]["rows_per_s"], 3)
     if "kstate_task" in out and "kstate" in out:  # what the default order's sort costs
         out["kstate_over_task_order"] = round(out["kstate"]["rows_per_s"] / out["kstate_task"]["rows_per_s"], 3)
     if "builtin" in out and "kstate" in out:
@@ -271,9 +348,15 @@ def write_chart(path: str, result: Dict[str, Any]) -> None:
             / result["distributions"][d][w]["floor"]["rows_per_s"]
             for w in ws
         ]
+        ss = [result["distributions"][d][w].get("floor_sorted_over_floor") for w in ws]
         xs = range(len(ws))
-        ax.bar([x - 0.2 for x in xs], ks, 0.4, label="kstate / floor")
-        ax.bar([x + 0.2 for x in xs], bs, 0.4, label="Spark built-in / floor")
+        if any(v is not None for v in ss):
+            ax.bar([x - 0.27 for x in xs], [v or 0 for v in ss], 0.27, label="sorted floor / floor", color="lightgray")
+            ax.bar(list(xs), ks, 0.27, label="kstate / floor")
+            ax.bar([x + 0.27 for x in xs], bs, 0.27, label="Spark built-in / floor")
+        else:
+            ax.bar([x - 0.2 for x in xs], ks, 0.4, label="kstate / floor")
+            ax.bar([x + 0.2 for x in xs], bs, 0.4, label="Spark built-in / floor")
         ax.axhline(GOAL_FLOOR, color="gray", linestyle="--", linewidth=1, label=f"goal {GOAL_FLOOR}x")
         ax.set_xticks(list(xs))
         ax.set_xticklabels(ws, rotation=35, ha="right", fontsize=8)
@@ -344,6 +427,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                 line += f", {m['kstate_over_builtin']:.2f}x built-in (goal {GOAL_BUILTIN})"
             if "kstate_over_builtin_hdfs" in m:
                 line += f", {m['kstate_over_builtin_hdfs']:.2f}x built-in on HDFS"
+            if "kstate_over_floor_sorted" in m:
+                line += f"  floor_sorted {m['floor_sorted']['rows_per_s']:>10,} rows/s"
+                line += f" ({m['floor_sorted_over_floor']:.2f}x floor), kstate {m['kstate_over_floor_sorted']:.2f}x it"
+            if "sorted_over_unsorted" in m:
+                line += f"  floor_batch {m['floor_batch']['rows_per_s']:>10,} rows/s"
+                line += f"  sorted / unsorted batch floor {m['sorted_over_unsorted']:.3f}"
             if "kstate_over_task_order" in m:
                 line += f"  kstate_task {m['kstate_task']['rows_per_s']:>10,} rows/s"
                 line += f"  default order / task order {m['kstate_over_task_order']:.3f}"
@@ -356,6 +445,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if a.order_cost:
         result["benchmark"] = "order-cost"
         save_results(a, result, lambda path, r: None, "order-cost", [])
+    elif a.sort_cost:
+        result["benchmark"] = "sort-cost"
+        save_results(a, result, lambda path, r: None, "sort-cost", [])
     else:
         save_results(a, result, write_chart, "floor", WORKLOADS)
     return 0
