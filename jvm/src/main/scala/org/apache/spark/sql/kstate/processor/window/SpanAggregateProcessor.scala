@@ -40,15 +40,9 @@ abstract class SpanAggregateProcessor[K, R, A](
 
   /** The end of `finish`: emits `closing` (final results) in end order, records the state size, persists stream time. */
   protected final def endBatch(closing: Iterable[(K, StoredSession[A])]): Unit = {
-    // a stable sort by end without boxing the ends (a micro-batch can close millions of windows)
+    // a stable sort by end (a micro-batch can close millions of windows)
     val inEndOrder = closing.toArray
-    java.util.Arrays.sort(
-      inEndOrder,
-      new java.util.Comparator[(K, StoredSession[A])] {
-        override def compare(x: (K, StoredSession[A]), y: (K, StoredSession[A])): Int =
-          java.lang.Long.compare(x._2.end, y._2.end)
-      }
-    )
+    EndOrder.sortInPlace(inEndOrder)
     inEndOrder.foreach { case (k, s) =>
       output.result(k, s.start, s.end, s.agg, s.maxTs)
       counters.add(metricSet.Emitted)
