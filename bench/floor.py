@@ -102,6 +102,8 @@ WORKLOADS = [
     "table_aggregation",
     "table_join",
 ]
+# the columns each deduplication mode compares (the first is the one its floor shuffles by)
+DEDUP_COLUMNS = {"dedup_key": ["key"], "dedup_key_value": ["key", "event_id"], "dedup_id": ["event_id"]}
 NO_BUILTIN = {"sliding_windows", "until_time_limit", "table_aggregation", "table_join"}
 
 
@@ -154,6 +156,13 @@ def sources(spark, data_dir: str, n: int = 1) -> List[Any]:
     return [spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(data_dir) for _ in range(n)]
 
 
+def group_of_key():
+    """The table aggregation's group: "user-000" .. "user-099" x the last three digits, 1,000 groups at most."""
+    from pyspark.sql import functions as F
+
+    return F.substring("key", 1, 8)
+
+
 def build(spark, workload: str, variant: str, data_dir: str, a: argparse.Namespace):
     """The query of one variant (floor, kstate, kstate_task: kstate in task order, builtin or
     builtin_hdfs: the built-in, whose provider `run` sets) of a workload, before its sink."""
@@ -165,9 +174,9 @@ def build(spark, workload: str, variant: str, data_dir: str, a: argparse.Namespa
     order = "task" if variant == "kstate_task" else None  # None: the session's, auto by default
     final = Suppressed.until_window_closes(BufferConfig.unbounded())
     src = sources(spark, data_dir)[0]
-    prefix = F.substring("key", 1, 8)  # "user-000" .. "user-099" x the last three digits: 1,000 groups at most
+    prefix = group_of_key()
     if workload.startswith("dedup_"):
-        cols = {"dedup_key": ["key"], "dedup_key_value": ["key", "event_id"], "dedup_id": ["event_id"]}[workload]
+        cols = DEDUP_COLUMNS[workload]
         if variant == "floor":
             return src.repartition(cols[0])
         if variant.startswith("builtin"):
@@ -247,10 +256,10 @@ def batch_floor(workload: str, df, sort: bool):
         d = d.repartition(col)
         return d.sortWithinPartitions("ts") if sort else d
 
-    if workload == "dedup_id":
-        return shuffled(df, "event_id")
+    if workload in DEDUP_COLUMNS:
+        return shuffled(df, DEDUP_COLUMNS[workload][0])
     if workload == "table_aggregation":
-        return shuffled(shuffled(df, "key").withColumn("g", F.substring("key", 1, 8)), "g")
+        return shuffled(shuffled(df, "key").withColumn("g", group_of_key()), "g")
     if workload == "table_join":
         left = shuffled(df.filter(F.col("_side") == 0), "key")
         return left.unionByName(shuffled(df.filter(F.col("_side") == 1), "key"))
