@@ -42,6 +42,9 @@ import org.apache.spark.sql.kstate.processor.{Counters, StreamTime}
  * window created in the batch, into the fold of the key's stored records in its range (all were
  * there when it was created). O(log n) merges per window instead of one per record in it: a key
  * with thousands of records per time difference no longer costs thousands of updates per record.
+ * A key with at most `smallFold` records of the batch and of the store folds without the tree:
+ * each window merges the records in its range in one [[MergingAggregator.mergeAll]] (the same
+ * records, so the same value; the tree costs more than it saves on a few records).
  *
  * `windowUpdates` counts, per window, the batch's records it holds at the end of the batch
  * (each record once per window: joined, or merged when the window was created).
@@ -62,7 +65,8 @@ final class SlidingAggregateProcessor[K, SK, R, A](
     aggregator: MergingAggregator[R, A],
     output: SpanOutput[K, A],
     copyKey: K => K,
-    counters: Counters = SlidingMetrics.newCounters()
+    counters: Counters = SlidingMetrics.newCounters(),
+    smallFold: Int = SlidingAggregateProcessor.SmallFold
 ) extends SpanAggregateProcessor[K, R, A](state, output, SlidingMetrics, counters) {
   import SlidingAggregateProcessor._
   import SlidingMetrics._
@@ -156,6 +160,62 @@ final class SlidingAggregateProcessor[K, SK, R, A](
    * before the window folds its range.
    */
   private def fold(ks: KeyState[SK, A]): Unit = if (ks.fresh.nonEmpty) {
+    if (ks.fresh.length <= smallFold && ks.storedRecords.length <= smallFold) foldSmall(ks) else foldTree(ks)
+  }
+
+  /**
+   * `fold` for a key with few records: per window, its value (the stored value, or for a window
+   * created in the batch the stored records in its range) and the batch's records in its range
+   * that arrived while it was open, merged at once.
+   */
+  private def foldSmall(ks: KeyState[SK, A]): Unit = {
+    val fresh = ks.fresh
+    var lo = Long.MaxValue
+    var hi = Long.MinValue
+    var i = 0
+    while (i < fresh.length) { val t = fresh(i).ts; if (t < lo) lo = t; if (t > hi) hi = t; i += 1 }
+    val stored = ks.storedRecords
+    val parts = new Array[Any](fresh.length + stored.length + 1)
+    val it = ks.windows.valuesIteratorFrom(math.min(if (lo < d) 0L else lo - d, ks.firstCreated))
+    var more = it.hasNext
+    while (more) {
+      val w = it.next()
+      if (w.start - 1 > hi) more = false // start >= 0: no underflow
+      else {
+        val end = endOf(w.start)
+        var n = 0
+        var maxTs = Long.MinValue
+        if (w.created) {
+          var j = 0
+          while (j < stored.length) {
+            val r = stored(j)
+            if (r.start >= w.start && r.start <= end) { parts(n) = r.agg; n += 1; if (r.start > maxTs) maxTs = r.start }
+            j += 1
+          }
+        } else { parts(0) = w.agg; n = 1; maxTs = w.maxTs }
+        val before = n
+        var j = 0
+        while (j < fresh.length) {
+          val r = fresh(j)
+          if (r.ts >= w.start && r.ts <= end && r.closeAtArrival <= end) {
+            parts(n) = r.own; n += 1; if (r.ts > maxTs) maxTs = r.ts
+          }
+          j += 1
+        }
+        counters.add(Updates, (n - before).toLong)
+        if (w.created || n > before) {
+          w.agg = if (n == 0) null.asInstanceOf[A] else aggregator.mergeAll(parts, n)
+          w.maxTs = maxTs
+          if (!w.created) w.changed = true
+        }
+        java.util.Arrays.fill(parts.asInstanceOf[Array[AnyRef]], 0, n, null) // keeps no aggregate alive
+        more = it.hasNext
+      }
+    }
+  }
+
+  /** `fold` over [[FoldTree]]s: O(log n) merges per window. */
+  private def foldTree(ks: KeyState[SK, A]): Unit = {
     val fresh = ks.fresh.toArray // sorted by ts, stable, without boxing
     java.util.Arrays.sort(
       fresh,
@@ -211,27 +271,37 @@ final class SlidingAggregateProcessor[K, SK, R, A](
     val closing = ArrayBuffer.empty[(K, StoredSession[A])]
     touched.forEach { (k, ks) =>
       if (batched) fold(ks)
-      val (gone, open) = ks.windows.values.toSeq.partition(w => close != Long.MinValue && endOf(w.start) < close)
-      if (!finalResults) {
-        ks.windows.valuesIterator.filter(_.changed).foreach { w =>
-          output.result(k, w.start, endOf(w.start), w.agg, w.maxTs)
+      val open = ArrayBuffer.empty[StoredSession[A]]
+      var unchanged = true // every open window as stored
+      var gone = 0L
+      ks.windows.valuesIterator.foreach { w =>
+        val end = endOf(w.start)
+        if (!finalResults && w.changed) {
+          output.result(k, w.start, end, w.agg, w.maxTs)
           counters.add(Emitted)
         }
-      } else {
-        gone.foreach(w => closing += ((k, StoredSession(w.start, endOf(w.start), w.maxTs, w.agg))))
+        if (close != Long.MinValue && end < close) {
+          gone += 1
+          if (finalResults) closing += ((k, StoredSession(w.start, end, w.maxTs, w.agg)))
+        } else {
+          open += StoredSession(w.start, end, w.maxTs, w.agg)
+          if (w.changed || w.created) unchanged = false
+        }
       }
-      counters.add(Closed, gone.length.toLong)
-      state.put(
-        ks.windowsKey,
-        open.map(w => StoredSession(w.start, endOf(w.start), w.maxTs, w.agg)),
-        ks.storedWindows.toSeq
-      )
-      state.put(
-        ks.recordsKey,
-        ks.records.all.toSeq.filter(r => close == Long.MinValue || neededUntil(r.ts) >= close)
-          .map(r => StoredSession(r.ts, neededUntil(r.ts), r.ts, r.agg)),
-        ks.storedRecords.toSeq
-      )
+      counters.add(Closed, gone)
+      // a key whose windows and records are as stored is not written again
+      if (!unchanged || open.length != ks.storedWindows.length)
+        state.put(ks.windowsKey, open.toList, ks.storedWindows.toSeq)
+      val kept = ArrayBuffer.empty[StoredSession[A]]
+      var keptFresh = false
+      ks.records.all.foreach { r =>
+        if (close == Long.MinValue || neededUntil(r.ts) >= close) {
+          kept += StoredSession(r.ts, neededUntil(r.ts), r.ts, r.agg)
+          if (r.fresh) keptFresh = true
+        }
+      }
+      if (keptFresh || kept.length != ks.storedRecords.length)
+        state.put(ks.recordsKey, kept.toList, ks.storedRecords.toSeq)
     }
     touched.clear()
     // other keys: windows that close now, and records no open window can contain
@@ -245,7 +315,10 @@ final class SlidingAggregateProcessor[K, SK, R, A](
   }
 }
 
-private object SlidingAggregateProcessor {
+private[window] object SlidingAggregateProcessor {
+
+  /** The most records of the batch (and of the store) a key folds without a [[FoldTree]]. */
+  val SmallFold = 8
 
   /**
    * A window while the batch runs: `[start, start + d]`; `changed` or `created` in this batch

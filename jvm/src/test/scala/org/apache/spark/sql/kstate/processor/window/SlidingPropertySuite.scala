@@ -16,8 +16,9 @@ import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
  * Random inputs (null keys, null and negative timestamps, out-of-order and late records,
  * watermark advances, timestamps and differences near Long.MaxValue) are cut into random
  * micro-batches: a new processor per batch over one heap store, finish() at the end of each.
- * Each property runs twice: with an order-sensitive aggregator (windows updated per record) and
- * with one that declares itself order-insensitive (windows folded once per batch).
+ * Each property runs three times: with an order-sensitive aggregator (windows updated per record),
+ * and with one that declares itself order-insensitive (windows folded once per batch), where keys
+ * with few records fold directly and the rest in fold trees, then with every key in fold trees.
  */
 class SlidingPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   import SlidingPropertySuite._
@@ -31,16 +32,17 @@ class SlidingPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       grace: Long,
       finalResults: Boolean,
       batches: Seq[Batch],
-      aggregator: MergingAggregator[Int, Vector[Int]]
+      aggregator: MergingAggregator[Int, Vector[Int]],
+      smallFold: Int = SlidingAggregateProcessor.SmallFold
   ): Unit = {
     val model = new NaiveSliding(d, grace, finalResults)
     val store = new InMemorySessionStore[(String, Boolean), Vector[Int]](identity, identity)
     val counters = SlidingMetrics.newCounters()
-    val ctx =
-      s"d $d grace $grace final $finalResults order-insensitive ${aggregator.orderInsensitive}; batches $batches"
+    val ctx = s"d $d grace $grace final $finalResults order-insensitive ${aggregator.orderInsensitive} " +
+      s"small fold $smallFold; batches $batches"
     drive(
       batches,
-      sliding(d, grace, finalResults, store, aggregator, counters),
+      sliding(d, grace, finalResults, store, aggregator, counters, smallFold),
       onWatermark = model.advance,
       onRecord = model.process
     ) { (bi, p, rows) =>
@@ -62,17 +64,25 @@ class SlidingPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     assert(counters(Closed) === model.closed, ctx)
   }
 
-  for ((aggregator, path) <- Seq(IdsAggregator -> "", UnorderedIds -> " (order-insensitive: folded per batch)")) {
+  // the folded path twice: keys with few records without the fold tree (the default), and every
+  // key through the tree (no key is small)
+  for (
+    (aggregator, smallFold, path) <- Seq(
+      (IdsAggregator, SlidingAggregateProcessor.SmallFold, ""),
+      (UnorderedIds, SlidingAggregateProcessor.SmallFold, " (order-insensitive: folded per batch)"),
+      (UnorderedIds, -1, " (order-insensitive: folded per batch in fold trees)")
+    )
+  ) {
     test(s"small timestamps, random differences, graces and micro-batches: same output as the naive model$path") {
       forAll(Gen.choose(0L, 6L), Gen.choose(0L, 8L), Gen.oneOf(false, true), batchesGen(smallTs, Gen.const(None))) {
-        (d, grace, fin, batches) => check(d, grace, fin, batches, aggregator)
+        (d, grace, fin, batches) => check(d, grace, fin, batches, aggregator, smallFold)
       }
     }
 
     test(s"with watermark-follow advances at batch starts: same output as the naive model$path") {
       val wm = Gen.frequency(3 -> Gen.const(None), 1 -> Gen.choose(-5L, 60L).map(Some(_)))
       forAll(Gen.choose(0L, 6L), Gen.choose(0L, 8L), Gen.oneOf(false, true), batchesGen(smallTs, wm)) {
-        (d, grace, fin, batches) => check(d, grace, fin, batches, aggregator)
+        (d, grace, fin, batches) => check(d, grace, fin, batches, aggregator, smallFold)
       }
     }
 
@@ -92,7 +102,7 @@ class SlidingPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       )
       val (ts, span, wm) = extremeInputs(extreme)
       forAll(span, span, Gen.oneOf(false, true), batchesGen(ts, wm)) {
-        (d, grace, fin, batches) => check(d, grace, fin, batches, aggregator)
+        (d, grace, fin, batches) => check(d, grace, fin, batches, aggregator, smallFold)
       }
     }
   }

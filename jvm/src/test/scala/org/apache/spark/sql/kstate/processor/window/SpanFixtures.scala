@@ -125,7 +125,8 @@ object SpanFixtures {
       finalResults: Boolean,
       store: SlidingStore,
       aggregator: MergingAggregator[Int, Vector[Int]],
-      counters: Counters
+      counters: Counters,
+      smallFold: Int = SlidingAggregateProcessor.SmallFold
   )(out: Collect): Processor =
     new SlidingAggregateProcessor[String, (String, Boolean), Int, Vector[Int]](
       d,
@@ -136,7 +137,8 @@ object SpanFixtures {
       aggregator,
       out,
       identity,
-      counters
+      counters,
+      smallFold
     )
 
   /** The sliding state keys of a heap store in tests: `(key, isWindows)`. */
