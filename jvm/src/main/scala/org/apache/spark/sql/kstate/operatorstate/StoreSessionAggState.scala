@@ -71,7 +71,7 @@ final class StoreSessionAggState(store: StateStore, keySchema: StructType, buffe
       key: UnsafeRow,
       sessions: Seq[StoredSession[UnsafeRow]],
       old: Seq[StoredSession[UnsafeRow]]
-  ): Unit = {
+  ): Unit = if (sessions.nonEmpty || old.nonEmpty) { // a key with none before and none now was never written
     count += sessions.length - old.length
     size += (if (sessions.isEmpty) 0L else bytesOf(key, sessions)) - (if (old.isEmpty) 0L else bytesOf(key, old))
     if (sessions.isEmpty) store.remove(key)

@@ -9,7 +9,8 @@ package org.apache.spark.sql.kstate.processor.window
  *  - `get(key)` returns the key's spans (empty when none), ordered by start; the array and its
  *    aggregates are the caller's to keep.
  *  - `put(key, spans, old)` replaces the key's spans; `old` are its spans as `get` returned them
- *    (for the counts: no second read). No spans removes the key. Keys and aggregates handed in
+ *    (for the counts: no second read). No spans removes the key (none before either: nothing to
+ *    do, the key was never written). Keys and aggregates handed in
  *    are copied when kept, so the caller may reuse them.
  *  - `closeBefore(bound)(f)` removes every span with end < bound and calls `f(key, span)` for
  *    each (keys found through the time index: only keys with such a span are read); returns how
