@@ -10,8 +10,8 @@ package org.apache.spark.sql.kstate.processor.window
  *    aggregates are the caller's to keep.
  *  - `put(key, spans, old)` replaces the key's spans; `old` are its spans as `get` returned them
  *    (for the counts: no second read). No spans removes the key (none before either: nothing to
- *    do, the key was never written). Keys and aggregates handed in
- *    are copied when kept, so the caller may reuse them.
+ *    do, the key was never written). Keys and aggregates handed in are copied when kept, so the
+ *    caller may reuse them.
  *  - `closeBefore(bound)(f)` removes every span with end < bound and calls `f(key, span)` for
  *    each (keys found through the time index: only keys with such a span are read); returns how
  *    many it removed.
