@@ -358,14 +358,15 @@ def write_chart(path: str, result: Dict[str, Any]) -> None:
             for w in ws
         ]
         ss = [result["distributions"][d][w].get("floor_sorted_over_floor") for w in ws]
-        xs = range(len(ws))
+        # (label, values, colour): the sorted floor's bars only when the run measured it
+        series = [("kstate / floor", ks, None), ("Spark built-in / floor", bs, None)]
         if any(v is not None for v in ss):
-            ax.bar([x - 0.27 for x in xs], [v or 0 for v in ss], 0.27, label="sorted floor / floor", color="lightgray")
-            ax.bar(list(xs), ks, 0.27, label="kstate / floor")
-            ax.bar([x + 0.27 for x in xs], bs, 0.27, label="Spark built-in / floor")
-        else:
-            ax.bar([x - 0.2 for x in xs], ks, 0.4, label="kstate / floor")
-            ax.bar([x + 0.2 for x in xs], bs, 0.4, label="Spark built-in / floor")
+            series.insert(0, ("sorted floor / floor", [v or 0 for v in ss], "lightgray"))
+        xs = range(len(ws))
+        width = 0.8 / len(series)
+        for i, (label, values, colour) in enumerate(series):
+            offset = (i - (len(series) - 1) / 2) * width
+            ax.bar([x + offset for x in xs], values, width, label=label, color=colour)
         ax.axhline(GOAL_FLOOR, color="gray", linestyle="--", linewidth=1, label=f"goal {GOAL_FLOOR}x")
         ax.set_xticks(list(xs))
         ax.set_xticklabels(ws, rotation=35, ha="right", fontsize=8)
