@@ -37,6 +37,26 @@ def _build_joined(name, versioned=None):
     return build
 
 
+def _build_table_joined(side: str):
+    """The table as one side of a table–table join that reads both tables' sources: the join keeps
+    the table's only materialization (docs/tables.md, "One materialization per table: the join
+    reads its tables' sources"); the other table is empty."""
+
+    def make(name, versioned=None):
+        versioned = versioned or VersionedTable(RETENTION, grace=GRACE)
+
+        def build(df):
+            table = df.kstate.to_table(key="k", timestamp="ts", versioned=versioned, name=name)
+            other = df.filter(F.col("k") == "none").select("k", F.col("v").alias("w"), "ts").kstate.to_table("k", "ts")
+            joined = table.join(other, how="left") if side == "left" else other.join(table, how="outer")
+            return joined.to_stream()
+
+        build.operators = {"kstate_table_join"}  # one operator: the join stores both tables
+        return build
+
+    return make
+
+
 class Reference:
     """The table's versions per state partition, fed the updates in the query's processing order
     (files in order, each file's rows in list order: the tests' queries run in task order)."""
@@ -103,7 +123,11 @@ def _random_batches(seed: int, n_batches: int = 6, per_batch: int = 12) -> List[
 AS_OFS = [None, -1, 0, 5, 17, 40, 75, 110, 150, 180, 10_000]
 
 
-@pytest.mark.parametrize("build", [_build, _build_joined], ids=["to_stream", "joined"])
+@pytest.mark.parametrize(
+    "build",
+    [_build, _build_joined, _build_table_joined("left"), _build_table_joined("right")],
+    ids=["to_stream", "joined", "table_join_left", "table_join_right"],
+)
 def test_running_then_stopped_query_matches_the_reference_on_three_partitions(spark, tmp_path, build):
     batches = _random_batches(7)
     keys = sorted({r["k"] for b in batches for r in b})
@@ -112,7 +136,8 @@ def test_running_then_stopped_query_matches_the_reference_on_three_partitions(sp
     ref = Reference(pm.__getitem__, RETENTION, GRACE)
     ckpt = str(tmp_path / "ckpt")
     with shuffle_partitions(spark, 3):
-        fs = FileStream(spark, str(tmp_path / "src"), ckpt, build("profiles"), schema=SCHEMA)
+        query = build("profiles")
+        fs = FileStream(spark, str(tmp_path / "src"), ckpt, query, schema=SCHEMA)
         with fs:
             for i, b in enumerate(batches):
                 fs.add_batch(b)
@@ -122,6 +147,8 @@ def test_running_then_stopped_query_matches_the_reference_on_three_partitions(sp
                     assert fs.query.isActive
                     for t in AS_OFS:
                         assert _read(spark, ckpt, "profiles", t) == ref.as_of(t), f"as of {t} after batch {i}"
+            if hasattr(query, "operators"):
+                assert {o["operatorName"] for o in fs.query.lastProgress["stateOperators"]} == query.operators
     # the query stopped: the same committed state
     for t in AS_OFS:
         assert _read(spark, ckpt, "profiles", t) == ref.as_of(t), f"as of {t}, stopped"

@@ -64,6 +64,9 @@ class Pipeline(NamedTuple):
     sides: Sequence[str]  # the input's sides (a side is one input of a two-input operator)
     tables: Sequence[str] = ()  # its versioned tables (names), for kstate.read_table
     snapshot: bool = False  # the fixture holds a snapshot of its last version (besides changelogs)
+    # session settings of a run on a new checkpoint (the fixture's, the uninterrupted run's); a
+    # restart runs with the defaults, so the checkpoint decides what depends on its layout
+    conf: Optional[Dict[str, str]] = None
 
 
 def _spilling():
@@ -191,7 +194,13 @@ def _pipelines() -> Dict[str, Pipeline]:
         "until_time_limit_spilling": Pipeline(_time_limit(_spilling), ["e"], snapshot=True),
         "to_table": Pipeline(_to_table(False), ["t"]),
         "to_table_versioned": Pipeline(_to_table(True), ["t"], tables=["table"], snapshot=True),
-        "table_table_join": Pipeline(_table_join, ["A", "B"], tables=["right"]),
+        # three operators (each table its own source), as kstate wrote it before the join read its
+        # tables' sources; restarted with the default setting, it keeps that layout
+        "table_table_join": Pipeline(
+            _table_join, ["A", "B"], tables=["right"], conf={"spark.kstate.tableJoin.readsSources": "false"}
+        ),
+        # one operator: the join reads both tables' sources (the default since)
+        "table_table_join_reading_sources": Pipeline(_table_join, ["A", "B"], tables=["right"]),
         "foreign_key_join": Pipeline(_fk_join, ["L", "R"], tables=["customers"], snapshot=True),
         "table_aggregate_sum": Pipeline(_table_aggregate, ["t"], tables=["table"]),
         "table_aggregate_count": Pipeline(_table_count, ["t"]),
@@ -277,6 +286,8 @@ def run(
     # days): a new file is dated no earlier than the newest the checkpoint's source log records,
     # whatever this machine's clock says against the one that wrote a fixture.
     floor = _newest_source_file(paths(root)["checkpoint"])
+    if not os.path.isdir(os.path.join(paths(root)["checkpoint"], "commits")):
+        conf = dict(PIPELINES[name].conf or {}, **(conf or {}))
     q = start(spark, name, root, conf)
     try:
         recs = batches(name)

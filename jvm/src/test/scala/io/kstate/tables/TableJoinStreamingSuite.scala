@@ -168,29 +168,32 @@ class TableJoinStreamingSuite extends KStateSparkSuite {
 
   /**
    * The model's results, by key, as Spark's plan processes the records: per micro-batch and
-   * state partition, each table passes on its stored updates in its input's order (null keys
-   * and, on a versioned table, updates older than its stream time − grace are not passed on),
-   * and the join merges the two tables' changes in Kafka task order (each table's changes in
-   * order, the one whose running maximum timestamp is lowest next, left first on ties).
+   * state partition, the join merges the two tables' updates in Kafka task order (each table's
+   * updates in its input's order, the one whose running maximum timestamp is lowest next, left
+   * first on ties), and drops what a table source drops (null keys and, on a versioned table,
+   * updates older than its stream time − grace). A null-key update takes part in the merge, as in
+   * a Kafka task, where the join reads its tables' sources (the default); where each table has
+   * its own source operator (`nullKeysInMerge` false) the source drops it before the merge.
    */
   private def model(
       batches: Seq[Seq[Upd]],
       kind: TableTableJoinKind,
       lv: Option[VersionedTable],
       rv: Option[VersionedTable],
-      n: Int
+      n: Int,
+      nullKeysInMerge: Boolean = true
   ): Map[String, Seq[TableTableJoinModel.Res]] = {
-    val part = partitionOf(Seq("a", "b", "c", "d", "e"), n)
+    val part = partitionOf(Seq("a", "b", "c", "d", "e", null), n)
     val grace = lv.orElse(rv).map(_.graceMs).getOrElse(0L)
     val joins = mutable.Map.empty[Int, TableTableJoinModel.Join]
     val streamTime = mutable.Map.empty[(Int, Boolean), Long]
     val out = mutable.ArrayBuffer.empty[TableTableJoinModel.Res]
     batches.foreach { b =>
-      val passed = b.filter(_._2 != null).filter { case (left, k, _, ts) =>
+      val passed = b.filter(u => nullKeysInMerge || u._2 != null).filter { case (left, k, _, ts) =>
         val side = (part(k), left)
         val v = if (left) lv else rv
-        val late = v.exists(t => streamTime.get(side).exists(st => ts < st - t.graceMs))
-        if (!late) streamTime(side) = math.max(streamTime.getOrElse(side, Long.MinValue), ts)
+        val late = k != null && v.exists(t => streamTime.get(side).exists(st => ts < st - t.graceMs))
+        if (!late && k != null) streamTime(side) = math.max(streamTime.getOrElse(side, Long.MinValue), ts)
         !late
       }
       passed.groupBy(u => part(u._2)).foreach { case (p, us) =>
@@ -210,7 +213,9 @@ class TableJoinStreamingSuite extends KStateSparkSuite {
             (l, r) => s"(${show(l)},${show(r)})"
           )
         )
-        merged.foreach(u => out ++= j.update(TableTableJoinModel.Upd(u._1, u._2, u._3, Some(u._4))))
+        merged.filter(_._2 != null).foreach(u =>
+          out ++= j.update(TableTableJoinModel.Upd(u._1, u._2, u._3, Some(u._4)))
+        )
       }
     }
     out.toSeq.groupBy(_.key)
@@ -241,6 +246,127 @@ class TableJoinStreamingSuite extends KStateSparkSuite {
       assert(got.groupBy(_.key) === expected, s"$how lv=$lv rv=$rv partitions=$n batches=$batches")
       assert(got.nonEmpty)
     }
+  }
+
+  // ------------------------------------------------- the join reading its tables' sources
+
+  private val ReadsSources = "spark.kstate.tableJoin.readsSources"
+
+  private def withReadsSources[T](on: Boolean)(f: => T): T = {
+    spark.conf.set(ReadsSources, on.toString)
+    try f
+    finally spark.conf.unset(ReadsSources)
+  }
+
+  /** Runs `batches` (a restart before batch `restartAt`, with `readsSources` then), returning results and operator names. */
+  private def runLayout(
+      batches: Seq[Seq[Upd]],
+      build: DataFrame => DataFrame,
+      readsSources: Boolean,
+      restartAt: Int = -1,
+      readsSourcesAfter: Boolean = true,
+      ckpt: String = null
+  ): (Seq[TableTableJoinModel.Res], Set[String]) = {
+    val in = input()
+    val dir = Option(ckpt).getOrElse(tempDir("ckpt"))
+    val out = mutable.ArrayBuffer.empty[Row]
+    val operators = mutable.Set.empty[String]
+    var q: StreamingQuery = null
+    def start(on: Boolean): Unit = withReadsSources(on) { q = CollectSink.start(build(in.toDF()), dir, "append") }
+    try {
+      start(readsSources)
+      batches.zipWithIndex.foreach { case (b, i) =>
+        if (i == restartAt) { out ++= CollectSink.rows(q); q.stop(); start(readsSourcesAfter) }
+        in.addData(b)
+        q.processAllAvailable()
+        operators ++= q.lastProgress.stateOperators.map(_.operatorName)
+      }
+      out ++= CollectSink.rows(q)
+    } finally if (q != null) q.stop()
+    (out.map(result).toSeq, operators.toSet)
+  }
+
+  private val Three = Set("kstate_table", "kstate_table_join")
+  private val One = Set("kstate_table_join")
+
+  for (partitions <- Seq(1, 3)) {
+    test(s"a join reading both tables' sources: one operator, the results of three ($partitions state partitions)") {
+      val rnd = new Random(40 + partitions)
+      val grace = Some(VersionedTable.ofMillis(40).withGraceMillis(10))
+      val cases = Seq(("inner", None, None), ("left", grace, None), ("outer", grace, grace), ("inner", None, grace))
+      spark.conf.set("spark.sql.shuffle.partitions", partitions.toString)
+      try cases.foreach { case (how, lv, rv) =>
+          // no null keys: one difference, tested below
+          val batches = randomBatches(rnd, 60).map(_.filter(_._2 != null)).filter(_.nonEmpty)
+          val build = joined(_: DataFrame, how, lv, rv)
+          val (one, oneOps) = runLayout(batches, build, readsSources = true)
+          val (three, threeOps) = runLayout(batches, build, readsSources = false)
+          assert(oneOps === One && threeOps === Three, s"$how $lv $rv")
+          assert(one === three, s"$how lv=$lv rv=$rv batches=$batches")
+          assert(one.groupBy(_.key) === model(batches, kindOf(how), lv, rv, partitions), s"$how $lv $rv")
+          assert(one.nonEmpty)
+        }
+      finally spark.conf.set("spark.sql.shuffle.partitions", "3")
+    }
+  }
+
+  test("a checkpoint keeps the layout it started with, whatever the setting on restart") {
+    val rnd = new Random(77)
+    val batches = randomBatches(rnd, 50).map(_.filter(_._2 != null)).filter(_.nonEmpty)
+    val build = joined(_: DataFrame, "outer", versioned, None)
+    val (expected, _) = runLayout(batches, build, readsSources = true)
+    // started with three operators, restarted with the setting on: still three
+    val (a, aOps) = runLayout(batches, build, readsSources = false, restartAt = 2, readsSourcesAfter = true)
+    assert(a === expected && aOps === Three)
+    // started with one, restarted with the setting off: still one
+    val (b, bOps) = runLayout(batches, build, readsSources = true, restartAt = 2, readsSourcesAfter = false)
+    assert(b === expected && bOps === One)
+  }
+
+  test("a join reading its sources reports each table's versions and what its sources would have dropped") {
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    val in = input()
+    val q = withReadsSources(on = true) {
+      CollectSink.start(
+        joined(in.toDF(), "inner", Some(VersionedTable.ofMillis(100).withGraceMillis(5)), None),
+        tempDir("c"),
+        "append"
+      )
+    }
+    try {
+      in.addData(Seq((true, "k", "a1", 10L), (true, "k", "a2", 11L), (false, "k", "b", 12L), (true, null, "n", 13L)))
+      q.processAllAvailable()
+      in.addData(Seq((true, "k", "late", 2L))) // older than 11 - 5: not stored
+      q.processAllAvailable()
+      val ops = q.recentProgress.flatMap(_.stateOperators)
+      assert(ops.map(_.operatorName).toSet === One)
+      def total(m: String) = ops.map(_.customMetrics.get(m).longValue).sum
+      assert(q.lastProgress.stateOperators.head.customMetrics.get("leftTableVersions") === 2L)
+      assert(q.lastProgress.stateOperators.head.customMetrics.get("rightTableVersions") === 0L)
+      assert(total("nullKeysDropped") === 1L && total("lateRecordsDropped") === 1L && total("joinResults") === 1L)
+      assert(CollectSink.rows(q).map(result) === Seq(TableTableJoinModel.Res("k", Some("(a2,b)"), None, 12L)))
+    } finally { q.stop(); spark.conf.set("spark.sql.shuffle.partitions", "3") }
+  }
+
+  test("the one difference of reading the sources: a null-key update takes part in the task-order merge") {
+    // one state partition; the right table's null:x@30 moves its input's running time to 30, so
+    // the left a:s@10 comes before the right a:v@1 (as in a Kafka task): (s,null), then (s,v).
+    // With a source operator per table, the source drops x first: a:v@1 comes first, no result
+    // (a left join's right side alone), then (s,v).
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    try {
+      val batch = Seq(Seq((false, null, "x", 30L), (false, "a", "v", 1L), (true, "a", "s", 10L)))
+      val build = joined(_: DataFrame, "left", None, None)
+      def res(k: String, nw: String, old: String, ts: Long) = TableTableJoinModel.Res(k, Option(nw), Option(old), ts)
+      assert(runLayout(batch, build, readsSources = true)._1 ===
+        Seq(res("a", "(s,null)", null, 10), res("a", "(s,v)", "(s,null)", 10)))
+      assert(runLayout(batch, build, readsSources = false)._1 === Seq(res("a", "(s,v)", null, 10)))
+      val kind = TableTableJoinKind.Left
+      assert(model(batch, kind, None, None, 1).values.flatten.toSeq ===
+        Seq(res("a", "(s,null)", null, 10), res("a", "(s,v)", "(s,null)", 10)))
+      assert(model(batch, kind, None, None, 1, nullKeysInMerge = false).values.flatten.toSeq ===
+        Seq(res("a", "(s,v)", null, 10)))
+    } finally spark.conf.set("spark.sql.shuffle.partitions", "3")
   }
 
   // ------------------------------------------------------------------ the result is a table

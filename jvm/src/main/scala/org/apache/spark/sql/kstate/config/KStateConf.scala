@@ -61,6 +61,23 @@ object KStateConf {
     ProcessingOrder.parse("spark.kstate.processingOrder", _)
   )
 
+  val TableJoinReadsSources: Entry[Boolean] = Entry(
+    "spark.kstate.tableJoin.readsSources",
+    true,
+    "When true, a streaming table-table join whose two tables come straight from their sources " +
+      "(to_table, no filter or map_values between) with the same processing order materializes " +
+      "both tables itself: one stateful operator instead of three, each table stored once. Read " +
+      "when a query starts from a new checkpoint; a checkpoint keeps the layout it was started " +
+      "with (one written with the sources as operators of their own restarts that way). Default true."
+  )(s =>
+    s.trim.toBooleanOption.getOrElse(throw KStateErrors.invalidStateStoreSetting(
+      "spark.kstate.tableJoin.readsSources",
+      s,
+      "true or false",
+      "true"
+    ))
+  )
+
   val OrderSpillThreshold: Entry[Long] = Entry(
     "spark.kstate.processingOrder.spillThreshold",
     Long.MaxValue,
@@ -199,6 +216,7 @@ object KStateConf {
     StateStoreProvider,
     StreamTimeFollowsWatermark,
     ProcessingOrderPolicy,
+    TableJoinReadsSources,
     OrderSpillThreshold,
     MaxWriteSetBytes,
     HeapStateBytes,

@@ -6,6 +6,7 @@ import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProj
 import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.execution.streaming.state.StateStore
 import org.apache.spark.sql.kstate.provider.KStateStore
+import org.apache.spark.sql.kstate.execution.KStateTableJoinExec
 import org.apache.spark.sql.kstate.operatorstate.{
   SessionAggState,
   StateMeta,
@@ -29,7 +30,8 @@ import org.apache.spark.sql.types.{LongType, StructField, StructType}
  *   table, versioned_table  valueType     kstate_table values; the versioned store `table`'s values
  *   stream_table_join   streamType        the grace buffer's stream rows (kstate_stj_join_buffer)
  *                       tableValueType    kstate_table values; the versioned store `stj_table`'s
- *   table_join          left/rightValueType   kstate_tj_left / kstate_tj_right values
+ *   table_join          left/rightValueType   kstate_tj_left / kstate_tj_right values; the versioned
+ *                                         stores `tj_left` / `tj_right`'s (a join reading its sources)
  *   fk_join_subscriptions  subscriptionType   the subscriptions' left values; rightValueType: kstate_fk_right
  *   fk_join             left/rightValueType   kstate_fk_result values (left columns, then right)
  *   table_aggregate     aggregateType     kstate_table values (the aggregates)
@@ -65,8 +67,8 @@ object StateMigration {
         conv("streamType").foreach(StoreStreamTableJoinBuffer.mapRows(k, "join", _))
         tables("tableValueType", StoreTableState.Cf, Some("stj_table"))
       case "table_join" =>
-        tables("leftValueType", "kstate_tj_left", None)
-        tables("rightValueType", "kstate_tj_right", None)
+        tables("leftValueType", KStateTableJoinExec.LeftFamily, Some(KStateTableJoinExec.LeftVersionedName))
+        tables("rightValueType", KStateTableJoinExec.RightFamily, Some(KStateTableJoinExec.RightVersionedName))
       case "fk_join_subscriptions" =>
         evolution.change("subscriptionType").foreach { case (before, now) =>
           val c = new RowEvolution.Converter(valueStruct(before), valueStruct(now))

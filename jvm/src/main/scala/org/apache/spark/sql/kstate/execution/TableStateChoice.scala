@@ -19,7 +19,7 @@ import org.apache.spark.sql.types.StructType
  * | ---------------------- | ------------------ | ----- |
  * | kstate's               | versioned          | [[StoreVersionedTableState]] in families `kstate_vs_<versionedName>_*` |
  * | another provider's     | versioned          | `KSTATE_UNSUPPORTED_STATE_PROVIDER` (needs the versioned store) |
- * | any                    | None               | [[StoreTableState]] in the family `kstate_table` |
+ * | any                    | None               | [[StoreTableState]] in the family `kstate_table`, or `family` |
  * | none (batch DataFrame) | versioned          | [[InMemoryTableState.versioned]] |
  * | none (batch DataFrame) | None               | [[InMemoryTableState.unversioned]] |
  */
@@ -27,8 +27,10 @@ private[kstate] object TableStateChoice {
 
   /**
    * A chosen state and what to call once, at the end of the task: it persists what the state
-   * needs persisted (an unversioned store state's stream time; the versioned store persists its
-   * own) and drops versions past the history retention, returning how many entries it removed.
+   * needs persisted (an unversioned store state's stream time, unless it is one of several
+   * tables in the store, in its own `family`: the store has one stream-time slot, and nothing
+   * reads an unversioned table's stream time; the versioned store persists its own) and drops
+   * versions past the history retention, returning how many entries it removed.
    */
   final class Chosen(val state: TableState[UnsafeRow, UnsafeRow], val finish: () => Long)
 
@@ -38,7 +40,8 @@ private[kstate] object TableStateChoice {
       versioned: Option[VersionedTable],
       versionedName: String,
       keySchema: StructType,
-      valueFields: Int
+      valueFields: Int,
+      family: Option[String] = None
   ): Chosen = (store, versioned) match {
     case (Some(k: KStateStore), Some(v)) =>
       val s = new StoreVersionedTableState(k, versionedName, v.historyRetentionMs, v.graceMs, valueFields)
@@ -50,8 +53,12 @@ private[kstate] object TableStateChoice {
         Seq(StoreCapability.VersionedStore.description)
       )
     case (Some(s), None) =>
-      val t = new StoreTableState(s, keySchema, valueFields)
-      new Chosen(t, () => { t.commitStreamTime(); 0L })
+      family match {
+        case None =>
+          val t = new StoreTableState(s, keySchema, valueFields)
+          new Chosen(t, () => { t.commitStreamTime(); 0L })
+        case Some(f) => new Chosen(new StoreTableState(s, keySchema, valueFields, f), () => 0L)
+      }
     case (None, Some(v)) =>
       new Chosen(InMemoryTableState.versioned[UnsafeRow, UnsafeRow](v.historyRetentionMs, v.graceMs), () => 0L)
     case (None, None) => new Chosen(InMemoryTableState.unversioned[UnsafeRow, UnsafeRow](), () => 0L)

@@ -101,16 +101,35 @@ case class KStateStrategy(session: SparkSession) extends SparkStrategy {
         InputPositionExec(planLater(t.child))
       ) :: Nil
     case j: KStateTableJoin =>
-      KStateTableJoinExec(
-        j.how,
-        j.left,
-        j.right,
-        normalized(j.envelopeKey),
-        j.envelopeTimestamp,
-        j.output,
-        contextOf(j),
-        SidePositionsExec(InputPositionExec(planLater(j.child)))
-      ) :: Nil
+      TableJoinSources.of(j, session, orderOf) match {
+        case Some(read) =>
+          // the join does both table sources' work, over their inputs (TableJoinSources)
+          val context = contextOf(j)
+          KStateTableJoinExec(
+            j.how,
+            read.leftSide,
+            read.rightSide,
+            normalized(read.envelope.key),
+            read.envelope.timestamp,
+            j.output,
+            context.copy(
+              fingerprint = context.fingerprint ++ read.fingerprint,
+              processingOrder = orderOf(read.left)
+            ),
+            SidePositionsExec(InputPositionExec(planLater(read.envelope.plan)))
+          ) :: Nil
+        case None =>
+          KStateTableJoinExec(
+            j.how,
+            j.left,
+            j.right,
+            normalized(j.envelopeKey),
+            j.envelopeTimestamp,
+            j.output,
+            contextOf(j),
+            SidePositionsExec(InputPositionExec(planLater(j.child)))
+          ) :: Nil
+      }
     case r: plans.KStateTableRegroup =>
       execution.KStateTableRegroupExec(
         normalized(r.group),

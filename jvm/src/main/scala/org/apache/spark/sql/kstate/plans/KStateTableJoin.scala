@@ -9,9 +9,14 @@ import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
 import org.apache.spark.sql.types.StructType
 
 /**
- * Where one side's change-row columns are in its struct of a [[TwoInputs]] envelope (ordinals
- * into `schema`, the side's change rows as a struct), and how that side's table is versioned.
- * Plain data, no expressions: the side's attributes are not the node's input.
+ * Where one side's columns are in its struct of a [[TwoInputs]] envelope (ordinals into
+ * `schema`, the side's rows as a struct), and how that side's table is versioned. Plain data, no
+ * expressions: the side's attributes are not the node's input.
+ *
+ * Either the side's rows are its table's change rows (`oldOrdinal` and `latestOrdinal` point at
+ * the change columns; the table was materialized upstream), or, when `fromSource`, they are the
+ * table's raw updates and the join materializes the table itself
+ * ([[org.apache.spark.sql.kstate.planning.TableJoinSources]]; both change ordinals are then -1).
  */
 final case class TableJoinSide(
     schema: StructType,
@@ -22,9 +27,26 @@ final case class TableJoinSide(
     versioning: Option[VersionedTable]
 ) {
   def valueTypes: StructType = StructType(valueOrdinals.map(schema(_)))
+
+  /** Whether the side's rows are raw table updates, materialized by the join. */
+  def fromSource: Boolean = oldOrdinal < 0
 }
 
 object TableJoinSide {
+
+  /** The side of a table read straight from its source `s`: the rows are `s.child`'s, raw updates. */
+  def ofSource(s: KStateTableSource): TableJoinSide = {
+    val out = s.child.output
+    def ordinal(a: Attribute): Int = out.indexWhere(_.exprId == a.exprId)
+    TableJoinSide(
+      StructType(out.map(a => org.apache.spark.sql.types.StructField(a.name, a.dataType, a.nullable))),
+      ordinal(s.key),
+      s.values.map(ordinal),
+      -1,
+      -1,
+      s.versioned
+    )
+  }
 
   /** The side of a table whose change rows are `c`. */
   def of(c: TableTransforms.Changes, versioning: Option[VersionedTable]): TableJoinSide = {

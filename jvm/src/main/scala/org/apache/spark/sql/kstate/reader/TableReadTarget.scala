@@ -2,7 +2,8 @@ package org.apache.spark.sql.kstate.reader
 
 import org.apache.spark.sql.kstate.errors.KStateErrors
 
-import org.apache.spark.sql.kstate.execution.KStateStreamTableJoinExec
+import org.apache.spark.sql.kstate.execution.{KStateStreamTableJoinExec, KStateTableJoinExec}
+import org.apache.spark.sql.kstate.planning.TableJoinSources
 import org.apache.spark.sql.kstate.plans.JoinedTableSource
 
 import org.apache.spark.sql.catalyst.parser.CatalystSqlParser
@@ -47,7 +48,8 @@ object TableReadTarget {
       name: Option[String],
       kind: String,
       prefix: String,
-      storeName: String
+      storeName: String,
+      valueTypeKey: Option[String] = None
   )
 
   /**
@@ -81,7 +83,16 @@ object TableReadTarget {
           KStateStreamTableJoinExec.VersionedStoreName
         )
       )
-    val tables = sources ++ inJoins
+    // a table–table join that does both its tables' sources' work (TableJoinSources)
+    val inTableJoins = view.kstateOperators.filter(_.config.get("kind").contains("table_join")).flatMap { op =>
+      Seq(
+        (TableJoinSources.LeftPrefix, KStateTableJoinExec.LeftVersionedName, "leftValueType"),
+        (TableJoinSources.RightPrefix, KStateTableJoinExec.RightVersionedName, "rightValueType")
+      ).filter { case (p, _, _) => op.config.contains(p + "name") }.map { case (p, store, valueType) =>
+        Found(op, op.config.get(p + "name"), op.config(p + "kind"), p, store, Some(valueType))
+      }
+    }
+    val tables = sources ++ inJoins ++ inTableJoins
     val found = tables.find(_.name.contains(name)).getOrElse(throw KStateErrors.tableNotFound(
       name,
       view.root.toString,
@@ -107,16 +118,23 @@ object TableReadTarget {
     // recorded since read_table exists; a checkpoint from before names them "key" and "timestamp"
     val keyColumn = table.config.getOrElse(p + "keyColumn", "key")
     val timestampColumn = table.config.getOrElse(p + "timestampColumn", "timestamp")
+    // a table of a table–table join: its value columns are the join's record of that side's
+    val valueSchema = found.valueTypeKey.map(k =>
+      CatalystSqlParser.parseDataType(recorded(k)) match {
+        case s: StructType => s
+        case other => throw KStateErrors.internal(s"table '$name': '$k' is not a struct: $other")
+      }
+    ).getOrElse(state.valueSchema)
     val schema = StructType(StructField(keyColumn, keyType, nullable = false) +:
-      state.valueSchema.fields.map(_.copy(nullable = true)) :+
+      valueSchema.fields.map(_.copy(nullable = true)) :+
       StructField(timestampColumn, timestampType, nullable = false))
     TableReadTarget(
       state,
       found.storeName,
-      recorded("historyRetentionMs").toLong,
+      recorded((if (found.valueTypeKey.isDefined) p else "") + "historyRetentionMs").toLong,
       recorded(p + "graceMs").toLong,
       keyType,
-      state.valueSchema,
+      valueSchema,
       timestampType,
       schema
     )

@@ -165,7 +165,9 @@ class TableTableJoinProcessorSuite extends AnyFunSuite {
       "outOfOrderRecordsIgnored",
       "lateRecordsDropped",
       "nullKeysDropped",
-      "nullTimestampsDropped"
+      "nullTimestampsDropped",
+      "leftTableVersions",
+      "rightTableVersions"
     ))
   }
 }
