@@ -45,9 +45,15 @@ def expected(sc: Dict[str, Any], part, how: str, left, right):
             queues = []
             for side, versioned in (("A", left), ("B", right)):
                 table = tables.setdefault((side, p), TableModel(versioned))
-                changes = [table.process(r["k"], r["v"], r["ts"]) for r in recs if r["side"] == side]
-                queues.append([(c.ts, (SIDES[side][0], c)) for c in changes if c is not None])
+                mine = [r for r in recs if r["side"] == side]
+                changes = [table.process(r["k"], r["v"], r["ts"]) for r in mine]
+                # every update takes part in the merge, those the table drops too (null keys, late
+                # updates): the join reads the tables' sources, as in a Kafka task (docs/tables.md,
+                # "One materialization per table: the join reads its tables' sources")
+                queues.append([(r["ts"], (SIDES[side][0], c)) for r, c in zip(mine, changes)])
             for side, c in task_order(queues):
+                if c is None:
+                    continue
                 r = join.change(side, c.key, c.new, c.old, c.ts, c.latest)
                 if r is not None:
                     out.setdefault(b, {}).setdefault(r[0], []).append(r[1:])
