@@ -121,6 +121,54 @@ def test_a_topic_is_processed_in_kafka_task_order(spark, broker, clients, tmp_pa
     assert sorted(r["seq"] for r in spark.table(name).collect()) == winners
 
 
+def test_a_table_join_reads_its_tables_sources_only_when_both_take_the_same_order(spark, broker, clients, tmp_path):
+    """Two tables straight from ``to_table``: the join does both sources' work (one operator) when
+    the sources process their updates in the same order. Under ``auto`` two Kafka tables both take
+    Kafka task order; a Kafka table and a file table do not agree (task order, event time), so
+    each keeps its own operator and the Kafka table its own order (docs/tables.md, "One
+    materialization per table: the join reads its tables' sources")."""
+    from pyspark.sql import functions as F
+
+    ta, tb = _topics(clients, "kstate_tj_a", "kstate_tj_b")
+    for topic, v in ((ta, "x"), (tb, "y")):
+        clients.produce(
+            topic, [dict(partition=0, ts=kp.BASE_TS + 1000, key="a", value=json.dumps({"id": v, "seq": 0}))]
+        )
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "part-0.json").write_text(json.dumps({"k": "a", "vf": "z", "ts": "2026-01-01T00:00:02Z"}) + "\n")
+
+    def kafka_table(topic: str, column: str):
+        rows = kp.events(kp.source(spark, broker.bootstrap, topic))
+        return rows.select("k", F.col("id").alias(column), "ts").kstate.to_table("k", "ts")
+
+    file_table = (
+        spark.readStream.schema("k STRING, vf STRING, ts TIMESTAMP").json(str(files)).kstate.to_table("k", "ts")
+    )
+    cases = [
+        ("kafka", kafka_table(tb, "vb"), {"kstate_table_join"}, ("a", "x", "y"), ["order=auto(task)"]),
+        ("file", file_table, {"kstate_table", "kstate_table_join"}, ("a", "x", "z"), ["order=auto(event_time)"]),
+    ]
+    for tag, right, operators, row, orders in cases:
+        name = unique(f"kstate_tj_{tag}")
+        q = (
+            kafka_table(ta, "va")
+            .join(right, how="inner")
+            .to_stream()
+            .writeStream.format("memory")
+            .queryName(name)
+            .option("checkpointLocation", str(tmp_path / f"ckpt_{tag}"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        q.awaitTermination(120)
+        assert q.exception() is None, q.exception()
+        progress = [json.loads(p.json) if hasattr(p, "json") else p for p in q.recentProgress]
+        assert {o["operatorName"] for p in progress for o in p["stateOperators"]} == operators, tag
+        assert all(o in kp.explain(q) for o in orders), (tag, kp.explain(q))
+        assert [tuple(r)[:3] for r in spark.table(name).collect()] == [row], tag
+
+
 # --- kill -9 of the driver ----------------------------------------------------------------------
 
 HERE = os.path.dirname(os.path.abspath(__file__))

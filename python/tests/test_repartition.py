@@ -174,7 +174,12 @@ def _table_aggregate(df):
 
 def _table_join(df):
     a = df.filter(F.col("side") == "s").select("k", F.col("v").alias("a"), "ts").kstate.to_table("k", "ts")
-    b = df.filter(F.col("side") == "t").select("k", F.col("v").alias("b"), "ts").kstate.to_table("k", "ts")
+    # b versioned: the join reading both tables' sources stores it in its versioned store
+    b = (
+        df.filter(F.col("side") == "t")
+        .select("k", F.col("v").alias("b"), "ts")
+        .kstate.to_table("k", "ts", versioned=VersionedTable("1 hour"))
+    )
     return a.join(b, how="outer").to_stream()
 
 

@@ -10,12 +10,13 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, Project, Union}
 import org.apache.spark.sql.kstate.config.KStateConf
 import org.apache.spark.sql.kstate.plans.{KStateTableJoin, KStateTableSource, TableJoinSide, TwoInputs}
-import org.apache.spark.sql.kstate.shim.RunningQuery
+import org.apache.spark.sql.kstate.shim.{OrderedLog, RunningQuery}
 
 /**
  * When a streaming primary-key table–table join does its two table sources' work itself: both
  * tables come straight from their sources (`to_table`, no `filter` / `map_values` between) and
- * the sources have the same processing order. The join then reads both tables' raw updates
+ * the sources process their updates in the same order (the same policy; for `auto`, the same
+ * resolution). The join then reads both tables' raw updates
  * (one envelope of the sources' inputs, one shuffle, one sort) and materializes each table in its
  * own state, as Kafka's join reads its source tables' stores; the plan has one stateful operator
  * where it had three (two table sources, each storing its table, and a join keeping a copy of
@@ -79,7 +80,7 @@ private[kstate] object TableJoinSources {
       orderOf: KStateTableSource => ProcessingOrder
   ): Option[Read] = if (!join.isStreaming) None
   else
-    sourcesOf(join.child).filter { case (l, r) => orderOf(l) == orderOf(r) }.flatMap { case (l, r) =>
+    sourcesOf(join.child).filter { case (l, r) => sameOrder(l, r, orderOf) }.flatMap { case (l, r) =>
       RunningQuery.current(session).filter(q => readsSources(q, join, l, r, session)).map { q =>
         val plan = q.optimizedPlan
         Read(
@@ -91,6 +92,20 @@ private[kstate] object TableJoinSources {
         )
       }
     }
+
+  /**
+   * Whether both sources process their updates in the same order, as the join would process
+   * both: the same policy, and for `auto` the same resolution (task order where all of a
+   * source's input is an ordered log, event time otherwise: the join's input is both sources'
+   * inputs, so a Kafka table joined with a file table would otherwise take the file table's
+   * event-time order for the Kafka table's updates too).
+   */
+  private def sameOrder(
+      l: KStateTableSource,
+      r: KStateTableSource,
+      orderOf: KStateTableSource => ProcessingOrder
+  ): Boolean = orderOf(l) == orderOf(r) &&
+    (orderOf(l) != ProcessingOrder.Auto || OrderedLog.plannedFrom(l.child) == OrderedLog.plannedFrom(r.child))
 
   /** The join's two table sources when its envelope reads them with nothing between. */
   private def sourcesOf(envelope: LogicalPlan): Option[(KStateTableSource, KStateTableSource)] = {

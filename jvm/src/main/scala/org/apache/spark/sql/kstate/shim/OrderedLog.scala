@@ -2,6 +2,7 @@ package org.apache.spark.sql.kstate.shim
 
 import scala.util.Try
 
+import org.apache.spark.sql.catalyst.plans.logical.{EventTimeWatermark, Filter, LogicalPlan, Project, Union}
 import org.apache.spark.sql.connector.read.InputPartition
 import org.apache.spark.sql.execution.{
   ColumnarToRowExec,
@@ -12,7 +13,7 @@ import org.apache.spark.sql.execution.{
   UnionExec,
   WholeStageCodegenExec
 }
-import org.apache.spark.sql.execution.datasources.v2.MicroBatchScanExec
+import org.apache.spark.sql.execution.datasources.v2.{MicroBatchScanExec, StreamingDataSourceV2ScanRelation}
 import org.apache.spark.sql.execution.streaming.operators.stateful.EventTimeWatermarkExec
 
 /**
@@ -36,6 +37,26 @@ object OrderedLog {
       plan.children.nonEmpty && plan.children.forall(apply)
     case _ => false
   }
+
+  /**
+   * What [[apply]] will answer for the physical plan of the micro-batch's optimized logical plan
+   * `plan`, told before it is planned: the same walk over the logical operators that become the
+   * physical ones [[apply]] passes through, with a Kafka micro-batch relation counted as an
+   * ordered log when none of its options splits a topic-partition's range (`minPartitions`,
+   * `maxRecordsPerPartition`; without them the connector plans one Spark partition per
+   * topic-partition). Used where a planning decision must agree with the order an operator will
+   * resolve (`planning.TableJoinSources`).
+   */
+  def plannedFrom(plan: LogicalPlan): Boolean = plan match {
+    case r: StreamingDataSourceV2ScanRelation =>
+      r.stream.getClass.getName == KafkaStreamClass &&
+      !SplitOptions.exists(o => r.relation.options.containsKey(o))
+    case _: Project | _: Filter | _: EventTimeWatermark | _: Union =>
+      plan.children.nonEmpty && plan.children.forall(plannedFrom)
+    case _ => false
+  }
+
+  private val SplitOptions = Seq("minPartitions", "maxRecordsPerPartition")
 
   private val KafkaStreamClass = "org.apache.spark.sql.kafka010.KafkaMicroBatchStream"
 
