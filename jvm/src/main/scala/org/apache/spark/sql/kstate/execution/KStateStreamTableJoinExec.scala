@@ -132,12 +132,12 @@ case class KStateStreamTableJoinExec(
       Seq(NormalizeFloatingNumbers.normalize(BoundReference(ordinal, key.dataType, nullable = true)))
     )
     private val streamKey = keyProjection(nStream)
-    private val tableKey = keyProjection(nValues)
+    private val tableUpdates = new TableUpdateReader(
+      BoundReference(nValues, key.dataType, nullable = true),
+      (0 until nValues).map(i => BoundReference(i, output(nStream + i).dataType, nullable = true))
+    )
     private val streamRow = UnsafeProjection.create(
       (0 until nStream).map(i => BoundReference(i, output(i).dataType, output(i).nullable))
-    )
-    private val tableValue = UnsafeProjection.create(
-      (0 until nValues).map(i => BoundReference(i, output(nStream + i).dataType, nullable = true))
     )
     private val result = UnsafeProjection.create(output.map(_.dataType).toArray)
     private val joined = new JoinedRow()
@@ -165,19 +165,8 @@ case class KStateStreamTableJoinExec(
     }
 
     override protected def processRight(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit = {
-      val k = tableKey(row)
-      val keyNull = k.isNullAt(0)
-      val v = tableValue(row)
-      var tomb = true
-      var i = 0
-      while (tomb && i < nValues) { tomb = v.isNullAt(i); i += 1 }
-      processor.processTable(
-        if (keyNull) null else k.copy(),
-        keyNull,
-        if (tomb) null else v.copy(),
-        ts,
-        ts == KStateStatefulExec.NullTime
-      )
+      tableUpdates.read(row, ts)
+      processor.processTable(tableUpdates.key, tableUpdates.keyIsNull, tableUpdates.value, ts, tableUpdates.tsIsNull)
     }
 
     override def finish(): Unit = {

@@ -129,7 +129,8 @@ case class KStateTableJoinExec(
     override protected def processLeft(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit = {
       emitTo = emit
       if (left.fromSource) {
-        val u = leftReader.update(row, ts)
+        val u = leftReader.updates
+        u.read(row, ts)
         processor.processLeft(u.key, u.keyIsNull, u.value, ts, u.tsIsNull, emitResult)
       } else processor.joinLeft(leftReader.change(row, ts), emitResult)
     }
@@ -137,7 +138,8 @@ case class KStateTableJoinExec(
     override protected def processRight(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit = {
       emitTo = emit
       if (right.fromSource) {
-        val u = rightReader.update(row, ts)
+        val u = rightReader.updates
+        u.read(row, ts)
         processor.processRight(u.key, u.keyIsNull, u.value, ts, u.tsIsNull, emitResult)
       } else processor.joinRight(rightReader.change(row, ts), emitResult)
     }

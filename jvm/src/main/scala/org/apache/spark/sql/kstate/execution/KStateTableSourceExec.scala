@@ -5,6 +5,7 @@ import io.kstate.tables.VersionedTable
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{
   Attribute,
+  BindReferences,
   Expression,
   GenericInternalRow,
   JoinedRow,
@@ -62,33 +63,22 @@ case class KStateTableSourceExec(
       extends KStateTask {
     private val processor = new TableSourceProcessor(new TableSource(state))
     private val in = child.output
-    private val keyProj = UnsafeProjection.create(Seq(key), in)
-    private val valueProj = UnsafeProjection.create(values, in)
+    private val updates =
+      new TableUpdateReader(
+        BindReferences.bindReference(key, in),
+        values.map(v => BindReferences.bindReference(v: Expression, in))
+      )
     private val extras = output.takeRight(2)
     private val outProj = UnsafeProjection.create(output, in ++ extras)
     private val extraRow = new GenericInternalRow(2)
     private val joined = new JoinedRow()
-    private val nValues = values.length
     private var cleanedUp = 0L
 
     override def advanceStreamTime(t: Long): Unit = ()
 
     override def process(row: InternalRow, ts: Long, emit: InternalRow => Unit): Unit = {
-      val tsNull = ts == KStateStatefulExec.NullTime
-      val k = keyProj(row)
-      val keyNull = k.isNullAt(0)
-      val valid = !keyNull && !tsNull
-      var tomb = true
-      val v = if (valid) valueProj(row) else null
-      var i = 0
-      while (valid && tomb && i < nValues) { tomb = v.isNullAt(i); i += 1 }
-      val change = processor.process(
-        if (valid) k.copy() else null,
-        keyNull,
-        if (valid && !tomb) v.copy() else null,
-        ts,
-        tsNull
-      )
+      updates.read(row, ts)
+      val change = processor.process(updates.key, updates.keyIsNull, updates.value, ts, updates.tsIsNull)
       if (change != null) {
         extraRow.update(0, change.oldValue)
         extraRow.setBoolean(1, change.isLatest)
