@@ -52,6 +52,13 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
   private var viewHeap = 0L
 
   /**
+   * The buckets of `families` and `groupIndexes` as a bit set of all 65,536 (null: none), so
+   * that an insert into a family without either (most of them) is one bit test, not two map
+   * lookups.
+   */
+  private var viewBuckets: Array[Long] = _
+
+  /**
    * Estimated heap bytes held by the entries (see [[WriteSet.heapBytesOf]]), the hash table's
    * and insertion order's arrays at their current capacities, and the sorted view.
    */
@@ -137,26 +144,28 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
     if (count > slots.length * AddressTable.MaxLoad) rebuild(slots.length * 2)
     entriesHeap += heapBytesOf(e.key, e.value)
     if (global != null) viewHeap += global.add(e)
-    if (!families.isEmpty) {
+    if (viewBuckets != null) {
       val b = bucketOf(e.key)
-      if (b >= 0) {
+      if (b >= 0 && (viewBuckets(b >>> 6) & (1L << b)) != 0) {
         val v = families.get(b)
         if (v != null) viewHeap += v.add(e)
-      }
-    }
-    if (!groupIndexes.isEmpty) {
-      val b = bucketOf(e.key)
-      if (b >= 0) {
         val g = groupIndexes.get(b)
         if (g != null) viewHeap += g.add(e)
       }
     }
   }
 
+  /** Notes that bucket `b` has a sorted view or a group index (which inserts must keep up to date). */
+  private def markViewBucket(b: Int): Unit = {
+    if (viewBuckets == null) viewBuckets = new Array[Long](1024)
+    viewBuckets(b >>> 6) |= 1L << b
+  }
+
   private def dropSortedView(): Unit = {
     global = null
     families.clear()
     groupIndexes.clear()
+    viewBuckets = null
     viewHeap = 0L
   }
 
@@ -172,6 +181,7 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
       if (v == null) {
         v = new SortedView(sortedArray(entriesOf(b)))
         families.put(b, v)
+        markViewBucket(b)
         viewHeap += v.heap
       }
       viewHeap += v.update()
@@ -250,6 +260,7 @@ private[kstate] final class WriteSet(expectedEntries: Int = 0) {
         i += 1
       }
       groupIndexes.put(b, index)
+      markViewBucket(b)
     }
     val entries = index.entriesOf(group)
     if (entries == null) Array.empty

@@ -55,13 +55,20 @@ class StoreStreamTableJoinBufferSuite extends AnyFunSuite with ScalaCheckPropert
   }
 
   test("random puts, evictions and commits: the heap buffer's evictions, in its order; state persists") {
-    // the heap mirror: never (0), outgrown on the way (3), always (the default)
-    forAll(Gen.listOf(op), Gen.oneOf(0, 3, StoreStreamTableJoinBuffer.HeapMirrorMax)) { (ops, mirrorMax) =>
+    // the heap mirror: never (0 records), outgrown on the way (3 records, or 100 bytes: about
+    // three records of these rows), always (the defaults)
+    val limits = Gen.oneOf(
+      (0, StoreStreamTableJoinBuffer.HeapMirrorBytes),
+      (3, StoreStreamTableJoinBuffer.HeapMirrorBytes),
+      (StoreStreamTableJoinBuffer.HeapMirrorMax, 100L),
+      (StoreStreamTableJoinBuffer.HeapMirrorMax, StoreStreamTableJoinBuffer.HeapMirrorBytes)
+    )
+    forAll(Gen.listOf(op), limits) { case (ops, (mirrorMax, mirrorBytes)) =>
       val provider = ProviderFixture.open(ProviderFixture.tmp(), keySchema, valueSchema)
       try {
         var version = 0L
         var store = provider.getStore(version)
-        var stored = new StoreStreamTableJoinBuffer(store, "b", 1, 2, mirrorMax)
+        var stored = new StoreStreamTableJoinBuffer(store, "b", 1, 2, mirrorMax, mirrorBytes)
         val heap = new InMemoryStreamTableJoinBuffer[UnsafeRow, UnsafeRow]()(KStateStreamTableJoinExec.ByBytes)
         var n = 0L
         ops.foreach {
@@ -73,7 +80,7 @@ class StoreStreamTableJoinBufferSuite extends AnyFunSuite with ScalaCheckPropert
           case Commit =>
             version = store.commit()
             store = provider.getStore(version)
-            stored = new StoreStreamTableJoinBuffer(store, "b", 1, 2, mirrorMax)
+            stored = new StoreStreamTableJoinBuffer(store, "b", 1, 2, mirrorMax, mirrorBytes)
         }
         assert(stored.numRecords === heap.numRecords)
         assert(stored.streamTime === heap.streamTime)
@@ -112,6 +119,16 @@ class StoreStreamTableJoinBufferSuite extends AnyFunSuite with ScalaCheckPropert
       b3.put(key(Array(9.toByte)), value("v9", 9), 9) // a fifth record: the heap mirror is dropped
       assert(inStore(s3) == 5)
       assert(drain(b3, 7).map(_._4) == Seq(5L, 6L, 7L) && inStore(s3) == 2)
+      // past the heap's byte limit too: 8 and 9 held (committed above), 10 and 11 put here
+      val v4 = s3.commit()
+      val s4 = provider.getStore(v4)
+      val rowBytes = StoreStreamTableJoinBuffer.recordBytes(key(Array(8.toByte)).getSizeInBytes, value("v8", 8).getSizeInBytes)
+      val b4 = new StoreStreamTableJoinBuffer(s4, "b", 1, 2, heapMirrorBytes = 3 * rowBytes)
+      b4.put(key(Array(10.toByte)), value("v10", 10), 10)
+      assert(inStore(s4) == 2) // 8 and 9; 10 held on the heap (three records' bytes at most)
+      b4.put(key(Array(11.toByte)), value("v11", 11), 11) // a fourth record: the heap is dropped
+      assert(inStore(s4) == 4)
+      assert(drain(b4, Long.MaxValue).map(_._4) == Seq(8L, 9L, 10L, 11L) && inStore(s4) == 0)
     } finally provider.close()
   }
 
