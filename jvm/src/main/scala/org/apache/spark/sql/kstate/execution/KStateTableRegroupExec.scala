@@ -101,14 +101,20 @@ object KStateTableRegroupExec {
   /** A table value as selected: its group (a one-field row) and grouped value, each null if none. */
   type Selected = GroupedValue[UnsafeRow, UnsafeRow]
 
-  /** Selects one side (new or old value) of a change row; fresh rows. */
+  /**
+   * Selects one side (new or old value) of a change row. The rows are its projections' own
+   * buffers, not copies: valid until this side's next `apply`, which is long enough, because the
+   * processor compares and emits them within the call that selected them, and `emit` copies what
+   * it sends. Each side has its projections, so the new side's rows and the old side's never share
+   * a buffer.
+   */
   private final class Side(group: Expression, values: Seq[Expression], in: Seq[Attribute]) {
     private val groupProj = UnsafeProjection.create(Seq(group), in)
     private val valueProj = UnsafeProjection.create(values, in)
     def apply(row: InternalRow): Selected = {
       val g = groupProj(row)
       val v = valueProj(row)
-      GroupedValue(if (g.isNullAt(0)) null else g.copy(), if (ExpressionTableAggregator.allNull(v)) null else v.copy())
+      GroupedValue(if (g.isNullAt(0)) null else g, if (ExpressionTableAggregator.allNull(v)) null else v)
     }
   }
 

@@ -5,10 +5,13 @@ import org.apache.spark.sql.kstate.provider.KStateStore
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
 import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, StateStore}
+import org.apache.spark.sql.kstate.engine.HashedKey
 import org.apache.spark.sql.kstate.processor.StreamTime
 import org.apache.spark.sql.kstate.processor.table.TableState
 import org.apache.spark.sql.kstate.processor.table.TableState.{Latest, Versioned}
 import org.apache.spark.sql.types.{BinaryType, LongType, StructField, StructType}
+import org.apache.spark.unsafe.Platform
+import org.apache.spark.unsafe.array.ByteArrayMethods
 
 /**
  * An unversioned [[TableState]] in a column family of a Spark state store (`family`, default
@@ -16,7 +19,9 @@ import org.apache.spark.sql.types.{BinaryType, LongType, StructField, StructType
  * (timestamp, value row bytes); a tombstone deletes the key. Stream time lives in the store's
  * [[StateMeta]], written by [[commitStreamTime]] at the end of the task (one slot per store: with
  * several tables in one store, at most one of them commits its stream time). Keys and values are UnsafeRows of `keySchema` /
- * `valueFields` fields; rows returned by `get` are fresh. Not thread-safe; one per task.
+ * `valueFields` fields; rows returned by `get` are fresh objects, and their bytes are never
+ * changed (in kstate's store they point into the stored entry, which is never modified in
+ * place: a put stores a new one). Not thread-safe; one per task.
  */
 final class StoreTableState(
     store: StateStore,
@@ -30,30 +35,70 @@ final class StoreTableState(
   private var time = meta.get(StateMeta.StreamTime, StreamTime.Unknown)
   private val writer = new UnsafeRowWriter(2)
 
+  /** kstate's store, read and written by encoded key ([[KStateStore.encodedKey]]); null for another provider's. */
+  private val own: KStateStore = store match {
+    case k: KStateStore => k
+    case _ => null
+  }
+  private var lastKey: HashedKey = _
+  private val storedRow = new UnsafeRow(2)
+
   override def versioned: Boolean = false
   override def streamTime: Long = time
   override def numVersions: Long = 0L
 
   override def put(key: UnsafeRow, value: UnsafeRow, ts: Long): Long = {
     if (ts > time) time = ts
-    if (value == null) store.remove(key, family)
-    else {
+    if (value == null) {
+      if (own != null) own.removeEncoded(encoded(key)) else store.remove(key, family)
+    } else {
       writer.reset(); writer.zeroOutNullBytes()
       writer.write(0, ts)
       writer.write(1, value.getBytes)
-      store.put(key, writer.getRow, family)
+      if (own != null) own.putEncoded(encoded(key), writer.getRow.getBytes)
+      else store.put(key, writer.getRow, family)
     }
     Latest
   }
 
-  override def get(key: UnsafeRow): Versioned[UnsafeRow] = {
-    val stored = store.get(key, family)
-    if (stored == null) null
+  override def get(key: UnsafeRow): Versioned[UnsafeRow] =
+    if (own != null) {
+      val stored = own.getEncoded(encoded(key))
+      if (stored == null) null
+      else {
+        // the value row points into the stored bytes, which are never modified: no copy
+        storedRow.pointTo(stored, stored.length)
+        val offsetAndSize = storedRow.getLong(1)
+        val row = new UnsafeRow(valueFields)
+        row.pointTo(stored, Platform.BYTE_ARRAY_OFFSET + (offsetAndSize >>> 32).toInt, offsetAndSize.toInt)
+        Versioned(row, storedRow.getLong(0))
+      }
+    } else {
+      val stored = store.get(key, family)
+      if (stored == null) null
+      else {
+        val bytes = stored.getBinary(1)
+        val row = new UnsafeRow(valueFields)
+        row.pointTo(bytes, bytes.length)
+        Versioned(row, stored.getLong(0))
+      }
+    }
+
+  /**
+   * `key` encoded and hashed in kstate's store: the last key's encoding again when `key` has its
+   * bytes (a table source's get and then put of one key), else a new one.
+   */
+  private def encoded(key: UnsafeRow): HashedKey = {
+    val last = lastKey
+    val size = key.getSizeInBytes
+    if (
+      last != null && last.bytes.length == size + 2 &&
+      ByteArrayMethods.arrayEquals(key.getBaseObject, key.getBaseOffset, last.bytes, Platform.BYTE_ARRAY_OFFSET + 2, size)
+    ) last
     else {
-      val bytes = stored.getBinary(1)
-      val row = new UnsafeRow(valueFields)
-      row.pointTo(bytes, bytes.length)
-      Versioned(row, stored.getLong(0))
+      val k = own.encodedKey(key, family)
+      lastKey = k
+      k
     }
   }
 

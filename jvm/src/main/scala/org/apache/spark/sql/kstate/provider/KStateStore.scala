@@ -159,6 +159,35 @@ final class KStateStore private[kstate] (
     fam.decodeValue(current(fam.encodeKey(key)))
   }
 
+  /**
+   * `key` encoded for column family `colFamilyName` and hashed: for a read and then a write of
+   * one key ([[getEncoded]], [[putEncoded]], [[removeEncoded]]) that encode and hash it once.
+   * The family must exist; the same as `get`/`put`/`remove` with `key`, which it was encoded from.
+   */
+  private[kstate] def encodedKey(key: UnsafeRow, colFamilyName: String): HashedKey = {
+    requireKey(key)
+    new HashedKey(family(colFamilyName).encodeKey(key))
+  }
+
+  /**
+   * The value bytes stored under an [[encodedKey]] (null: none), as this version sees them. The
+   * array may be the write set's own: the caller must not modify it (it is never modified in
+   * place, so a row pointing into it stays valid).
+   */
+  private[kstate] def getEncoded(key: HashedKey): Array[Byte] = current(key)
+
+  /** `put` of a value's bytes (a single-value family's encoding: the value row's bytes) under an [[encodedKey]]. */
+  private[kstate] def putEncoded(key: HashedKey, value: Array[Byte]): Unit = {
+    checkWritable("put")
+    write(key, value)
+  }
+
+  /** `remove` of an [[encodedKey]]. */
+  private[kstate] def removeEncoded(key: HashedKey): Unit = {
+    checkWritable("remove")
+    write(key, WriteSet.Deleted)
+  }
+
   override def multiGet(keys: Array[UnsafeRow], colFamilyName: String): Iterator[UnsafeRow] = {
     val fam = family(colFamilyName)
     keys.map { k => requireKey(k); fam.decodeValue(current(fam.encodeKey(k))) }.iterator

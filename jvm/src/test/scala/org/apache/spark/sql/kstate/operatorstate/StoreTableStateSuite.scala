@@ -12,7 +12,8 @@ import org.apache.spark.unsafe.types.UTF8String
 /**
  * [[StoreTableState]] on kstate's store: a value row `get` returned keeps its value when the key
  * is written again, deleted, or the version commits, on the heap and on the RocksDB working copy
- * (the join and the table source keep such rows as a change's old value).
+ * (the join and the table source keep such rows as a change's old value); a key row reused for
+ * another key reads and writes that key (the state encodes a key once for a get and a put).
  */
 class StoreTableStateSuite extends AnyFunSuite {
   private val keySchema = StructType(Seq(StructField("k", StringType)))
@@ -49,6 +50,10 @@ class StoreTableStateSuite extends AnyFunSuite {
       assert(t1.get(key("a")) === null)
       t1.put(key("b"), value("b", 4L), 14L)
       val fromB = t1.get(key("b"))
+      // one reused key row, read as a then written as b: each write goes to its own key
+      assert(t1.get(key("a")) === null)
+      t1.put(key("b"), value("b2", 5L), 15L)
+      assert(t1.get(key("a")) === null && read(t1.get(key("b")).value) === ("b2", 5L))
       s1.commit()
       assert(read(fromB.value) === ("b", 4L))
       p.close()
