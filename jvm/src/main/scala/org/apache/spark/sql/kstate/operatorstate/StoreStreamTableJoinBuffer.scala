@@ -232,7 +232,13 @@ object StoreStreamTableJoinBuffer {
    * key row's bytes (its order). The caller does not reuse the rows it puts
    * ([[StreamTableJoinBuffer]]'s contract), so neither is copied.
    */
-  private final class Held(val ts: Long, val arrival: Long, val key: UnsafeRow, val keyBytes: Array[Byte], val value: UnsafeRow) {
+  private final class Held(
+      val ts: Long,
+      val arrival: Long,
+      val key: UnsafeRow,
+      val keyBytes: Array[Byte],
+      val value: UnsafeRow
+  ) {
     def bytes: Long = recordBytes(keyBytes.length, value.getSizeInBytes)
     def recordKey: Array[Byte] = StoreStreamTableJoinBuffer.recordKey(ts, keyBytes, arrival)
     def recordValue: Array[Byte] = {

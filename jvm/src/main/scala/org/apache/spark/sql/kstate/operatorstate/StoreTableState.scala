@@ -93,7 +93,13 @@ final class StoreTableState(
     val size = key.getSizeInBytes
     if (
       last != null && last.bytes.length == size + 2 &&
-      ByteArrayMethods.arrayEquals(key.getBaseObject, key.getBaseOffset, last.bytes, Platform.BYTE_ARRAY_OFFSET + 2, size)
+      ByteArrayMethods.arrayEquals(
+        key.getBaseObject,
+        key.getBaseOffset,
+        last.bytes,
+        Platform.BYTE_ARRAY_OFFSET + 2,
+        size
+      )
     ) last
     else {
       val k = own.encodedKey(key, family)

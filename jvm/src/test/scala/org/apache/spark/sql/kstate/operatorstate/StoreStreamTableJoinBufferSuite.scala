@@ -122,7 +122,8 @@ class StoreStreamTableJoinBufferSuite extends AnyFunSuite with ScalaCheckPropert
       // past the heap's byte limit too: 8 and 9 held (committed above), 10 and 11 put here
       val v4 = s3.commit()
       val s4 = provider.getStore(v4)
-      val rowBytes = StoreStreamTableJoinBuffer.recordBytes(key(Array(8.toByte)).getSizeInBytes, value("v8", 8).getSizeInBytes)
+      val rowBytes =
+        StoreStreamTableJoinBuffer.recordBytes(key(Array(8.toByte)).getSizeInBytes, value("v8", 8).getSizeInBytes)
       val b4 = new StoreStreamTableJoinBuffer(s4, "b", 1, 2, heapMirrorBytes = 3 * rowBytes)
       b4.put(key(Array(10.toByte)), value("v10", 10), 10)
       assert(inStore(s4) == 2) // 8 and 9; 10 held on the heap (three records' bytes at most)
