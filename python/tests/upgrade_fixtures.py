@@ -283,18 +283,22 @@ def run(
     from _streaming import file_name, write_json_lines
 
     # Spark's file source skips a file older than the newest it has read minus maxFileAge (7
-    # days): a new file is dated no earlier than the newest the checkpoint's source log records,
-    # whatever this machine's clock says against the one that wrote a fixture.
+    # days), and forgets the files it has read that are older than the newest minus maxFileAge:
+    # a forgotten file whose modification time is recent (a fixture's input, dated when the
+    # repository was checked out) is read again as new. So a file added on a checkpoint is dated
+    # just after the newest its source log records, not by this machine's clock, which may be
+    # days after the one that wrote a fixture (or before it).
     floor = _newest_source_file(paths(root)["checkpoint"])
     if not os.path.isdir(os.path.join(paths(root)["checkpoint"], "commits")):
         conf = dict(PIPELINES[name].conf or {}, **(conf or {}))
     q = start(spark, name, root, conf)
     try:
         recs = batches(name)
-        for i in indexes:
+        for n, i in enumerate(indexes):
             import time
 
-            write_json_lines(paths(root)["input"], file_name(i), recs[i], mtime=max(time.time(), floor))
+            mtime = floor + 1 + n if floor else time.time()
+            write_json_lines(paths(root)["input"], file_name(i), recs[i], mtime=mtime)
             q.processAllAvailable()
         before_stop()
         return [json.loads(p.json) if hasattr(p, "json") else p for p in q.recentProgress]

@@ -140,7 +140,8 @@ object StateMigration {
             delta += nb.getSizeInBytes - buffer.getSizeInBytes
             new GenericInternalRow(Array[Any](s.getLong(0), s.getLong(1), s.getLong(2), nb))
           }
-          family.put(key, toValue(new GenericInternalRow(Array[Any](new GenericArrayData(converted)))).getBytes)
+          // copy(): getBytes alone may hand out the projection's own buffer, which the next row overwrites
+          family.put(key, toValue(new GenericInternalRow(Array[Any](new GenericArrayData(converted)))).copy().getBytes)
         }
       finally it.close()
     }

@@ -1,6 +1,7 @@
 package org.apache.spark.sql.kstate.operatorstate
 
 import org.apache.spark.sql.kstate.provider.KStateStore
+import org.apache.spark.sql.kstate.engine.FamilyCodec
 
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, GenericInternalRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
@@ -94,7 +95,7 @@ object StoreForeignKeySubscriptionState {
           writer.write(0, row.getLong(0))
           writer.write(1, row.getLong(1))
           writer.write(2, f(row.getBinary(2)))
-          subs.put(k, writer.getRow.getBytes)
+          subs.put(k, FamilyCodec.rowBytes(writer.getRow, 0)) // a copy: the writer reuses its buffer
         }
       finally it.close()
     }

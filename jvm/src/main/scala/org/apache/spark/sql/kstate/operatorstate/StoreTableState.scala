@@ -5,7 +5,7 @@ import org.apache.spark.sql.kstate.provider.KStateStore
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
 import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, StateStore}
-import org.apache.spark.sql.kstate.engine.HashedKey
+import org.apache.spark.sql.kstate.engine.{FamilyCodec, HashedKey}
 import org.apache.spark.sql.kstate.processor.StreamTime
 import org.apache.spark.sql.kstate.processor.table.TableState
 import org.apache.spark.sql.kstate.processor.table.TableState.{Latest, Versioned}
@@ -55,7 +55,8 @@ final class StoreTableState(
       writer.reset(); writer.zeroOutNullBytes()
       writer.write(0, ts)
       writer.write(1, value.getBytes)
-      if (own != null) own.putEncoded(encoded(key), writer.getRow.getBytes)
+      // a copy: the writer's row may be its own buffer, which the next put overwrites
+      if (own != null) own.putEncoded(encoded(key), FamilyCodec.rowBytes(writer.getRow, 0))
       else store.put(key, writer.getRow, family)
     }
     Latest
@@ -130,7 +131,7 @@ object StoreTableState {
           writer.reset(); writer.zeroOutNullBytes()
           writer.write(0, row.getLong(0))
           writer.write(1, f(row.getBinary(1)))
-          table.put(k, writer.getRow.getBytes)
+          table.put(k, FamilyCodec.rowBytes(writer.getRow, 0)) // a copy: the writer reuses its buffer
         }
       finally it.close()
     }

@@ -59,4 +59,31 @@ class StoreTableStateSuite extends AnyFunSuite {
       p.close()
     }
   }
+
+  test("values of every size are stored as written, also a row exactly the size of the writer's buffer") {
+    // the state writes (timestamp, value bytes) rows with one writer: 24 fixed bytes plus 64
+    // bytes of buffer for the binary field, so a 64-byte value fills the buffer exactly, and
+    // the row's bytes would be the writer's own array unless copied
+    val p = ProviderFixture.open(ProviderFixture.tmp(), keySchema, keySchema)
+    try {
+      val s0 = p.getStore(0)
+      val t0 = new StoreTableState(s0, keySchema, valueFields = 2)
+      def padded(s: String, n: Long): UnsafeRow = value(s.padTo(40, '.'), n)
+      assert(padded("a", 1L).getSizeInBytes === 64) // 8 null bits + 2 x 8 fixed + 40 bytes padded
+      val written = (1 to 5).map(i => s"k$i" -> (s"v$i", i.toLong)).toMap
+      written.foreach { case (k, (v, n)) => t0.put(key(k), padded(v, n), n) }
+      written.foreach { case (k, (v, n)) => assert(read(t0.get(key(k)).value) === (v.padTo(40, '.'), n)) }
+      // and after a rewrite of every value (a schema change's conversion), committed and read back
+      val rewrite = (b: Array[Byte]) => {
+        val r = new UnsafeRow(2); r.pointTo(b, b.length)
+        padded(r.getUTF8String(0).toString.take(2).toUpperCase, r.getLong(1) * 10).getBytes.clone()
+      }
+      StoreTableState.mapValues(s0, StoreTableState.Cf, rewrite)
+      val v1 = s0.commit()
+      val t1 = new StoreTableState(p.getStore(v1), keySchema, valueFields = 2)
+      written.foreach { case (k, (v, n)) =>
+        assert(read(t1.get(key(k)).value) === (v.toUpperCase.padTo(40, '.'), n * 10))
+      }
+    } finally p.close()
+  }
 }
