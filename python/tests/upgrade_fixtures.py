@@ -38,6 +38,7 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -295,8 +296,6 @@ def run(
     try:
         recs = batches(name)
         for n, i in enumerate(indexes):
-            import time
-
             mtime = floor + 1 + n if floor else time.time()
             write_json_lines(paths(root)["input"], file_name(i), recs[i], mtime=mtime)
             q.processAllAvailable()
@@ -543,7 +542,6 @@ def store_dirs(checkpoint: str) -> List[str]:
 
 def _await_snapshots(root: str, version: int) -> None:
     """Waits until Spark's maintenance thread wrote ``<version>.kstate.snapshot`` in every store."""
-    import time
 
     deadline = time.monotonic() + SNAPSHOT_WAIT_SECONDS
     dirs = store_dirs(paths(root)["checkpoint"])

@@ -11,6 +11,7 @@ import org.apache.spark.sql.execution.streaming.state.{
 }
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.unsafe.Platform
+import org.apache.spark.unsafe.array.ByteArrayMethods
 
 /**
  * How one column family's rows become RocksDB bytes and back.
@@ -51,6 +52,16 @@ private[kstate] final class FamilyCodec(
   def encodeKey(key: UnsafeRow): Array[Byte] = sparkKeyEncoder match {
     case None => withPrefix(key)
     case Some(enc) => Bytes.concat(prefix, enc.encodeKey(key))
+  }
+
+  /**
+   * Whether `encoded` is [[encodeKey]]`(key)`, compared without encoding `key`: plain keys only
+   * (this family's prefix and the key row's bytes); for other key specs always false.
+   */
+  def isEncodingOf(encoded: Array[Byte], key: UnsafeRow): Boolean = {
+    val size = key.getSizeInBytes
+    plainKeys && encoded.length == size + 2 && encoded(0) == prefix(0) && encoded(1) == prefix(1) &&
+    ByteArrayMethods.arrayEquals(key.getBaseObject, key.getBaseOffset, encoded, Platform.BYTE_ARRAY_OFFSET + 2, size)
   }
 
   /** The byte prefix shared by all keys whose leading columns equal `prefixKey`. */

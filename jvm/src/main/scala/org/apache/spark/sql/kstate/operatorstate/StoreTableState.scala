@@ -11,7 +11,6 @@ import org.apache.spark.sql.kstate.processor.table.TableState
 import org.apache.spark.sql.kstate.processor.table.TableState.{Latest, Versioned}
 import org.apache.spark.sql.types.{BinaryType, LongType, StructField, StructType}
 import org.apache.spark.unsafe.Platform
-import org.apache.spark.unsafe.array.ByteArrayMethods
 
 /**
  * An unversioned [[TableState]] in a column family of a Spark state store (`family`, default
@@ -85,28 +84,10 @@ final class StoreTableState(
       }
     }
 
-  /**
-   * `key` encoded and hashed in kstate's store: the last key's encoding again when `key` has its
-   * bytes (a table source's get and then put of one key), else a new one.
-   */
+  /** `key` encoded and hashed in kstate's store, once for a get and the put of the same key that follows. */
   private def encoded(key: UnsafeRow): HashedKey = {
-    val last = lastKey
-    val size = key.getSizeInBytes
-    if (
-      last != null && last.bytes.length == size + 2 &&
-      ByteArrayMethods.arrayEquals(
-        key.getBaseObject,
-        key.getBaseOffset,
-        last.bytes,
-        Platform.BYTE_ARRAY_OFFSET + 2,
-        size
-      )
-    ) last
-    else {
-      val k = own.encodedKey(key, family)
-      lastKey = k
-      k
-    }
+    lastKey = own.encodedKey(key, family, lastKey)
+    lastKey
   }
 
   override def getAsOf(key: UnsafeRow, asOf: Long): Versioned[UnsafeRow] = get(key)

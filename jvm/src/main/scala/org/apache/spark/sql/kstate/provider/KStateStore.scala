@@ -162,11 +162,14 @@ final class KStateStore private[kstate] (
   /**
    * `key` encoded for column family `colFamilyName` and hashed: for a read and then a write of
    * one key ([[getEncoded]], [[putEncoded]], [[removeEncoded]]) that encode and hash it once.
-   * The family must exist; the same as `get`/`put`/`remove` with `key`, which it was encoded from.
+   * `last` (may be null), a key this returned before, is returned again when it is `key`'s
+   * encoding ([[FamilyCodec.isEncodingOf]]). The family must exist; the same as
+   * `get`/`put`/`remove` with `key`, which it was encoded from.
    */
-  private[kstate] def encodedKey(key: UnsafeRow, colFamilyName: String): HashedKey = {
+  private[kstate] def encodedKey(key: UnsafeRow, colFamilyName: String, last: HashedKey = null): HashedKey = {
     requireKey(key)
-    new HashedKey(family(colFamilyName).encodeKey(key))
+    val fam = family(colFamilyName)
+    if (last != null && fam.isEncodingOf(last.bytes, key)) last else new HashedKey(fam.encodeKey(key))
   }
 
   /**
