@@ -4,10 +4,20 @@ import scala.collection.mutable.ArrayBuffer
 
 import io.kstate.oracle.KafkaStreamTableJoinOracle
 import io.kstate.oracle.KafkaStreamTableJoinOracle.{In, Join, Result, StreamIn, TableIn}
+import io.kstate.tables.VersionedTable
 import org.apache.spark.sql.kstate.processor.table.InMemoryTableState
 import org.scalacheck.{Gen, Shrink}
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.kstate.config.KStateConf
+import org.apache.spark.sql.kstate.execution.TableStateChoice
+import org.apache.spark.sql.kstate.operatorstate.StoreStreamTableJoinBuffer
+import org.apache.spark.sql.kstate.provider.ProviderFixture
+import org.apache.spark.sql.types.{StringType, StructField, StructType}
+import org.apache.spark.unsafe.types.UTF8String
 
 /**
  * Kafka Streams 4.3.1 as the oracle of [[StreamTableJoinProcessor]]: the same interleaving of
@@ -20,6 +30,12 @@ import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
  * on both sides (Kafka rejects negative timestamps and null timestamps: none are generated).
  * The one deliberate difference Kafka can show (rule 2: a left join's null-key record with a
  * grace period) is asserted by its own test.
+ *
+ * The same inputs also run through the states a streaming query keeps ([[kstateOnStore]]): the
+ * table in kstate's store (chosen as the exec chooses it) and the grace buffer in
+ * [[StoreStreamTableJoinBuffer]], one store version per micro-batch (opened, processed, finished,
+ * committed), keys and values as UnsafeRows from reused projections, the buffer's heap used,
+ * never used or outgrown, the store's working copy on the heap or in RocksDB.
  */
 class StreamTableJoinKafkaSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   import StreamTableJoinKafkaSuite._
@@ -53,24 +69,83 @@ class StreamTableJoinKafkaSuite extends AnyFunSuite with ScalaCheckPropertyCheck
   }
 
   /**
-   * Compares kstate with Kafka, leaving out the results of the keys where Kafka's versioned
-   * store ignores a delete (deliberate difference D6, [[kafkaIgnoresDelete]]).
+   * The processor over the states of a streaming query's task, on a fresh checkpoint: per
+   * micro-batch (`cuts`) a store version is opened, the table state chosen as
+   * `KStateStreamTableJoinExec` chooses it (versioned: grace = retention, Kafka's tie) and the
+   * buffer made over it, the records processed, the task finished and the version committed.
+   * Table keys and values come from projections reused for every update, as the exec's reader
+   * does; stream keys and values are copies, as the exec passes them.
    */
-  private def compare(join: Join, input: Seq[In], cuts: Seq[Boolean]): Unit = {
+  private def kstateOnStore(join: Join, input: Seq[In], cuts: Seq[Boolean], on: StoreSetup): Seq[Result] = {
+    val spec = StreamTableJoinSpec(join.left, join.historyRetentionMs, join.graceMs)
+    val versioned = join.historyRetentionMs.map(r => VersionedTable.ofMillis(r).withGraceMillis(r))
+    val provider = ProviderFixture.open(
+      ProviderFixture.tmp(),
+      RowSchema,
+      RowSchema,
+      ProviderFixture.conf(extra = on.heapStateBytes.map(KStateConf.HeapStateBytes.key -> _.toString).toMap)
+    )
+    val tableKey = UnsafeProjection.create(RowSchema)
+    val tableValue = UnsafeProjection.create(RowSchema)
+    def row(p: UnsafeProjection, s: String): UnsafeRow = p(InternalRow(UTF8String.fromString(s)))
+    def fresh(s: String): UnsafeRow = UnsafeProjection.create(RowSchema)(InternalRow(UTF8String.fromString(s))).copy()
+    val out = ArrayBuffer.empty[Result]
+    val emit: StreamTableJoinEmitter[UnsafeRow, UnsafeRow] = (s: UnsafeRow, t: UnsafeRow, ts: Long) => {
+      val v = s.getUTF8String(0).toString
+      out += Result(keyOf(v), v, if (t == null) null else t.getUTF8String(0).toString, ts)
+    }
+    try {
+      var version = 0L
+      val batches = input.zipWithIndex.foldLeft(Vector(Vector.empty[In])) { case (acc, (r, i)) =>
+        if (cuts.lift(i).contains(true)) acc :+ Vector(r) else acc.init :+ (acc.last :+ r)
+      }
+      batches.foreach { batch =>
+        val store = provider.getStore(version)
+        val table = TableStateChoice.choose("join", Some(store), versioned, "stj_table", RowSchema, valueFields = 1)
+        val buffer =
+          join.graceMs.map(_ => new StoreStreamTableJoinBuffer(store, "join", 1, 1, on.mirrorMax, on.mirrorBytes))
+        val p = new StreamTableJoinProcessor(spec, table.state, buffer)
+        batch.foreach {
+          case StreamIn(k, v, ts) =>
+            p.processStream(if (k == null) null else fresh(k), k == null, fresh(v), ts, tsIsNull = false, emit)
+          case TableIn(k, v, ts) =>
+            val key = row(tableKey, if (k == null) "" else k)
+            p.processTable(key, k == null, if (v == null) null else row(tableValue, v), ts, tsIsNull = false)
+        }
+        p.finish(emit)
+        table.finish()
+        version = store.commit()
+      }
+    } finally provider.close()
+    out.toList
+  }
+
+  /**
+   * Compares kstate with Kafka, leaving out the results of the keys where Kafka's versioned
+   * store ignores a delete (deliberate difference D6, [[kafkaIgnoresDelete]]); with `on`, kstate
+   * runs on the store ([[kstateOnStore]]).
+   */
+  private def compare(join: Join, input: Seq[In], cuts: Seq[Boolean], on: Option[StoreSetup] = None): Unit = {
     val skip = if (join.historyRetentionMs.isDefined) kafkaIgnoresDelete(input) else Set.empty[String]
     val kafka = KafkaStreamTableJoinOracle.run(join, input).map(_.filterNot(r => skip(r.key)))
-    val ours = kstate(join, input, cuts).filterNot(r => skip(r.key))
-    withClue(s"$join\ninput ${input.mkString(" ")}\nkafka  $kafka\nkstate $ours\nleft out $skip\n") {
+    val all = on.fold(kstate(join, input, cuts))(kstateOnStore(join, input, cuts, _))
+    val ours = all.filterNot(r => skip(r.key))
+    withClue(s"$join $on\ninput ${input.mkString(" ")}\nkafka  $kafka\nkstate $ours\nleft out $skip\n") {
       assert(kafka === Right(ours))
     }
   }
 
+  private val cutsOf: Seq[In] => Gen[(Seq[In], Seq[Boolean])] =
+    in => Gen.listOfN(in.length, Gen.frequency(4 -> false, 1 -> true)).map((in, _))
+
   private def differential(join: Gen[Join], nullKeys: Boolean): Unit =
-    forAll(
-      join,
-      inputGen(nullKeys).flatMap(in => Gen.listOfN(in.length, Gen.frequency(4 -> false, 1 -> true)).map((in, _)))
-    ) {
+    forAll(join, inputGen(nullKeys).flatMap(cutsOf)) {
       case (j, (in, cuts)) => compare(j, in, cuts)
+    }
+
+  private def differentialOnStore(join: Gen[Join], nullKeys: Boolean): Unit =
+    forAll(join, inputGen(nullKeys).flatMap(cutsOf), storeSetups) {
+      case (j, (in, cuts), on) => compare(j, in, cuts, Some(on))
     }
 
   private val retention = Gen.choose(0L, 12L)
@@ -90,6 +165,12 @@ class StreamTableJoinKafkaSuite extends AnyFunSuite with ScalaCheckPropertyCheck
   test("versioned table with a grace period, inner join (null keys included) and left join: Kafka's results") {
     differential(withGrace(Gen.const(false)), nullKeys = true)
     differential(withGrace(Gen.const(true)), nullKeys = false)
+  }
+
+  test("on kstate's store (table state, grace buffer, one store version per micro-batch): Kafka's results") {
+    differentialOnStore(Gen.oneOf(unversioned, versioned), nullKeys = true)
+    differentialOnStore(withGrace(Gen.const(false)), nullKeys = true)
+    differentialOnStore(withGrace(Gen.const(true)), nullKeys = false)
   }
 
   test("KIP-923's example: Kafka's results with and without grace") {
@@ -209,6 +290,25 @@ class StreamTableJoinKafkaSuite extends AnyFunSuite with ScalaCheckPropertyCheck
 }
 
 object StreamTableJoinKafkaSuite {
+
+  /** Keys, stream values and table values on the store: one string column. */
+  val RowSchema: StructType = StructType(Seq(StructField("s", StringType)))
+
+  /**
+   * How the store-backed states run: the grace buffer's heap limits (records, bytes) and the
+   * store's heap working-copy limit (`None`: the default, on the heap; `Some(0)`: in RocksDB).
+   */
+  final case class StoreSetup(mirrorMax: Int, mirrorBytes: Long, heapStateBytes: Option[Long])
+
+  /** The buffer's heap always used, never used, or outgrown after three records; heap or RocksDB working copy. */
+  val storeSetups: Gen[StoreSetup] = for {
+    (max, bytes) <- Gen.oneOf(
+      (StoreStreamTableJoinBuffer.HeapMirrorMax, StoreStreamTableJoinBuffer.HeapMirrorBytes),
+      (0, StoreStreamTableJoinBuffer.HeapMirrorBytes),
+      (3, StoreStreamTableJoinBuffer.HeapMirrorBytes)
+    )
+    heap <- Gen.frequency(3 -> Gen.const(None), 1 -> Gen.const(Some(0L)))
+  } yield StoreSetup(max, bytes, heap)
 
   /**
    * The table keys with an update older than the key's latest version, when that version is a

@@ -16,7 +16,8 @@ import TablePipeline._
  * source and processors on the same random changelogs cut into random micro-batches: identical
  * records (key, value, timestamp, in order). Kafka's versioned store ties grace to history
  * retention, so the versioned cases use grace = retention; kstate's separate grace is covered by
- * [[TablePropertySuite]].
+ * [[TablePropertySuite]]. The same changelogs also run over the state a streaming query keeps
+ * ([[StoreBackedTable]]: kstate's store, one store version per micro-batch).
  */
 class TableKafkaDifferentialSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   import TablePropertySuite._
@@ -32,6 +33,22 @@ class TableKafkaDifferentialSuite extends AnyFunSuite with ScalaCheckPropertyChe
       val run = new Run(p, state, counters)
       batch.flatMap(r => Option(run.process(r)))
     }
+  }
+
+  /** As [[changes]], over kstate's store ([[StoreBackedTable]]), a store version per micro-batch. */
+  private def changesOnStore(p: Pipeline, batches: Seq[Seq[Rec]], heapStateBytes: Option[Long])
+      : Seq[TableChange[String, V]] = {
+    val state = new StoreBackedTable(p.source, heapStateBytes)
+    val counters = TableMetrics.newCounters()
+    try
+      batches.flatMap { batch =>
+        state.beginBatch()
+        val run = new Run(p, state, counters)
+        val out = batch.flatMap(r => Option(run.process(r)))
+        state.endBatch()
+        out
+      }
+    finally state.close()
   }
   private def opt(v: V): Option[Long] = Option(v).map(_.longValue)
   private def kstate(p: Pipeline, batches: Seq[Seq[Rec]]): Seq[Out] =
@@ -66,6 +83,17 @@ class TableKafkaDifferentialSuite extends AnyFunSuite with ScalaCheckPropertyChe
       val batches = comparable(p, all)
       val expected = KafkaTableOracle.run(p, batches.flatten)
       assert(kstate(p, batches) == expected, s"pipeline $p; batches $batches")
+    }
+  }
+
+  test("on kstate's store (heap or RocksDB working copy, a store version per micro-batch): Kafka's records, old " +
+    "values too") {
+    val materialized = kafkaPipelineGen.suchThat(_.source != Unmaterialized)
+    forAll(materialized, batchesGen, Gen.oneOf(None, Some(0L))) { (p, all, heapStateBytes) =>
+      val batches = comparable(p, all)
+      val got = changesOnStore(p, batches, heapStateBytes)
+        .map(c => OutWithOld(c.key, opt(c.newValue), opt(c.oldValue), c.timestamp))
+      assert(got == KafkaTableOracle.runWithOldValues(p, batches.flatten), s"pipeline $p; $heapStateBytes; $batches")
     }
   }
 
