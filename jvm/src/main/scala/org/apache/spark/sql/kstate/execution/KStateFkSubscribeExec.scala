@@ -73,8 +73,7 @@ case class KStateFkSubscribeExec(
         counters
       )
       val outRow = new GenericInternalRow(6)
-      val toUnsafe = UnsafeProjection.create(outTypes)
-      val sent = new java.util.ArrayList[InternalRow](2)
+      val sent = new SentRows(outTypes, MaxSentPerChange) // handed on without copies
       var tsValue: Any = null
       val emit: ForeignKeySubscription[UnsafeRow, UnsafeRow, Selected] => Unit = s => {
         outRow.update(0, if (s.foreignKey == null) null else s.foreignKey.get(0, fkType))
@@ -83,13 +82,12 @@ case class KStateFkSubscribeExec(
         outRow.update(3, if (s.leftValue == null) null else s.leftValue.value)
         outRow.setLong(4, s.version)
         outRow.update(5, tsValue)
-        sent.add(toUnsafe(outRow).copy())
+        sent.send(outRow)
       }
       def selected(value: UnsafeRow, fkRow: UnsafeRow): Selected =
         Selected(value.copy(), if (fkRow.isNullAt(0)) null else fkRow.copy())
       var index = 0L
-      val out = rows.flatMap { row =>
-        sent.clear()
+      val out = sent.over(rows) { row =>
         val version = (batch << 32) | index
         index += 1
         val v = valueProj(row)
@@ -102,7 +100,6 @@ case class KStateFkSubscribeExec(
           version,
           emit
         )
-        sent.toArray(new Array[InternalRow](sent.size)).iterator
       }
       CompletionIterator[InternalRow, Iterator[InternalRow]](
         out,
@@ -116,6 +113,9 @@ case class KStateFkSubscribeExec(
 
 object KStateFkSubscribeExec {
   private val Reported = Seq(ForeignKeyJoinMetrics.OutOfOrderIgnored, ForeignKeyJoinMetrics.NullForeignKeys)
+
+  /** The most subscriptions one change sends ([[ForeignKeySubscriptionSender]]: to the old and the new foreign key). */
+  private val MaxSentPerChange = 2
 
   /** A left value (its value columns' row) and its foreign key (a one-field row, null: none). */
   final case class Selected(value: UnsafeRow, foreignKey: UnsafeRow)

@@ -65,21 +65,18 @@ case class KStateTableRegroupExec(
         TableRegroupMetrics.newCounters()
       )
       val outRow = new GenericInternalRow(4)
-      val toUnsafe = UnsafeProjection.create(outTypes)
-      val sent = new java.util.ArrayList[InternalRow](2)
+      val sent = new SentRows(outTypes, MaxSentPerChange) // handed on without copies
       val emit: GroupChange[UnsafeRow, UnsafeRow] => Unit = c => {
         outRow.update(0, c.group.get(0, groupType))
         outRow.update(1, c.newValue)
         outRow.update(2, c.oldValue)
         outRow.setLong(3, c.timestamp)
-        sent.add(toUnsafe(outRow).copy())
+        sent.send(outRow)
       }
-      val out = rows.flatMap { row =>
-        sent.clear()
+      val out = sent.over(rows) { row =>
         val newSel = if (ExpressionTableAggregator.allNull(tableValue(row))) null else newSide(row)
         val oldSel = if (row.isNullAt(oldOrdinal)) null else oldSide(row)
         processor.process(TableChange(row, newSel, oldSel, tsOf(row), row.getBoolean(latestOrdinal)), emit)
-        sent.toArray(new Array[InternalRow](sent.size)).iterator
       }
       CompletionIterator[InternalRow, Iterator[InternalRow]](
         out,
@@ -92,6 +89,10 @@ case class KStateTableRegroupExec(
 }
 
 object KStateTableRegroupExec {
+
+  /** The most group changes one table change sends ([[TableRegroupProcessor]]: a subtract and an add). */
+  private val MaxSentPerChange = 2
+
   private val Reported = Seq(
     TableRegroupMetrics.OutOfOrderIgnored,
     TableRegroupMetrics.NoGroup,
@@ -104,8 +105,8 @@ object KStateTableRegroupExec {
   /**
    * Selects one side (new or old value) of a change row. The rows are its projections' own
    * buffers, not copies: valid until this side's next `apply`, which is long enough, because the
-   * processor compares and emits them within the call that selected them, and `emit` copies what
-   * it sends. Each side has its projections, so the new side's rows and the old side's never share
+   * processor compares and emits them within the call that selected them, and `emit` projects what
+   * it sends into rows of its own. Each side has its projections, so the new side's rows and the old side's never share
    * a buffer.
    */
   private final class Side(group: Expression, values: Seq[Expression], in: Seq[Attribute]) {
