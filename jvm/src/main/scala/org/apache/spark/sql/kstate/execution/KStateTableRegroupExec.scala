@@ -105,9 +105,9 @@ object KStateTableRegroupExec {
   /**
    * Selects one side (new or old value) of a change row. The rows are its projections' own
    * buffers, not copies: valid until this side's next `apply`, which is long enough, because the
-   * processor compares and emits them within the call that selected them, and `emit` projects what
-   * it sends into rows of its own. Each side has its projections, so the new side's rows and the old side's never share
-   * a buffer.
+   * processor compares and emits them within the call that selected them, and `emit` projects
+   * what it sends into rows of its own ([[SentRows]]). Each side has its projections, so the new
+   * side's rows and the old side's never share a buffer.
    */
   private final class Side(group: Expression, values: Seq[Expression], in: Seq[Attribute]) {
     private val groupProj = UnsafeProjection.create(Seq(group), in)
