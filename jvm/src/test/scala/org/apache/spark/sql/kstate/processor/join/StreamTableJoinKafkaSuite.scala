@@ -13,7 +13,7 @@ import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.kstate.config.KStateConf
-import org.apache.spark.sql.kstate.execution.TableStateChoice
+import org.apache.spark.sql.kstate.execution.{KStateStreamTableJoinExec, TableStateChoice}
 import org.apache.spark.sql.kstate.operatorstate.StoreStreamTableJoinBuffer
 import org.apache.spark.sql.kstate.provider.ProviderFixture
 import org.apache.spark.sql.types.{StringType, StructField, StructType}
@@ -56,15 +56,14 @@ class StreamTableJoinKafkaSuite extends AnyFunSuite with ScalaCheckPropertyCheck
     val out = ArrayBuffer.empty[Result]
     val emit: StreamTableJoinEmitter[String, String] =
       (s: String, t: String, ts: Long) => out += Result(keyOf(s), s, t, ts)
-    var p = new StreamTableJoinProcessor(spec, state, buffer)
-    input.zipWithIndex.foreach { case (r, i) =>
-      if (cuts.lift(i).contains(true)) { p.finish(emit); p = new StreamTableJoinProcessor(spec, state, buffer) }
-      r match {
+    batchesOf(input, cuts).foreach { batch =>
+      val p = new StreamTableJoinProcessor(spec, state, buffer)
+      batch.foreach {
         case StreamIn(k, v, ts) => p.processStream(k, k == null, v, ts, tsIsNull = false, emit)
         case TableIn(k, v, ts) => p.processTable(k, k == null, v, ts, tsIsNull = false)
       }
+      p.finish(emit)
     }
-    p.finish(emit)
     out.toList
   }
 
@@ -88,7 +87,8 @@ class StreamTableJoinKafkaSuite extends AnyFunSuite with ScalaCheckPropertyCheck
     val tableKey = UnsafeProjection.create(RowSchema)
     val tableValue = UnsafeProjection.create(RowSchema)
     def row(p: UnsafeProjection, s: String): UnsafeRow = p(InternalRow(UTF8String.fromString(s)))
-    def fresh(s: String): UnsafeRow = UnsafeProjection.create(RowSchema)(InternalRow(UTF8String.fromString(s))).copy()
+    val streamRow = UnsafeProjection.create(RowSchema)
+    def fresh(s: String): UnsafeRow = row(streamRow, s).copy()
     val out = ArrayBuffer.empty[Result]
     val emit: StreamTableJoinEmitter[UnsafeRow, UnsafeRow] = (s: UnsafeRow, t: UnsafeRow, ts: Long) => {
       val v = s.getUTF8String(0).toString
@@ -96,12 +96,16 @@ class StreamTableJoinKafkaSuite extends AnyFunSuite with ScalaCheckPropertyCheck
     }
     try {
       var version = 0L
-      val batches = input.zipWithIndex.foldLeft(Vector(Vector.empty[In])) { case (acc, (r, i)) =>
-        if (cuts.lift(i).contains(true)) acc :+ Vector(r) else acc.init :+ (acc.last :+ r)
-      }
-      batches.foreach { batch =>
+      batchesOf(input, cuts).foreach { batch =>
         val store = provider.getStore(version)
-        val table = TableStateChoice.choose("join", Some(store), versioned, "stj_table", RowSchema, valueFields = 1)
+        val table = TableStateChoice.choose(
+          "join",
+          Some(store),
+          versioned,
+          KStateStreamTableJoinExec.VersionedStoreName,
+          RowSchema,
+          valueFields = 1
+        )
         val buffer =
           join.graceMs.map(_ => new StoreStreamTableJoinBuffer(store, "join", 1, 1, on.mirrorMax, on.mirrorBytes))
         val p = new StreamTableJoinProcessor(spec, table.state, buffer)
@@ -290,6 +294,12 @@ class StreamTableJoinKafkaSuite extends AnyFunSuite with ScalaCheckPropertyCheck
 }
 
 object StreamTableJoinKafkaSuite {
+
+  /** `input` as micro-batches: a new one starts before each record whose `cuts` entry is true. */
+  def batchesOf(input: Seq[In], cuts: Seq[Boolean]): Seq[Seq[In]] =
+    input.zipWithIndex.foldLeft(Vector(Vector.empty[In])) { case (acc, (r, i)) =>
+      if (cuts.lift(i).contains(true)) acc :+ Vector(r) else acc.init :+ (acc.last :+ r)
+    }
 
   /** Keys, stream values and table values on the store: one string column. */
   val RowSchema: StructType = StructType(Seq(StructField("s", StringType)))
